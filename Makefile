@@ -1,0 +1,48 @@
+# Two commands do everything on a fresh Debian machine (run as root, or with sudo available):
+#   make demo   - install what is missing, build the firmware, run a power-fault campaign on the
+#                 simulated rig and write its report
+#   make test   - install what is missing, lint, type-check, build and test firmware and host
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+APT_PACKAGES := python3-venv gcc make pkg-config util-linux udev fuse3 libfuse3-dev \
+	gcc-avr avr-libc binutils-avr avrdude simavr libsimavr-dev \
+	fio smartmontools sg3-utils nvme-cli
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: setup demo test lint typecheck firmware clean-sim
+setup: $(VENV)/.installed firmware
+
+.apt-installed: Makefile
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages: $$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@touch $@
+
+$(VENV)/.installed: .apt-installed requirements.lock pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.lock
+	$(VENV)/bin/pip install -q --disable-pip-version-check --no-deps -e .
+	@touch $@
+
+firmware: .apt-installed
+	@if [ -f firmware/Makefile ]; then $(MAKE) -s -C firmware all; fi
+
+demo: setup
+	$(VENV)/bin/rig demo
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(VENV)/.installed
+	$(VENV)/bin/mypy
+
+test: setup lint typecheck
+	@if [ -f firmware/Makefile ]; then $(MAKE) -s -C firmware test; fi
+	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+
+clean-sim: $(VENV)/.installed
+	$(VENV)/bin/rig clean-sim

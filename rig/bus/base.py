@@ -1,0 +1,45 @@
+"""The presence capability: find a drive by identity and watch it leave and come back.
+
+A watch is armed before the cut, so no event between arming and waiting is missed. Times are
+host monotonic nanoseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from rig.identity import DriveIdentity
+
+
+@dataclass(frozen=True)
+class DriveNode:
+    """A drive as it is present on the bus right now."""
+
+    identity: DriveIdentity
+    devnode: str  # e.g. /dev/sdb; changes across re-enumerations, never used to name a drive
+    size_bytes: int
+    logical_block: int = 512
+    physical_block: int = 4096
+
+
+class PresenceWatch(Protocol):
+    def wait_gone(self, timeout_s: float) -> int | None:
+        """Host ns when the drive was seen leaving the bus, or None on timeout."""
+        ...
+
+    def wait_back(self, timeout_s: float) -> DriveNode | None:
+        """The drive once it is back (matched by identity), or None on timeout."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Presence(Protocol):
+    def find(self, identity: DriveIdentity) -> DriveNode | None:
+        """The drive with this identity if it is on the bus now."""
+        ...
+
+    def watch(self, identity: DriveIdentity) -> PresenceWatch:
+        """Start watching this drive's departures and returns from now on."""
+        ...

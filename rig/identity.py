@@ -1,0 +1,34 @@
+"""Drive identity: what a campaign names a drive by, never a /dev node."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DriveIdentity:
+    """Identity as reported by the drive. A campaign names a drive by WWN, or by serial + model."""
+
+    model: str
+    serial: str
+    wwn: str = ""
+    firmware: str = ""
+
+    def matches(self, other: DriveIdentity) -> bool:
+        """True when `other` is the same physical drive as the one this identity names.
+
+        WWN decides when both have one; otherwise serial and model must both agree.
+        """
+        if self.wwn and other.wwn:
+            return normalise_wwn(self.wwn) == normalise_wwn(other.wwn)
+        return bool(self.serial) and self.serial == other.serial and self.model == other.model
+
+    def label(self) -> str:
+        return f"{self.model} s/n {self.serial}" + (f" wwn {self.wwn}" if self.wwn else "")
+
+
+def normalise_wwn(wwn: str) -> str:
+    text = wwn.strip().lower()
+    for prefix in ("0x", "naa.", "eui.", "wwn-"):
+        text = text.removeprefix(prefix)
+    return text.replace(" ", "")
