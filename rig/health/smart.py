@@ -90,6 +90,18 @@ def parse_smartctl_json(text: str) -> HealthSnapshot:
     return HealthSnapshot(**common)
 
 
+def smartctl_messages(text: str) -> list[str]:
+    """The `smartctl.messages[].string` lines of an output; [] if it is not JSON."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return []
+    messages = get_path(doc, "smartctl", "messages")
+    if not isinstance(messages, list):
+        return []
+    return [str(m["string"]) for m in messages if isinstance(m, Mapping) and "string" in m]
+
+
 def _load(text: str) -> Mapping[str, Any]:
     if not text.strip():
         raise ToolOutputError("smartctl printed nothing")
@@ -269,7 +281,9 @@ def ata_percentage_used(attrs: Mapping[int, AtaAttribute]) -> AtaAttribute | Non
     for attr_id, name in WEAR_REMAINING_ATTRS:
         attr = attrs.get(attr_id)
         # 0..100 only: some firmware reports sentinels (e.g. 253) before the value is known
-        if attr is not None and attr.name == name and 0 <= (attr.normalized or -1) <= 100:
+        if attr is None or attr.name != name or attr.normalized is None:
+            continue
+        if 0 <= attr.normalized <= 100:
             return attr
     return None
 

@@ -1,0 +1,195 @@
+"""nvme-cli (2.x) JSON: `nvme id-ctrl -o json` and `nvme smart-log -o json`.
+
+Field names follow nvme-cli 2.3's nvme-print.c (json_nvme_id_ctrl, json_smart_log): the SMART
+log uses avail_spare / spare_thresh / percent_used, prints 128-bit counters as decimal strings,
+and prints the composite temperature in Kelvin (smartctl prints Celsius). With -H the
+critical_warning field becomes an object with a "value" member; both shapes are read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rig.health.counters import as_uint, counter
+from rig.health.errors import ToolFailed, ToolOutputError
+from rig.health.smart import NVME_DATA_UNIT_BYTES
+from rig.health.snapshot import HealthSnapshot, SmartIdentity
+from rig.health.tools import Runner, ToolResult, first_line
+
+KELVIN_OFFSET = 273  # NVMe reports whole kelvins; nvme-cli and smartctl both subtract 273
+
+
+@dataclass(frozen=True)
+class NvmeIdCtrl:
+    vid: int | None
+    ssvid: int | None
+    serial: str | None
+    model: str | None
+    firmware: str | None
+    ieee_oui: int | None
+    cntlid: int | None
+    version: int | None  # VER register value, e.g. 0x10300 = 1.3
+    total_capacity: int | None  # tnvmcap, bytes
+    unallocated_capacity: int | None
+    namespaces: int | None  # nn
+    volatile_write_cache: bool | None  # vwc bit 0: a volatile write cache is present
+    awupf: int | None  # atomic write unit power fail, 0's based, in logical blocks
+    awun: int | None
+    subnqn: str | None
+
+
+@dataclass(frozen=True)
+class NvmeSmartLog:
+    critical_warning: int | None
+    temperature_c: int | None
+    available_spare: int | None
+    available_spare_threshold: int | None
+    percentage_used: int | None
+    data_units_read: int | None
+    data_units_written: int | None
+    host_read_commands: int | None
+    host_write_commands: int | None
+    power_cycles: int | None
+    power_on_hours: int | None
+    unsafe_shutdowns: int | None
+    media_errors: int | None
+    error_log_entries: int | None
+
+
+def _load(text: str, what: str) -> Mapping[str, Any]:
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        head = text[:60].replace("\n", " ")
+        raise ToolOutputError(f"nvme {what}: output is not JSON: {head!r}") from exc
+    if not isinstance(doc, dict):
+        raise ToolOutputError(f"nvme {what}: JSON is a {type(doc).__name__}, not an object")
+    return doc
+
+
+def _text(value: Any) -> str | None:
+    # id-ctrl strings are fixed-width, space padded
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def parse_nvme_id_ctrl(text: str) -> NvmeIdCtrl:
+    doc = _load(text, "id-ctrl")
+    if "sn" not in doc and "mn" not in doc:
+        raise ToolOutputError("nvme id-ctrl: JSON has neither sn nor mn")
+    vwc = as_uint(doc.get("vwc"))
+    return NvmeIdCtrl(
+        vid=as_uint(doc.get("vid")),
+        ssvid=as_uint(doc.get("ssvid")),
+        serial=_text(doc.get("sn")),
+        model=_text(doc.get("mn")),
+        firmware=_text(doc.get("fr")),
+        ieee_oui=as_uint(doc.get("ieee")),
+        cntlid=as_uint(doc.get("cntlid")),
+        version=as_uint(doc.get("ver")),
+        total_capacity=counter(doc, "tnvmcap"),
+        unallocated_capacity=counter(doc, "unvmcap"),
+        namespaces=as_uint(doc.get("nn")),
+        volatile_write_cache=None if vwc is None else bool(vwc & 1),
+        awupf=as_uint(doc.get("awupf")),
+        awun=as_uint(doc.get("awun")),
+        subnqn=_text(doc.get("subnqn")),
+    )
+
+
+def parse_nvme_smart_log(text: str) -> NvmeSmartLog:
+    doc = _load(text, "smart-log")
+    if "critical_warning" not in doc:
+        raise ToolOutputError("nvme smart-log: JSON has no critical_warning")
+    warning = doc.get("critical_warning")
+    if isinstance(warning, Mapping):  # -H (human readable) form
+        warning = warning.get("value")
+    kelvin = as_uint(doc.get("temperature"))
+    return NvmeSmartLog(
+        critical_warning=as_uint(warning),
+        temperature_c=None if not kelvin else kelvin - KELVIN_OFFSET,  # 0 K: not reported
+        available_spare=as_uint(doc.get("avail_spare")),
+        available_spare_threshold=as_uint(doc.get("spare_thresh")),
+        percentage_used=as_uint(doc.get("percent_used")),
+        data_units_read=counter(doc, "data_units_read"),
+        data_units_written=counter(doc, "data_units_written"),
+        host_read_commands=counter(doc, "host_read_commands"),
+        host_write_commands=counter(doc, "host_write_commands"),
+        power_cycles=counter(doc, "power_cycles"),
+        power_on_hours=counter(doc, "power_on_hours"),
+        unsafe_shutdowns=counter(doc, "unsafe_shutdowns"),
+        media_errors=counter(doc, "media_errors"),
+        error_log_entries=counter(doc, "num_err_log_entries"),
+    )
+
+
+def snapshot_from_nvme(id_ctrl: NvmeIdCtrl, log: NvmeSmartLog, raw: str = "") -> HealthSnapshot:
+    """A HealthSnapshot from nvme-cli alone (for hosts or drives where smartctl falls short).
+
+    Identify Controller has no namespace identifiers, so wwn, capacity and block sizes are None
+    here; the bus layer gets them from the namespace.
+    """
+    written = log.data_units_written
+    return HealthSnapshot(
+        identity=SmartIdentity(
+            model=id_ctrl.model,
+            serial=id_ctrl.serial,
+            firmware=id_ctrl.firmware,
+            protocol="NVMe",
+            transport="nvme",
+            is_ssd=True,
+        ),
+        source="nvme-cli",
+        smart_passed=None,  # nvme-cli has no overall verdict; see critical_warning
+        power_cycles=log.power_cycles,
+        power_on_hours=log.power_on_hours,
+        unsafe_shutdowns=log.unsafe_shutdowns,
+        unsafe_shutdowns_source=None if log.unsafe_shutdowns is None else "nvme:unsafe_shutdowns",
+        media_errors=log.media_errors,
+        critical_warning=log.critical_warning,
+        percentage_used=log.percentage_used,
+        percentage_used_source=None if log.percentage_used is None else "nvme:percent_used",
+        data_units_written=written,
+        host_bytes_written=None if written is None else written * NVME_DATA_UNIT_BYTES,
+        host_bytes_written_source=None if written is None else "nvme:data_units_written",
+        temperature_c=log.temperature_c,
+        available_spare=log.available_spare,
+        available_spare_threshold=log.available_spare_threshold,
+        error_log_entries=log.error_log_entries,
+        raw=raw,
+    )
+
+
+def _run_nvme(argv: list[str], runner: Runner, timeout_s: float | None) -> ToolResult:
+    result = runner.run(argv, timeout_s)
+    if result.exit_code != 0:
+        detail = first_line(result.stderr) or first_line(result.stdout)
+        raise ToolFailed(
+            f"{' '.join(argv[:2])} failed (exit {result.exit_code}): {detail}",
+            result.argv,
+            result.exit_code,
+            result.stderr,
+        )
+    return result
+
+
+def nvme_id_ctrl(dev: str, runner: Runner, timeout_s: float | None = None) -> NvmeIdCtrl:
+    result = _run_nvme(["nvme", "id-ctrl", dev, "--output-format=json"], runner, timeout_s)
+    return parse_nvme_id_ctrl(result.stdout)
+
+
+def nvme_smart_log(dev: str, runner: Runner, timeout_s: float | None = None) -> NvmeSmartLog:
+    result = _run_nvme(["nvme", "smart-log", dev, "--output-format=json"], runner, timeout_s)
+    return parse_nvme_smart_log(result.stdout)
+
+
+def nvme_snapshot(dev: str, runner: Runner, timeout_s: float | None = None) -> HealthSnapshot:
+    """id-ctrl and smart-log; `raw` keeps both JSON texts (one object) for the store."""
+    ctrl = _run_nvme(["nvme", "id-ctrl", dev, "--output-format=json"], runner, timeout_s)
+    log = _run_nvme(["nvme", "smart-log", dev, "--output-format=json"], runner, timeout_s)
+    raw = '{"id_ctrl": ' + ctrl.stdout.strip() + ', "smart_log": ' + log.stdout.strip() + "}"
+    return snapshot_from_nvme(
+        parse_nvme_id_ctrl(ctrl.stdout), parse_nvme_smart_log(log.stdout), raw
+    )

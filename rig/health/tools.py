@@ -1,0 +1,188 @@
+"""Running health tools: one small runner, and the smartctl invocations.
+
+Every tool is run from an argument list (never a shell), with a timeout, in its own process
+group so a hung tool and anything it spawned are killed together. The runner takes PATH from
+its environment, which is how the tests put fake executables in front of the real ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from rig.health.errors import ToolFailed, ToolMissing, ToolTimeout, ToolUsageError
+from rig.health.smart import parse_smartctl_json, smartctl_messages
+from rig.health.snapshot import HealthSnapshot, SmartctlExit, SmartIdentity
+
+DEFAULT_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    argv: tuple[str, ...]
+    exit_code: int  # negative: killed by that signal
+    stdout: str
+    stderr: str
+
+
+class Runner(Protocol):
+    def run(self, argv: Sequence[str], timeout_s: float | None = None) -> ToolResult: ...
+
+
+@dataclass(frozen=True)
+class ToolRunner:
+    """Runs a tool and returns what it said; raises only when it could not run or hung."""
+
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    env: Mapping[str, str] | None = field(default=None, repr=False)  # None: inherit
+
+    def run(self, argv: Sequence[str], timeout_s: float | None = None) -> ToolResult:
+        if not argv:
+            raise ValueError("empty argument list")
+        args = tuple(argv)
+        env = dict(os.environ if self.env is None else self.env)
+        exe = shutil.which(args[0], path=env.get("PATH", os.defpath))
+        if exe is None:
+            raise ToolMissing(f"{args[0]}: not found on PATH", args)
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        try:
+            proc = subprocess.Popen(
+                [exe, *args[1:]],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                start_new_session=True,  # own process group: kill the tool and its children
+            )
+        except OSError as exc:  # e.g. not executable, bad interpreter
+            raise ToolMissing(f"{args[0]}: cannot execute: {exc}", args) from exc
+        try:
+            out, err = proc.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            proc.communicate()
+            raise ToolTimeout(f"{args[0]}: no answer within {limit:g} s", args, limit) from None
+        return ToolResult(
+            argv=args,
+            exit_code=proc.returncode,
+            stdout=out.decode("utf-8", errors="replace"),
+            stderr=err.decode("utf-8", errors="replace"),
+        )
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):  # it may have exited meanwhile
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def first_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+# --- smartctl -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SmartctlReading:
+    """A parsed smartctl run: the snapshot and the exit bits decoded."""
+
+    snapshot: HealthSnapshot
+    exit_status: SmartctlExit
+
+    @property
+    def partial(self) -> bool:
+        """Bit 2: some command or log read failed; fields from it are None."""
+        return self.exit_status.partial
+
+    @property
+    def health_flags(self) -> SmartctlExit:
+        return self.exit_status.health_bits
+
+
+def smartctl_argv(devnode: str, *options: str, device_type: str | None = None) -> list[str]:
+    argv = ["smartctl", "--json=c", *options]
+    if device_type:
+        argv.append(f"--device={device_type}")
+    argv.append(devnode)
+    return argv
+
+
+def run_smartctl(
+    argv: Sequence[str], runner: Runner, timeout_s: float | None = None
+) -> SmartctlReading:
+    """Run smartctl, decode the exit bits, parse the JSON.
+
+    Bit 0 (our command line was rejected) is a rig fault; bit 1 (device open failed, or no
+    IDENTIFY) means no data: both raise. Bit 2 means some command failed but the rest of the
+    output is valid (common with -x on drives that lack an optional log), so it is returned as
+    `partial`. Bits 3-7 are the drive's own health report, never a tool failure.
+    """
+    result = runner.run(argv, timeout_s)
+    if result.exit_code < 0:
+        raise ToolFailed(
+            f"smartctl killed by signal {-result.exit_code}",
+            result.argv,
+            result.exit_code,
+            result.stderr,
+        )
+    status = SmartctlExit(result.exit_code & 0xFF)
+    detail = _smartctl_message(result)
+    if status & SmartctlExit.CMDLINE_PARSE:
+        raise ToolUsageError(
+            f"smartctl rejected the command line: {detail}",
+            result.argv,
+            result.exit_code,
+            result.stderr,
+        )
+    if status & SmartctlExit.DEVICE_OPEN:
+        raise ToolFailed(
+            f"smartctl could not open the device: {detail}",
+            result.argv,
+            result.exit_code,
+            result.stderr,
+        )
+    snapshot = parse_smartctl_json(result.stdout)
+    return SmartctlReading(snapshot=snapshot, exit_status=status)
+
+
+def _smartctl_message(result: ToolResult) -> str:
+    """The most useful line of a failed run: JSON messages first, then stderr."""
+    messages = smartctl_messages(result.stdout)
+    if messages:
+        return "; ".join(messages)
+    return first_line(result.stderr) or f"exit status {result.exit_code}"
+
+
+def smartctl_snapshot(
+    devnode: str,
+    runner: Runner,
+    *,
+    device_type: str | None = None,
+    timeout_s: float | None = None,
+) -> SmartctlReading:
+    """Full health snapshot: `smartctl --json=c -x <dev>`.
+
+    -x rather than -a: on ATA it adds the device statistics and extended error logs, the
+    write-cache state (-g all) and SCT temperature; on NVMe it is the same as -a. Its cost
+    (well under a second on a healthy drive) is paid before and after a cut, not per I/O.
+    """
+    return run_smartctl(smartctl_argv(devnode, "-x", device_type=device_type), runner, timeout_s)
+
+
+def smartctl_identity(
+    devnode: str,
+    runner: Runner,
+    *,
+    device_type: str | None = None,
+    timeout_s: float | None = None,
+) -> SmartIdentity:
+    """Identity only (`smartctl --json=c -i <dev>`): cheap, for re-identification after return."""
+    argv = smartctl_argv(devnode, "-i", device_type=device_type)
+    return run_smartctl(argv, runner, timeout_s).snapshot.identity
