@@ -1,0 +1,1 @@
+"""Reports built from the SQLite store only."""

@@ -1,0 +1,102 @@
+"""Per-drive summaries read from a store (the only input a report has)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from rig.store import Store
+
+FAILURE_ORDER = ("lost_durable_write", "unserializable_write", "shorn_write", "bit_corruption",
+                 "flying_write", "collateral_damage", "read_error", "dead_device")  # fmt: skip
+
+
+@dataclass
+class DriveReport:
+    drive_id: int
+    channel: int
+    model: str
+    serial: str
+    wwn: str
+    profile: str
+    status: str
+    cycles: int = 0
+    cycles_ok: int = 0
+    cycles_error: int = 0
+    cycles_with_failure: int = 0
+    failures: dict[str, int] = field(default_factory=dict)  # findings per class
+    failure_blocks: dict[str, int] = field(default_factory=dict)
+    allowed_losses: int = 0
+    nondurable_writes: int = 0
+    nondurable_survived: int = 0
+    writes: int = 0
+    bytes_written: int = 0
+    return_ms: list[float] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        if self.status == "dead":
+            return "DEAD"
+        return "FAIL" if self.failures else "PASS"
+
+    @property
+    def median_return_ms(self) -> float | None:
+        return statistics.median(self.return_ms) if self.return_ms else None
+
+
+@dataclass
+class CampaignReport:
+    name: str
+    station: str
+    status: str
+    drives: list[DriveReport]
+    examples: list[dict[str, object]]  # first failure findings, for the report's table
+
+
+def load(store: Store) -> CampaignReport:
+    head = store.query("SELECT name, station, status FROM campaign ORDER BY id DESC LIMIT 1")
+    name, station, status = tuple(head[0]) if head else ("(none)", "", "")
+    drives = []
+    for row in store.query("SELECT * FROM drive ORDER BY campaign_id, channel"):
+        drive = DriveReport(row["id"], row["channel"], row["model"], row["serial"], row["wwn"],
+                            row["profile"], row["status"])  # fmt: skip
+        for c in store.query("SELECT * FROM cycle WHERE drive_id = ?", (drive.drive_id,)):
+            drive.cycles += 1
+            drive.cycles_ok += c["status"] == "ok"
+            drive.cycles_error += c["status"] == "error"
+            drive.cycles_with_failure += c["failures"] > 0
+            drive.nondurable_writes += c["nondurable_writes"]
+            drive.nondurable_survived += c["nondurable_survived"]
+            drive.writes += c["writes"]
+            drive.bytes_written += c["bytes_written"]
+            if c["back_ns"] and c["cut_ns"]:
+                drive.return_ms.append((c["back_ns"] - c["cut_ns"]) / 1e6)
+        for f in store.query(
+            "SELECT f.class, f.failure, COUNT(*) AS n, SUM(f.lba_count) AS blocks FROM finding f"
+            " JOIN cycle c ON c.id = f.cycle_id WHERE c.drive_id = ? GROUP BY f.class, f.failure",
+            (drive.drive_id,),
+        ):
+            if f["failure"]:
+                drive.failures[f["class"]] = f["n"]
+                drive.failure_blocks[f["class"]] = f["blocks"]
+            else:
+                drive.allowed_losses += f["n"]
+        drives.append(drive)
+    examples = [dict(r) for r in store.query(
+        "SELECT d.channel, d.model, c.seq AS cycle, f.class, f.lba_first, f.lba_count,"
+        " f.expected_gen, f.observed_gen, f.detail FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+        " JOIN drive d ON d.id = c.drive_id WHERE f.failure = 1 ORDER BY f.id LIMIT 200")]  # fmt: skip
+    return CampaignReport(name, station, status, drives, examples)
+
+
+def text(report: CampaignReport) -> str:
+    lines = [f"campaign {report.name} on {report.station}: {report.status}"]
+    for d in report.drives:
+        failures = ", ".join(f"{k} x{v}" for k, v in sorted(d.failures.items())) or "none"
+        back = f"{d.median_return_ms:.0f} ms" if d.median_return_ms is not None else "n/a"
+        lines.append(
+            f"ch{d.channel} {d.model} s/n {d.serial}: {d.verdict}; {d.cycles} cycles"
+            f" ({d.cycles_error} rig errors), failures: {failures};"
+            f" allowed losses {d.allowed_losses}; median return {back}"
+        )
+    return "\n".join(lines)

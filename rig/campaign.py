@@ -1,0 +1,319 @@
+"""A campaign: N power-cut cycles per drive, all drives in parallel, everything into the store.
+
+One cycle is a fixed sequence of named phases over a `Cycle` context:
+    arm -> write -> cut -> observe_loss -> restore -> observe_return -> identify -> verify
+and then `record`, which always runs (a phase that fails ends the cycle as ERROR or DEAD, and the
+cycle is still recorded). Power is put back to its safe state on every exit path.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rig import verify
+from rig.blockio import BlockTarget
+from rig.bus.base import DriveNode, Presence, PresenceWatch
+from rig.config import Campaign, DriveSpec
+from rig.errors import RigError, UserError
+from rig.ledger import CycleLog, LbaState
+from rig.power.base import Edge, PendingCut, PowerSwitch
+from rig.store import CycleRow, Store
+from rig.workload import Writer, WriterContext
+
+LATE_COMPLETION_NS = 100_000_000
+MAX_CONSECUTIVE_ERRORS = 5  # a channel whose rig keeps failing stops; the others go on
+TargetOpener = Callable[[DriveNode, DriveSpec], BlockTarget]
+
+
+@dataclass
+class Station:
+    """The hardware a campaign runs on, wired explicitly (real or simulated)."""
+
+    name: str
+    power: PowerSwitch
+    presence: Presence
+    open_target: TargetOpener  # runs the safety interlocks, then opens the drive for I/O
+
+
+class DeadDevice(Exception):
+    """The drive did not come back or did not answer."""
+
+
+@dataclass
+class Cycle:
+    """Everything one cycle learns, filled in phase by phase."""
+
+    seq: int
+    cut_delay_s: float
+    started_at: float = field(default_factory=time.time)
+    target: BlockTarget | None = None
+    watch: PresenceWatch | None = None
+    log: CycleLog = field(default_factory=CycleLog)
+    writer: Writer | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+    pending: PendingCut | None = None
+    write_start_ns: int | None = None
+    edge: Edge | None = None
+    gone_ns: int | None = None
+    back_ns: int | None = None
+    node: DriveNode | None = None
+    result: verify.CheckResult | None = None
+    findings: list[verify.Finding] = field(default_factory=list)
+    events: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
+    status: str = "ok"
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class DriveSummary:
+    channel: int
+    label: str
+    cycles: int
+    errors: int
+    dead: bool
+    failures: dict[str, int]
+    allowed_losses: int
+
+
+class DriveRun:
+    """One drive on one channel for the whole campaign."""
+
+    def __init__(self, campaign: Campaign, campaign_id: int, spec: DriveSpec, station: Station,
+                 store: Store, progress: Callable[[str], None]) -> None:  # fmt: skip
+        self.campaign = campaign
+        self.campaign_id = campaign_id
+        self.spec = spec
+        self.station = station
+        self.store = store
+        self.progress = progress
+        self.rng = random.Random(campaign.seed * 7919 + spec.channel)
+        self.failures: dict[str, int] = {}
+        self.allowed_losses = 0
+        self.errors = 0
+        self.cycles = 0
+        self.dead = False
+        node = station.presence.find(spec.identity)
+        if node is None:
+            raise UserError(f"drive {spec.identity.label()} not found on the bus")
+        self.node = node
+        self.target = station.open_target(node, spec)
+        block = self.target.block_size
+        first = campaign.region_offset_mib * (1 << 20) // block
+        count = min(campaign.region_mib * (1 << 20) // block, self.target.nblocks - first)
+        if count <= 0:
+            raise UserError(f"drive {spec.identity.label()}: test region lies beyond its end")
+        self.state = LbaState(first, count)
+        ident = asdict(node.identity)
+        self.drive_id = store.add_drive(campaign_id, spec.channel, ident, node.size_bytes, block,
+                                        (first, count), spec.profile)  # fmt: skip
+
+    # phases ------------------------------------------------------------------------------------
+    def arm(self, c: Cycle) -> None:
+        power = self.station.power
+        if not power.state(self.spec.channel):
+            raise RigError(f"channel {self.spec.channel} is off at the start of a cycle")
+        c.target = self.target
+        c.watch = self.station.presence.watch(self.spec.identity)
+
+    def write(self, c: Cycle) -> None:
+        assert c.target is not None
+        context = WriterContext(self.campaign_id, c.target, self.state, c.log, c.stop)
+        c.writer = Writer(self.campaign.workload, context, seed=self.rng.randrange(1 << 30))
+        c.write_start_ns = time.monotonic_ns()
+        c.writer.start()
+        c.pending = self.station.power.cut(self.spec.channel, c.cut_delay_s)
+
+    def cut(self, c: Cycle) -> None:
+        assert c.pending is not None
+        c.edge = c.pending.wait(c.cut_delay_s + 10.0)
+        c.events.append((c.edge.host_ns, "power_off", {"error_ns": c.edge.error_ns}))
+
+    def observe_loss(self, c: Cycle) -> None:
+        assert c.watch is not None and c.writer is not None
+        c.stop.set()
+        if not c.writer.join(self.campaign.cut.gone_timeout_s):
+            raise RigError("writers still stuck in I/O after the cut")
+        # A loop device leaves the bus only after its last close; a real drive leaves while open.
+        self.target.close()
+        c.gone_ns = c.watch.wait_gone(self.campaign.cut.gone_timeout_s)
+        if c.gone_ns is None:
+            raise RigError("drive did not leave the bus after the cut: did power really go off?")
+        c.events.append((c.gone_ns, "bus_gone", {}))
+
+    def restore(self, c: Cycle) -> None:
+        time.sleep(self.campaign.cut.off_ms / 1000)
+        edge = self.station.power.on(self.spec.channel)
+        c.events.append((edge.host_ns, "power_on", {"error_ns": edge.error_ns}))
+
+    def observe_return(self, c: Cycle) -> None:
+        assert c.watch is not None
+        node = c.watch.wait_back(self.campaign.cut.return_timeout_s)
+        if node is None:
+            raise DeadDevice(
+                f"did not return within {self.campaign.cut.return_timeout_s:g} s of power-on"
+            )
+        c.node = node
+        c.back_ns = time.monotonic_ns()
+        c.events.append((c.back_ns, "bus_back", {"devnode": node.devnode}))
+
+    def identify(self, c: Cycle) -> None:
+        assert c.node is not None
+        if not self.spec.identity.matches(c.node.identity):
+            raise UserError(f"a different drive came back on channel {self.spec.channel}")
+        self.target.close()
+        try:
+            self.target = self.station.open_target(c.node, self.spec)
+        except OSError as error:
+            raise DeadDevice(f"came back but cannot be opened: {error}") from error
+        c.target = self.target
+
+    def verify(self, c: Cycle) -> None:
+        assert c.edge is not None and c.target is not None
+        durability = c.log.durability(c.edge.host_ns, c.edge.error_ns)
+        # A completion may reach the host a little after the edge (it was already on its way);
+        # one that arrives long after means the drive was still powered.
+        late = c.log.column("complete_ns") > c.edge.host_ns + c.edge.error_ns + LATE_COMPLETION_NS
+        if (late & (c.log.column("status") == 0)).any():
+            raise RigError("a write completed after the cut: power did not really go off")
+        extra = self._sample_older_blocks()
+        c.result = verify.check(self.campaign_id, self.state, c.log, durability, extra, c.target.read,
+                                c.target.block_size)  # fmt: skip
+        c.findings = c.result.findings
+
+    def _sample_older_blocks(self) -> np.ndarray:
+        written = np.flatnonzero(self.state.committed != 0)
+        size = min(self.campaign.cut.sample_blocks, len(written))
+        if size == 0:
+            return np.zeros(0, dtype=np.int64)
+        pick = np.random.default_rng(self.rng.randrange(1 << 30)).choice(written, size, False)
+        return (pick + self.state.first_lba).astype(np.int64)
+
+    PHASES = ("arm", "write", "cut", "observe_loss", "restore", "observe_return", "identify",
+              "verify")  # fmt: skip
+
+    # one cycle ---------------------------------------------------------------------------------
+    def run_cycle(self, seq: int) -> Cycle:
+        low, high = self.campaign.cut.delay_ms
+        c = Cycle(seq, self.rng.uniform(low, high) / 1000)
+        phase = ""
+        try:
+            for phase in self.PHASES:
+                getattr(self, phase)(c)
+        except DeadDevice as error:
+            c.status, c.error = "dead", f"{phase}: {error}"
+            c.findings.append(verify.Finding(verify.DEAD, 0, 0, -1, -1, detail={"phase": phase}))
+        except (RigError, OSError) as error:
+            c.status, c.error = "error", f"{phase}: {error}"
+        except Exception as error:  # a bug in the rig: an ERROR of the cycle, never a finding
+            c.status, c.error = "error", f"{phase}: internal error: {error!r}"
+            logging.getLogger("rig").exception("cycle %d phase %s", seq, phase)
+        finally:
+            c.stop.set()
+            if c.writer is not None:
+                c.writer.join(5.0)
+            if c.watch is not None:
+                c.watch.close()
+        self.record(c)
+        return c
+
+    def record(self, c: Cycle) -> None:
+        log, result = c.log, c.result
+        durability = c.log.durability(c.edge.host_ns, c.edge.error_ns) if c.edge else None
+        failures = [f for f in c.findings if f.failure]
+        row = CycleRow(
+            drive_id=self.drive_id, seq=c.seq, status=c.status, error=c.error,
+            cut_delay_ns=int(c.cut_delay_s * 1e9), started_at=c.started_at,
+            write_start_ns=c.write_start_ns, cut_ns=c.edge.host_ns if c.edge else None,
+            cut_error_ns=c.edge.error_ns if c.edge else None, gone_ns=c.gone_ns,
+            back_ns=c.back_ns, writes=log.write_count,
+            writes_acked=int(durability.acked.sum()) if durability else 0,
+            writes_durable=int(durability.durable.sum()) if durability else 0,
+            flushes=log.flush_count,
+            bytes_written=int(log.column("nblocks").sum()) * self.target.block_size,
+            blocks_checked=result.blocks_checked if result else 0,
+            nondurable_writes=result.nondurable_writes if result else 0,
+            nondurable_survived=result.nondurable_survived if result else 0,
+            failures=len(failures),
+        )  # fmt: skip
+        rows = [dict(asdict(f), failure=f.failure) for f in c.findings]
+        self.store.record_cycle(row, rows, c.events, log.to_bytes(), self.state.to_bytes())
+        self.cycles += 1
+        self.errors += c.status == "error"
+        for finding in failures:
+            self.failures[finding.cls] = self.failures.get(finding.cls, 0) + 1
+        self.allowed_losses += sum(1 for f in c.findings if f.cls == verify.ALLOWED_LOSS)
+
+    def run(self, stop: threading.Event) -> None:
+        consecutive_errors = 0
+        try:
+            for seq in range(1, self.campaign.cycles + 1):
+                if stop.is_set():
+                    break
+                c = self.run_cycle(seq)
+                self.progress(self._progress_line(c))
+                if c.status == "dead":
+                    self.dead = True
+                    self.store.set_drive_status(self.drive_id, "dead")
+                    break
+                consecutive_errors = consecutive_errors + 1 if c.status == "error" else 0
+                if consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
+                    self.progress(f"ch{self.spec.channel}: stopped after"
+                                  f" {consecutive_errors} rig errors in a row")  # fmt: skip
+                    self.store.set_drive_status(self.drive_id, "stopped")
+                    break
+        finally:
+            self.target.close()
+
+    def _progress_line(self, c: Cycle) -> str:
+        found = sum(1 for f in c.findings if f.failure)
+        extra = f" {c.status.upper()}: {c.error}" if c.status != "ok" else ""
+        return (f"ch{self.spec.channel} {self.spec.identity.model:<22} cycle {c.seq:>5}"
+                f"/{self.campaign.cycles}  cut at {c.cut_delay_s * 1000:7.2f} ms"
+                f"  failures {found}{extra}")  # fmt: skip
+
+    def summary(self) -> DriveSummary:
+        return DriveSummary(self.spec.channel, self.spec.identity.label(), self.cycles,
+                            self.errors, self.dead, dict(self.failures),
+                            self.allowed_losses)  # fmt: skip
+
+
+def run_campaign(campaign: Campaign, station: Station, store: Store,
+                 progress: Callable[[str], None] = print,
+                 stop: threading.Event | None = None) -> list[DriveSummary]:  # fmt: skip
+    """Run every drive's cycles in parallel; power goes to the safe state however this ends."""
+    stop = stop or threading.Event()
+    campaign_id = store.new_campaign(campaign.name, campaign.source, campaign.seed, station.name)
+    status = "error"
+    try:
+        for spec in campaign.drives:
+            if not station.power.state(spec.channel):
+                station.power.on(spec.channel)
+        runs = [DriveRun(campaign, campaign_id, spec, station, store, progress)
+                for spec in campaign.drives]  # fmt: skip
+        threads = [threading.Thread(target=r.run, args=(stop,), name=f"drive-ch{r.spec.channel}")
+                   for r in runs]  # fmt: skip
+        for thread in threads:
+            thread.start()
+        try:
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.2)
+        except KeyboardInterrupt:
+            stop.set()
+            for thread in threads:
+                thread.join()
+            status = "stopped"
+            raise
+        status = "stopped" if stop.is_set() else "done"
+        return [r.summary() for r in runs]
+    finally:
+        station.power.safe()
+        store.end_campaign(campaign_id, status)

@@ -1,0 +1,164 @@
+"""The `rig` command: demo, run, drives, status, report."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rig import config
+from rig.campaign import DriveSummary, Station, run_campaign
+from rig.errors import RigError, UserError
+from rig.store import Store, open_existing
+
+DEMO_CAMPAIGN = Path(__file__).resolve().parent.parent / "fixtures" / "demo.toml"
+
+
+def _station(campaign: config.Campaign) -> Station:
+    if campaign.station.kind == "simulated":
+        from fixtures import sim_station  # the simulated rig, wired in explicitly
+
+        return sim_station.build(campaign)[0]
+    from rig import station
+
+    return station.build(campaign)
+
+
+def _print_summaries(summaries: list[DriveSummary]) -> None:
+    print()
+    print(f"{'ch':>2}  {'drive':<48} {'cycles':>6} {'errors':>6}  verdict / failures")
+    for s in summaries:
+        failures = ", ".join(f"{cls} x{n}" for cls, n in sorted(s.failures.items()))
+        verdict = "DEAD" if s.dead else ("FAIL" if s.failures else "PASS")
+        print(f"{s.channel:>2}  {s.label:<48} {s.cycles:>6} {s.errors:>6}  {verdict}"
+              f"{': ' + failures if failures else ''}"
+              f"  (allowed losses of unflushed writes: {s.allowed_losses})")  # fmt: skip
+
+
+def _run(campaign: config.Campaign, db_path: str, quiet: bool) -> list[DriveSummary]:
+    station = _station(campaign)
+    store = Store(db_path)
+    try:
+        progress = (lambda line: None) if quiet else print
+        return run_campaign(campaign, station, store, progress)
+    finally:
+        store.close()
+        station.power.close()
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from reports import html
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    campaign = config.load(str(DEMO_CAMPAIGN))
+    if args.cycles:
+        campaign = dataclasses.replace(campaign, cycles=args.cycles)
+    db = out / "demo.sqlite"
+    db.unlink(missing_ok=True)
+    print(f"rig demo: {len(campaign.drives)} simulated drives, {campaign.cycles} cuts each")
+    _print_summaries(_run(campaign, str(db), args.quiet))
+    report = html.write_report(str(db), str(out / "report.html"))
+    print(f"\nstore:  {db}\nreport: {report}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    campaign = config.load(args.campaign)
+    db = args.db or f"{campaign.name}.sqlite"
+    summaries = _run(campaign, db, args.quiet)
+    _print_summaries(summaries)
+    print(f"\nstore: {db}")
+    return 1 if any(s.failures or s.dead for s in summaries) else 0
+
+
+def cmd_drives(args: argparse.Namespace) -> int:
+    from rig import safety
+    from rig.bus.udev import UdevPresence
+
+    nodes = UdevPresence().candidates()
+    if args.stanza:
+        node = next((n for n in nodes if n.devnode == args.stanza), None)
+        if node is None:
+            raise UserError(f"{args.stanza}: no such drive")
+        ident = node.identity
+        print(f'[[drive]]\nchannel = 0\nmodel = "{ident.model}"\nserial = "{ident.serial}"')
+        print(f'wwn = "{ident.wwn}"\nfirmware = "{ident.firmware}"')
+        return 0
+    print(f"{'node':<14} {'size':>10} {'model':<28} {'serial':<24} {'wwn':<22} safe")
+    for node in nodes:
+        reasons = safety.refusal_reasons(node.devnode)
+        ident = node.identity
+        verdict = "yes" if not reasons else f"no: {'; '.join(reasons)}"
+        print(f"{node.devnode:<14} {node.size_bytes / 1e9:>8.1f}GB {ident.model[:28]:<28} "
+              f"{ident.serial[:24]:<24} {ident.wwn[:22]:<22} {verdict}")  # fmt: skip
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from reports import summary
+
+    store = open_existing(args.db)
+    try:
+        print(summary.text(summary.load(store)))
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from reports import html
+
+    open_existing(args.db).close()
+    out = args.output or os.path.splitext(args.db)[0] + ".html"
+    print(html.write_report(args.db, out))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rig", description="SSD power-fault test rig")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="a short campaign on the simulated rig, then its report")
+    demo.add_argument("--out", default="demo-out", help="folder for the store and the report")
+    demo.add_argument("--cycles", type=int, default=0, help="cuts per drive (default: 60)")
+    demo.add_argument("--quiet", action="store_true", help="no per-cycle progress lines")
+    demo.set_defaults(func=cmd_demo)
+    run = sub.add_parser("run", help="run a campaign file")
+    run.add_argument("campaign")
+    run.add_argument("--db", help="SQLite store (default: <campaign name>.sqlite)")
+    run.add_argument("--quiet", action="store_true")
+    run.set_defaults(func=cmd_run)
+    drives = sub.add_parser("drives", help="candidate drives, their identity and whether safe")
+    drives.add_argument("--stanza", metavar="NODE", help="print the campaign stanza for NODE")
+    drives.set_defaults(func=cmd_drives)
+    status = sub.add_parser("status", help="per-drive summary of a store")
+    status.add_argument("db")
+    status.set_defaults(func=cmd_status)
+    report = sub.add_parser("report", help="write the HTML report of a store")
+    report.add_argument("db")
+    report.add_argument("-o", "--output")
+    report.set_defaults(func=cmd_report)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+        return code
+    except UserError as error:
+        print(f"rig: error: {error}", file=sys.stderr)
+        return 2
+    except RigError as error:
+        print(f"rig: rig fault: {error}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print("rig: interrupted; power restored to the safe state", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

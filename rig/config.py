@@ -1,0 +1,190 @@
+"""Campaign files (TOML): parsed and validated into typed settings, with one-line errors.
+
+See docs/campaign.md for every key. Unknown keys are errors (a typo must not silently fall back
+to a default in a destructive tool).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from typing import Any
+
+from rig.errors import UserError
+from rig.identity import DriveIdentity
+from rig.workload import Workload
+
+STATION_KINDS = ("simulated", "relay-board", "manual")
+
+
+@dataclass(frozen=True)
+class DriveSpec:
+    channel: int
+    identity: DriveIdentity
+    profile: str = ""  # simulated drives: a profile name from fixtures.profiles
+    allow_wipe: bool = False  # write over signatures/partitions on this exact identity
+
+
+@dataclass(frozen=True)
+class CutSpec:
+    delay_ms: tuple[float, float] = (2.0, 60.0)
+    off_ms: float = 50.0
+    gone_timeout_s: float = 5.0
+    return_timeout_s: float = 30.0
+    sample_blocks: int = 256  # older blocks read back per cut to catch collateral damage
+
+
+@dataclass(frozen=True)
+class StationSpec:
+    kind: str
+    port: str = ""  # relay board by path
+    usb_serial: str = ""  # or by its USB serial number (udev)
+
+
+@dataclass(frozen=True)
+class Campaign:
+    name: str
+    cycles: int
+    seed: int
+    station: StationSpec
+    workload: Workload
+    cut: CutSpec
+    drives: tuple[DriveSpec, ...]
+    region_mib: int
+    region_offset_mib: int
+    source: str  # the file's text, kept in the store
+
+
+class _Table:
+    """Typed access to one TOML table that remembers which keys were used."""
+
+    def __init__(self, where: str, data: Any) -> None:
+        if not isinstance(data, dict):
+            raise UserError(f"campaign: {where} must be a table")
+        self.where = where
+        self.data: dict[str, Any] = data
+        self.used: set[str] = set()
+
+    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
+        self.used.add(key)
+        if key not in self.data:
+            if default is None:
+                raise UserError(f"campaign: {self.where} needs '{key}'")
+            return default
+        value = self.data[key]
+        bad_bool = isinstance(value, bool) and bool not in _as_tuple(kind)
+        if bad_bool or not isinstance(value, kind):
+            raise UserError(f"campaign: {self.where}.{key} has the wrong type ({value!r})")
+        return value
+
+    def number(self, key: str, default: float | None, low: float, high: float) -> Any:
+        value = self.get(key, (int, float), default)
+        if not low <= value <= high:
+            raise UserError(f"campaign: {self.where}.{key} = {value} is outside {low}..{high}")
+        return value
+
+    def done(self) -> None:
+        unknown = sorted(set(self.data) - self.used)
+        if unknown:
+            raise UserError(f"campaign: {self.where} has unknown key '{unknown[0]}'")
+
+
+def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def parse(text: str, where: str = "campaign") -> Campaign:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise UserError(f"{where}: not valid TOML: {error}") from error
+    root = _Table("file", data)
+    head = _Table("[campaign]", root.get("campaign", dict))
+    name = head.get("name", str)
+    cycles = int(head.number("cycles", None, 1, 10_000_000))
+    seed = int(head.number("seed", 1, 0, 2**31))
+    region_mib = int(head.number("region_mib", 64, 1, 2**32))
+    region_offset_mib = int(head.number("region_offset_mib", 0, 0, 2**32))
+    head.done()
+
+    station_t = _Table("[station]", root.get("station", dict))
+    kind = station_t.get("kind", str)
+    if kind not in STATION_KINDS:
+        raise UserError(f"campaign: [station].kind must be one of {', '.join(STATION_KINDS)}")
+    station = StationSpec(
+        kind, station_t.get("port", str, ""), station_t.get("usb_serial", str, "")
+    )
+    station_t.done()
+    if kind == "relay-board" and not (station.port or station.usb_serial):
+        raise UserError("campaign: a relay-board station needs [station].port or .usb_serial")
+
+    load_t = _Table("[workload]", root.get("workload", dict, {}))
+    sizes = load_t.get("write_blocks", list, [1, 2, 8, 32])
+    if not sizes or not all(isinstance(s, int) and 1 <= s <= 4096 for s in sizes):
+        raise UserError("campaign: [workload].write_blocks must be whole numbers from 1 to 4096")
+    workload = Workload(
+        workers=int(load_t.number("workers", 8, 1, 256)),
+        write_blocks=tuple(sizes),
+        flush_every=int(load_t.number("flush_every", 16, 0, 1_000_000)),
+        durable_writes=load_t.get("durable_writes", bool, False),
+        sequential=load_t.get("sequential", bool, False),
+    )
+    load_t.done()
+
+    cut_t = _Table("[cut]", root.get("cut", dict, {}))
+    delay = cut_t.get("delay_ms", list, [2.0, 60.0])
+    if (
+        len(delay) != 2
+        or not all(isinstance(d, int | float) for d in delay)
+        or not (0 <= delay[0] <= delay[1] <= 3_600_000)
+    ):
+        raise UserError("campaign: [cut].delay_ms must be [low, high] milliseconds, low <= high")
+    cut = CutSpec(
+        delay_ms=(float(delay[0]), float(delay[1])),
+        off_ms=float(cut_t.number("off_ms", 50.0, 0, 3_600_000)),
+        gone_timeout_s=float(cut_t.number("gone_timeout_s", 5.0, 0.01, 3600)),
+        return_timeout_s=float(cut_t.number("return_timeout_s", 30.0, 0.01, 3600)),
+        sample_blocks=int(cut_t.number("sample_blocks", 256, 0, 1 << 30)),
+    )
+    cut_t.done()
+
+    drive_list = root.get("drive", list)
+    drives = tuple(_drive(i, entry, kind) for i, entry in enumerate(drive_list))
+    if not drives:
+        raise UserError("campaign: name at least one [[drive]]")
+    channels = [d.channel for d in drives]
+    if len(set(channels)) != len(channels):
+        raise UserError("campaign: two drives on the same channel")
+    root.done()
+    return Campaign(name, cycles, seed, station, workload, cut, drives, region_mib,
+                    region_offset_mib, text)  # fmt: skip
+
+
+def _drive(index: int, entry: Any, station_kind: str) -> DriveSpec:
+    table = _Table(f"[[drive]] #{index + 1}", entry)
+    channel = int(table.number("channel", None, 0, 63))
+    identity = DriveIdentity(
+        model=table.get("model", str, ""),
+        serial=table.get("serial", str, ""),
+        wwn=table.get("wwn", str, ""),
+        firmware=table.get("firmware", str, ""),
+    )
+    if not identity.wwn and not (identity.serial and identity.model):
+        raise UserError(f"campaign: {table.where} must name the drive by wwn or serial + model")
+    profile = table.get("profile", str, "")
+    if station_kind == "simulated" and not profile:
+        raise UserError(f"campaign: {table.where} on a simulated station needs a profile")
+    if station_kind != "simulated" and profile:
+        raise UserError(f"campaign: {table.where}: profile is for simulated drives only")
+    spec = DriveSpec(channel, identity, profile, table.get("allow_wipe", bool, False))
+    table.done()
+    return spec
+
+
+def load(path: str) -> Campaign:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(f"{path}: cannot read campaign file: {error}") from error
+    return parse(text, path)

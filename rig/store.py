@@ -1,0 +1,259 @@
+"""SQLite store: everything a report needs, on the host disk (never on a drive under test).
+
+WAL mode, one transaction per cycle's record phase (batched), versioned migrations tracked in
+`PRAGMA user_version`. The per-write ledger is stored compactly as columnar numpy blobs per cycle;
+campaigns, drives, cycles, findings and events are ordinary rows. Schema: docs/schema.md.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from rig.errors import UserError
+
+# Each entry upgrades the schema by one version; never edit a released entry, append a new one.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE campaign (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        config TEXT NOT NULL,            -- the campaign file as given
+        seed INTEGER NOT NULL,
+        station TEXT NOT NULL,           -- 'simulated' or the relay board's identity
+        started_at REAL NOT NULL,        -- wall clock, seconds since the epoch
+        ended_at REAL,
+        status TEXT NOT NULL DEFAULT 'running'  -- running | done | stopped | error
+    );
+    CREATE TABLE drive (
+        id INTEGER PRIMARY KEY,
+        campaign_id INTEGER NOT NULL REFERENCES campaign(id),
+        channel INTEGER NOT NULL,
+        model TEXT NOT NULL,
+        serial TEXT NOT NULL,
+        wwn TEXT NOT NULL DEFAULT '',
+        firmware TEXT NOT NULL DEFAULT '',
+        size_bytes INTEGER NOT NULL,
+        block_size INTEGER NOT NULL,
+        region_first_lba INTEGER NOT NULL,
+        region_blocks INTEGER NOT NULL,
+        profile TEXT NOT NULL DEFAULT '', -- simulated drives only
+        status TEXT NOT NULL DEFAULT 'active'  -- active | dead | stopped
+    );
+    CREATE TABLE cycle (
+        id INTEGER PRIMARY KEY,
+        drive_id INTEGER NOT NULL REFERENCES drive(id),
+        seq INTEGER NOT NULL,            -- 1-based per drive
+        status TEXT NOT NULL,            -- ok | error | dead
+        error TEXT NOT NULL DEFAULT '',
+        cut_delay_ns INTEGER NOT NULL,   -- requested delay from write start to cut
+        write_start_ns INTEGER,          -- host monotonic ns
+        cut_ns INTEGER,                  -- cut edge on the host clock
+        cut_error_ns INTEGER,            -- bound of the MCU-to-host clock mapping
+        gone_ns INTEGER,                 -- drive seen leaving the bus
+        back_ns INTEGER,                 -- drive seen back
+        writes INTEGER NOT NULL DEFAULT 0,
+        writes_acked INTEGER NOT NULL DEFAULT 0,
+        writes_durable INTEGER NOT NULL DEFAULT 0,
+        flushes INTEGER NOT NULL DEFAULT 0,
+        bytes_written INTEGER NOT NULL DEFAULT 0,
+        blocks_checked INTEGER NOT NULL DEFAULT 0,
+        nondurable_writes INTEGER NOT NULL DEFAULT 0,
+        nondurable_survived INTEGER NOT NULL DEFAULT 0,
+        failures INTEGER NOT NULL DEFAULT 0,
+        started_at REAL NOT NULL,
+        ended_at REAL NOT NULL,
+        UNIQUE (drive_id, seq)
+    );
+    CREATE TABLE finding (
+        id INTEGER PRIMARY KEY,
+        cycle_id INTEGER NOT NULL REFERENCES cycle(id),
+        class TEXT NOT NULL,
+        failure INTEGER NOT NULL,        -- 1 for a drive failure, 0 for an allowed outcome
+        lba_first INTEGER NOT NULL,
+        lba_count INTEGER NOT NULL,
+        expected_gen INTEGER NOT NULL,
+        observed_gen INTEGER NOT NULL,
+        expected_op INTEGER NOT NULL,
+        observed_op INTEGER NOT NULL,
+        detail TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX finding_cycle ON finding(cycle_id);
+    CREATE TABLE event (
+        id INTEGER PRIMARY KEY,
+        drive_id INTEGER REFERENCES drive(id),
+        cycle_id INTEGER REFERENCES cycle(id),
+        host_ns INTEGER NOT NULL,
+        kind TEXT NOT NULL,              -- power_on | power_off | bus_gone | bus_back | ...
+        detail TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE TABLE ledger (
+        cycle_id INTEGER PRIMARY KEY REFERENCES cycle(id),
+        writes BLOB NOT NULL             -- numpy .npz of the cycle's columnar write/flush log
+    );
+    CREATE TABLE lba_state (
+        drive_id INTEGER PRIMARY KEY REFERENCES drive(id),
+        after_cycle INTEGER NOT NULL,    -- seq of the last cycle folded in
+        state BLOB NOT NULL              -- numpy .npz of committed/issued generations
+    );
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise UserError(f"store has schema v{version}, newer than this rig (v{SCHEMA_VERSION})")
+    for number in range(version, SCHEMA_VERSION):
+        with db:
+            db.executescript(f"BEGIN; {MIGRATIONS[number]} PRAGMA user_version = {number + 1};")
+
+
+@dataclass(frozen=True)
+class CycleRow:
+    drive_id: int
+    seq: int
+    status: str
+    cut_delay_ns: int
+    started_at: float
+    error: str = ""
+    write_start_ns: int | None = None
+    cut_ns: int | None = None
+    cut_error_ns: int | None = None
+    gone_ns: int | None = None
+    back_ns: int | None = None
+    writes: int = 0
+    writes_acked: int = 0
+    writes_durable: int = 0
+    flushes: int = 0
+    bytes_written: int = 0
+    blocks_checked: int = 0
+    nondurable_writes: int = 0
+    nondurable_survived: int = 0
+    failures: int = 0
+
+
+class Store:
+    """One SQLite file. Thread-safe: one connection guarded by a lock (writes are batched)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        try:
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.DatabaseError as error:
+            raise UserError(f"{path}: not a rig store ({error})") from error
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._lock = threading.Lock()
+        migrate(self._db)
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def query(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            self._db.row_factory = sqlite3.Row
+            try:
+                return list(self._db.execute(sql, args))
+            finally:
+                self._db.row_factory = None
+
+    def new_campaign(self, name: str, config: str, seed: int, station: str) -> int:
+        with self.transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO campaign (name, config, seed, station, started_at) VALUES (?,?,?,?,?)",
+                (name, config, seed, station, time.time()),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def end_campaign(self, campaign_id: int, status: str) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE campaign SET ended_at = ?, status = ? WHERE id = ?",
+                       (time.time(), status, campaign_id))  # fmt: skip
+
+    def add_drive(self, campaign_id: int, channel: int, identity: dict[str, str], size_bytes: int,
+                  block_size: int, region: tuple[int, int], profile: str = "") -> int:  # fmt: skip
+        with self.transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO drive (campaign_id, channel, model, serial, wwn, firmware, size_bytes,"
+                " block_size, region_first_lba, region_blocks, profile)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (campaign_id, channel, identity["model"], identity["serial"], identity["wwn"],
+                 identity["firmware"], size_bytes, block_size, region[0], region[1], profile),
+            )  # fmt: skip
+            return int(cursor.lastrowid or 0)
+
+    def set_drive_status(self, drive_id: int, status: str) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE drive SET status = ? WHERE id = ?", (status, drive_id))
+
+    def record_cycle(self, row: CycleRow, findings: list[dict[str, Any]],
+                     events: list[tuple[int, str, dict[str, Any]]], ledger: bytes | None,
+                     lba_state: bytes | None) -> int:  # fmt: skip
+        """The record phase: the cycle, its findings, events, ledger and LBA state, atomically."""
+        columns = [name for name in CycleRow.__dataclass_fields__]
+        values = [getattr(row, name) for name in columns]
+        with self.transaction() as db:
+            cursor = db.execute(
+                f"INSERT INTO cycle ({', '.join(columns)}, ended_at)"
+                f" VALUES ({', '.join('?' * len(columns))}, ?)",
+                (*values, time.time()),
+            )
+            cycle_id = int(cursor.lastrowid or 0)
+            db.executemany(
+                "INSERT INTO finding (cycle_id, class, failure, lba_first, lba_count, expected_gen,"
+                " observed_gen, expected_op, observed_op, detail) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [(cycle_id, f["cls"], int(f["failure"]), f["lba_first"], f["lba_count"],
+                  f["expected_gen"], f["observed_gen"], f["expected_op"], f["observed_op"],
+                  json.dumps(f["detail"], sort_keys=True)) for f in findings],
+            )  # fmt: skip
+            db.executemany(
+                "INSERT INTO event (drive_id, cycle_id, host_ns, kind, detail) VALUES (?,?,?,?,?)",
+                [(row.drive_id, cycle_id, ns, kind, json.dumps(detail, sort_keys=True))
+                 for ns, kind, detail in events],
+            )  # fmt: skip
+            if ledger is not None:
+                db.execute("INSERT INTO ledger (cycle_id, writes) VALUES (?, ?)",
+                           (cycle_id, ledger))  # fmt: skip
+            if lba_state is not None:
+                db.execute(
+                    "INSERT OR REPLACE INTO lba_state (drive_id, after_cycle, state)"
+                    " VALUES (?,?,?)",
+                    (row.drive_id, row.seq, lba_state),
+                )
+            return cycle_id
+
+    def add_event(self, drive_id: int | None, host_ns: int, kind: str,
+                  detail: dict[str, Any]) -> None:  # fmt: skip
+        with self.transaction() as db:
+            db.execute("INSERT INTO event (drive_id, host_ns, kind, detail) VALUES (?,?,?,?)",
+                       (drive_id, host_ns, kind, json.dumps(detail, sort_keys=True)))  # fmt: skip
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def open_existing(path: str) -> Store:
+    """Open a store that must already exist (status, report)."""
+    import os
+
+    if not os.path.isfile(path):
+        raise UserError(f"{path}: no such store")
+    return Store(path)
