@@ -1,0 +1,224 @@
+/* Host (Linux) board: the firmware core behind a pty, for fast tests without a simulator.
+ *
+ * stdout, one line each, flushed:
+ *   pty <slave path>                                   once, when ready
+ *   pin ch=<n> on=<0|1> mcu_us=<core clock> mono_ns=<CLOCK_MONOTONIC>   every pin write that
+ *                                                      changes a level
+ *   reset mcu_us=<n> mono_ns=<n>                       after SIGUSR1 (simulated MCU reset)
+ * The "MCU clock" is CLOCK_MONOTONIC since start (or since the last reset), in µs. The rails are
+ * modelled (RC charge/discharge) so rail sense has something to measure. SIGTERM/SIGINT end it. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/board.h"
+#include "../core/core.h"
+
+/* The core spins up to SPIN_US for an edge; waking this much early leaves poll() jitter to it. */
+#define TIMER_LEAD_US 80
+#define ADC_PERIOD_US 104 /* as the AVR: prescaler 128, 13 ADC clocks */
+#define RAIL_FULL_COUNTS 819.0
+#define RAIL_FALL_TAU_US 2000.0
+#define RAIL_RISE_TAU_US 300.0
+
+static int pty_master = -1;
+static uint64_t start_ns;
+static uint64_t timer_deadline_us = BOARD_TIMER_OFF;
+static uint8_t nv[16];
+static volatile sig_atomic_t reset_requested, stop_requested;
+
+/* Rail model per channel: level at the last edge, and the edge. */
+static struct rail {
+	bool on;
+	uint64_t edge_us;
+	double level_at_edge;
+} rails[CORE_CHANNELS];
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t board_now_us(void)
+{
+	return (mono_ns() - start_ns) / 1000U;
+}
+
+static double rail_level(const struct rail *r, uint64_t t_us)
+{
+	double dt = t_us > r->edge_us ? (double)(t_us - r->edge_us) : 0.0;
+	if (r->on)
+		return RAIL_FULL_COUNTS -
+		       (RAIL_FULL_COUNTS - r->level_at_edge) * exp(-dt / RAIL_RISE_TAU_US);
+	return r->level_at_edge * exp(-dt / RAIL_FALL_TAU_US);
+}
+
+void board_pin_write(uint8_t ch, bool on)
+{
+	struct rail *r = &rails[ch];
+	uint64_t now_ns = mono_ns();
+	uint64_t now_us = (now_ns - start_ns) / 1000U;
+	if (r->on == on)
+		return;
+	r->level_at_edge = rail_level(r, now_us);
+	r->edge_us = now_us;
+	r->on = on;
+	printf("pin ch=%u on=%u mcu_us=%" PRIu64 " mono_ns=%" PRIu64 "\n", ch, on, now_us, now_ns);
+	fflush(stdout);
+}
+
+void board_timer_arm(uint64_t when_us)
+{
+	timer_deadline_us = when_us;
+}
+
+void board_uart_write(const char *s, uint8_t len)
+{
+	while (len) {
+		ssize_t n = write(pty_master, s, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				struct pollfd p = {.fd = pty_master, .events = POLLOUT};
+				poll(&p, 1, 100);
+				continue;
+			}
+			return; /* nobody listening: a real UART also just sends into the void */
+		}
+		s += n;
+		len = (uint8_t)(len - n);
+	}
+}
+
+uint8_t board_irq_save(void)
+{
+	return 0; /* single-threaded: timer and ADC run from the main loop */
+}
+
+void board_irq_restore(uint8_t saved)
+{
+	(void)saved;
+}
+
+void board_nv_read(uint8_t addr, uint8_t *buf, uint8_t len)
+{
+	memcpy(buf, nv + addr, len);
+}
+
+void board_nv_write(uint8_t addr, const uint8_t *buf, uint8_t len)
+{
+	memcpy(nv + addr, buf, len);
+}
+
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		reset_requested = 1;
+	else
+		stop_requested = 1;
+}
+
+static int open_pty(void)
+{
+	int slave;
+	char name[128];
+	if (openpty(&pty_master, &slave, name, NULL, NULL) < 0) {
+		perror("openpty");
+		return -1;
+	}
+	struct termios tio;
+	tcgetattr(slave, &tio);
+	cfmakeraw(&tio);
+	tcsetattr(slave, TCSANOW, &tio);
+	/* Keep our slave fd open: then the master never reads EIO when the host closes its end. */
+	fcntl(pty_master, F_SETFL, fcntl(pty_master, F_GETFL) | O_NONBLOCK);
+	printf("pty %s\n", name);
+	fflush(stdout);
+	return 0;
+}
+
+static void board_reset(const char *cause)
+{
+	for (uint8_t ch = 0; ch < CORE_CHANNELS; ch++) {
+		rails[ch].on = true; /* forces a logged edge if the safe state is off */
+		rails[ch].level_at_edge = RAIL_FULL_COUNTS;
+		rails[ch].edge_us = 0;
+	}
+	struct core_board_info info = {
+		.board_name = "host", .reset_cause = cause, .clock_hz = 1000000000UL};
+	core_init(&info);
+}
+
+int main(void)
+{
+	memset(nv, 0xFF, sizeof nv); /* like an erased EEPROM */
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (open_pty() < 0)
+		return 1;
+	start_ns = mono_ns();
+	board_reset("power");
+
+	uint64_t next_adc_us = 0;
+	uint8_t adc_ch = 0;
+	while (!stop_requested) {
+		if (reset_requested) {
+			reset_requested = 0;
+			start_ns = mono_ns();
+			timer_deadline_us = BOARD_TIMER_OFF;
+			next_adc_us = 0;
+			adc_ch = 0;
+			printf("reset mcu_us=0 mono_ns=%" PRIu64 "\n", start_ns);
+			fflush(stdout);
+			board_reset("external");
+		}
+		uint64_t now = board_now_us();
+		/* Replay the ADC conversions that were due, at their own times. */
+		while (next_adc_us <= now) {
+			uint16_t v = (uint16_t)lround(rail_level(&rails[adc_ch], next_adc_us));
+			adc_ch = core_adc_sample(adc_ch, v, next_adc_us);
+			next_adc_us += ADC_PERIOD_US;
+		}
+		if (timer_deadline_us != BOARD_TIMER_OFF && now + TIMER_LEAD_US >= timer_deadline_us) {
+			timer_deadline_us = BOARD_TIMER_OFF;
+			core_timer_due();
+		}
+		core_poll();
+		if (core_events_queued())
+			continue;
+
+		uint64_t wait_us = 5000;
+		now = board_now_us();
+		if (timer_deadline_us != BOARD_TIMER_OFF) {
+			uint64_t wake = timer_deadline_us - TIMER_LEAD_US;
+			wait_us = wake > now ? (wake - now < wait_us ? wake - now : wait_us) : 0;
+		}
+		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)(wait_us * 1000)};
+		struct pollfd p = {.fd = pty_master, .events = POLLIN};
+		int ready = ppoll(&p, 1, &ts, NULL);
+		if (ready > 0 && (p.revents & POLLIN)) {
+			uint8_t buf[256];
+			ssize_t n = read(pty_master, buf, sizeof buf);
+			for (ssize_t i = 0; i < n; i++)
+				core_rx_byte(buf[i]);
+		}
+	}
+	return 0;
+}
