@@ -25,6 +25,7 @@ COL_TEXT = "#000084"
 COL_LABEL = "#000000"
 COL_FILL = "#ffffc2"
 FONT = "DejaVu Sans, Liberation Sans, Arial, sans-serif"
+STROKE = 'stroke-linejoin="round" stroke-linecap="round"'
 
 
 class Svg:
@@ -32,18 +33,38 @@ class Svg:
         self.w, self.h = w, h
         self.out: list[str] = []
 
-    def line(self, pts: list[tuple[float, float]], col: str, width: float = 0.15, fill: str = "none") -> None:
+    def line(
+        self, pts: list[tuple[float, float]], col: str, width: float = 0.15, fill: str = "none"
+    ) -> None:
         d = " ".join(f"{x:.3f},{y:.3f}" for x, y in pts)
         tag = "polygon" if fill != "none" else "polyline"
-        self.out.append(f'<{tag} points="{d}" fill="{fill}" stroke="{col}" stroke-width="{width}" stroke-linejoin="round" stroke-linecap="round"/>')
+        self.out.append(
+            f'<{tag} points="{d}" fill="{fill}" stroke="{col}" stroke-width="{width}" {STROKE}/>'
+        )
 
-    def circle(self, x: float, y: float, r: float, col: str, width: float = 0.15, fill: str = "none") -> None:
-        self.out.append(f'<circle cx="{x:.3f}" cy="{y:.3f}" r="{r:.3f}" fill="{fill}" stroke="{col}" stroke-width="{width}"/>')
+    def circle(
+        self, x: float, y: float, r: float, col: str, width: float = 0.15, fill: str = "none"
+    ) -> None:
+        self.out.append(
+            f'<circle cx="{x:.3f}" cy="{y:.3f}" r="{r:.3f}" fill="{fill}" '
+            f'stroke="{col}" stroke-width="{width}"/>'
+        )
 
     def path(self, d: str, col: str, width: float = 0.15, fill: str = "none") -> None:
         self.out.append(f'<path d="{d}" fill="{fill}" stroke="{col}" stroke-width="{width}"/>')
 
-    def text(self, x: float, y: float, s: str, size: float, col: str, anchor: str = "start", valign: str = "bottom", angle: float = 0, bold: bool = False) -> None:
+    def text(
+        self,
+        x: float,
+        y: float,
+        s: str,
+        size: float,
+        col: str,
+        anchor: str = "start",
+        valign: str = "bottom",
+        angle: float = 0,
+        bold: bool = False,
+    ) -> None:
         lines = s.split("\n")
         fs = size * 1.45
         lh = size * 1.7
@@ -55,12 +76,19 @@ class Svg:
             y0 = y - (len(lines) - 1) * lh
         rot = f' transform="rotate({-angle:.0f} {x:.3f} {y:.3f})"' if angle else ""
         weight = ' font-weight="bold"' if bold else ""
-        spans = "".join(f'<tspan x="{x:.3f}" y="{y0 + i * lh:.3f}">{escape(t)}</tspan>' for i, t in enumerate(lines))
-        self.out.append(f'<text font-family="{FONT}" font-size="{fs:.3f}" fill="{col}" text-anchor="{anchor}"{weight} xml:space="preserve"{rot}>{spans}</text>')
+        spans = "".join(
+            f'<tspan x="{x:.3f}" y="{y0 + i * lh:.3f}">{escape(t)}</tspan>'
+            for i, t in enumerate(lines)
+        )
+        self.out.append(
+            f'<text font-family="{FONT}" font-size="{fs:.3f}" fill="{col}" '
+            f'text-anchor="{anchor}"{weight} xml:space="preserve"{rot}>{spans}</text>'
+        )
 
     def dump(self, scale: float = 4.0) -> str:
         head = (
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.w * scale:.0f}" height="{self.h * scale:.0f}" '
+            f'<svg xmlns="http://www.w3.org/2000/svg" '
+            f'width="{self.w * scale:.0f}" height="{self.h * scale:.0f}" '
             f'viewBox="0 0 {self.w} {self.h}">\n<rect width="100%" height="100%" fill="white"/>\n'
         )
         return head + "\n".join(self.out) + "\n</svg>\n"
@@ -136,7 +164,13 @@ def draw_symbol(svg: Svg, lib: ksch.LibSymbol, t: ksch.Transform, unit: int, pow
             col = COL_BODY
             if kind == "rectangle":
                 (x1, y1), (x2, y2) = xy(g, "start"), xy(g, "end")
-                pts = [t.apply(x1, y1), t.apply(x2, y1), t.apply(x2, y2), t.apply(x1, y2), t.apply(x1, y1)]
+                pts = [
+                    t.apply(x1, y1),
+                    t.apply(x2, y1),
+                    t.apply(x2, y2),
+                    t.apply(x1, y2),
+                    t.apply(x1, y1),
+                ]
                 svg.line(pts, col, stroke_w(g), fill_of(g))
             elif kind == "polyline":
                 pts = [t.apply(float(p[1]), float(p[2])) for p in ksch.find(g, "pts")[1:]]  # type: ignore[index]
@@ -156,7 +190,15 @@ def draw_symbol(svg: Svg, lib: ksch.LibSymbol, t: ksch.Transform, unit: int, pow
                 draw_pin(svg, g, t, names_hidden, name_off, numbers_hidden)
 
 
-def draw_arc(svg: Svg, a: tuple[float, float], m: tuple[float, float], b: tuple[float, float], col: str, w: float, fill: str) -> None:
+def draw_arc(
+    svg: Svg,
+    a: tuple[float, float],
+    m: tuple[float, float],
+    b: tuple[float, float],
+    col: str,
+    w: float,
+    fill: str,
+) -> None:
     ax, ay = a
     bx, by = b
     mx, my = m
@@ -164,8 +206,12 @@ def draw_arc(svg: Svg, a: tuple[float, float], m: tuple[float, float], b: tuple[
     if abs(d) < 1e-9:
         svg.line([a, b], col, w)
         return
-    ux = ((ax**2 + ay**2) * (my - by) + (mx**2 + my**2) * (by - ay) + (bx**2 + by**2) * (ay - my)) / d
-    uy = ((ax**2 + ay**2) * (bx - mx) + (mx**2 + my**2) * (ax - bx) + (bx**2 + by**2) * (mx - ax)) / d
+    ux = (
+        (ax**2 + ay**2) * (my - by) + (mx**2 + my**2) * (by - ay) + (bx**2 + by**2) * (ay - my)
+    ) / d
+    uy = (
+        (ax**2 + ay**2) * (bx - mx) + (mx**2 + my**2) * (ax - bx) + (bx**2 + by**2) * (mx - ax)
+    ) / d
     r = math.hypot(ax - ux, ay - uy)
     cross = (mx - ax) * (by - ay) - (my - ay) * (bx - ax)
     sweep = 1 if cross > 0 else 0
@@ -174,10 +220,19 @@ def draw_arc(svg: Svg, a: tuple[float, float], m: tuple[float, float], b: tuple[
     if not sweep:
         span = 2 * math.pi - span
     large = 1 if span > math.pi else 0
-    svg.path(f"M {ax:.3f} {ay:.3f} A {r:.3f} {r:.3f} 0 {large} {sweep} {bx:.3f} {by:.3f}", col, w, fill)
+    svg.path(
+        f"M {ax:.3f} {ay:.3f} A {r:.3f} {r:.3f} 0 {large} {sweep} {bx:.3f} {by:.3f}", col, w, fill
+    )
 
 
-def draw_pin(svg: Svg, g: ksch.Sexp, t: ksch.Transform, names_hidden: bool, name_off: float, numbers_hidden: bool) -> None:
+def draw_pin(
+    svg: Svg,
+    g: ksch.Sexp,
+    t: ksch.Transform,
+    names_hidden: bool,
+    name_off: float,
+    numbers_hidden: bool,
+) -> None:
     if "hide" in g:
         return
     x, y, a = ksch.at(g)
@@ -188,7 +243,12 @@ def draw_pin(svg: Svg, g: ksch.Sexp, t: ksch.Transform, names_hidden: bool, name
     svg.line([p0, p1], COL_PIN, 0.1524)
     shape = str(g[2]) if len(g) > 2 else "line"
     if shape == "inverted":
-        svg.circle(p1[0] + (p0[0] - p1[0]) * 0.5 / max(length, 0.01), p1[1] + (p0[1] - p1[1]) * 0.5 / max(length, 0.01), 0.5, COL_PIN)
+        svg.circle(
+            p1[0] + (p0[0] - p1[0]) * 0.5 / max(length, 0.01),
+            p1[1] + (p0[1] - p1[1]) * 0.5 / max(length, 0.01),
+            0.5,
+            COL_PIN,
+        )
     sdir = t.direction(a)  # sheet direction from connection point into the body
     vertical = round(sdir) % 180 == 90
     name = str(ksch.find(g, "name")[1])  # type: ignore[index]
@@ -207,7 +267,9 @@ def draw_pin(svg: Svg, g: ksch.Sexp, t: ksch.Transform, names_hidden: bool, name
                 svg.text(tx, ty, label, size, COL_TEXT, anchor, "center")
         else:
             mx, my = (p0[0] + p1[0]) / 2, (p0[1] + p1[1]) / 2
-            svg.text(mx, my - 0.4, label, size, COL_TEXT, "middle", "bottom", angle=90 if vertical else 0)
+            svg.text(
+                mx, my - 0.4, label, size, COL_TEXT, "middle", "bottom", angle=90 if vertical else 0
+            )
     if not numbers_hidden:
         mx, my = (p0[0] + p1[0]) / 2, (p0[1] + p1[1]) / 2
         if vertical:
@@ -228,7 +290,15 @@ def render(path: Path, ref_note: str = "") -> str:
     bx, by = w - 115, h - 25
     svg.line([(bx, h - 5), (bx, by), (w - 5, by)], "#840000", 0.25)
     svg.text(bx + 2, by + 2, title, 2.0, COL_TEXT, "start", "top", bold=True)
-    svg.text(bx + 2, by + 8, f"file: {path.name}   rev A   powerfault-rig, hardware/", 1.4, COL_TEXT, "start", "top")
+    svg.text(
+        bx + 2,
+        by + 8,
+        f"file: {path.name}   rev A   powerfault-rig, hardware/",
+        1.4,
+        COL_TEXT,
+        "start",
+        "top",
+    )
     note = ref_note or "rendered from the .kicad_sch by hardware/tools/render_sch.py"
     svg.text(bx + 2, by + 12, note, 1.2, COL_TEXT, "start", "top")
     libs = ksch.lib_symbols(sch)
@@ -259,10 +329,39 @@ def render(path: Path, ref_note: str = "") -> str:
                 d = 1 if round(a) in (0, 90) else -1
                 sgn = -1 if round(a) in (90, 270) else 0
                 if sgn:
-                    svg.text(x, y - d * 2.0, text, size, "#840084", "end" if d > 0 else "start", "center", angle=90)
+                    svg.text(
+                        x,
+                        y - d * 2.0,
+                        text,
+                        size,
+                        "#840084",
+                        "end" if d > 0 else "start",
+                        "center",
+                        angle=90,
+                    )
                 else:
-                    svg.line([(x, y), (x + d * 1.0, y - 0.8), (x + d * 2.0, y - 0.8), (x + d * 2.0, y + 0.8), (x + d * 1.0, y + 0.8), (x, y)], "#840084", 0.15)
-                    svg.text(x + d * 2.6, y, text, size, "#840084", "start" if d > 0 else "end", "center", bold=True)
+                    svg.line(
+                        [
+                            (x, y),
+                            (x + d * 1.0, y - 0.8),
+                            (x + d * 2.0, y - 0.8),
+                            (x + d * 2.0, y + 0.8),
+                            (x + d * 1.0, y + 0.8),
+                            (x, y),
+                        ],
+                        "#840084",
+                        0.15,
+                    )
+                    svg.text(
+                        x + d * 2.6,
+                        y,
+                        text,
+                        size,
+                        "#840084",
+                        "start" if d > 0 else "end",
+                        "center",
+                        bold=True,
+                    )
     for tnode in ksch.find_all(sch, "text"):
         x, y, a = ksch.at(tnode)
         anchor, valign = justify(tnode)
@@ -281,7 +380,16 @@ def render(path: Path, ref_note: str = "") -> str:
                 continue
             x, y, a = ksch.at(p)
             anchor, valign = justify(p)
-            svg.text(x, y, str(p[2]), font_size(p), COL_TEXT if name == "Reference" else "#006464", anchor, valign, angle=a)
+            svg.text(
+                x,
+                y,
+                str(p[2]),
+                font_size(p),
+                COL_TEXT if name == "Reference" else "#006464",
+                anchor,
+                valign,
+                angle=a,
+            )
         dnp = ksch.props(sym).get("DNP")
         if dnp is not None:
             x0, y0 = t.x, t.y
@@ -290,13 +398,22 @@ def render(path: Path, ref_note: str = "") -> str:
     for sh in ksch.find_all(sch, "sheet"):
         x, y, _ = ksch.at(sh)
         sw, shh = xy(sh, "size")
-        svg.line([(x, y), (x + sw, y), (x + sw, y + shh), (x, y + shh), (x, y)], "#840084", 0.3, "#fffff0")
+        svg.line(
+            [(x, y), (x + sw, y), (x + sw, y + shh), (x, y + shh), (x, y)],
+            "#840084",
+            0.3,
+            "#fffff0",
+        )
         pr = ksch.props(sh)
         svg.text(x, y - 0.7, str(pr["Sheet name"][2]), 1.5, "#840084", "start", "bottom", bold=True)
-        svg.text(x, y + shh + 0.6, "file: " + str(pr["Sheet file"][2]), 1.2, "#840084", "start", "top")
+        svg.text(
+            x, y + shh + 0.6, "file: " + str(pr["Sheet file"][2]), 1.2, "#840084", "start", "top"
+        )
         for pin in ksch.find_all(sh, "pin"):
             px, py, _ = ksch.at(pin)
-            svg.line([(px, py), (px + 1.5, py - 0.8), (px + 1.5, py + 0.8), (px, py)], "#840084", 0.15)
+            svg.line(
+                [(px, py), (px + 1.5, py - 0.8), (px + 1.5, py + 0.8), (px, py)], "#840084", 0.15
+            )
             svg.text(px + 2.2, py, str(pin[1]), 1.27, "#840084", "start", "center")
     return svg.dump()
 
