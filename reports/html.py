@@ -10,7 +10,8 @@ from rig.store import open_existing
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}
+table{border-collapse:collapse;margin:1em 0}
+td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}
 th{background:#f0f0f0}.PASS{color:#080;font-weight:bold}.FAIL{color:#b00;font-weight:bold}
 .DEAD{color:#fff;background:#b00;font-weight:bold}code{font-size:12px}
 """
@@ -21,28 +22,37 @@ def _bars(drives: list[DriveReport]) -> str:
     """Findings per class per drive, as a horizontal stacked bar chart."""
     width, row_h, left = 640, 28, 220
     biggest = max([sum(d.failures.values()) for d in drives] + [1])
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width + left + 20}" '
-             f'height="{row_h * len(drives) + 50}" role="img" aria-label="failures per drive">']  # fmt: skip
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width + left + 20}" '
+        f'height="{row_h * len(drives) + 50}" role="img" aria-label="failures per drive">'
+    ]
     for i, d in enumerate(drives):
         y = 10 + i * row_h
-        parts.append(f'<text x="0" y="{y + 17}" font-size="12">ch{d.channel} '
-                     f'{html.escape(d.model[:28])}</text>')  # fmt: skip
+        parts.append(
+            f'<text x="0" y="{y + 17}" font-size="12">ch{d.channel} '
+            f"{html.escape(d.model[:28])}</text>"
+        )
         x = float(left)
         for cls, colour in zip(FAILURE_ORDER, COLOURS, strict=True):
             n = d.failures.get(cls, 0)
             if n:
                 w = width * n / biggest
-                parts.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row_h - 6}" '
-                             f'fill="{colour}"><title>{cls}: {n}</title></rect>')  # fmt: skip
+                parts.append(
+                    f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row_h - 6}" '
+                    f'fill="{colour}"><title>{cls}: {n}</title></rect>'
+                )
                 x += w
         if x == left:
-            parts.append(f'<text x="{left}" y="{y + 17}" font-size="12" fill="#080">'
-                         "no failures</text>")  # fmt: skip
+            parts.append(
+                f'<text x="{left}" y="{y + 17}" font-size="12" fill="#080">no failures</text>'
+            )
     y = 20 + len(drives) * row_h
     x = float(left)
     for cls, colour in zip(FAILURE_ORDER, COLOURS, strict=True):
-        parts.append(f'<rect x="{x}" y="{y}" width="10" height="10" fill="{colour}"/>'
-                     f'<text x="{x + 13}" y="{y + 9}" font-size="10">{cls}</text>')  # fmt: skip
+        parts.append(
+            f'<rect x="{x}" y="{y}" width="10" height="10" fill="{colour}"/>'
+            f'<text x="{x + 13}" y="{y + 9}" font-size="10">{cls}</text>'
+        )
         x += 13 + 6.2 * len(cls) + 10
     parts.append("</svg>")
     return "".join(parts)
@@ -52,11 +62,17 @@ def render(report: CampaignReport) -> str:
     esc = html.escape
     rows = []
     for d in report.drives:
-        failures = "<br>".join(f"{esc(k)}: {v} findings, {d.failure_blocks.get(k, 0)} blocks"
-                               for k, v in sorted(d.failures.items())) or "none"  # fmt: skip
+        failures = (
+            "<br>".join(
+                f"{esc(k)}: {v} findings, {d.failure_blocks.get(k, 0)} blocks"
+                for k, v in sorted(d.failures.items())
+            )
+            or "none"
+        )
         back = f"{d.median_return_ms:.0f}" if d.median_return_ms is not None else "n/a"
-        survived = (f"{d.nondurable_survived}/{d.nondurable_writes}"
-                    if d.nondurable_writes else "n/a")  # fmt: skip
+        survived = (
+            f"{d.nondurable_survived}/{d.nondurable_writes}" if d.nondurable_writes else "n/a"
+        )
         rows.append(
             f"<tr><td>{d.channel}</td><td>{esc(d.model)}<br><code>s/n {esc(d.serial)}"
             f" {esc(d.wwn)}</code></td><td>{esc(d.profile)}</td><td>{d.cycles}</td>"

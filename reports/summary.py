@@ -7,8 +7,16 @@ from dataclasses import dataclass, field
 
 from rig.store import Store
 
-FAILURE_ORDER = ("lost_durable_write", "unserializable_write", "shorn_write", "bit_corruption",
-                 "flying_write", "collateral_damage", "read_error", "dead_device")  # fmt: skip
+FAILURE_ORDER = (
+    "lost_durable_write",
+    "unserializable_write",
+    "shorn_write",
+    "bit_corruption",
+    "flying_write",
+    "collateral_damage",
+    "read_error",
+    "dead_device",
+)
 
 
 @dataclass
@@ -58,8 +66,15 @@ def load(store: Store) -> CampaignReport:
     name, station, status = tuple(head[0]) if head else ("(none)", "", "")
     drives = []
     for row in store.query("SELECT * FROM drive ORDER BY campaign_id, channel"):
-        drive = DriveReport(row["id"], row["channel"], row["model"], row["serial"], row["wwn"],
-                            row["profile"], row["status"])  # fmt: skip
+        drive = DriveReport(
+            row["id"],
+            row["channel"],
+            row["model"],
+            row["serial"],
+            row["wwn"],
+            row["profile"],
+            row["status"],
+        )
         for c in store.query("SELECT * FROM cycle WHERE drive_id = ?", (drive.drive_id,)):
             drive.cycles += 1
             drive.cycles_ok += c["status"] == "ok"
@@ -82,10 +97,15 @@ def load(store: Store) -> CampaignReport:
             else:
                 drive.allowed_losses += f["n"]
         drives.append(drive)
-    examples = [dict(r) for r in store.query(
-        "SELECT d.channel, d.model, c.seq AS cycle, f.class, f.lba_first, f.lba_count,"
-        " f.expected_gen, f.observed_gen, f.detail FROM finding f JOIN cycle c ON c.id = f.cycle_id"
-        " JOIN drive d ON d.id = c.drive_id WHERE f.failure = 1 ORDER BY f.id LIMIT 200")]  # fmt: skip
+    examples = [
+        dict(r)
+        for r in store.query(
+            "SELECT d.channel, d.model, c.seq AS cycle, f.class, f.lba_first, f.lba_count,"
+            " f.expected_gen, f.observed_gen, f.detail FROM finding f"
+            " JOIN cycle c ON c.id = f.cycle_id"
+            " JOIN drive d ON d.id = c.drive_id WHERE f.failure = 1 ORDER BY f.id LIMIT 200"
+        )
+    ]
     return CampaignReport(name, station, status, drives, examples)
 
 

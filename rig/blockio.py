@@ -77,13 +77,13 @@ class DirectTarget:
 
     def write(self, lba: int, data: npt.NDArray[np.uint8], durable: bool = False) -> None:
         flags = os.RWF_DSYNC if durable else 0
-        done = os.pwritev(self._fd, [data], lba * self._block_size, flags)
+        done = os.pwritev(self._fd, [data.data], lba * self._block_size, flags)
         if done != len(data):
             raise OSError(5, f"short write at block {lba}: {done} of {len(data)} bytes")
 
     def read(self, lba: int, count: int) -> npt.NDArray[np.uint8]:
         buffer = aligned_buffer(count * self._block_size)
-        done = os.preadv(self._fd, [buffer], lba * self._block_size)
+        done = os.preadv(self._fd, [buffer.data], lba * self._block_size)
         if done != len(buffer):
             raise OSError(5, f"short read at block {lba}: {done} of {len(buffer)} bytes")
         return buffer

@@ -86,8 +86,15 @@ class DriveSummary:
 class DriveRun:
     """One drive on one channel for the whole campaign."""
 
-    def __init__(self, campaign: Campaign, campaign_id: int, spec: DriveSpec, station: Station,
-                 store: Store, progress: Callable[[str], None]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        campaign: Campaign,
+        campaign_id: int,
+        spec: DriveSpec,
+        station: Station,
+        store: Store,
+        progress: Callable[[str], None],
+    ) -> None:
         self.campaign = campaign
         self.campaign_id = campaign_id
         self.spec = spec
@@ -112,8 +119,9 @@ class DriveRun:
             raise UserError(f"drive {spec.identity.label()}: test region lies beyond its end")
         self.state = LbaState(first, count)
         ident = asdict(node.identity)
-        self.drive_id = store.add_drive(campaign_id, spec.channel, ident, node.size_bytes, block,
-                                        (first, count), spec.profile)  # fmt: skip
+        self.drive_id = store.add_drive(
+            campaign_id, spec.channel, ident, node.size_bytes, block, (first, count), spec.profile
+        )
 
     # phases ------------------------------------------------------------------------------------
     def arm(self, c: Cycle) -> None:
@@ -184,8 +192,15 @@ class DriveRun:
         if (late & (c.log.column("status") == 0)).any():
             raise RigError("a write completed after the cut: power did not really go off")
         extra = self._sample_older_blocks()
-        c.result = verify.check(self.campaign_id, self.state, c.log, durability, extra, c.target.read,
-                                c.target.block_size)  # fmt: skip
+        c.result = verify.check(
+            self.campaign_id,
+            self.state,
+            c.log,
+            durability,
+            extra,
+            c.target.read,
+            c.target.block_size,
+        )
         c.findings = c.result.findings
 
     def _sample_older_blocks(self) -> np.ndarray:
@@ -196,8 +211,16 @@ class DriveRun:
         pick = np.random.default_rng(self.rng.randrange(1 << 30)).choice(written, size, False)
         return (pick + self.state.first_lba).astype(np.int64)
 
-    PHASES = ("arm", "write", "cut", "observe_loss", "restore", "observe_return", "identify",
-              "verify")  # fmt: skip
+    PHASES = (
+        "arm",
+        "write",
+        "cut",
+        "observe_loss",
+        "restore",
+        "observe_return",
+        "identify",
+        "verify",
+    )
 
     # one cycle ---------------------------------------------------------------------------------
     def run_cycle(self, seq: int) -> Cycle:
@@ -229,11 +252,18 @@ class DriveRun:
         durability = c.log.durability(c.edge.host_ns, c.edge.error_ns) if c.edge else None
         failures = [f for f in c.findings if f.failure]
         row = CycleRow(
-            drive_id=self.drive_id, seq=c.seq, status=c.status, error=c.error,
-            cut_delay_ns=int(c.cut_delay_s * 1e9), started_at=c.started_at,
-            write_start_ns=c.write_start_ns, cut_ns=c.edge.host_ns if c.edge else None,
-            cut_error_ns=c.edge.error_ns if c.edge else None, gone_ns=c.gone_ns,
-            back_ns=c.back_ns, writes=log.write_count,
+            drive_id=self.drive_id,
+            seq=c.seq,
+            status=c.status,
+            error=c.error,
+            cut_delay_ns=int(c.cut_delay_s * 1e9),
+            started_at=c.started_at,
+            write_start_ns=c.write_start_ns,
+            cut_ns=c.edge.host_ns if c.edge else None,
+            cut_error_ns=c.edge.error_ns if c.edge else None,
+            gone_ns=c.gone_ns,
+            back_ns=c.back_ns,
+            writes=log.write_count,
             writes_acked=int(durability.acked.sum()) if durability else 0,
             writes_durable=int(durability.durable.sum()) if durability else 0,
             flushes=log.flush_count,
@@ -242,7 +272,7 @@ class DriveRun:
             nondurable_writes=result.nondurable_writes if result else 0,
             nondurable_survived=result.nondurable_survived if result else 0,
             failures=len(failures),
-        )  # fmt: skip
+        )
         rows = [dict(asdict(f), failure=f.failure) for f in c.findings]
         self.store.record_cycle(row, rows, c.events, log.to_bytes(), self.state.to_bytes())
         self.cycles += 1
@@ -265,8 +295,10 @@ class DriveRun:
                     break
                 consecutive_errors = consecutive_errors + 1 if c.status == "error" else 0
                 if consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
-                    self.progress(f"ch{self.spec.channel}: stopped after"
-                                  f" {consecutive_errors} rig errors in a row")  # fmt: skip
+                    self.progress(
+                        f"ch{self.spec.channel}: stopped after"
+                        f" {consecutive_errors} rig errors in a row"
+                    )
                     self.store.set_drive_status(self.drive_id, "stopped")
                     break
         finally:
@@ -275,19 +307,31 @@ class DriveRun:
     def _progress_line(self, c: Cycle) -> str:
         found = sum(1 for f in c.findings if f.failure)
         extra = f" {c.status.upper()}: {c.error}" if c.status != "ok" else ""
-        return (f"ch{self.spec.channel} {self.spec.identity.model:<22} cycle {c.seq:>5}"
-                f"/{self.campaign.cycles}  cut at {c.cut_delay_s * 1000:7.2f} ms"
-                f"  failures {found}{extra}")  # fmt: skip
+        return (
+            f"ch{self.spec.channel} {self.spec.identity.model:<22} cycle {c.seq:>5}"
+            f"/{self.campaign.cycles}  cut at {c.cut_delay_s * 1000:7.2f} ms"
+            f"  failures {found}{extra}"
+        )
 
     def summary(self) -> DriveSummary:
-        return DriveSummary(self.spec.channel, self.spec.identity.label(), self.cycles,
-                            self.errors, self.dead, dict(self.failures),
-                            self.allowed_losses)  # fmt: skip
+        return DriveSummary(
+            self.spec.channel,
+            self.spec.identity.label(),
+            self.cycles,
+            self.errors,
+            self.dead,
+            dict(self.failures),
+            self.allowed_losses,
+        )
 
 
-def run_campaign(campaign: Campaign, station: Station, store: Store,
-                 progress: Callable[[str], None] = print,
-                 stop: threading.Event | None = None) -> list[DriveSummary]:  # fmt: skip
+def run_campaign(
+    campaign: Campaign,
+    station: Station,
+    store: Store,
+    progress: Callable[[str], None] = print,
+    stop: threading.Event | None = None,
+) -> list[DriveSummary]:
     """Run every drive's cycles in parallel; power goes to the safe state however this ends."""
     stop = stop or threading.Event()
     campaign_id = store.new_campaign(campaign.name, campaign.source, campaign.seed, station.name)
@@ -296,10 +340,14 @@ def run_campaign(campaign: Campaign, station: Station, store: Store,
         for spec in campaign.drives:
             if not station.power.state(spec.channel):
                 station.power.on(spec.channel)
-        runs = [DriveRun(campaign, campaign_id, spec, station, store, progress)
-                for spec in campaign.drives]  # fmt: skip
-        threads = [threading.Thread(target=r.run, args=(stop,), name=f"drive-ch{r.spec.channel}")
-                   for r in runs]  # fmt: skip
+        runs = [
+            DriveRun(campaign, campaign_id, spec, station, store, progress)
+            for spec in campaign.drives
+        ]
+        threads = [
+            threading.Thread(target=r.run, args=(stop,), name=f"drive-ch{r.spec.channel}")
+            for r in runs
+        ]
         for thread in threads:
             thread.start()
         try:

@@ -33,9 +33,11 @@ def _print_summaries(summaries: list[DriveSummary]) -> None:
     for s in summaries:
         failures = ", ".join(f"{cls} x{n}" for cls, n in sorted(s.failures.items()))
         verdict = "DEAD" if s.dead else ("FAIL" if s.failures else "PASS")
-        print(f"{s.channel:>2}  {s.label:<48} {s.cycles:>6} {s.errors:>6}  {verdict}"
-              f"{': ' + failures if failures else ''}"
-              f"  (allowed losses of unflushed writes: {s.allowed_losses})")  # fmt: skip
+        print(
+            f"{s.channel:>2}  {s.label:<48} {s.cycles:>6} {s.errors:>6}  {verdict}"
+            f"{': ' + failures if failures else ''}"
+            f"  (allowed losses of unflushed writes: {s.allowed_losses})"
+        )
 
 
 def _run(campaign: config.Campaign, db_path: str, quiet: bool) -> list[DriveSummary]:
@@ -93,8 +95,10 @@ def cmd_drives(args: argparse.Namespace) -> int:
         reasons = safety.refusal_reasons(node.devnode)
         ident = node.identity
         verdict = "yes" if not reasons else f"no: {'; '.join(reasons)}"
-        print(f"{node.devnode:<14} {node.size_bytes / 1e9:>8.1f}GB {ident.model[:28]:<28} "
-              f"{ident.serial[:24]:<24} {ident.wwn[:22]:<22} {verdict}")  # fmt: skip
+        print(
+            f"{node.devnode:<14} {node.size_bytes / 1e9:>8.1f}GB {ident.model[:28]:<28} "
+            f"{ident.serial[:24]:<24} {ident.wwn[:22]:<22} {verdict}"
+        )
     return 0
 
 

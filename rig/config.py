@@ -156,8 +156,9 @@ def parse(text: str, where: str = "campaign") -> Campaign:
     if len(set(channels)) != len(channels):
         raise UserError("campaign: two drives on the same channel")
     root.done()
-    return Campaign(name, cycles, seed, station, workload, cut, drives, region_mib,
-                    region_offset_mib, text)  # fmt: skip
+    return Campaign(
+        name, cycles, seed, station, workload, cut, drives, region_mib, region_offset_mib, text
+    )
 
 
 def _drive(index: int, entry: Any, station_kind: str) -> DriveSpec:

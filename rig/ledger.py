@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -67,15 +68,24 @@ class Durability:
 
 
 class CycleLog:
-    """Columnar log of one cycle's requests. Workers append concurrently; arrays come out at the end.
+    """Columnar log of one cycle's requests. Workers append concurrently; arrays come out later.
 
     Per write: worker, op_seq, first_lba, nblocks, the generation of each of its blocks (flat, with
     an offset per write), issue and completion ns, status (0 ok, else errno), durable-write flag.
     Per flush: worker, issue and completion ns, status.
     """
 
-    WRITE_COLUMNS = ("worker", "op_seq", "first_lba", "nblocks", "gen_offset", "issue_ns",
-                     "complete_ns", "status", "fua")  # fmt: skip
+    WRITE_COLUMNS = (
+        "worker",
+        "op_seq",
+        "first_lba",
+        "nblocks",
+        "gen_offset",
+        "issue_ns",
+        "complete_ns",
+        "status",
+        "fua",
+    )
     FLUSH_COLUMNS = ("worker", "issue_ns", "complete_ns", "status")
 
     def __init__(self) -> None:
@@ -87,11 +97,31 @@ class CycleLog:
         self._frozen: dict[str, npt.NDArray[np.int64]] | None = None
         self._frozen_gens: npt.NDArray[np.uint32] | None = None
 
-    def add_write(self, worker: int, op_seq: int, first_lba: int, gens: npt.NDArray[np.uint32],
-                  issue_ns: int, complete_ns: int, status: int, fua: bool) -> None:  # fmt: skip
+    def add_write(
+        self,
+        worker: int,
+        op_seq: int,
+        first_lba: int,
+        gens: npt.NDArray[np.uint32],
+        issue_ns: int,
+        complete_ns: int,
+        status: int,
+        fua: bool,
+    ) -> None:
         with self._lock:
-            self._writes.append((worker, op_seq, first_lba, len(gens), self._gen_total, issue_ns,
-                                 complete_ns, status, int(fua)))  # fmt: skip
+            self._writes.append(
+                (
+                    worker,
+                    op_seq,
+                    first_lba,
+                    len(gens),
+                    self._gen_total,
+                    issue_ns,
+                    complete_ns,
+                    status,
+                    int(fua),
+                )
+            )
             self._gens.append(gens)
             self._gen_total += len(gens)
             self._frozen = None
@@ -159,5 +189,6 @@ class CycleLog:
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()
-        np.savez_compressed(buffer, generations=self.generations(), **self._columns())
+        arrays: dict[str, Any] = {"generations": self.generations(), **self._columns()}
+        np.savez_compressed(buffer, **arrays)
         return buffer.getvalue()

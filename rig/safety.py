@@ -42,8 +42,11 @@ def partitions(name: str) -> list[str]:
 def holders(name: str) -> list[str]:
     found = []
     for part in [name, *partitions(name)]:
-        path = f"/sys/class/block/{name}/holders" if part == name else (
-            f"/sys/class/block/{name}/{part}/holders")  # fmt: skip
+        path = (
+            f"/sys/class/block/{name}/holders"
+            if part == name
+            else (f"/sys/class/block/{name}/{part}/holders")
+        )
         try:
             found.extend(os.listdir(path))
         except OSError:
@@ -78,8 +81,13 @@ def swap_users(name: str) -> list[str]:
 def signatures(devnode: str) -> list[str]:
     """Filesystem, RAID, LVM and partition-table signatures found by blkid's low-level probe."""
     try:
-        probe = subprocess.run(["blkid", "-p", "-o", "export", devnode], capture_output=True,
-                               text=True, timeout=30, check=False)  # fmt: skip
+        probe = subprocess.run(
+            ["blkid", "-p", "-o", "export", devnode],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         return [f"could not probe for signatures ({error})"]
     if probe.returncode == 2:  # nothing found

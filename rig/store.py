@@ -184,28 +184,54 @@ class Store:
 
     def end_campaign(self, campaign_id: int, status: str) -> None:
         with self.transaction() as db:
-            db.execute("UPDATE campaign SET ended_at = ?, status = ? WHERE id = ?",
-                       (time.time(), status, campaign_id))  # fmt: skip
+            db.execute(
+                "UPDATE campaign SET ended_at = ?, status = ? WHERE id = ?",
+                (time.time(), status, campaign_id),
+            )
 
-    def add_drive(self, campaign_id: int, channel: int, identity: dict[str, str], size_bytes: int,
-                  block_size: int, region: tuple[int, int], profile: str = "") -> int:  # fmt: skip
+    def add_drive(
+        self,
+        campaign_id: int,
+        channel: int,
+        identity: dict[str, str],
+        size_bytes: int,
+        block_size: int,
+        region: tuple[int, int],
+        profile: str = "",
+    ) -> int:
         with self.transaction() as db:
             cursor = db.execute(
                 "INSERT INTO drive (campaign_id, channel, model, serial, wwn, firmware, size_bytes,"
                 " block_size, region_first_lba, region_blocks, profile)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (campaign_id, channel, identity["model"], identity["serial"], identity["wwn"],
-                 identity["firmware"], size_bytes, block_size, region[0], region[1], profile),
-            )  # fmt: skip
+                (
+                    campaign_id,
+                    channel,
+                    identity["model"],
+                    identity["serial"],
+                    identity["wwn"],
+                    identity["firmware"],
+                    size_bytes,
+                    block_size,
+                    region[0],
+                    region[1],
+                    profile,
+                ),
+            )
             return int(cursor.lastrowid or 0)
 
     def set_drive_status(self, drive_id: int, status: str) -> None:
         with self.transaction() as db:
             db.execute("UPDATE drive SET status = ? WHERE id = ?", (status, drive_id))
 
-    def record_cycle(self, row: CycleRow, findings: list[dict[str, Any]],
-                     events: list[tuple[int, str, dict[str, Any]]], ledger: bytes | None,
-                     lba_state: bytes | None) -> int:  # fmt: skip
+    def record_cycle(
+        self,
+        row: CycleRow,
+        findings: list[dict[str, Any]],
+        events: list[tuple[int, str, dict[str, Any]]],
+        ledger: bytes | None,
+        lba_state: bytes | None,
+    ) -> int:
         """The record phase: the cycle, its findings, events, ledger and LBA state, atomically."""
         columns = [name for name in CycleRow.__dataclass_fields__]
         values = [getattr(row, name) for name in columns]
@@ -219,18 +245,33 @@ class Store:
             db.executemany(
                 "INSERT INTO finding (cycle_id, class, failure, lba_first, lba_count, expected_gen,"
                 " observed_gen, expected_op, observed_op, detail) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                [(cycle_id, f["cls"], int(f["failure"]), f["lba_first"], f["lba_count"],
-                  f["expected_gen"], f["observed_gen"], f["expected_op"], f["observed_op"],
-                  json.dumps(f["detail"], sort_keys=True)) for f in findings],
-            )  # fmt: skip
+                [
+                    (
+                        cycle_id,
+                        f["cls"],
+                        int(f["failure"]),
+                        f["lba_first"],
+                        f["lba_count"],
+                        f["expected_gen"],
+                        f["observed_gen"],
+                        f["expected_op"],
+                        f["observed_op"],
+                        json.dumps(f["detail"], sort_keys=True),
+                    )
+                    for f in findings
+                ],
+            )
             db.executemany(
                 "INSERT INTO event (drive_id, cycle_id, host_ns, kind, detail) VALUES (?,?,?,?,?)",
-                [(row.drive_id, cycle_id, ns, kind, json.dumps(detail, sort_keys=True))
-                 for ns, kind, detail in events],
-            )  # fmt: skip
+                [
+                    (row.drive_id, cycle_id, ns, kind, json.dumps(detail, sort_keys=True))
+                    for ns, kind, detail in events
+                ],
+            )
             if ledger is not None:
-                db.execute("INSERT INTO ledger (cycle_id, writes) VALUES (?, ?)",
-                           (cycle_id, ledger))  # fmt: skip
+                db.execute(
+                    "INSERT INTO ledger (cycle_id, writes) VALUES (?, ?)", (cycle_id, ledger)
+                )
             if lba_state is not None:
                 db.execute(
                     "INSERT OR REPLACE INTO lba_state (drive_id, after_cycle, state)"
@@ -239,11 +280,14 @@ class Store:
                 )
             return cycle_id
 
-    def add_event(self, drive_id: int | None, host_ns: int, kind: str,
-                  detail: dict[str, Any]) -> None:  # fmt: skip
+    def add_event(
+        self, drive_id: int | None, host_ns: int, kind: str, detail: dict[str, Any]
+    ) -> None:
         with self.transaction() as db:
-            db.execute("INSERT INTO event (drive_id, host_ns, kind, detail) VALUES (?,?,?,?)",
-                       (drive_id, host_ns, kind, json.dumps(detail, sort_keys=True)))  # fmt: skip
+            db.execute(
+                "INSERT INTO event (drive_id, host_ns, kind, detail) VALUES (?,?,?,?)",
+                (drive_id, host_ns, kind, json.dumps(detail, sort_keys=True)),
+            )
 
     def close(self) -> None:
         with self._lock:

@@ -29,8 +29,16 @@ COLLATERAL = "collateral_damage"
 READ_ERROR = "read_error"
 DEAD = "dead_device"
 ALLOWED_LOSS = "allowed_loss"  # a non-durable write lost whole per unit: allowed, reported
-FAILURE_CLASSES = (LOST_DURABLE, UNSERIALIZABLE, SHORN, CORRUPTION, FLYING, COLLATERAL,
-                   READ_ERROR, DEAD)  # fmt: skip
+FAILURE_CLASSES = (
+    LOST_DURABLE,
+    UNSERIALIZABLE,
+    SHORN,
+    CORRUPTION,
+    FLYING,
+    COLLATERAL,
+    READ_ERROR,
+    DEAD,
+)
 
 NO_OP = -1
 
@@ -94,9 +102,16 @@ class _Cycle:
         self.key_write = self.write[order]
 
 
-def check(campaign: int, state: LbaState, log: CycleLog, durability: Durability,
-          extra_blocks: npt.NDArray[np.int64], read: BlockReader,
-          block_size: int, max_read_blocks: int = 256) -> CheckResult:  # fmt: skip
+def check(
+    campaign: int,
+    state: LbaState,
+    log: CycleLog,
+    durability: Durability,
+    extra_blocks: npt.NDArray[np.int64],
+    read: BlockReader,
+    block_size: int,
+    max_read_blocks: int = 256,
+) -> CheckResult:
     """Read back and classify this cycle's blocks plus `extra_blocks`; update `state.committed`."""
     cyc = _Cycle(log, durability)
     checked = np.unique(np.concatenate([cyc.lba, extra_blocks.astype(np.int64)]))
@@ -136,8 +151,16 @@ def check(campaign: int, state: LbaState, log: CycleLog, durability: Durability,
             data = _read_with_retries(read, first, count)
         except OSError as error:
             readable[rows] = False
-            findings.append(Finding(READ_ERROR, first, count, -1, -1,
-                                    detail={"errno": error.errno, "error": str(error)}))  # fmt: skip
+            findings.append(
+                Finding(
+                    READ_ERROR,
+                    first,
+                    count,
+                    -1,
+                    -1,
+                    detail={"errno": error.errno, "error": str(error)},
+                )
+            )
             continue
         sectors = media.parse(data)
         sectors_state[rows] = sectors.state.reshape(count, per_block)
@@ -157,10 +180,18 @@ def check(campaign: int, state: LbaState, log: CycleLog, durability: Durability,
     obs_op[:] = np.where(ours[:, 0], sectors_op[:, 0], NO_OP)
     unknown = committed == int(UNKNOWN)
     judged = readable & ~(unknown & ~has_durable)
+    # A block whose old content is unknown (an earlier finding) is still judged for a tear of
+    # this cycle's write: some sectors carry one of its generations and others do not.
+    rejudged = readable & unknown & ~has_durable
+    if rejudged.any():
+        unsure = np.flatnonzero(rejudged)
+        sector_keys = checked[unsure, None] << 32 | sector_gen[unsure]
+        touched = np.isin(sector_keys, cyc.keys).any(axis=1)
+        rejudged[unsure[~touched]] = False
 
     klass[judged & corrupt] = CORRUPTION
     klass[judged & ~corrupt & misplaced] = FLYING
-    shorn = judged & ~corrupt & ~misplaced & mixed
+    shorn = (judged | rejudged) & ~corrupt & ~misplaced & mixed
     klass[shorn] = SHORN
     for row in np.flatnonzero(shorn):
         tear_at[int(row)] = (np.flatnonzero(np.diff(sector_gen[row]) != 0) + 1).tolist()
@@ -186,8 +217,9 @@ def check(campaign: int, state: LbaState, log: CycleLog, durability: Durability,
     return CheckResult(findings, len(checked), nondurable, survived)
 
 
-def _read_with_retries(read: BlockReader, first: int, count: int,
-                       attempts: int = 3) -> npt.NDArray[np.uint8]:  # fmt: skip
+def _read_with_retries(
+    read: BlockReader, first: int, count: int, attempts: int = 3
+) -> npt.NDArray[np.uint8]:
     for attempt in range(attempts):
         try:
             return read(first, count)
@@ -197,10 +229,16 @@ def _read_with_retries(read: BlockReader, first: int, count: int,
     raise AssertionError("unreachable")
 
 
-def _merge(checked: npt.NDArray[np.int64], klass: npt.NDArray[Any], floor: npt.NDArray[np.int64],
-           obs_gen: npt.NDArray[np.int64], floor_write: npt.NDArray[np.int64],
-           obs_op: npt.NDArray[np.int64], cyc: _Cycle,
-           tear_at: dict[int, list[int]]) -> Iterator[Finding]:  # fmt: skip
+def _merge(
+    checked: npt.NDArray[np.int64],
+    klass: npt.NDArray[Any],
+    floor: npt.NDArray[np.int64],
+    obs_gen: npt.NDArray[np.int64],
+    floor_write: npt.NDArray[np.int64],
+    obs_op: npt.NDArray[np.int64],
+    cyc: _Cycle,
+    tear_at: dict[int, list[int]],
+) -> Iterator[Finding]:
     """One finding per run of consecutive blocks with the same class and the same writes."""
     rows = np.flatnonzero(klass != "")
     run: list[int] = []
@@ -213,8 +251,14 @@ def _merge(checked: npt.NDArray[np.int64], klass: npt.NDArray[Any], floor: npt.N
         yield _finding(run, checked, klass, floor, obs_gen, floor_write, obs_op, cyc, tear_at)
 
 
-def _continues(prev: int, row: int, checked: npt.NDArray[np.int64], klass: npt.NDArray[Any],
-               floor_write: npt.NDArray[np.int64], obs_op: npt.NDArray[np.int64]) -> bool:  # fmt: skip
+def _continues(
+    prev: int,
+    row: int,
+    checked: npt.NDArray[np.int64],
+    klass: npt.NDArray[Any],
+    floor_write: npt.NDArray[np.int64],
+    obs_op: npt.NDArray[np.int64],
+) -> bool:
     return bool(
         checked[row] == checked[prev] + 1
         and klass[row] == klass[prev]
@@ -224,10 +268,17 @@ def _continues(prev: int, row: int, checked: npt.NDArray[np.int64], klass: npt.N
     )
 
 
-def _finding(run: list[int], checked: npt.NDArray[np.int64], klass: npt.NDArray[Any],
-             floor: npt.NDArray[np.int64], obs_gen: npt.NDArray[np.int64],
-             floor_write: npt.NDArray[np.int64], obs_op: npt.NDArray[np.int64], cyc: _Cycle,
-             tear_at: dict[int, list[int]]) -> Finding:  # fmt: skip
+def _finding(
+    run: list[int],
+    checked: npt.NDArray[np.int64],
+    klass: npt.NDArray[Any],
+    floor: npt.NDArray[np.int64],
+    obs_gen: npt.NDArray[np.int64],
+    floor_write: npt.NDArray[np.int64],
+    obs_op: npt.NDArray[np.int64],
+    cyc: _Cycle,
+    tear_at: dict[int, list[int]],
+) -> Finding:
     first = run[0]
     cls = str(klass[first])
     write = int(floor_write[first])
@@ -243,13 +294,25 @@ def _finding(run: list[int], checked: npt.NDArray[np.int64], klass: npt.NDArray[
         detail["tear_sectors"] = tear_at[first]
     if len(run) > 1:
         detail["observed_gens"] = [int(obs_gen[r]) for r in run][:64]
-    return Finding(cls, int(checked[first]), len(run), int(floor[first]), int(obs_gen[first]),
-                   expected_op, int(obs_op[first]), detail)  # fmt: skip
+    return Finding(
+        cls,
+        int(checked[first]),
+        len(run),
+        int(floor[first]),
+        int(obs_gen[first]),
+        expected_op,
+        int(obs_op[first]),
+        detail,
+    )
 
 
-def _nondurable_outcomes(cyc: _Cycle, checked: npt.NDArray[np.int64],
-                         obs_gen: npt.NDArray[np.int64], readable: npt.NDArray[np.bool_],
-                         klass: npt.NDArray[Any]) -> tuple[list[Finding], int, int]:  # fmt: skip
+def _nondurable_outcomes(
+    cyc: _Cycle,
+    checked: npt.NDArray[np.int64],
+    obs_gen: npt.NDArray[np.int64],
+    readable: npt.NDArray[np.bool_],
+    klass: npt.NDArray[Any],
+) -> tuple[list[Finding], int, int]:
     """Non-durable writes of this cycle: how many survived, and an allowed-loss row per loss."""
     pos = np.searchsorted(checked, cyc.lba)
     visible = obs_gen[pos] >= cyc.gen  # its data, or a newer write over it, reads back
@@ -264,16 +327,27 @@ def _nondurable_outcomes(cyc: _Cycle, checked: npt.NDArray[np.int64],
         entries = np.flatnonzero(cyc.write == write)
         first = int(cyc.lba[entries[0]])
         outcome = "lost" if lost_blocks[write] == len(entries) else "partial"
-        findings.append(Finding(
-            ALLOWED_LOSS, first, len(entries), int(cyc.gen[entries[0]]),
-            int(obs_gen[pos[entries[0]]]), int(cyc.op_seq[write]), NO_OP,
-            {"acknowledged": bool(cyc.acked[write]), "outcome": outcome},
-        ))  # fmt: skip
+        findings.append(
+            Finding(
+                ALLOWED_LOSS,
+                first,
+                len(entries),
+                int(cyc.gen[entries[0]]),
+                int(obs_gen[pos[entries[0]]]),
+                int(cyc.op_seq[write]),
+                NO_OP,
+                {"acknowledged": bool(cyc.acked[write]), "outcome": outcome},
+            )
+        )
     return findings, len(writes), len(writes) - len(findings)
 
 
-def _unserializable(cyc: _Cycle, checked: npt.NDArray[np.int64], obs_gen: npt.NDArray[np.int64],
-                    klass: npt.NDArray[Any]) -> list[Finding]:  # fmt: skip
+def _unserializable(
+    cyc: _Cycle,
+    checked: npt.NDArray[np.int64],
+    obs_gen: npt.NDArray[np.int64],
+    klass: npt.NDArray[Any],
+) -> list[Finding]:
     """FAST'13 serializability: a durable write lost while a write issued after its completion
     survived. One finding per cut, with the count of such lost writes."""
     pos = np.searchsorted(checked, cyc.lba)
@@ -288,5 +362,15 @@ def _unserializable(cyc: _Cycle, checked: npt.NDArray[np.int64], obs_gen: npt.ND
     if len(victims) == 0:
         return []
     first = int(cyc.lba[np.flatnonzero(cyc.write == victims[0])[0]])
-    return [Finding(UNSERIALIZABLE, first, 1, -1, -1, int(cyc.op_seq[victims[0]]), NO_OP,
-                    {"lost_writes": len(victims)})]  # fmt: skip
+    return [
+        Finding(
+            UNSERIALIZABLE,
+            first,
+            1,
+            -1,
+            -1,
+            int(cyc.op_seq[victims[0]]),
+            NO_OP,
+            {"lost_writes": len(victims)},
+        )
+    ]

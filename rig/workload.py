@@ -91,10 +91,14 @@ class Writer:
             gens = ctx.state.next_generations(lba, count)
             issue_ns = time.monotonic_ns()
             record = media.WriteRecord(
-                campaign=ctx.campaign, first_lba=lba, generations=gens.astype(np.uint64),
-                worker=worker, op_seq=op_seq, issued_ns=issue_ns,
+                campaign=ctx.campaign,
+                first_lba=lba,
+                generations=gens.astype(np.uint64),
+                worker=worker,
+                op_seq=op_seq,
+                issued_ns=issue_ns,
                 flags=media.FLAG_FUA if load.durable_writes else 0,
-            )  # fmt: skip
+            )
             data = media.build(record, block)
             status = 0
             try:
@@ -102,8 +106,9 @@ class Writer:
                 complete_ns = time.monotonic_ns()
             except OSError as error:
                 complete_ns, status = NOT_DONE, error.errno or 5
-            ctx.log.add_write(worker, op_seq, lba, gens, issue_ns, complete_ns, status,
-                              load.durable_writes)  # fmt: skip
+            ctx.log.add_write(
+                worker, op_seq, lba, gens, issue_ns, complete_ns, status, load.durable_writes
+            )
             if status:
                 return
             since_flush += 1

@@ -35,8 +35,12 @@ def _decode_enc(text: str) -> str:
 def identity_of(device: pyudev.Device) -> DriveIdentity:
     props = device.properties
     if props.get("RIG_SERIAL"):
-        return DriveIdentity(props.get("RIG_MODEL", ""), props["RIG_SERIAL"],
-                             props.get("RIG_WWN", ""), props.get("RIG_FIRMWARE", ""))  # fmt: skip
+        return DriveIdentity(
+            props.get("RIG_MODEL", ""),
+            props["RIG_SERIAL"],
+            props.get("RIG_WWN", ""),
+            props.get("RIG_FIRMWARE", ""),
+        )
     name = device.sys_name
     if name.startswith("loop"):
         return DriveIdentity("Linux loop device", _attr(device, "loop/backing_file"))
@@ -69,8 +73,9 @@ def node_of(device: pyudev.Device) -> DriveNode | None:
 class UdevWatch:
     """An armed udev monitor for one drive: departures and returns from the moment of arming."""
 
-    def __init__(self, context: pyudev.Context, identity: DriveIdentity,
-                 present: DriveNode | None) -> None:  # fmt: skip
+    def __init__(
+        self, context: pyudev.Context, identity: DriveIdentity, present: DriveNode | None
+    ) -> None:
         self._context = context
         self._identity = identity
         self._monitor = pyudev.Monitor.from_netlink(context)
@@ -96,10 +101,12 @@ class UdevWatch:
             device = self._events(min(left, 0.5))
             if device is None:
                 continue
-            gone = device.action == "remove" or (device.action == "change" and node_of(device)
-                                                  is None)  # fmt: skip
-            if gone and (device.device_node == self._devnode
-                         or self._identity.matches(identity_of(device))):  # fmt: skip
+            gone = device.action == "remove" or (
+                device.action == "change" and node_of(device) is None
+            )
+            if gone and (
+                device.device_node == self._devnode or self._identity.matches(identity_of(device))
+            ):
                 return time.monotonic_ns()
         return None
 

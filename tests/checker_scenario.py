@@ -1,0 +1,68 @@
+"""A hand-driven cycle for checker tests: writes land on an in-memory image as the test says."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from rig import media, verify
+from rig.ledger import NOT_DONE, CycleLog, LbaState
+
+CAMPAIGN = 11
+BS = 4096
+
+
+class Scenario:
+    def __init__(self, nblocks: int = 64) -> None:
+        self.state = LbaState(0, nblocks)
+        self.image = np.zeros(nblocks * BS, dtype=np.uint8)
+        self.log = CycleLog()
+        self.op = 0
+        self.failing: set[int] = set()
+
+    def new_cycle(self) -> None:
+        self.log = CycleLog()
+
+    def data(self, lba: int, count: int) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint32]]:
+        gens = self.state.next_generations(lba, count)
+        self.op += 1
+        record = media.WriteRecord(CAMPAIGN, lba, gens.astype(np.uint64), 0, self.op, self.op)
+        return media.build(record, BS), gens
+
+    def write(
+        self,
+        lba: int,
+        count: int,
+        issue: int,
+        complete: int = NOT_DONE,
+        *,
+        land: bool = True,
+        fua: bool = False,
+        status: int = 0,
+    ) -> npt.NDArray[np.uint8]:
+        data, gens = self.data(lba, count)
+        self.log.add_write(0, self.op, lba, gens, issue, complete, status, fua)
+        if land:
+            self.image[lba * BS : (lba + count) * BS] = data
+        return data
+
+    def flush(self, issue: int, complete: int) -> None:
+        self.log.add_flush(0, issue, complete, 0)
+
+    def read(self, lba: int, count: int) -> npt.NDArray[np.uint8]:
+        if self.failing & set(range(lba, lba + count)):
+            raise OSError(5, "Input/output error")
+        return self.image[lba * BS : (lba + count) * BS].copy()
+
+    def check(self, cut: int, error: int = 0, extra: list[int] | None = None) -> verify.CheckResult:
+        durability = self.log.durability(cut, error)
+        blocks = np.array(extra or [], dtype=np.int64)
+        return verify.check(CAMPAIGN, self.state, self.log, durability, blocks, self.read, BS)
+
+
+def failures(result: verify.CheckResult) -> list[verify.Finding]:
+    return [f for f in result.findings if f.failure]
+
+
+def classes(result: verify.CheckResult) -> list[str]:
+    return sorted(f.cls for f in failures(result))

@@ -1,0 +1,75 @@
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rig.ledger import NOT_DONE, CycleLog, LbaState
+
+
+def _log(writes: list[tuple[int, int, int, bool]], flushes: list[tuple[int, int, int]]) -> CycleLog:
+    """writes: (issue, complete, status, fua); flushes: (issue, complete, status)."""
+    log = CycleLog()
+    for i, (issue, complete, status, fua) in enumerate(writes):
+        log.add_write(0, i, i, np.array([1], dtype=np.uint32), issue, complete, status, fua)
+    for issue, complete, status in flushes:
+        log.add_flush(0, issue, complete, status)
+    return log
+
+
+def test_flush_issued_after_the_ack_makes_a_write_durable() -> None:
+    log = _log([(0, 10, 0, False)], [(11, 20, 0)])
+    d = log.durability(cut_ns=100, error_ns=0)
+    assert d.acked.tolist() == [True] and d.durable.tolist() == [True]
+    assert d.ack_to_cut_ns.tolist() == [90] and d.flush_to_cut_ns.tolist() == [80]
+
+
+def test_flush_issued_before_the_ack_does_not_cover_it() -> None:
+    d = _log([(0, 10, 0, False)], [(5, 20, 0)]).durability(100, 0)
+    assert d.acked.tolist() == [True] and d.durable.tolist() == [False]
+
+
+def test_completion_inside_the_cut_error_bound_counts_as_not_complete() -> None:
+    log = _log([(0, 10, 0, False), (0, 10, 0, True)], [(11, 95, 0)])
+    d = log.durability(cut_ns=100, error_ns=10)
+    assert d.durable.tolist() == [False, True]
+    d = log.durability(cut_ns=100, error_ns=95)
+    assert d.acked.tolist() == [False, False] and d.durable.tolist() == [False, False]
+
+
+def test_failed_and_unfinished_requests_are_never_durable() -> None:
+    log = _log([(0, NOT_DONE, 5, False), (0, 10, 0, False)], [(11, NOT_DONE, 5)])
+    d = log.durability(100, 0)
+    assert d.acked.tolist() == [False, True] and not d.durable.any()
+
+
+def test_lba_state_reserves_increasing_generations_and_round_trips() -> None:
+    state = LbaState(1000, 16)
+    assert state.next_generations(1002, 3).tolist() == [1, 1, 1]
+    assert state.next_generations(1003, 3).tolist() == [2, 2, 1]
+    state.committed[:] = 7
+    again = LbaState.from_bytes(1000, state.to_bytes())
+    assert np.array_equal(again.issued, state.issued)
+    assert np.array_equal(again.committed, state.committed)
+
+
+times = st.integers(0, 1000)
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(st.tuples(times, times, st.booleans(), st.booleans()), min_size=1, max_size=20),
+    st.lists(st.tuples(times, times, st.booleans()), max_size=10),
+    times,
+    st.integers(0, 50),
+)
+def test_durability_matches_the_definition(writes, flushes, cut, error) -> None:  # type: ignore[no-untyped-def]
+    """Brute force: durable iff acked before cut-error and FUA, or some flush issued at or after
+    the ack completed before cut-error."""
+    w = [(min(a, b), max(a, b), 0 if ok else 5, fua) for a, b, ok, fua in writes]
+    f = [(min(a, b), max(a, b), 0 if ok else 5) for a, b, ok in flushes]
+    d = _log(w, f).durability(cut, error)
+    horizon = cut - error
+    for i, (_, done, status, fua) in enumerate(w):
+        acked = status == 0 and done < horizon
+        covered = any(fs == 0 and fi >= done and fd < horizon for fi, fd, fs in f)
+        assert d.acked[i] == acked
+        assert d.durable[i] == (acked and (fua or covered))

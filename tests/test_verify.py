@@ -1,0 +1,149 @@
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rig import verify
+from tests.checker_scenario import BS, Scenario, classes, failures
+
+
+def test_honest_outcome_gives_no_failure_and_reports_allowed_losses() -> None:
+    s = Scenario()
+    s.write(0, 4, issue=0, complete=10)  # durable below
+    s.flush(11, 20)
+    s.write(8, 2, issue=21, complete=30, land=False)  # acked, unflushed, lost: allowed
+    s.write(12, 1, issue=25, land=False)  # in flight at the cut, lost: allowed
+    s.write(16, 1, issue=26, land=True)  # in flight, survived: allowed
+    result = s.check(cut=100)
+    assert failures(result) == []
+    lost = [f for f in result.findings if f.cls == verify.ALLOWED_LOSS]
+    assert sorted((f.lba_first, f.lba_count) for f in lost) == [(8, 2), (12, 1)]
+    assert result.nondurable_writes == 3 and result.nondurable_survived == 1
+
+
+def test_lost_durable_write_names_lba_range_generations_and_timing() -> None:
+    s = Scenario()
+    s.write(4, 3, issue=0, complete=10, land=False)
+    s.flush(12, 20)
+    result = s.check(cut=100)
+    (finding,) = failures(result)
+    assert finding.cls == verify.LOST_DURABLE
+    assert (finding.lba_first, finding.lba_count) == (4, 3)
+    assert (finding.expected_gen, finding.observed_gen) == (1, 0)
+    assert finding.detail["ack_to_cut_ns"] == 90
+    assert finding.detail["flush_to_cut_ns"] == 80
+
+
+def test_uncertain_cut_instant_never_makes_a_lost_durable_write() -> None:
+    s = Scenario()
+    s.write(4, 1, issue=0, complete=10, land=False)
+    s.flush(12, 95)
+    assert classes(s.check(cut=100, error=10)) == []
+
+
+def test_torn_block_is_a_shorn_write_with_its_sector_offset() -> None:
+    s = Scenario()
+    data = s.write(2, 1, issue=0, complete=10, land=False)
+    s.image[2 * BS : 2 * BS + 3 * 512] = data[: 3 * 512]
+    (finding,) = failures(s.check(cut=100))
+    assert finding.cls == verify.SHORN and finding.lba_first == 2
+    assert finding.detail["tear_sectors"] == [3]
+
+
+def test_bit_flip_is_corruption() -> None:
+    s = Scenario()
+    s.write(5, 1, issue=0, complete=10)
+    s.flush(11, 12)
+    s.image[5 * BS + 1000] ^= 0x10
+    (finding,) = failures(s.check(cut=100))
+    assert finding.cls == verify.CORRUPTION and finding.lba_first == 5
+
+
+def test_block_landing_at_the_wrong_lba_is_a_flying_write() -> None:
+    s = Scenario()
+    data = s.write(5, 1, issue=0, complete=10, land=False)
+    s.image[9 * BS : 10 * BS] = data
+    found = {(f.cls, f.lba_first) for f in failures(s.check(cut=100, extra=[9]))}
+    assert (verify.FLYING, 9) in found
+
+
+def test_old_committed_data_lost_without_a_write_is_collateral_damage() -> None:
+    s = Scenario()
+    s.write(20, 1, issue=0, complete=10)
+    s.flush(11, 12)
+    assert classes(s.check(cut=100)) == []
+    s.new_cycle()
+    s.image[20 * BS : 21 * BS] = 0  # retroactive loss of a block not written this cycle
+    s.write(30, 1, issue=200, complete=210)
+    (finding,) = failures(s.check(cut=300, extra=[20]))
+    assert finding.cls == verify.COLLATERAL and finding.lba_first == 20
+
+
+def test_lost_durable_write_with_a_later_survivor_is_unserializable() -> None:
+    s = Scenario()
+    s.write(1, 1, issue=0, complete=10, land=False)
+    s.flush(11, 20)
+    s.write(40, 1, issue=30, complete=40, land=True)
+    assert classes(s.check(cut=100)) == [verify.LOST_DURABLE, verify.UNSERIALIZABLE]
+
+
+def test_read_errors_are_recorded_and_the_rest_still_checked() -> None:
+    s = Scenario()
+    s.write(1, 1, issue=0, complete=10, land=False)
+    s.write(40, 1, issue=0, complete=10, land=False)
+    s.flush(11, 20)
+    s.failing = {40}
+    assert classes(s.check(cut=100)) == [verify.LOST_DURABLE, verify.READ_ERROR]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_random_honest_cycles_never_report_a_failure(data: st.DataObject) -> None:
+    """Durable writes land; every other write lands whole per block or not at all."""
+    s = Scenario(nblocks=48)
+    for _ in range(data.draw(st.integers(1, 3))):
+        s.new_cycle()
+        t = 0
+        landed: dict[int, bool] = {}
+        plan = []
+        for lba in range(0, 48, 6):  # one write per 6-block stripe, like one worker each
+            count = data.draw(st.integers(1, 6))
+            acked = data.draw(st.booleans())
+            plan.append((lba, count, acked))
+        flush_at = data.draw(st.integers(0, len(plan)))
+        for i, (lba, count, acked) in enumerate(plan):
+            if i == flush_at:
+                s.flush(t, t + 1)
+                t += 2
+            durable_later = acked and i < flush_at
+            keep = durable_later or data.draw(st.booleans())
+            s.write(lba, count, issue=t, complete=t + 1 if acked else -1, land=keep)
+            landed[lba] = keep
+            t += 2
+        if flush_at == len(plan):
+            s.flush(t, t + 1)
+            t += 2
+        result = s.check(cut=t + 100)
+        assert failures(result) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 47), st.integers(1, 4))
+def test_a_dropped_durable_write_is_always_found_at_its_lba(lba: int, count: int) -> None:
+    count = min(count, 48 - lba)
+    s = Scenario(nblocks=48)
+    s.write(lba, count, issue=0, complete=1, land=False)
+    s.flush(2, 3)
+    (finding,) = failures(s.check(cut=10, extra=list(np.arange(48))))
+    assert (finding.cls, finding.lba_first, finding.lba_count) == (verify.LOST_DURABLE, lba, count)
+
+
+def test_tear_of_a_block_whose_old_content_is_unknown_is_still_found() -> None:
+    s = Scenario()
+    data = s.write(3, 1, issue=0, complete=10, land=False)
+    s.image[3 * BS : 3 * BS + 512] = data[:512]
+    assert classes(s.check(cut=100)) == [verify.SHORN]  # leaves block 3 unknown
+    s.new_cycle()
+    data = s.write(3, 1, issue=200, complete=210, land=False)
+    s.image[3 * BS : 3 * BS + 5 * 512] = data[: 5 * 512]
+    (finding,) = failures(s.check(cut=300))
+    assert finding.cls == verify.SHORN and finding.detail["tear_sectors"] == [5]
