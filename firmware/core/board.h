@@ -17,7 +17,11 @@ void board_pin_write(uint8_t ch, bool on);
 #define BOARD_TIMER_OFF UINT64_MAX
 void board_timer_arm(uint64_t when_us);
 
-/* Blocking write of one complete line (the core adds the newline). Main-loop context only. */
+/* Busy-wait until the clock reaches when_us, as precisely as the board can; when_us is at most
+ * SPIN_US (100 µs) ahead. Called from timer context for the last stretch before an edge. */
+void board_spin_until(uint64_t when_us);
+
+/* Blocking write of one complete line (the core includes the newline). Main-loop context only. */
 void board_uart_write(const char *s, uint8_t len);
 
 /* Critical section against the timer and ADC interrupts. */

@@ -342,14 +342,20 @@ uint8_t core_adc_sample(uint8_t ch, uint16_t v, uint64_t t_us)
 
 /* ---- channels and scheduler ---- */
 
+/* Interrupts masked. Bookkeeping of an edge whose pin was written at time t. */
+static void record_edge(uint8_t ch, bool on, uint8_t why, uint64_t t)
+{
+	chans[ch].on = on;
+	push_event(EV_EDGE, ch, on, why, t);
+	rail_on_edge(ch, on, t);
+}
+
 /* Interrupts masked. Writes the pin, then reads the clock: the reported time is the edge's. */
 static uint64_t edge(uint8_t ch, bool on, uint8_t why)
 {
 	board_pin_write(ch, on);
 	uint64_t t = board_now_us();
-	chans[ch].on = on;
-	push_event(EV_EDGE, ch, on, why, t);
-	rail_on_edge(ch, on, t);
+	record_edge(ch, on, why, t);
 	return t;
 }
 
@@ -362,50 +368,55 @@ static uint64_t channel_next_due(const struct channel *c)
 	return NO_TIME;
 }
 
-static uint64_t next_due(uint8_t *which)
+/* The next edge of all channels, worked out whenever the schedule changes so the timer context
+ * has nothing to search before an edge (64-bit work is slow on the AVR). */
+#define NO_CHANNEL 0xFF
+static uint8_t next_ch = NO_CHANNEL;
+static uint64_t next_at = NO_TIME;
+
+/* Interrupts masked. */
+static void plan_next(void)
 {
-	uint64_t best = NO_TIME;
+	next_ch = NO_CHANNEL;
+	next_at = NO_TIME;
 	for (uint8_t ch = 0; ch < CORE_CHANNELS; ch++) {
 		uint64_t due = channel_next_due(&chans[ch]);
-		if (due < best) {
-			best = due;
-			*which = ch;
+		if (due < next_at) {
+			next_at = due;
+			next_ch = ch;
 		}
 	}
-	return best;
 }
 
 /* Interrupts masked. */
 static void rearm_timer(void)
 {
-	uint8_t ch = 0;
-	board_timer_arm(next_due(&ch));
+	plan_next();
+	board_timer_arm(next_at);
 }
 
 void core_timer_due(void)
 {
-	for (;;) {
-		uint8_t ch = 0;
-		uint64_t due = next_due(&ch);
-		if (due == NO_TIME) {
-			board_timer_arm(BOARD_TIMER_OFF);
+	while (next_ch != NO_CHANNEL) {
+		if (next_at > board_now_us() + SPIN_US) {
+			board_timer_arm(next_at);
 			return;
 		}
-		if (due > board_now_us() + SPIN_US) {
-			board_timer_arm(due);
-			return;
-		}
-		while (board_now_us() < due) {
-		}
+		board_spin_until(next_at);
+		/* Pin first, clock second, bookkeeping last: nothing slow between due time and pin. */
+		uint8_t ch = next_ch;
 		struct channel *c = &chans[ch];
-		if (c->off_scheduled) {
-			c->off_scheduled = false;
-			edge(ch, false, WHY_CUT);
-		} else {
+		bool on = !c->off_scheduled;
+		board_pin_write(ch, on);
+		uint64_t t = board_now_us();
+		if (on)
 			c->restore_scheduled = false;
-			edge(ch, true, WHY_RESTORE);
-		}
+		else
+			c->off_scheduled = false;
+		record_edge(ch, on, on ? WHY_RESTORE : WHY_CUT, t);
+		plan_next();
 	}
+	board_timer_arm(BOARD_TIMER_OFF);
 }
 
 static void cancel_schedule(struct channel *c)
@@ -811,7 +822,7 @@ void core_init(const struct core_board_info *info)
 		chans[ch].on = chans[ch].safe;
 		board_pin_write(ch, chans[ch].safe);
 	}
-	board_timer_arm(BOARD_TIMER_OFF);
+	rearm_timer();
 	wdog_ms = WDOG_DEFAULT_MS;
 	wdog_trips = 0;
 	last_request_us = board_now_us();

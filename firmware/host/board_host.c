@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,14 @@ static struct rail {
 	uint64_t edge_us;
 	double level_at_edge;
 } rails[CORE_CHANNELS];
+
+#define PIN_LOG_MAX 64
+static struct pin_edge {
+	uint8_t ch;
+	bool on;
+	uint64_t mcu_us, mono_ns;
+} pin_log[PIN_LOG_MAX];
+static unsigned pin_log_len;
 
 static uint64_t mono_ns(void)
 {
@@ -76,13 +85,30 @@ void board_pin_write(uint8_t ch, bool on)
 	r->level_at_edge = rail_level(r, now_us);
 	r->edge_us = now_us;
 	r->on = on;
-	printf("pin ch=%u on=%u mcu_us=%" PRIu64 " mono_ns=%" PRIu64 "\n", ch, on, now_us, now_ns);
-	fflush(stdout);
+	if (pin_log_len < PIN_LOG_MAX)
+		pin_log[pin_log_len++] = (struct pin_edge){ch, on, now_us, now_ns};
+}
+
+/* Printing is slow (a pipe write): edges are logged from the main loop, not while timing. */
+static void flush_pin_log(void)
+{
+	for (unsigned i = 0; i < pin_log_len; i++)
+		printf("pin ch=%u on=%u mcu_us=%" PRIu64 " mono_ns=%" PRIu64 "\n", pin_log[i].ch,
+		       pin_log[i].on, pin_log[i].mcu_us, pin_log[i].mono_ns);
+	if (pin_log_len)
+		fflush(stdout);
+	pin_log_len = 0;
 }
 
 void board_timer_arm(uint64_t when_us)
 {
 	timer_deadline_us = when_us;
+}
+
+void board_spin_until(uint64_t when_us)
+{
+	while (board_now_us() < when_us) {
+	}
 }
 
 void board_uart_write(const char *s, uint8_t len)
@@ -171,6 +197,7 @@ int main(void)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	prctl(PR_SET_TIMERSLACK, 1UL); /* default 50 µs slack would make every wake-up late */
 	if (open_pty() < 0)
 		return 1;
 	start_ns = mono_ns();
@@ -201,6 +228,7 @@ int main(void)
 			core_timer_due();
 		}
 		core_poll();
+		flush_pin_log();
 		if (core_events_queued())
 			continue;
 

@@ -49,6 +49,12 @@ void board_timer_arm(uint64_t when_us)
 	fake.timer_us = when_us;
 }
 
+void board_spin_until(uint64_t when_us)
+{
+	if (fake.now_us < when_us)
+		fake.now_us = when_us;
+}
+
 void board_uart_write(const char *s, uint8_t len)
 {
 	if (fake.out_len + len > FAKE_OUT_MAX) {
