@@ -1,0 +1,142 @@
+"""`rig run` refuses bad input with one clear line, a non-zero exit, and no write to any device."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rig import media, safety
+from tests.loopdev import attached, loop_available, mounted
+
+needs_loop = pytest.mark.skipif(bool(loop_available()), reason=loop_available() or "ok")
+
+
+def rig(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rig.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
+
+
+def manual_campaign(tmp_path: Path, model: str, serial: str) -> Path:
+    path = tmp_path / "c.toml"
+    path.write_text(f"""
+[campaign]
+name = "refusal"
+cycles = 3
+[station]
+kind = "manual"
+[[drive]]
+channel = 0
+model = "{model}"
+serial = "{serial}"
+""")
+    return path
+
+
+def our_sectors(image: Path) -> int:
+    """How many sectors of the image carry a rig record."""
+    data = np.fromfile(image, dtype=np.uint8)
+    return int((media.parse(data).state == media.VALID).sum())
+
+
+def assert_one_line_refusal(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for word in words:
+        assert word in lines[0]
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("this is [not toml", ("not valid TOML",)),
+        ("[campaign]\nname = 'x'\n", ("needs 'cycles'",)),
+        (
+            "[campaign]\nname='x'\ncycles=1\n[station]\nkind='simulated'\n[[drive]]\nchannel=0\n"
+            "model='m'\nserial='s'\nprofile='plp'\n[workload]\nworkerz=3\n",
+            ("unknown key 'workerz'",),
+        ),
+        (
+            "[campaign]\nname='x'\ncycles=1\n[station]\nkind='warp-drive'\n",
+            ("kind must be one of",),
+        ),
+        ("[campaign]\nname='x'\ncycles=-4\n", ("cycles = -4 is outside",)),
+    ],
+)
+def test_malformed_campaign_files(tmp_path: Path, text: str, words: tuple[str, ...]) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    assert_one_line_refusal(rig("run", str(path), cwd=tmp_path), *words)
+    assert not list(tmp_path.glob("*.sqlite"))
+
+
+def test_missing_campaign_file(tmp_path: Path) -> None:
+    assert_one_line_refusal(rig("run", "nowhere.toml", cwd=tmp_path), "cannot read")
+
+
+def test_unknown_drive_is_refused_before_any_io(tmp_path: Path) -> None:
+    result = rig("run", str(manual_campaign(tmp_path, "No Such Model", "NOSUCH123")), cwd=tmp_path)
+    assert_one_line_refusal(result, "not found on the bus", "NOSUCH123")
+
+
+@needs_loop
+def test_mounted_block_device_is_refused_and_untouched(tmp_path: Path) -> None:
+    image = tmp_path / "fs.img"
+    with image.open("wb") as handle:
+        handle.truncate(32 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True, capture_output=True)
+    with (
+        attached(image, direct_io=False, sector_size=512) as devnode,
+        mounted(devnode, tmp_path / "mnt") as where,
+    ):
+        reasons = safety.refusal_reasons(devnode, allow_wipe=True)
+        assert any(r.startswith("mounted at") for r in reasons)
+        result = rig(
+            "run", str(manual_campaign(tmp_path, "Linux loop device", str(image))), cwd=tmp_path
+        )
+        assert_one_line_refusal(result, "refusing", devnode, f"mounted at {where}")
+    assert our_sectors(image) == 0
+
+
+@needs_loop
+def test_filesystem_signature_is_refused_unless_the_campaign_allows_a_wipe(tmp_path: Path) -> None:
+    image = tmp_path / "fs.img"
+    with image.open("wb") as handle:
+        handle.truncate(16 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True, capture_output=True)
+    with attached(image, direct_io=False, sector_size=512) as devnode:
+        assert safety.refusal_reasons(devnode) == ["holds a ext4 signature"]
+        assert safety.refusal_reasons(devnode, allow_wipe=True) == []
+        result = rig(
+            "run", str(manual_campaign(tmp_path, "Linux loop device", str(image))), cwd=tmp_path
+        )
+        assert_one_line_refusal(result, "refusing", "ext4 signature")
+    assert our_sectors(image) == 0
+
+
+@needs_loop
+def test_partitioned_device_is_refused(tmp_path: Path) -> None:
+    image = tmp_path / "parts.img"
+    with image.open("wb") as handle:
+        handle.truncate(16 << 20)
+    subprocess.run(
+        ["sfdisk", "-q", str(image)],
+        input="label: gpt\n,8M\n",
+        text=True,
+        check=True,
+        capture_output=True,
+    )
+    with attached(image, direct_io=False, sector_size=512) as devnode:
+        subprocess.run(["partx", "-a", devnode], check=False, capture_output=True)
+        reasons = safety.refusal_reasons(devnode)
+        assert any("gpt" in r or "partitions" in r for r in reasons), reasons

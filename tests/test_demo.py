@@ -1,0 +1,77 @@
+"""`rig demo` end to end through the CLI: summary, SQLite store, HTML report; status and report."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+
+def rig(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rig.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_demo_runs_three_drives_and_reports_what_each_did(tmp_path: Path) -> None:
+    result = rig("demo", "--cycles", "50", "--out", str(tmp_path / "out"), "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "RIGSIM Enterprise PLP" in out and "PASS" in out
+    assert "lost_durable_write" in out and "shorn_write" in out
+    report = tmp_path / "out" / "report.html"
+    assert f"report: {report}" in out
+
+    db = sqlite3.connect(tmp_path / "out" / "demo.sqlite")
+    per_drive = dict(
+        db.execute(
+            "SELECT d.profile, COUNT(DISTINCT c.id) FROM drive d JOIN cycle c ON c.drive_id = d.id"
+            " GROUP BY d.profile"
+        )
+    )
+    assert per_drive == {"plp": 50, "lying-flush": 50, "torn": 50}
+    failures = dict(
+        db.execute(
+            "SELECT d.profile || ':' || f.class, COUNT(*) FROM finding f"
+            " JOIN cycle c ON c.id = f.cycle_id JOIN drive d ON d.id = c.drive_id"
+            " WHERE f.failure = 1 GROUP BY d.profile, f.class"
+        )
+    )
+    assert not any(key.startswith("plp:") for key in failures)
+    assert failures.get("lying-flush:lost_durable_write", 0) > 0
+    assert failures.get("torn:shorn_write", 0) > 0
+    rows = db.execute(
+        "SELECT c.seq, f.lba_first, f.lba_count, f.expected_gen, f.observed_gen"
+        " FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+        " WHERE f.class = 'lost_durable_write'"
+    ).fetchall()
+    assert all(seq >= 1 and count >= 1 and exp > obs for seq, _, count, exp, obs in rows)
+
+    page = report.read_text()
+    for name in ("RIGSIM Enterprise PLP", "RIGSIM Lying Flush", "RIGSIM Torn Writer", "<svg"):
+        assert name in page
+
+    status = rig("status", str(tmp_path / "out" / "demo.sqlite"), cwd=tmp_path)
+    assert status.returncode == 0 and "PASS" in status.stdout and "FAIL" in status.stdout
+    again = rig(
+        "report",
+        str(tmp_path / "out" / "demo.sqlite"),
+        "-o",
+        str(tmp_path / "r.html"),
+        cwd=tmp_path,
+    )
+    assert again.returncode == 0 and (tmp_path / "r.html").read_text() == page
+
+
+def test_status_of_a_missing_store_is_one_line(tmp_path: Path) -> None:
+    result = rig("status", "nothing.sqlite", cwd=tmp_path)
+    assert (
+        result.returncode == 2
+        and result.stderr.strip() == "rig: error: nothing.sqlite: no such store"
+    )

@@ -1,0 +1,73 @@
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from rig.errors import UserError
+from rig.store import SCHEMA_VERSION, CycleRow, Store
+
+
+def test_fresh_store_is_migrated_to_the_current_schema_in_wal_mode(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.sqlite"))
+    store.close()
+    db = sqlite3.connect(tmp_path / "s.sqlite")
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"campaign", "drive", "cycle", "finding", "event", "ledger", "lba_state"} <= tables
+
+
+def test_reopening_keeps_what_was_recorded(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.sqlite")
+    store = Store(path)
+    cid = store.new_campaign("c", "toml", 1, "simulated")
+    ident = {"model": "m", "serial": "s", "wwn": "", "firmware": ""}
+    did = store.add_drive(cid, 0, ident, 1 << 30, 4096, (0, 100))
+    finding = {
+        "cls": "lost_durable_write",
+        "failure": True,
+        "lba_first": 5,
+        "lba_count": 2,
+        "expected_gen": 3,
+        "observed_gen": 1,
+        "expected_op": 9,
+        "observed_op": 4,
+        "detail": {"x": 1},
+    }
+    store.record_cycle(
+        CycleRow(did, 1, "ok", 1000, 0.0), [finding], [(5, "power_off", {})], b"ledger", b"state"
+    )
+    store.close()
+    again = Store(path)
+    rows = again.query("SELECT class, lba_first, expected_gen, observed_gen FROM finding")
+    assert [tuple(r) for r in rows] == [("lost_durable_write", 5, 3, 1)]
+    assert again.query("SELECT COUNT(*) FROM event")[0][0] == 1
+    again.close()
+
+
+def test_a_failed_record_leaves_nothing_half_written(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.sqlite"))
+    cid = store.new_campaign("c", "toml", 1, "simulated")
+    ident = {"model": "m", "serial": "s", "wwn": "", "firmware": ""}
+    did = store.add_drive(cid, 0, ident, 1 << 30, 4096, (0, 100))
+    bad = {"cls": "x"}  # missing keys: the insert fails inside the transaction
+    with pytest.raises(KeyError):
+        store.record_cycle(CycleRow(did, 1, "ok", 0, 0.0), [bad], [], None, None)
+    assert store.query("SELECT COUNT(*) FROM cycle")[0][0] == 0
+    store.close()
+
+
+def test_a_store_from_a_newer_rig_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+    with pytest.raises(UserError, match="newer"):
+        Store(str(path))
+
+
+def test_a_file_that_is_not_a_store_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "junk.sqlite"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(UserError, match="not a rig store"):
+        Store(str(path))
