@@ -122,7 +122,8 @@ class UdevWatch:
         return None
 
     def close(self) -> None:
-        self._monitor.stop()
+        # pyudev has no explicit stop: dropping the last reference closes the netlink socket
+        self._monitor = None  # type: ignore[assignment]
 
 
 class UdevPresence:
