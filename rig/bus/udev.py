@@ -123,7 +123,7 @@ class UdevWatch:
 
     def close(self) -> None:
         # pyudev has no explicit stop: dropping the last reference closes the netlink socket
-        self._monitor = None  # type: ignore[assignment]
+        self._monitor = None
 
 
 class UdevPresence:
