@@ -33,10 +33,14 @@ def parse(text: str) -> Sexp:
             done = stack.pop()
             stack[-1].append(done)
         elif m.group(3) is not None:
-            stack[-1].append(Quoted(m.group(3).replace('\\"', '"').replace("\\\\", "\\")))
+            stack[-1].append(Quoted(_unescape(m.group(3))))
         elif m.group(4) is not None:
             stack[-1].append(m.group(4))
     return stack[0][0]
+
+
+def _unescape(s: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), s)
 
 
 class Quoted(str):
@@ -46,7 +50,8 @@ class Quoted(str):
 def dump(node: Any, indent: int = 0) -> str:
     """Serialise back to KiCad-style text (nested lists on their own lines)."""
     if isinstance(node, Quoted):
-        return '"' + node.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        esc = node.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return '"' + esc + '"'
     if isinstance(node, str):
         return node
     if isinstance(node, (int, float)):
