@@ -140,3 +140,24 @@ def test_partitioned_device_is_refused(tmp_path: Path) -> None:
         subprocess.run(["partx", "-a", devnode], check=False, capture_output=True)
         reasons = safety.refusal_reasons(devnode)
         assert any("gpt" in r or "partitions" in r for r in reasons), reasons
+
+
+@needs_loop
+def test_drives_lists_identity_and_safety_and_prints_a_stanza(tmp_path: Path) -> None:
+    clean, used = tmp_path / "clean.img", tmp_path / "used.img"
+    for image in (clean, used):
+        with image.open("wb") as handle:
+            handle.truncate(16 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(used)], check=True, capture_output=True)
+    with (
+        attached(clean) as clean_node,
+        attached(used, direct_io=False, sector_size=512) as used_node,
+    ):
+        listing = rig("drives", cwd=tmp_path)
+        assert listing.returncode == 0, listing.stderr
+        lines = {line.split()[0]: line for line in listing.stdout.splitlines()[1:] if line}
+        assert lines[clean_node].endswith(" yes")
+        assert "no: holds a ext4 signature" in lines[used_node]
+        stanza = rig("drives", "--stanza", clean_node, cwd=tmp_path)
+        assert f'serial = "{clean}"' in stanza.stdout
+        assert 'model = "Linux loop device"' in stanza.stdout
