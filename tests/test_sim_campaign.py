@@ -23,7 +23,7 @@ profile = "{profile}"
 """
 
 
-def campaign_text(profiles: list[str], cycles: int, extra: str = "") -> str:
+def campaign_text(profiles: list[str], cycles: int, extra: str = "", flush_every: int = 4) -> str:
     drives = "".join(DRIVE.format(channel=i, profile=p) for i, p in enumerate(profiles))
     return f"""
 [campaign]
@@ -36,7 +36,7 @@ kind = "simulated"
 [workload]
 workers = 4
 write_blocks = [1, 2, 4]
-flush_every = 4
+flush_every = {flush_every}
 {extra}
 [cut]
 delay_ms = [0.5, 8]
@@ -82,7 +82,9 @@ def test_honest_volatile_cache_gives_no_failure_over_500_cuts(tmp_path: Path) ->
 
 
 def test_demo_profiles_find_what_the_fault_model_did(tmp_path: Path) -> None:
-    summaries, drives, store = run(tmp_path, campaign_text(["plp", "lying-flush", "torn"], 50))
+    summaries, drives, store = run(
+        tmp_path, campaign_text(["plp", "lying-flush", "torn"], 50, flush_every=1)
+    )
     plp, _liar, torn = summaries
     assert all(s.cycles == 50 and s.errors == 0 for s in summaries)
     assert plp.failures == {}
@@ -96,7 +98,7 @@ def test_demo_profiles_find_what_the_fault_model_did(tmp_path: Path) -> None:
 
 
 def test_every_finding_row_names_cycle_class_range_and_generations(tmp_path: Path) -> None:
-    _, _, store = run(tmp_path, campaign_text(["lying-flush"], 20))
+    _, _, store = run(tmp_path, campaign_text(["lying-flush"], 20, flush_every=1))
     rows = store.query(
         "SELECT c.seq, f.* FROM finding f JOIN cycle c ON c.id = f.cycle_id WHERE f.class = ?",
         (verify.LOST_DURABLE,),
@@ -114,7 +116,7 @@ def test_every_finding_row_names_cycle_class_range_and_generations(tmp_path: Pat
 @pytest.mark.parametrize("durable", [True, False])
 def test_durable_writes_on_an_honest_drive_are_never_lost(tmp_path: Path, durable: bool) -> None:
     extra = "durable_writes = true" if durable else ""
-    text = campaign_text(["honest"], 40).replace("flush_every = 4", "flush_every = 0")
+    text = campaign_text(["honest"], 40, flush_every=0)
     summaries, _, store = run(tmp_path, text.replace("[cut]", f"{extra}\n[cut]", 1))
     assert summaries[0].failures == {}
     durable_writes = store.query("SELECT SUM(writes_durable) FROM cycle")[0][0]
