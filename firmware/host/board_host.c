@@ -5,7 +5,8 @@
  *   pin ch=<n> on=<0|1> mcu_us=<core clock> mono_ns=<CLOCK_MONOTONIC>   every pin write that
  *                                                      changes a level
  *   reset mcu_us=<n> mono_ns=<n>                       after SIGUSR1 (simulated MCU reset)
- * The "MCU clock" is CLOCK_MONOTONIC since start (or since the last reset), in µs. The rails are
+ * The core boots 100 ms after the pty is first opened (as a Nano resets on open), so the host
+ * reads the BOOT line. The "MCU clock" is CLOCK_MONOTONIC since boot (or the last reset), in µs. The rails are
  * modelled (RC charge/discharge) so rail sense has something to measure. SIGTERM/SIGINT end it. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -158,11 +159,12 @@ static void on_signal(int sig)
 		stop_requested = 1;
 }
 
+static char pty_name[128];
+
 static int open_pty(void)
 {
 	int slave;
-	char name[128];
-	if (openpty(&pty_master, &slave, name, NULL, NULL) < 0) {
+	if (openpty(&pty_master, &slave, pty_name, NULL, NULL) < 0) {
 		perror("openpty");
 		return -1;
 	}
@@ -170,11 +172,29 @@ static int open_pty(void)
 	tcgetattr(slave, &tio);
 	cfmakeraw(&tio);
 	tcsetattr(slave, TCSANOW, &tio);
-	/* Keep our slave fd open: then the master never reads EIO when the host closes its end. */
+	close(slave);
 	fcntl(pty_master, F_SETFL, fcntl(pty_master, F_GETFL) | O_NONBLOCK);
-	printf("pty %s\n", name);
+	printf("pty %s\n", pty_name);
 	fflush(stdout);
 	return 0;
+}
+
+/* Like a Nano, which resets when the host opens its port and boots after its bootloader: wait
+ * for the first open, then boot 100 ms later, so the host sees the BOOT line. Then keep a slave
+ * fd of our own so a host that closes and reopens does not leave the master hung up. */
+static void wait_for_first_open(void)
+{
+	for (;;) {
+		struct pollfd p = {.fd = pty_master, .events = POLLIN};
+		if (poll(&p, 1, 10) >= 0 && !(p.revents & POLLHUP))
+			break;
+		if (stop_requested)
+			return;
+	}
+	struct timespec bootloader = {.tv_sec = 0, .tv_nsec = 100000000L};
+	nanosleep(&bootloader, NULL);
+	if (open(pty_name, O_RDWR | O_NOCTTY) < 0)
+		perror(pty_name);
 }
 
 static void board_reset(const char *cause)
@@ -200,6 +220,7 @@ int main(void)
 	prctl(PR_SET_TIMERSLACK, 1UL); /* default 50 µs slack would make every wake-up late */
 	if (open_pty() < 0)
 		return 1;
+	wait_for_first_open();
 	start_ns = mono_ns();
 	board_reset("power");
 
