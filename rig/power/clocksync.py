@@ -37,6 +37,12 @@ class ClockError(ValueError):
     """No mapping is possible yet (no samples), or the inputs contradict each other."""
 
 
+class ClockGlitch(ClockError):
+    """A sample contradicts causality against the samples already held: its MCU time is
+    earlier than a sample answered before it was even requested (or the reverse). A healthy
+    clock cannot do that; the sample is refused."""
+
+
 @dataclass(frozen=True)
 class SyncSample:
     """MCU time `mcu_us` was read at a host instant inside `[lo_ns, hi_ns]`."""
@@ -95,6 +101,7 @@ class ClockMap:
         (0 when consistent). A sample earlier than the newest is accepted (kept sorted)."""
         if sample.hi_ns < sample.lo_ns:
             raise ClockError("sample upper bound before its lower bound")
+        self._check_causal(sample)
         violation = 0.0
         if len(self._samples) >= 2:
             try:
@@ -115,6 +122,16 @@ class ClockMap:
         self._prune()
         self._rate = None
         return violation
+
+    def _check_causal(self, sample: SyncSample) -> None:
+        for other in self._samples[-NEAREST * 4 :]:
+            if (other.hi_ns < sample.lo_ns and other.mcu_us > sample.mcu_us) or (
+                other.lo_ns > sample.hi_ns and other.mcu_us < sample.mcu_us
+            ):
+                raise ClockGlitch(
+                    f"MCU t={sample.mcu_us} read in [{sample.lo_ns}, {sample.hi_ns}] contradicts "
+                    f"t={other.mcu_us} read in [{other.lo_ns}, {other.hi_ns}]"
+                )
 
     def _prune(self) -> None:
         horizon = self._keys[-1] - self.window_us
@@ -249,7 +266,11 @@ class ClockMap:
         if not_after_ns is not None:
             c_hi = min(c_hi, not_after_ns)
         if c_lo > c_hi:
-            raise ClockError(f"causal limits contradict each other at MCU t={mcu_us}")
+            near = self._samples[max(0, idx_lo - 2) : idx_hi + 2]
+            raise ClockError(
+                f"causal limits contradict each other at MCU t={mcu_us}: not before {c_lo}, "
+                f"not after {c_hi} (caller: {not_before_ns}..{not_after_ns}); samples {near}"
+            )
         new_lo, new_hi = max(lo, c_lo), min(hi, c_hi)
         if new_lo > new_hi:
             # The linear model disagrees with causality: the rate was not constant. Causality

@@ -29,7 +29,7 @@ import serial
 
 from rig.errors import PowerError, PowerTimeoutError, ProtocolMismatchError
 from rig.power.base import Edge
-from rig.power.clocksync import ClockError, ClockMap, Mapping, SyncSample
+from rig.power.clocksync import ClockError, ClockGlitch, ClockMap, Mapping, SyncSample
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +127,8 @@ class DriverStats:
     resets: int = 0
     watchdog_trips: int = 0
     sink_errors: int = 0
+    clock_glitches: int = 0  # MCU timestamps refused as impossible (non-monotone)
+    unmapped_edges: int = 0
 
 
 # ---- wire format ----
@@ -284,6 +286,7 @@ class _Channel:
     rails: deque[tuple[int, RailResult]] = field(default_factory=lambda: deque(maxlen=16))
     rail_config: tuple[int, int, int, int] | None = None
     rail_partial: _RailPartial | None = None
+    unmapped: deque[tuple[int, int, str]] = field(default_factory=lambda: deque(maxlen=16))
 
 
 class SerialPendingCut:
@@ -684,10 +687,17 @@ class RelayBoard:
                 return
             latest = self._clock.latest
             if latest is not None and sample.mcu_us < latest.mcu_us:
-                # The MCU clock went backwards without a BOOT line: it reset.
-                self._declare_reset("clock went backwards", None)
-                self._wake.set()
-            self._clock.add(sample)
+                # Backwards: a reset without a BOOT line if `t` fits as uptime since a reset
+                # after the last sample, else an impossible reading (a glitch), refused.
+                since_us = (sample.hi_ns - latest.lo_ns) / 1000 * (1 + self._rate_tolerance)
+                if sample.mcu_us <= since_us:
+                    self._declare_reset("clock went backwards", None)
+                    self._wake.set()
+            try:
+                self._clock.add(sample)
+            except ClockGlitch as e:
+                self.stats.clock_glitches += 1
+                log.warning("relay board: refused an impossible MCU timestamp: %s", e)
 
     def _sync_burst(self) -> None:
         for _ in range(self._burst_n):
@@ -750,6 +760,12 @@ class RelayBoard:
                         if why == "cut":
                             chan.cut_inflight = False
                         return edge
+                for epoch, t, why_not in chan.unmapped:
+                    if epoch == cut.epoch and t >= cut.accept_us:
+                        raise PowerError(
+                            f"the {why} edge of channel {cut.channel} happened but its MCU "
+                            f"timestamp t={t} contradicts the clock sync ({why_not})"
+                        )
                 if self._epoch != cut.epoch:
                     raise BoardResetError(
                         f"relay board reset before the {why} edge of channel {cut.channel}"
@@ -1112,7 +1128,14 @@ class RelayBoard:
             try:
                 mapping = self._map_event(epoch, clock, t, line.rx_ns)
             except ClockError as e:
+                # Timestamps that contradict causality: the edge instant is unknown. Fail the
+                # channel's waiters (a rig fault, never a drive failure) rather than guess.
                 log.error("relay board: cannot map edge %s: %s", line, e)
+                self.stats.unmapped_edges += 1
+                with self._cond:
+                    if 0 <= ch < len(self._chans):
+                        self._chans[ch].unmapped.append((epoch, t, str(e)))
+                    self._cond.notify_all()
                 return
             edge = BoardEdge(
                 ch,
