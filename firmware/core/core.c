@@ -212,6 +212,7 @@ static void write_event(const struct event *e)
 	out_u64(e->seq);
 	switch (e->kind) {
 	case EV_BOOT:
+		board_uart_write("\n", 1); /* ends a line a reset cut short */
 		out_str(" BOOT");
 		out_kv("proto", PROTOCOL_VERSION);
 		out_kv_str("reset", board_info.reset_cause);

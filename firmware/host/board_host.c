@@ -42,7 +42,7 @@ static volatile sig_atomic_t reset_requested, stop_requested;
 
 /* Rail model per channel: level at the last edge, and the edge. */
 static struct rail {
-	bool on;
+	int on; /* -1 before the first boot */
 	uint64_t edge_us;
 	double level_at_edge;
 } rails[CORE_CHANNELS];
@@ -70,7 +70,7 @@ uint64_t board_now_us(void)
 static double rail_level(const struct rail *r, uint64_t t_us)
 {
 	double dt = t_us > r->edge_us ? (double)(t_us - r->edge_us) : 0.0;
-	if (r->on)
+	if (r->on == 1)
 		return RAIL_FULL_COUNTS -
 		       (RAIL_FULL_COUNTS - r->level_at_edge) * exp(-dt / RAIL_RISE_TAU_US);
 	return r->level_at_edge * exp(-dt / RAIL_FALL_TAU_US);
@@ -83,7 +83,7 @@ void board_pin_write(uint8_t ch, bool on)
 	uint64_t now_us = (now_ns - start_ns) / 1000U;
 	if (r->on == on)
 		return;
-	r->level_at_edge = rail_level(r, now_us);
+	r->level_at_edge = r->on < 0 ? RAIL_FULL_COUNTS * on : rail_level(r, now_us);
 	r->edge_us = now_us;
 	r->on = on;
 	if (pin_log_len < PIN_LOG_MAX)
@@ -197,13 +197,13 @@ static void wait_for_first_open(void)
 		perror(pty_name);
 }
 
+/* At a reset the pins float and the board's pulls hold every switch at "powered" (as the
+ * simavr bridge models it), then the core drives the safe states. */
 static void board_reset(const char *cause)
 {
-	for (uint8_t ch = 0; ch < CORE_CHANNELS; ch++) {
-		rails[ch].on = true; /* forces a logged edge if the safe state is off */
-		rails[ch].level_at_edge = RAIL_FULL_COUNTS;
-		rails[ch].edge_us = 0;
-	}
+	for (uint8_t ch = 0; ch < CORE_CHANNELS; ch++)
+		if (rails[ch].on == 0)
+			board_pin_write(ch, true);
 	struct core_board_info info = {
 		.board_name = "host", .reset_cause = cause, .clock_hz = 1000000000UL};
 	core_init(&info);
@@ -212,6 +212,8 @@ static void board_reset(const char *cause)
 int main(void)
 {
 	memset(nv, 0xFF, sizeof nv); /* like an erased EEPROM */
+	for (uint8_t ch = 0; ch < CORE_CHANNELS; ch++)
+		rails[ch].on = -1;
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

@@ -155,6 +155,8 @@ class Client:
                 raise TimeoutError(f"no line within {timeout} s (have {self._buffer!r})")
             self._buffer += self.port.read(max(1, self.port.in_waiting))
         line, self._buffer = self._buffer.split(b"\n", 1)
+        if not line.strip(b"\r"):
+            return self.read_raw_line(max(0.01, deadline - time.monotonic()))
         return line + b"\n"
 
     def read_line(self, timeout: float = 2.0) -> str:
@@ -191,9 +193,14 @@ class Client:
         return fields(reply)
 
     def wait_event(self, kind: str, timeout: float = 2.0) -> dict[str, str]:
+        """Skips other lines, including broken ones (a reset can cut a line short)."""
         deadline = time.monotonic() + timeout
         while True:
-            line = self.read_line(timeout=max(0.01, deadline - time.monotonic()))
+            raw = self.read_raw_line(timeout=max(0.01, deadline - time.monotonic()))
+            try:
+                line = unframe(raw)
+            except ValueError:
+                continue
             if line.startswith("! ") and line.split()[2] == kind:
                 return fields(line)
 
