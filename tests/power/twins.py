@@ -1,0 +1,221 @@
+"""Test scaffolding for the relay board driver: the two firmware twins, a pty proxy that can
+corrupt or swallow lines, and a tiny fake peer. Fakes live here, never in the driver.
+
+- `Twin`: the host build (`firmware/build/powerboard-host`) or the AVR image in simavr
+  (`firmware/build/simavr-bridge firmware/build/powerboard.elf`). Both print `pty <path>` first,
+  then one `pin ch= on= ... mcu_us= mono_ns=` line per pin change (mono_ns is CLOCK_MONOTONIC, the
+  clock of `time.monotonic_ns()`: ground truth for the driver's edge mapping) and `reset ...` after
+  SIGUSR1 (a simulated MCU reset).
+- `Proxy`: the driver opens the proxy's pty; the proxy forwards whole lines to and from a twin and
+  can corrupt or drop chosen ones.
+- `FakePeer`: a pty whose other end answers requests with a Python function.
+
+Every process and thread started here is stopped by its owner's `close()`/`stop()`, which the
+fixtures call in `finally`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import select
+import signal
+import subprocess
+import threading
+import time
+import tty
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rig.power.serial_board import crc16, frame
+
+REPO = Path(__file__).resolve().parents[2]
+FIRMWARE = REPO / "firmware"
+BUILD = FIRMWARE / "build"
+HOST_BINARY = BUILD / "powerboard-host"
+AVR_ELF = BUILD / "powerboard.elf"
+BRIDGE_BINARY = BUILD / "simavr-bridge"
+
+_PIN = re.compile(r"pin ch=(\d+) on=(\d) .*mcu_us=(\d+) mono_ns=(\d+)")
+
+
+@dataclass(frozen=True)
+class Pin:
+    channel: int
+    on: bool
+    mcu_us: int
+    mono_ns: int
+
+
+class Twin:
+    """One running firmware twin; `stop()` ends it by PID (SIGTERM, then SIGKILL)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        argv = [str(HOST_BINARY)] if kind == "host" else [str(BRIDGE_BINARY), str(AVR_ELF)]
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1
+        )
+        self.pins: list[Pin] = []
+        self.resets: list[int] = []  # mono_ns of each simulated reset
+        self._lock = threading.Lock()
+        try:
+            assert self.proc.stdout is not None
+            ready, _, _ = select.select([self.proc.stdout], [], [], 10)
+            first = self.proc.stdout.readline() if ready else ""
+            if not first.startswith("pty "):
+                raise RuntimeError(f"{kind} twin did not report its pty: {first!r}")
+            self.pty = first.split()[1]
+        except BaseException:
+            self.stop()
+            raise
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            m = _PIN.match(line)
+            with self._lock:
+                if m:
+                    ch, on, mcu, mono = (int(g) for g in m.groups())
+                    self.pins.append(Pin(ch, bool(on), mcu, mono))
+                elif line.startswith("reset "):
+                    mono = re.search(r"mono_ns=(\d+)", line)
+                    self.resets.append(int(mono.group(1)) if mono else time.monotonic_ns())
+
+    def pins_since(self, mono_ns: int) -> list[Pin]:
+        with self._lock:
+            return [p for p in self.pins if p.mono_ns >= mono_ns]
+
+    def wait_pins(self, count: int, since_ns: int, timeout_s: float = 5.0) -> list[Pin]:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            pins = self.pins_since(since_ns)
+            if len(pins) >= count:
+                return pins
+            time.sleep(0.005)
+        return self.pins_since(since_ns)
+
+    def reset(self) -> int:
+        """Simulated MCU reset (SIGUSR1 to the twin); returns the host time it was asked."""
+        now = time.monotonic_ns()
+        self.proc.send_signal(signal.SIGUSR1)
+        return now
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(1.0)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()  # this PID only
+                self.proc.wait(5.0)
+        if self.proc.stdout is not None:
+            with contextlib.suppress(Exception):
+                self.proc.stdout.close()
+
+
+def _raw_pty() -> tuple[int, int, str]:
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    return master, slave, os.ttyname(slave)
+
+
+LineFilter = Callable[[bytes], bytes | None]  # a whole line with its "\n"; None drops it
+
+
+class Proxy:
+    """Driver <-> proxy pty <-> twin pty, line by line, with filters in both directions."""
+
+    def __init__(self, target_pty: str) -> None:
+        self.master, self._slave, self.path = _raw_pty()
+        self.board = os.open(target_pty, os.O_RDWR | os.O_NOCTTY)
+        tty.setraw(self.board)
+        self.to_driver: LineFilter | None = None
+        self.to_board: LineFilter | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        bufs = {self.master: b"", self.board: b""}
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self.master, self.board], [], [], 0.05)
+            for fd in ready:
+                try:
+                    data = os.read(fd, 4096)
+                except OSError:
+                    continue
+                bufs[fd] += data
+                while b"\n" in bufs[fd]:
+                    line, bufs[fd] = bufs[fd].split(b"\n", 1)
+                    line += b"\n"
+                    to_board = fd == self.master
+                    flt = self.to_board if to_board else self.to_driver
+                    out = flt(line) if flt is not None else line
+                    if out is not None:
+                        os.write(self.board if to_board else self.master, out)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(2.0)
+        for fd in (self.master, self._slave, self.board):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def corrupt(line: bytes) -> bytes:
+    """The same line with one character of its body changed, so its checksum fails."""
+    i = line.index(b" ") + 1
+    flipped = bytes([line[i] ^ 0x01]) if line[i] != ord("*") else b"#"
+    return line[:i] + flipped + line[i + 1 :]
+
+
+Handler = Callable[[int, str, list[str]], str | None]  # (seq, CMD, args) -> reply body or None
+
+
+class FakePeer:
+    """A pty whose far end answers each well-framed request line with `handler`."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.master, self._slave, self.path = _raw_pty()
+        self.handler = handler
+        self.received: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def send(self, body: str) -> None:
+        os.write(self.master, frame(body))
+
+    def _run(self) -> None:
+        buf = b""
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self.master], [], [], 0.05)
+            if not ready:
+                continue
+            try:
+                buf += os.read(self.master, 4096)
+            except OSError:
+                continue
+            while b"\n" in buf:
+                raw, buf = buf.split(b"\n", 1)
+                text = raw.rstrip(b"\r").decode("ascii", "replace")
+                body, _, check = text.rpartition("*")
+                if not body or check != f"{crc16(body.encode()):04X}":
+                    continue
+                self.received.append(body)
+                seq, cmd, *args = body.split(" ")
+                reply = self.handler(int(seq), cmd, args)
+                if reply is not None:
+                    self.send(reply)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(2.0)
+        for fd in (self.master, self._slave):
+            with contextlib.suppress(OSError):
+                os.close(fd)
