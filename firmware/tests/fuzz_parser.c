@@ -34,10 +34,12 @@ static void check_output(void)
 	while ((line = fake_next_line()) != NULL) {
 		size_t len = strlen(line);
 		uint16_t crc;
+		if (len == 0)
+			continue; /* the empty line before BOOT */
 		if (len > PROTO_MAX_LINE + 5 || len < 5 || line[len - 5] != '*' ||
 		    !proto_parse_hex4(line + len - 4, &crc) ||
 		    proto_crc16(line, (uint8_t)(len - 5)) != crc) {
-			printf("bad output line: %s\n", line);
+			fprintf(stderr, "bad output line: %s\n", line);
 			abort();
 		}
 	}
@@ -104,8 +106,10 @@ int main(int argc, char **argv)
 			} else {
 				core_poll();
 			}
-			if (fake.irq_depth != 0)
+			if (fake.irq_depth != 0) {
+				fprintf(stderr, "unbalanced board_irq_save\n");
 				abort();
+			}
 			check_output();
 		}
 		if (rnd() % 64 == 0)
