@@ -15,8 +15,12 @@ def loop_available() -> str:
 
 
 @contextmanager
-def attached(image: Path, direct_io: bool = True, sector_size: int = 4096) -> Iterator[str]:
+def attached(
+    image: Path, direct_io: bool = True, sector_size: int = 4096, partscan: bool = False
+) -> Iterator[str]:
     args = ["losetup", "--find", "--show", f"--sector-size={sector_size}"]
+    if partscan:
+        args.append("--partscan")  # partitions made by the kernel go away on detach
     if direct_io:
         args.append("--direct-io=on")
     devnode = subprocess.run(
