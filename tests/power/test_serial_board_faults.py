@@ -1,0 +1,203 @@
+"""Faults on the wire: a board speaking another protocol (a fake peer on a real pty), corrupted
+replies and requests and a silent board (a line proxy in front of the host-build twin), and the
+wire format and udev lookup on their own."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from rig.errors import PowerError, PowerTimeoutError, ProtocolMismatchError
+from rig.power.base import Edge
+from rig.power.serial_board import BadLine, RelayBoard, crc16, find_port, frame, parse_line
+from tests.power.twins import FakePeer, Proxy, Twin, corrupt
+
+ID_V2 = (
+    "OK proto=2 fw=0.2.0 build=abc board=nano328p ch=4 clk_hz=16000000 reset=power trips=0 "
+    "wdog_ms=5000"
+)
+
+
+def test_protocol_mismatch_is_refused() -> None:
+    peer = FakePeer(lambda seq, cmd, args: f"{seq} {ID_V2}" if cmd == "ID" else None)
+    try:
+        with pytest.raises(ProtocolMismatchError, match=r"reflash firmware v0\.1\.0"):
+            RelayBoard(peer.path, reply_timeout_s=0.2)
+        assert any(" ID" in body for body in peer.received)
+        assert not any(" SET" in b or " CUT" in b for b in peer.received)
+    finally:
+        peer.close()
+
+
+def test_device_that_does_not_know_id_is_refused() -> None:
+    peer = FakePeer(lambda seq, cmd, args: f"{seq} ERR unknown")
+    try:
+        with pytest.raises(ProtocolMismatchError, match="reflash firmware"):
+            RelayBoard(peer.path, reply_timeout_s=0.2)
+    finally:
+        peer.close()
+
+
+def test_silent_device_times_out_with_a_typed_error() -> None:
+    peer = FakePeer(lambda seq, cmd, args: None)
+    try:
+        start = time.monotonic()
+        with pytest.raises(PowerTimeoutError, match="no relay board answers"):
+            RelayBoard(peer.path, reply_timeout_s=0.1, retries=1, boot_timeout_s=0.3)
+        assert time.monotonic() - start < 3
+    finally:
+        peer.close()
+
+
+@dataclass
+class Proxied:
+    twin: Twin
+    proxy: Proxy
+    board: RelayBoard
+    edges: list[Edge] = field(default_factory=list)
+
+
+@pytest.fixture
+def proxied(host_twin: Twin) -> Iterator[Proxied]:
+    proxy = Proxy(host_twin.pty)
+    try:
+        edges: list[Edge] = []
+        board = RelayBoard(proxy.path, on_edge=edges.append, reply_timeout_s=0.2, retries=2)
+        try:
+            yield Proxied(host_twin, proxy, board, edges)
+        finally:
+            board.close()
+    finally:
+        proxy.close()
+
+
+class Once:
+    """A line filter that applies `action` to the first line containing `needle`."""
+
+    def __init__(self, needle: bytes, action: str) -> None:
+        self.needle = needle
+        self.action = action
+        self.hits = 0
+
+    def __call__(self, line: bytes) -> bytes | None:
+        if self.needle in line and self.hits == 0:
+            self.hits += 1
+            return None if self.action == "drop" else corrupt(line)
+        return line
+
+
+def test_corrupted_reply_is_retried_and_not_executed_twice(proxied: Proxied) -> None:
+    flt = Once(b" edge=1", "corrupt")  # the reply to the SET
+    proxied.proxy.to_driver = flt
+    since = time.monotonic_ns()
+    edge = proxied.board.off(2)
+    assert flt.hits == 1
+    assert proxied.board.stats.retries >= 1 and proxied.board.stats.bad_lines >= 1
+    assert not edge.powered
+    pins = proxied.twin.wait_pins(1, since)
+    time.sleep(0.1)
+    assert [(p.channel, p.on) for p in proxied.twin.pins_since(since)] == [(2, False)]
+    assert [(e.channel, e.powered) for e in proxied.edges] == [(2, False)]
+    assert abs(edge.host_ns - pins[0].mono_ns) <= edge.error_ns + 50_000
+
+
+def test_corrupted_cut_reply_schedules_one_cut(proxied: Proxied) -> None:
+    flt = Once(b" at=", "corrupt")
+    proxied.proxy.to_driver = flt
+    since = time.monotonic_ns()
+    edge = proxied.board.cut(0, 0.02, 0.01).wait(2)
+    assert flt.hits == 1
+    pins = proxied.twin.wait_pins(2, since)
+    time.sleep(0.1)
+    assert [(p.channel, p.on) for p in proxied.twin.pins_since(since)] == [(0, False), (0, True)]
+    assert abs(edge.host_ns - pins[0].mono_ns) <= edge.error_ns + 50_000
+
+
+def test_corrupted_event_does_not_break_the_reply_path(proxied: Proxied) -> None:
+    flt = Once(b"EDGE", "corrupt")
+    proxied.proxy.to_driver = flt
+    proxied.board.off(3)  # its EDGE line is corrupted: no edge event for this one
+    assert proxied.board.stats.bad_lines >= 1
+    assert proxied.board.state(3) is False
+    proxied.board.on(3)
+    assert [(e.channel, e.powered) for e in proxied.edges] == [(3, True)]
+
+
+def test_corrupted_request_is_refused_by_the_board_and_resent(proxied: Proxied) -> None:
+    flt = Once(b" SET ", "corrupt")
+    proxied.proxy.to_board = flt
+    proxied.board.off(1)
+    assert flt.hits == 1
+    assert proxied.board.stats.nacks >= 1  # the board's "- ERR crc"
+    assert proxied.board.state(1) is False
+
+
+def test_lost_reply_is_resent_after_the_timeout(proxied: Proxied) -> None:
+    flt = Once(b" edge=1", "drop")
+    proxied.proxy.to_driver = flt
+    since = time.monotonic_ns()
+    proxied.board.off(0)
+    assert proxied.board.stats.timeouts >= 1
+    time.sleep(0.1)
+    assert [(p.channel, p.on) for p in proxied.twin.pins_since(since)] == [(0, False)]
+
+
+def test_board_gone_silent_raises_power_timeout(proxied: Proxied) -> None:
+    proxied.proxy.to_board = lambda line: None  # nothing reaches the board any more
+    start = time.monotonic()
+    with pytest.raises(PowerTimeoutError):
+        proxied.board.state(0)
+    elapsed = time.monotonic() - start
+    assert 0.2 * 3 <= elapsed < 0.2 * 3 + 1.0  # three attempts of 0.2 s (+ waiting for the lock)
+
+
+# ---- wire format and udev ----
+
+
+def test_crc_check_value() -> None:
+    assert crc16(b"123456789") == 0x29B1
+    assert frame("7 SYNC") == b"7 SYNC*99B5\n"
+
+
+def test_parse_reply_event_and_garbage() -> None:
+    reply = parse_line(frame("3 OK t=12 on=1,0,1,1").rstrip(b"\n"))
+    assert (reply.event, reply.seq, reply.word, reply.fields["t"]) == (False, 3, "OK", "12")
+    assert reply.flags("on") == (1, 0, 1, 1)
+    nack = parse_line(frame("- ERR crc").rstrip(b"\n"))
+    assert (nack.seq, nack.word, nack.args) == (None, "ERR", ("crc",))
+    event = parse_line(frame("! 9 EDGE ch=2 on=0 t=5 why=cut").rstrip(b"\n"))
+    assert (event.event, event.seq, event.word, event.num("t")) == (True, 9, "EDGE", 5)
+    for bad in (b"3 OK t=12*0000", b"3 OK t=12", b"\x01\x02*AAAA", b"x" * 300):
+        with pytest.raises(BadLine):
+            parse_line(bad)
+
+
+@dataclass
+class FakeUdevDevice:
+    device_node: str | None
+    properties: dict[str, str]
+
+
+def test_find_port_by_usb_serial() -> None:
+    devices = [
+        FakeUdevDevice("/dev/ttyS0", {}),
+        FakeUdevDevice("/dev/ttyUSB0", {"ID_SERIAL_SHORT": "A10KX3Z1"}),
+        FakeUdevDevice("/dev/ttyUSB1", {"ID_SERIAL_SHORT": "OTHER"}),
+    ]
+    assert find_port("A10KX3Z1", devices) == "/dev/ttyUSB0"
+    with pytest.raises(PowerError, match="no relay board"):
+        find_port("MISSING", devices)
+    with pytest.raises(PowerError, match="several"):
+        find_port("A10KX3Z1", [*devices, FakeUdevDevice("/dev/ttyACM0", devices[1].properties)])
+
+
+def test_find_opens_the_board(host_twin: Twin) -> None:
+    devices = [FakeUdevDevice(host_twin.pty, {"ID_SERIAL_SHORT": "TWIN1"})]
+    board = RelayBoard.find("TWIN1", devices)
+    try:
+        assert board.identity.board == "host"
+    finally:
+        board.close()
