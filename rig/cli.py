@@ -12,19 +12,24 @@ from pathlib import Path
 from rig import config
 from rig.campaign import DriveSummary, Station, run_campaign
 from rig.errors import RigError, UserError
+from rig.power.base import Edge
 from rig.store import Store, open_existing
 
 DEMO_CAMPAIGN = Path(__file__).resolve().parent.parent / "fixtures" / "demo.toml"
 
 
-def _station(campaign: config.Campaign) -> Station:
+def _station(campaign: config.Campaign, store: Store) -> Station:
+    def record_edge(edge: Edge) -> None:
+        detail = {"channel": edge.channel, "error_ns": edge.error_ns, "mcu_us": edge.source_us}
+        store.add_event(None, edge.host_ns, "edge_on" if edge.powered else "edge_off", detail)
+
     if campaign.station.kind == "simulated":
         from fixtures import sim_station  # the simulated rig, wired in explicitly
 
-        return sim_station.build(campaign)[0]
+        return sim_station.build(campaign, record_edge)[0]
     from rig import station
 
-    return station.build(campaign)
+    return station.build(campaign, record_edge)
 
 
 def _print_summaries(summaries: list[DriveSummary]) -> None:
@@ -41,14 +46,16 @@ def _print_summaries(summaries: list[DriveSummary]) -> None:
 
 
 def _run(campaign: config.Campaign, db_path: str, quiet: bool) -> list[DriveSummary]:
-    station = _station(campaign)
     store = Store(db_path)
     try:
-        progress = (lambda line: None) if quiet else print
-        return run_campaign(campaign, station, store, progress)
+        station = _station(campaign, store)
+        try:
+            progress = (lambda line: None) if quiet else print
+            return run_campaign(campaign, station, store, progress)
+        finally:
+            station.power.close()
     finally:
         store.close()
-        station.power.close()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

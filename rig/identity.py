@@ -24,7 +24,12 @@ class DriveIdentity:
         return bool(self.serial) and self.serial == other.serial and self.model == other.model
 
     def label(self) -> str:
-        return f"{self.model} s/n {self.serial}" + (f" wwn {self.wwn}" if self.wwn else "")
+        parts = [
+            self.model,
+            f"s/n {self.serial}" if self.serial else "",
+            f"wwn {self.wwn}" if self.wwn else "",
+        ]
+        return " ".join(part for part in parts if part)
 
 
 def normalise_wwn(wwn: str) -> str:

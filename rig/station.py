@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rig import safety
 from rig.blockio import BlockTarget, DirectTarget
 from rig.bus.base import DriveNode
@@ -9,8 +11,9 @@ from rig.bus.udev import UdevPresence
 from rig.campaign import Station
 from rig.config import Campaign, DriveSpec
 from rig.errors import UserError
-from rig.power.base import PowerSwitch
+from rig.power.base import Edge, PowerSwitch
 from rig.power.manual import ManualSwitch
+from rig.power.serial_board import RelayBoard
 
 
 def open_checked(node: DriveNode, spec: DriveSpec) -> BlockTarget:
@@ -21,12 +24,27 @@ def open_checked(node: DriveNode, spec: DriveSpec) -> BlockTarget:
     return DirectTarget(node.devnode, node.logical_block)
 
 
-def _power(campaign: Campaign) -> PowerSwitch:
+def _power(campaign: Campaign, on_edge: Callable[[Edge], None] | None) -> PowerSwitch:
     channels = max(d.channel for d in campaign.drives) + 1
-    if campaign.station.kind == "manual":
+    spec = campaign.station
+    if spec.kind == "manual":
         return ManualSwitch(channels)
-    raise UserError(f"station kind '{campaign.station.kind}' has no power backend in this build")
+    if spec.kind == "relay-board":
+        board = (
+            RelayBoard.find(spec.usb_serial, on_edge=on_edge)
+            if spec.usb_serial
+            else RelayBoard(spec.port, on_edge=on_edge)
+        )
+        if board.channels < channels:
+            board.close()
+            raise UserError(f"relay board has {board.channels} channels; campaign uses {channels}")
+        return board
+    raise UserError(f"station kind '{spec.kind}' is not a real station")
 
 
-def build(campaign: Campaign) -> Station:
-    return Station(campaign.station.kind, _power(campaign), UdevPresence(), open_checked)
+def build(campaign: Campaign, on_edge: Callable[[Edge], None] | None = None) -> Station:
+    """`on_edge` receives every switching edge the power backend reports (for the store)."""
+    name = campaign.station.kind
+    if campaign.station.kind == "relay-board":
+        name = f"relay-board {campaign.station.usb_serial or campaign.station.port}"
+    return Station(name, _power(campaign, on_edge), UdevPresence(), open_checked)
