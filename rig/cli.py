@@ -21,7 +21,7 @@ DEMO_CAMPAIGN = Path(__file__).resolve().parent.parent / "fixtures" / "demo.toml
 def _station(campaign: config.Campaign, store: Store) -> Station:
     def record_edge(edge: Edge) -> None:
         detail = {"channel": edge.channel, "error_ns": edge.error_ns, "mcu_us": edge.source_us}
-        store.add_event(None, edge.host_ns, "edge_on" if edge.powered else "edge_off", detail)
+        store.queue_event(None, edge.host_ns, "edge_on" if edge.powered else "edge_off", detail)
 
     if campaign.station.kind == "simulated":
         from fixtures import sim_station  # the simulated rig, wired in explicitly

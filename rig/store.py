@@ -153,18 +153,39 @@ class Store:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA foreign_keys=ON")
         self._lock = threading.Lock()
+        self._queued_events: list[tuple[int | None, int, str, str]] = []
+        self._queue_lock = threading.Lock()  # never held across SQLite work
         migrate(self._db)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; events queued by `queue_event` are written in it too."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
+                self._write_queued_events()
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    def queue_event(
+        self, drive_id: int | None, host_ns: int, kind: str, detail: dict[str, Any]
+    ) -> None:
+        """Record an event without waiting for SQLite (for callbacks on time-critical threads,
+        such as the relay board's heartbeat); it is written with the next transaction."""
+        with self._queue_lock:
+            self._queued_events.append(
+                (drive_id, host_ns, kind, json.dumps(detail, sort_keys=True))
+            )
+
+    def _write_queued_events(self) -> None:
+        with self._queue_lock:
+            queued, self._queued_events = self._queued_events, []
+        self._db.executemany(
+            "INSERT INTO event (drive_id, host_ns, kind, detail) VALUES (?,?,?,?)", queued
+        )
 
     def query(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
@@ -290,6 +311,8 @@ class Store:
             )
 
     def close(self) -> None:
+        with self.transaction():
+            pass  # writes what is still queued
         with self._lock:
             self._db.close()
 

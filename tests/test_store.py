@@ -71,3 +71,17 @@ def test_a_file_that_is_not_a_store_is_refused(tmp_path: Path) -> None:
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(UserError, match="not a rig store"):
         Store(str(path))
+
+
+def test_queued_events_are_written_with_the_next_transaction_or_at_close(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.sqlite")
+    store = Store(path)
+    store.queue_event(None, 10, "edge_off", {"channel": 1})
+    assert store.query("SELECT COUNT(*) FROM event")[0][0] == 0
+    store.new_campaign("c", "toml", 1, "simulated")
+    assert store.query("SELECT host_ns, kind FROM event")[0][:] == (10, "edge_off")
+    store.queue_event(None, 20, "edge_on", {"channel": 1})
+    store.close()
+    again = Store(path)
+    assert [r[0] for r in again.query("SELECT host_ns FROM event ORDER BY host_ns")] == [10, 20]
+    again.close()
