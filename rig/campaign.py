@@ -23,7 +23,7 @@ from rig.blockio import BlockTarget
 from rig.bus.base import DriveNode, Presence, PresenceWatch
 from rig.config import Campaign, DriveSpec
 from rig.errors import RigError, UserError
-from rig.ledger import CycleLog, LbaState
+from rig.ledger import CycleLog, Durability, LbaState
 from rig.power.base import Edge, PendingCut, PowerSwitch
 from rig.store import CycleRow, Store
 from rig.workload import Writer, WriterContext
@@ -64,6 +64,7 @@ class Cycle:
     gone_ns: int | None = None
     back_ns: int | None = None
     node: DriveNode | None = None
+    durability: Durability | None = None
     result: verify.CheckResult | None = None
     findings: list[verify.Finding] = field(default_factory=list)
     events: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
@@ -184,7 +185,7 @@ class DriveRun:
 
     def verify(self, c: Cycle) -> None:
         assert c.edge is not None and c.target is not None
-        durability = c.log.durability(c.edge.host_ns, c.edge.error_ns)
+        c.durability = durability = c.log.durability(c.edge.host_ns, c.edge.error_ns)
         # A write issued after the cut edge cannot succeed on a drive without power: if one did,
         # the power did not really go off (scheduling delays cannot fake this, unlike timestamps
         # of completions, which may reach the host late).
@@ -249,7 +250,9 @@ class DriveRun:
 
     def record(self, c: Cycle) -> None:
         log, result = c.log, c.result
-        durability = c.log.durability(c.edge.host_ns, c.edge.error_ns) if c.edge else None
+        durability = c.durability
+        if durability is None and c.edge is not None:  # the cycle ended before verify
+            durability = c.log.durability(c.edge.host_ns, c.edge.error_ns)
         failures = [f for f in c.findings if f.failure]
         row = CycleRow(
             drive_id=self.drive_id,

@@ -8,6 +8,7 @@ campaigns, drives, cycles, findings and events are ordinary rows. Schema: docs/s
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -319,8 +320,6 @@ class Store:
 
 def open_existing(path: str) -> Store:
     """Open a store that must already exist (status, report)."""
-    import os
-
     if not os.path.isfile(path):
         raise UserError(f"{path}: no such store")
     return Store(path)

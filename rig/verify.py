@@ -98,8 +98,6 @@ class _Cycle:
         self.acked = durability.acked
         self.durability = durability
         self.keys = np.sort(self.lba << 32 | self.gen)
-        order = np.argsort(self.lba << 32 | self.gen, kind="stable")
-        self.key_write = self.write[order]
 
 
 def check(
@@ -210,7 +208,8 @@ def check(
     new_committed = np.where(readable, new_committed, committed)
     state.committed[idx] = new_committed.astype(np.uint32)
 
-    findings.extend(_merge(checked, klass, floor, obs_gen, floor_write, obs_op, cyc, tear_at))
+    blocks = _Classified(checked, klass, floor, obs_gen, floor_write, obs_op, tear_at)
+    findings.extend(_merge(blocks, cyc))
     allowed, nondurable, survived = _nondurable_outcomes(cyc, checked, obs_gen, readable, klass)
     findings.extend(allowed)
     findings.extend(_unserializable(cyc, checked, obs_gen, klass))
@@ -229,59 +228,46 @@ def _read_with_retries(
     raise AssertionError("unreachable")
 
 
-def _merge(
-    checked: npt.NDArray[np.int64],
-    klass: npt.NDArray[Any],
-    floor: npt.NDArray[np.int64],
-    obs_gen: npt.NDArray[np.int64],
-    floor_write: npt.NDArray[np.int64],
-    obs_op: npt.NDArray[np.int64],
-    cyc: _Cycle,
-    tear_at: dict[int, list[int]],
-) -> Iterator[Finding]:
+@dataclass(frozen=True)
+class _Classified:
+    """Per checked block: its class ("" = fine), the generation it had to hold at least, what it
+    holds, and the writes behind both; plus the tear offsets of shorn blocks by row."""
+
+    checked: npt.NDArray[np.int64]
+    klass: npt.NDArray[Any]
+    floor: npt.NDArray[np.int64]
+    obs_gen: npt.NDArray[np.int64]
+    floor_write: npt.NDArray[np.int64]
+    obs_op: npt.NDArray[np.int64]
+    tear_at: dict[int, list[int]]
+
+    def continues(self, prev: int, row: int) -> bool:
+        """Same finding: consecutive LBAs, same class, same expected and observed writes."""
+        return bool(
+            self.checked[row] == self.checked[prev] + 1
+            and self.klass[row] == self.klass[prev]
+            and self.floor_write[row] == self.floor_write[prev]
+            and self.obs_op[row] == self.obs_op[prev]
+            and self.klass[row] not in (SHORN, CORRUPTION)  # each torn/corrupt block stands alone
+        )
+
+
+def _merge(blocks: _Classified, cyc: _Cycle) -> Iterator[Finding]:
     """One finding per run of consecutive blocks with the same class and the same writes."""
-    rows = np.flatnonzero(klass != "")
     run: list[int] = []
-    for row in rows.tolist():
-        if run and not _continues(run[-1], row, checked, klass, floor_write, obs_op):
-            yield _finding(run, checked, klass, floor, obs_gen, floor_write, obs_op, cyc, tear_at)
+    for row in np.flatnonzero(blocks.klass != "").tolist():
+        if run and not blocks.continues(run[-1], row):
+            yield _finding(run, blocks, cyc)
             run = []
         run.append(row)
     if run:
-        yield _finding(run, checked, klass, floor, obs_gen, floor_write, obs_op, cyc, tear_at)
+        yield _finding(run, blocks, cyc)
 
 
-def _continues(
-    prev: int,
-    row: int,
-    checked: npt.NDArray[np.int64],
-    klass: npt.NDArray[Any],
-    floor_write: npt.NDArray[np.int64],
-    obs_op: npt.NDArray[np.int64],
-) -> bool:
-    return bool(
-        checked[row] == checked[prev] + 1
-        and klass[row] == klass[prev]
-        and floor_write[row] == floor_write[prev]
-        and obs_op[row] == obs_op[prev]
-        and klass[row] not in (SHORN, CORRUPTION)  # each torn or corrupt block stands alone
-    )
-
-
-def _finding(
-    run: list[int],
-    checked: npt.NDArray[np.int64],
-    klass: npt.NDArray[Any],
-    floor: npt.NDArray[np.int64],
-    obs_gen: npt.NDArray[np.int64],
-    floor_write: npt.NDArray[np.int64],
-    obs_op: npt.NDArray[np.int64],
-    cyc: _Cycle,
-    tear_at: dict[int, list[int]],
-) -> Finding:
+def _finding(run: list[int], blocks: _Classified, cyc: _Cycle) -> Finding:
     first = run[0]
-    cls = str(klass[first])
-    write = int(floor_write[first])
+    cls = str(blocks.klass[first])
+    write = int(blocks.floor_write[first])
     detail: dict[str, Any] = {}
     expected_op = NO_OP
     if write != NO_OP:
@@ -291,17 +277,17 @@ def _finding(
             detail["ack_to_cut_ns"] = int(cyc.durability.ack_to_cut_ns[write])
             detail["flush_to_cut_ns"] = int(cyc.durability.flush_to_cut_ns[write])
     if cls == SHORN:
-        detail["tear_sectors"] = tear_at[first]
+        detail["tear_sectors"] = blocks.tear_at[first]
     if len(run) > 1:
-        detail["observed_gens"] = [int(obs_gen[r]) for r in run][:64]
+        detail["observed_gens"] = [int(blocks.obs_gen[r]) for r in run][:64]
     return Finding(
         cls,
-        int(checked[first]),
+        int(blocks.checked[first]),
         len(run),
-        int(floor[first]),
-        int(obs_gen[first]),
+        int(blocks.floor[first]),
+        int(blocks.obs_gen[first]),
         expected_op,
-        int(obs_op[first]),
+        int(blocks.obs_op[first]),
         detail,
     )
 

@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from rig import media, safety
+from tests.cli_runner import rig
 from tests.loopdev import attached, loop_available, mounted
 
 needs_loop = pytest.mark.skipif(bool(loop_available()), reason=loop_available() or "ok")
-
-
-def rig(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rig.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-        check=False,
-    )
 
 
 def manual_campaign(tmp_path: Path, model: str, serial: str) -> Path:

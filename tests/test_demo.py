@@ -3,20 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
-
-def rig(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rig.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=600,
-        check=False,
-    )
+from tests.cli_runner import rig
 
 
 def test_demo_runs_three_drives_and_reports_what_each_did(tmp_path: Path) -> None:

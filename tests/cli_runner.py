@@ -1,0 +1,18 @@
+"""Runs the production `rig` command in a child process, as a user would."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def rig(*args: str, cwd: Path, timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rig.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout_s,
+        check=False,
+    )
