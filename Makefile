@@ -10,8 +10,11 @@ APT_PACKAGES := python3-venv gcc make pkg-config util-linux fdisk e2fsprogs udev
 	fio smartmontools sg3-utils nvme-cli
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup demo test lint typecheck firmware clean-sim
-setup: $(VENV)/.installed firmware
+NATIVE_LIB := rig/native/libpfr.so
+NATIVE_SRC := $(wildcard rig/native/*.c) $(wildcard rig/native/*.h)
+
+.PHONY: setup demo test lint typecheck firmware native clean-sim
+setup: $(VENV)/.installed firmware native
 
 .apt-installed: Makefile
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -26,6 +29,11 @@ $(VENV)/.installed: .apt-installed requirements.lock pyproject.toml
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.lock
 	$(VENV)/bin/pip install -q --disable-pip-version-check --no-deps -e .
 	@touch $@
+
+# The rig's C kernels (record format, write engine), loaded with ctypes by rig/native.
+native: $(NATIVE_LIB)
+$(NATIVE_LIB): $(NATIVE_SRC) .apt-installed
+	gcc -std=gnu11 -O2 -fPIC -shared -Wall -Wextra -Werror -o $@ $(filter %.c,$(NATIVE_SRC))
 
 firmware: .apt-installed
 	@if [ -f firmware/Makefile ]; then $(MAKE) -s -C firmware all; fi
