@@ -205,7 +205,7 @@ class DriveRun:
         c.findings = c.result.findings
 
     def _sample_older_blocks(self) -> np.ndarray:
-        written = np.flatnonzero(self.state.committed != 0)
+        written = self.state.committed.nonzero()
         size = min(self.campaign.cut.sample_blocks, len(written))
         if size == 0:
             return np.zeros(0, dtype=np.int64)

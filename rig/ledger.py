@@ -2,8 +2,8 @@
 
 Two parts:
 - `LbaState`: compact per-block arrays over the test region (the committed generation each block
-  must read back, and the highest generation ever issued), so a big drive costs bytes per block,
-  not Python objects.
+  must read back, and the highest generation ever issued), stored sparsely by chunk, so a drive
+  costs bytes per block it was written on, not per block it has, and never Python objects.
 - `CycleLog`: the columnar log of one cycle's writes and flushes with host monotonic timestamps.
   `durability()` decides, for a cut at a known instant with an error bound, which writes were
   acknowledged and which were durable (ARCHITECTURE §4).
@@ -24,35 +24,186 @@ UNKNOWN = np.uint32(
 )  # committed content unknown (corrupt read): not judged until rewritten
 NOT_DONE = -1  # completion time of a request that never completed
 
+Index = npt.NDArray[np.integer[Any]] | slice | int
+
+
+class ChunkedArray:
+    """A u32 array over [0, n) that stores only the chunks that were ever set to something.
+
+    Unset chunks read as zero. A directory maps each chunk of `CHUNK` entries to a row of a pool
+    that grows on demand, so reads and writes stay vectorised (no Python loop per chunk) and
+    memory is 4 B per entry of every chunk touched plus 4 B per chunk of directory: for a 4 TB
+    drive in 4 KiB blocks, a 1 MiB directory and 64 KiB per 64 MiB of drive that was written.
+    """
+
+    CHUNK_SHIFT = 14  # 16384 entries: 64 MiB of a drive in 4 KiB blocks, 64 KiB of state
+    CHUNK = 1 << CHUNK_SHIFT
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        nchunks = (n + self.CHUNK - 1) >> self.CHUNK_SHIFT
+        self._directory = np.full(nchunks, -1, dtype=np.int32)  # chunk -> pool row, -1 = zeros
+        self._pool = np.zeros((0, self.CHUNK), dtype=np.uint32)
+        self._used = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __eq__(self, other: object) -> bool:
+        # `array != 0` on a dense array means something else; refuse it instead of answering
+        raise TypeError("compare values read with array[index], or use nonzero()")
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held: directory plus the pool (which grows by doubling)."""
+        return self._directory.nbytes + self._pool.nbytes
+
+    @property
+    def chunks_allocated(self) -> int:
+        return self._used
+
+    def _positions(self, index: Index) -> npt.NDArray[np.int64]:
+        if isinstance(index, slice):
+            return np.arange(*index.indices(self.n), dtype=np.int64)
+        pos = np.asarray(index, dtype=np.int64).reshape(-1)
+        if len(pos) and (pos.min() < 0 or pos.max() >= self.n):
+            raise IndexError(f"index outside 0..{self.n - 1}")
+        return pos
+
+    def __getitem__(self, index: Index) -> npt.NDArray[np.uint32]:
+        pos = self._positions(index)
+        rows = self._directory[pos >> self.CHUNK_SHIFT]
+        out = np.zeros(len(pos), dtype=np.uint32)
+        present = rows >= 0
+        out[present] = self._pool[rows[present], pos[present] & (self.CHUNK - 1)]
+        return out
+
+    def __setitem__(self, index: Index, values: npt.ArrayLike) -> None:
+        pos = self._positions(index)
+        vals = np.broadcast_to(np.asarray(values, dtype=np.uint32), pos.shape)
+        chunks = pos >> self.CHUNK_SHIFT
+        rows = self._directory[chunks]
+        missing = rows < 0
+        if missing.any():
+            # only chunks that receive a non-zero value need storage
+            need = np.unique(chunks[missing & (vals != 0)])
+            self._allocate(need)
+            rows = self._directory[chunks]
+            keep = rows >= 0
+            pos, vals, rows = pos[keep], vals[keep], rows[keep]
+        self._pool[rows, pos & (self.CHUNK - 1)] = vals
+
+    def add(self, index: npt.NDArray[np.int64], amount: npt.NDArray[np.uint32]) -> None:
+        """self[index] += amount for unique `index` entries."""
+        self[index] = self[index] + amount
+
+    def _allocate(self, chunks: npt.NDArray[np.int64]) -> None:
+        if len(chunks) == 0:
+            return
+        needed = self._used + len(chunks)
+        if needed > len(self._pool):
+            grown = np.zeros((max(needed, 2 * len(self._pool), 4), self.CHUNK), dtype=np.uint32)
+            grown[: self._used] = self._pool[: self._used]
+            self._pool = grown
+        self._directory[chunks] = np.arange(self._used, needed, dtype=np.int32)
+        self._used = needed
+
+    def nonzero(self) -> npt.NDArray[np.int64]:
+        """Sorted positions holding a non-zero value (cost: allocated chunks only)."""
+        chunks = np.flatnonzero(self._directory >= 0)
+        rows = self._directory[chunks]
+        r, c = np.nonzero(self._pool[rows])
+        pos = (chunks[r].astype(np.int64) << self.CHUNK_SHIFT) + c
+        return np.sort(pos[pos < self.n])
+
+    def to_arrays(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
+        """(chunk numbers, their rows): everything needed to rebuild the array."""
+        chunks = np.flatnonzero(self._directory >= 0).astype(np.int64)
+        return chunks, self._pool[self._directory[chunks]]
+
+    @classmethod
+    def from_arrays(
+        cls, n: int, chunks: npt.NDArray[np.int64], rows: npt.NDArray[np.uint32]
+    ) -> ChunkedArray:
+        array = cls(n)
+        array._allocate(chunks.astype(np.int64))
+        array._pool[: len(chunks)] = rows
+        return array
+
 
 class LbaState:
-    """Per-block expected state of one drive's test region (block numbers relative to the drive)."""
+    """Per-block expected state of one drive's test region (block numbers relative to the drive).
+
+    Two sparse u32 arrays (`ChunkedArray`): memory is 8 B per block of each 64 MiB chunk of the
+    region that was ever written, plus 8 B per chunk, never the whole region up front.
+    """
 
     def __init__(self, first_lba: int, nblocks: int) -> None:
         self.first_lba = first_lba
         self.nblocks = nblocks
         # generation each block must read back now (0 = never written by this campaign)
-        self.committed = np.zeros(nblocks, dtype=np.uint32)
+        self.committed = ChunkedArray(nblocks)
         # highest generation ever issued per block; the next write uses issued + 1
-        self.issued = np.zeros(nblocks, dtype=np.uint32)
+        self.issued = ChunkedArray(nblocks)
+
+    @property
+    def nbytes(self) -> int:
+        return self.committed.nbytes + self.issued.nbytes
 
     def next_generations(self, lba: int, count: int) -> npt.NDArray[np.uint32]:
         """Reserve generations for a write of `count` blocks at `lba`."""
-        index = slice(lba - self.first_lba, lba - self.first_lba + count)
-        self.issued[index] += 1
-        return self.issued[index].copy()
+        index = np.arange(lba - self.first_lba, lba - self.first_lba + count, dtype=np.int64)
+        gens = self.issued[index] + np.uint32(1)
+        self.issued[index] = gens
+        return gens
+
+    def reserve(self, lbas: npt.NDArray[np.int64]) -> npt.NDArray[np.uint32]:
+        """Generations for a batch of block writes in order (an LBA may repeat: each repeat gets
+        the next generation). Vectorised: the writer plans whole batches at once."""
+        rel = np.asarray(lbas, dtype=np.int64) - self.first_lba
+        if len(rel) == 0:
+            return np.zeros(0, dtype=np.uint32)
+        order = np.argsort(rel, kind="stable")
+        ordered = rel[order]
+        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        lengths = np.diff(np.r_[starts, len(ordered)])
+        rank = np.arange(len(ordered)) - np.repeat(starts, lengths)
+        unique = ordered[starts]
+        base = self.issued[unique]
+        gens = np.empty(len(rel), dtype=np.uint32)
+        gens[order] = np.repeat(base, lengths) + (rank + 1).astype(np.uint32)
+        self.issued[unique] = base + lengths.astype(np.uint32)
+        return gens
+
+    def written(self) -> npt.NDArray[np.int64]:
+        """Drive LBAs that hold a committed generation of this campaign (sorted)."""
+        return self.committed.nonzero() + self.first_lba
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()
-        np.savez_compressed(buffer, committed=self.committed, issued=self.issued)
+        c_chunks, c_rows = self.committed.to_arrays()
+        i_chunks, i_rows = self.issued.to_arrays()
+        np.savez_compressed(
+            buffer,
+            nblocks=np.array([self.nblocks]),
+            committed_chunks=c_chunks,
+            committed=c_rows,
+            issued_chunks=i_chunks,
+            issued=i_rows,
+        )
         return buffer.getvalue()
 
     @classmethod
     def from_bytes(cls, first_lba: int, data: bytes) -> LbaState:
         arrays = np.load(io.BytesIO(data))
-        state = cls(first_lba, len(arrays["committed"]))
-        state.committed[:] = arrays["committed"]
-        state.issued[:] = arrays["issued"]
+        nblocks = int(arrays["nblocks"][0])
+        state = cls(first_lba, nblocks)
+        state.committed = ChunkedArray.from_arrays(
+            nblocks, arrays["committed_chunks"], arrays["committed"]
+        )
+        state.issued = ChunkedArray.from_arrays(nblocks, arrays["issued_chunks"], arrays["issued"])
         return state
 
 

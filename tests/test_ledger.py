@@ -1,8 +1,9 @@
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rig.ledger import NOT_DONE, CycleLog, LbaState
+from rig.ledger import NOT_DONE, ChunkedArray, CycleLog, LbaState
 
 
 def _log(writes: list[tuple[int, int, int, bool]], flushes: list[tuple[int, int, int]]) -> CycleLog:
@@ -47,8 +48,8 @@ def test_lba_state_reserves_increasing_generations_and_round_trips() -> None:
     assert state.next_generations(1003, 3).tolist() == [2, 2, 1]
     state.committed[:] = 7
     again = LbaState.from_bytes(1000, state.to_bytes())
-    assert np.array_equal(again.issued, state.issued)
-    assert np.array_equal(again.committed, state.committed)
+    assert np.array_equal(again.issued[:], state.issued[:])
+    assert np.array_equal(again.committed[:], state.committed[:])
 
 
 times = st.integers(0, 1000)
@@ -73,3 +74,49 @@ def test_durability_matches_the_definition(writes, flushes, cut, error) -> None:
         covered = any(fs == 0 and fi >= done and fd < horizon for fi, fd, fs in f)
         assert d.acked[i] == acked
         assert d.durable[i] == (acked and (fua or covered))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 99_999), st.integers(1, 40), st.integers(0, 5)), max_size=30)
+)
+def test_chunked_array_behaves_like_a_dense_one(ops: list[tuple[int, int, int]]) -> None:
+    """Range writes (value 0 included) and reads agree with a dense numpy array."""
+    n = 100_000
+    sparse, dense = ChunkedArray(n), np.zeros(n, dtype=np.uint32)
+    for start, length, value in ops:
+        index = np.arange(start, min(n, start + length))
+        sparse[index] = value
+        dense[index] = value
+    assert np.array_equal(sparse[:], dense)
+    assert np.array_equal(sparse.nonzero(), np.flatnonzero(dense))
+    chunks, rows = sparse.to_arrays()
+    assert np.array_equal(ChunkedArray.from_arrays(n, chunks, rows)[:], dense)
+
+
+def test_chunked_array_allocates_only_touched_chunks() -> None:
+    blocks_4tb = (4 << 40) // 4096
+    array = ChunkedArray(blocks_4tb)
+    assert array.nbytes < 1 << 20  # the directory of a 4 TB drive
+    array[np.array([5, blocks_4tb - 1])] = 3
+    array[np.array([77])] = 0  # zero needs no storage
+    assert array.chunks_allocated == 2
+    assert array[np.array([5, 6, blocks_4tb - 1])].tolist() == [3, 0, 3]
+    with pytest.raises(IndexError):
+        array[np.array([blocks_4tb])]
+    with pytest.raises(TypeError):
+        _ = array != 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 63), max_size=50), st.integers(0, 3))
+def test_batch_reservation_equals_one_write_at_a_time(lbas: list[int], before: int) -> None:
+    one, batch = LbaState(100, 64), LbaState(100, 64)
+    for lba in range(100, 100 + 64, 7):
+        for _ in range(before):
+            one.next_generations(lba, 1)
+            batch.next_generations(lba, 1)
+    expected = [int(one.next_generations(100 + lba, 1)[0]) for lba in lbas]
+    got = batch.reserve(np.array(lbas, dtype=np.int64) + 100)
+    assert got.tolist() == expected
+    assert np.array_equal(one.issued[:], batch.issued[:])
