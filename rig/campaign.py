@@ -1,7 +1,7 @@
 """A campaign: N power-cut cycles per drive, all drives in parallel, everything into the store.
 
 One cycle is a fixed sequence of named phases over a `Cycle` context:
-    arm -> write -> cut -> observe_loss -> restore -> observe_return -> identify -> verify
+    arm -> write -> cut -> observe_loss -> restore -> observe_return -> identify -> health -> verify
 and then `record`, which always runs (a phase that fails ends the cycle as ERROR or DEAD, and the
 cycle is still recorded). Power is put back to its safe state on every exit path.
 """
@@ -13,6 +13,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -21,8 +22,12 @@ import numpy as np
 from rig import verify
 from rig.blockio import BlockTarget
 from rig.bus.base import DriveNode, Presence, PresenceWatch
+from rig.bus.ready import NotReady
 from rig.config import Campaign, DriveSpec
 from rig.errors import RigError, UserError
+from rig.health.errors import HealthToolError
+from rig.health.snapshot import HealthSnapshot
+from rig.health.tracker import HealthReader, HealthTracker, anomaly_details, snapshot_fields
 from rig.ledger import CycleLog, Durability, LbaState
 from rig.power.base import Edge, PendingCut, PowerSwitch
 from rig.store import CycleRow, Store
@@ -30,6 +35,9 @@ from rig.workload import Writer, WriterContext
 
 MAX_CONSECUTIVE_ERRORS = 5  # a channel whose rig keeps failing stops; the others go on
 TargetOpener = Callable[[DriveNode, DriveSpec], BlockTarget]
+ReadyProbe = Callable[[DriveNode, float], int]  # (node, timeout) -> host ns ready; NotReady
+WriteCacheControl = Callable[[DriveNode, bool | None], bool | None]  # set (unless None), read
+DriveClaim = Callable[[DriveNode, str], AbstractContextManager[object]]  # (node, campaign)
 
 
 @dataclass
@@ -40,6 +48,11 @@ class Station:
     power: PowerSwitch
     presence: Presence
     open_target: TargetOpener  # runs the safety interlocks, then opens the drive for I/O
+    # Capabilities a station's drives may lack (None: not available, e.g. in-process drives).
+    health: HealthReader | None = None  # a HealthSnapshot; raises HealthToolError
+    ready: ReadyProbe | None = None  # after a return: waits until the drive answers I/O
+    write_cache: WriteCacheControl | None = None
+    claim: DriveClaim | None = None  # holds the drive against other campaigns
 
 
 class DeadDevice(Exception):
@@ -64,6 +77,7 @@ class Cycle:
     gone_ns: int | None = None
     back_ns: int | None = None
     node: DriveNode | None = None
+    ready_ns: int | None = None
     durability: Durability | None = None
     result: verify.CheckResult | None = None
     findings: list[verify.Finding] = field(default_factory=list)
@@ -111,7 +125,14 @@ class DriveRun:
         if node is None:
             raise UserError(f"drive {spec.identity.label()} not found on the bus")
         self.node = node
-        self.target = station.open_target(node, spec)
+        self.claims = ExitStack()  # released by close()
+        if station.claim is not None:
+            self.claims.enter_context(station.claim(node, campaign.name))
+        try:
+            self.target = station.open_target(node, spec)
+        except BaseException:
+            self.claims.close()
+            raise
         block = self.target.block_size
         first = campaign.region_offset_mib * (1 << 20) // block
         count = min(campaign.region_mib * (1 << 20) // block, self.target.nblocks - first)
@@ -122,6 +143,54 @@ class DriveRun:
         self.drive_id = store.add_drive(
             campaign_id, spec.channel, ident, node.size_bytes, block, (first, count), spec.profile
         )
+        self.tracker = self._start_health(node)
+
+    def _start_health(self, node: DriveNode) -> HealthTracker | None:
+        """Write-cache setting and the baseline snapshot, before the first cut."""
+        options, station = self.campaign.health, self.station
+        wanted = {"keep": None, "on": True, "off": False}[options.write_cache]
+        if wanted is not None and station.write_cache is None:
+            raise UserError(f"station '{station.name}' cannot set a drive's write cache")
+        if options.required and station.health is None:
+            raise UserError(f"station '{station.name}' cannot read drive health ([health])")
+        if station.write_cache is not None:
+            try:
+                detail = self._write_cache(node)
+            except RigError as error:
+                raise UserError(f"drive {self.spec.identity.label()}: {error}") from error
+            self.store.add_event(self.drive_id, time.monotonic_ns(), "write_cache", detail)
+        if station.health is None or options.every == 0:
+            return None
+        tracker = HealthTracker(station.health, options.every)
+        try:
+            snapshot = tracker.baseline(node)
+        except HealthToolError as error:
+            if options.required:
+                raise UserError(f"drive {self.spec.identity.label()}: health: {error}") from error
+            detail = {"error": str(error)}
+            self.store.add_event(self.drive_id, time.monotonic_ns(), "health_unavailable", detail)
+            return None
+        self._store_snapshot(0, snapshot)
+        return tracker
+
+    def _store_snapshot(self, after_seq: int, snapshot: HealthSnapshot) -> None:
+        fields = snapshot_fields(snapshot)
+        self.store.add_health(
+            self.drive_id, after_seq, time.monotonic_ns(), snapshot.source, fields, snapshot.raw
+        )
+
+    def _write_cache(self, node: DriveNode) -> dict[str, Any]:
+        """Apply the campaign's write-cache setting (a power cycle may reset it); the state the
+        drive reports afterwards, for the record."""
+        assert self.station.write_cache is not None
+        wanted = {"keep": None, "on": True, "off": False}[self.campaign.health.write_cache]
+        try:
+            state = self.station.write_cache(node, wanted)
+        except HealthToolError as error:
+            if wanted is not None:
+                raise RigError(f"write cache: {error}") from error
+            return {"enabled": None, "wanted": None, "error": str(error)}
+        return {"enabled": state, "wanted": wanted}
 
     # phases ------------------------------------------------------------------------------------
     def arm(self, c: Cycle) -> None:
@@ -171,6 +240,14 @@ class DriveRun:
         c.node = node
         c.back_ns = time.monotonic_ns()
         c.events.append((c.back_ns, "bus_back", {"devnode": node.devnode}))
+        c.events.extend(c.watch.bus_events())
+        if self.station.ready is not None:
+            timeout = self.campaign.cut.return_timeout_s
+            try:
+                c.ready_ns = self.station.ready(node, timeout)
+            except NotReady as error:
+                raise DeadDevice(f"back on the bus but not ready: {error}") from error
+            c.events.append((c.ready_ns, "ready", {"devnode": node.devnode}))
 
     def identify(self, c: Cycle) -> None:
         assert c.node is not None
@@ -182,6 +259,23 @@ class DriveRun:
         except OSError as error:
             raise DeadDevice(f"came back but cannot be opened: {error}") from error
         c.target = self.target
+
+    def health(self, c: Cycle) -> None:
+        """Write-cache setting re-applied, then a health snapshot when one is due (tracker)."""
+        assert c.node is not None
+        if self.station.write_cache is not None:
+            c.events.append((time.monotonic_ns(), "write_cache", self._write_cache(c.node)))
+        if self.tracker is None:
+            return
+        snapshot, delta, events = self.tracker.after_cut(c.node)
+        c.events.extend((ns or time.monotonic_ns(), kind, d) for ns, kind, d in events)
+        if snapshot is not None:
+            self._store_snapshot(c.seq, snapshot)
+        if delta is not None:
+            c.findings.extend(
+                verify.Finding(verify.COUNTER_ANOMALY, 0, 0, -1, -1, detail=detail)
+                for detail in anomaly_details(delta)
+            )
 
     def verify(self, c: Cycle) -> None:
         assert c.edge is not None and c.target is not None
@@ -220,6 +314,7 @@ class DriveRun:
         "restore",
         "observe_return",
         "identify",
+        "health",
         "verify",
     )
 
@@ -244,7 +339,13 @@ class DriveRun:
             if c.writer is not None:
                 c.writer.join(5.0)
             if c.watch is not None:
+                c.events.extend(c.watch.bus_events())
                 c.watch.close()
+        if c.status == "error" and c.edge is not None:
+            # maybe a cut, maybe not (power that did not go off): no counter judged across it
+            c.findings = [f for f in c.findings if f.cls != verify.COUNTER_ANOMALY]
+            if self.tracker is not None:
+                self.tracker.cycle_failed_after_cut()
         self.record(c)
         return c
 
@@ -305,7 +406,11 @@ class DriveRun:
                     self.store.set_drive_status(self.drive_id, "stopped")
                     break
         finally:
-            self.target.close()
+            self.close()
+
+    def close(self) -> None:
+        self.target.close()
+        self.claims.close()
 
     def _progress_line(self, c: Cycle) -> str:
         found = sum(1 for f in c.findings if f.failure)
@@ -343,10 +448,14 @@ def run_campaign(
         for spec in campaign.drives:
             if not station.power.state(spec.channel):
                 station.power.on(spec.channel)
-        runs = [
-            DriveRun(campaign, campaign_id, spec, station, store, progress)
-            for spec in campaign.drives
-        ]
+        runs: list[DriveRun] = []
+        try:
+            for spec in campaign.drives:
+                runs.append(DriveRun(campaign, campaign_id, spec, station, store, progress))
+        except BaseException:
+            for run in runs:
+                run.close()
+            raise
         threads = [
             threading.Thread(target=r.run, args=(stop,), name=f"drive-ch{r.spec.channel}")
             for r in runs

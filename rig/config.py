@@ -35,6 +35,13 @@ class CutSpec:
 
 
 @dataclass(frozen=True)
+class HealthSpec:
+    every: int = 1  # a health snapshot after every Nth cut (and one before the first); 0 = none
+    required: bool = False  # set by a [health] table: a station that cannot read health refuses
+    write_cache: str = "keep"  # keep (read and record only) | on | off (set after every return)
+
+
+@dataclass(frozen=True)
 class StationSpec:
     kind: str
     port: str = ""  # relay board by path
@@ -53,6 +60,7 @@ class Campaign:
     region_mib: int
     region_offset_mib: int
     source: str  # the file's text, kept in the store
+    health: HealthSpec = HealthSpec()
 
 
 class _Table:
@@ -148,6 +156,8 @@ def parse(text: str, where: str = "campaign") -> Campaign:
     )
     cut_t.done()
 
+    health = _health(root.get("health", dict, {}), "health" in root.data)
+
     drive_list = root.get("drive", list)
     drives = tuple(_drive(i, entry, kind) for i, entry in enumerate(drive_list))
     if not drives:
@@ -157,8 +167,28 @@ def parse(text: str, where: str = "campaign") -> Campaign:
         raise UserError("campaign: two drives on the same channel")
     root.done()
     return Campaign(
-        name, cycles, seed, station, workload, cut, drives, region_mib, region_offset_mib, text
+        name,
+        cycles,
+        seed,
+        station,
+        workload,
+        cut,
+        drives,
+        region_mib,
+        region_offset_mib,
+        text,
+        health,
     )
+
+
+def _health(data: Any, given: bool) -> HealthSpec:
+    table = _Table("[health]", data)
+    every = int(table.number("every", 1, 0, 1_000_000))
+    write_cache = table.get("write_cache", str, "keep")
+    if write_cache not in ("keep", "on", "off"):
+        raise UserError("campaign: [health].write_cache must be keep, on or off")
+    table.done()
+    return HealthSpec(every, given and every > 0, write_cache)
 
 
 def _drive(index: int, entry: Any, station_kind: str) -> DriveSpec:

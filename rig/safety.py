@@ -2,7 +2,8 @@
 
 Each check returns reasons as short phrases; `check` turns the first into one clear error line.
 Signatures and partitions may be overridden by a campaign that names this exact identity with
-`allow_wipe = true`; a mounted device, holders, swap or the running system never.
+`allow_wipe = true`; a mounted device, holders, swap or the running system never. "The running
+system" is every disk under /, /boot, /usr, /var and swap, followed down through dm/md slaves.
 """
 
 from __future__ import annotations
@@ -78,6 +79,54 @@ def swap_users(name: str) -> list[str]:
     return [line.split()[0] for line in lines if _sys_name(line.split()[0]) in wanted]
 
 
+SYSTEM_PATHS = ("/", "/boot", "/boot/efi", "/usr", "/var")
+
+
+def _whole_disks(sys_dir: str, seen: set[str]) -> set[str]:
+    """The whole disks under a block device: itself (or its parent, for a partition) and,
+    through dm/md `slaves`, every disk it is built on."""
+    real = os.path.realpath(sys_dir)
+    if real in seen:
+        return set()
+    seen.add(real)
+    if os.path.exists(os.path.join(real, "partition")):
+        real = os.path.dirname(real)
+    disks = {os.path.basename(real)}
+    try:
+        slaves = os.listdir(os.path.join(real, "slaves"))
+    except OSError:
+        slaves = []
+    for slave in slaves:
+        disks |= _whole_disks(os.path.join(real, "slaves", slave), seen)
+    return disks
+
+
+def system_disks(paths: tuple[str, ...] = SYSTEM_PATHS) -> dict[str, str]:
+    """Whole disks that the running system lives on (root, boot, /usr, /var, swap), each with
+    the first path it backs. Paths on no block device (tmpfs, overlay) back nothing."""
+    found: dict[str, str] = {}
+    for path in paths:
+        try:
+            number = os.stat(path).st_dev
+        except OSError:
+            continue
+        sys_dir = f"/sys/dev/block/{os.major(number)}:{os.minor(number)}"
+        if os.path.exists(sys_dir):
+            for disk in _whole_disks(sys_dir, set()):
+                found.setdefault(disk, path)
+    try:
+        with open("/proc/swaps") as handle:
+            swaps = [line.split()[0] for line in handle.read().splitlines()[1:] if line.strip()]
+    except OSError:
+        swaps = []
+    for swap in swaps:
+        name = _sys_name(swap)
+        if os.path.exists(f"/sys/class/block/{name}"):
+            for disk in _whole_disks(f"/sys/class/block/{name}", set()):
+                found.setdefault(disk, f"swap {swap}")
+    return found
+
+
 def signatures(devnode: str) -> list[str]:
     """Filesystem, RAID, LVM and partition-table signatures found by blkid's low-level probe."""
     try:
@@ -101,7 +150,11 @@ def signatures(devnode: str) -> list[str]:
 
 def refusal_reasons(devnode: str, allow_wipe: bool = False) -> list[str]:
     name = _sys_name(devnode)
-    reasons = [f"mounted at {point}" for point in mount_points(name)]
+    reasons = []
+    backs = system_disks().get(name)
+    if backs:
+        reasons.append(f"backs the running system ({backs})")
+    reasons += [f"mounted at {point}" for point in mount_points(name)]
     reasons += [f"in use as swap ({user})" for user in swap_users(name)]
     reasons += [f"held by {holder}" for holder in holders(name)]
     if not allow_wipe:

@@ -2,26 +2,122 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
-from rig import safety
+from rig import locks, safety
 from rig.blockio import BlockTarget, DirectTarget
 from rig.bus.base import DriveNode
+from rig.bus.ready import wait_ready
 from rig.bus.udev import UdevPresence
 from rig.campaign import Station
 from rig.config import Campaign, DriveSpec
-from rig.errors import UserError
+from rig.errors import UnsafeDeviceError, UserError
+from rig.health import crosscheck
+from rig.health.errors import HealthToolError, ToolFailed
+from rig.health.nvme import nvme_snapshot
+from rig.health.snapshot import HealthSnapshot
+from rig.health.tools import Runner, ToolRunner, smartctl_snapshot
+from rig.health.wcache import CacheTool, read_write_cache, set_write_cache
+from rig.identity import DriveIdentity
 from rig.power.base import Edge, PowerSwitch
 from rig.power.manual import ManualSwitch
 from rig.power.serial_board import RelayBoard
 
 
-def open_checked(node: DriveNode, spec: DriveSpec) -> BlockTarget:
-    """Interlocks first, then O_DIRECT (and O_EXCL) on the node found by identity."""
-    if not spec.identity.matches(node.identity):
-        raise UserError(f"{node.devnode} is not {spec.identity.label()}")
-    safety.check(node.devnode, spec.identity.label(), spec.allow_wipe)
-    return DirectTarget(node.devnode, node.logical_block)
+class ToolDrives:
+    """What a real station does with a drive beyond block I/O, through the real tools.
+
+    Every method takes the node found by identity (never a /dev name from the user) and runs
+    the tools with `runner` (the real ToolRunner; tests give it fake tools on PATH).
+    """
+
+    def __init__(self, runner: Runner | None = None, lock_dir: str = locks.LOCK_DIR) -> None:
+        self.runner: Runner = runner or ToolRunner()
+        self.lock_dir = lock_dir
+
+    def open_target(self, node: DriveNode, spec: DriveSpec) -> BlockTarget:
+        """Identity (udev, then the drive's own answer), interlocks, then O_DIRECT + O_EXCL."""
+        if not spec.identity.matches(node.identity):
+            raise UnsafeDeviceError(
+                f"refusing {node.devnode}: it is {node.identity.label()}, and the campaign"
+                f" names {spec.identity.label()}"
+            )
+        try:
+            answers = crosscheck.drive_answers(node.devnode, self.runner)
+        except crosscheck.IdentityUnavailable as error:
+            raise UnsafeDeviceError(
+                f"refusing {node.devnode} ({spec.identity.label()}): it does not answer"
+                f" identify: {error}"
+            ) from error
+        for tool, answer in answers:
+            differs = crosscheck.mismatch(node.identity, answer)
+            if differs:
+                raise UnsafeDeviceError(
+                    f"refusing {node.devnode}: udev and {tool} disagree on its identity ({differs})"
+                )
+            if not spec.identity.matches(_merged(node.identity, answer)):
+                raise UnsafeDeviceError(
+                    f"refusing {node.devnode}: {tool} says it is {answer.label()}, and the"
+                    f" campaign names {spec.identity.label()}"
+                )
+        safety.check(node.devnode, spec.identity.label(), spec.allow_wipe)
+        return DirectTarget(node.devnode, node.logical_block)
+
+    def health(self, node: DriveNode) -> HealthSnapshot:
+        """smartctl -x (ATA, SCSI, NVMe); for NVMe, nvme-cli when smartctl cannot answer."""
+        try:
+            return smartctl_snapshot(node.devnode, self.runner).snapshot
+        except HealthToolError:
+            if not _kind(node).startswith("nvme"):
+                raise
+        return nvme_snapshot(node.devnode, self.runner)
+
+    def ready(self, node: DriveNode, timeout_s: float) -> int:
+        return wait_ready(node, self.runner, timeout_s)
+
+    def write_cache(self, node: DriveNode, wanted: bool | None) -> bool | None:
+        """Set the volatile write cache (unless `wanted` is None), then read what the drive says.
+
+        None: this kind of device has no write-cache control (loop, simulated)."""
+        tool = _cache_tool(node)
+        if tool is None:
+            if wanted is not None:
+                raise ToolFailed(
+                    f"{node.devnode}: no write-cache control for this device", (), 1, ""
+                )
+            return None
+        if wanted is None:
+            return read_write_cache(tool, node.devnode, self.runner).enabled
+        return set_write_cache(tool, node.devnode, wanted, self.runner).enabled
+
+    def claim(self, node: DriveNode, campaign: str) -> AbstractContextManager[object]:
+        return locks.claim(node.identity, campaign, self.lock_dir)
+
+
+def _kind(node: DriveNode) -> str:
+    return os.path.basename(os.path.realpath(node.devnode))
+
+
+def _cache_tool(node: DriveNode) -> CacheTool | None:
+    name = _kind(node)
+    if name.startswith("nvme"):
+        return "nvme"
+    if name.startswith("sd"):
+        # libata disks take ATA SET FEATURES (hdparm); SAS takes the caching mode page (sdparm)
+        return "hdparm" if os.path.exists(f"/sys/class/block/{name}/device/vpd_pg89") else "sdparm"
+    return None
+
+
+def _merged(udev: DriveIdentity, tool: DriveIdentity) -> DriveIdentity:
+    """The drive as both sources describe it (the tool fills what udev lacks)."""
+    return DriveIdentity(
+        udev.model or tool.model,
+        udev.serial or tool.serial,
+        udev.wwn or tool.wwn,
+        udev.firmware or tool.firmware,
+    )
 
 
 def _power(campaign: Campaign, on_edge: Callable[[Edge], None] | None) -> PowerSwitch:
@@ -47,4 +143,14 @@ def build(campaign: Campaign, on_edge: Callable[[Edge], None] | None = None) -> 
     name = campaign.station.kind
     if campaign.station.kind == "relay-board":
         name = f"relay-board {campaign.station.usb_serial or campaign.station.port}"
-    return Station(name, _power(campaign, on_edge), UdevPresence(), open_checked)
+    drives = ToolDrives()
+    return Station(
+        name,
+        _power(campaign, on_edge),
+        UdevPresence(),
+        drives.open_target,
+        health=drives.health,
+        ready=drives.ready,
+        write_cache=drives.write_cache,
+        claim=drives.claim,
+    )

@@ -12,6 +12,7 @@ import os
 import sqlite3
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -102,6 +103,19 @@ MIGRATIONS: tuple[str, ...] = (
         drive_id INTEGER PRIMARY KEY REFERENCES drive(id),
         after_cycle INTEGER NOT NULL,    -- seq of the last cycle folded in
         state BLOB NOT NULL              -- numpy .npz of committed/issued generations
+    );
+    """,
+    # v2: health snapshots (smartctl / nvme-cli), read before the first cut and after cuts
+    """
+    CREATE TABLE health (
+        id INTEGER PRIMARY KEY,
+        drive_id INTEGER NOT NULL REFERENCES drive(id),
+        after_seq INTEGER NOT NULL,      -- cycle seq it was read after; 0 = before the first cut
+        host_ns INTEGER NOT NULL,
+        source TEXT NOT NULL,            -- smartctl | nvme-cli | ...
+        fields TEXT NOT NULL,            -- JSON: the typed HealthSnapshot fields (docs/health.md)
+        raw BLOB NOT NULL,               -- zlib-compressed original tool output (JSON text)
+        UNIQUE (drive_id, after_seq)
     );
     """,
 )
@@ -310,6 +324,34 @@ class Store:
                 "INSERT INTO event (drive_id, host_ns, kind, detail) VALUES (?,?,?,?)",
                 (drive_id, host_ns, kind, json.dumps(detail, sort_keys=True)),
             )
+
+    def add_health(
+        self,
+        drive_id: int,
+        after_seq: int,
+        host_ns: int,
+        source: str,
+        fields: dict[str, Any],
+        raw: str,
+    ) -> None:
+        """One health snapshot; `raw` is kept compressed (read it with `health_raw`)."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO health (drive_id, after_seq, host_ns, source, fields, raw)"
+                " VALUES (?,?,?,?,?,?)",
+                (
+                    drive_id,
+                    after_seq,
+                    host_ns,
+                    source,
+                    json.dumps(fields, sort_keys=True),
+                    zlib.compress(raw.encode(), 6),
+                ),
+            )
+
+    def health_raw(self, health_id: int) -> str:
+        row = self.query("SELECT raw FROM health WHERE id = ?", (health_id,))
+        return zlib.decompress(row[0]["raw"]).decode() if row else ""
 
     def close(self) -> None:
         with self.transaction():

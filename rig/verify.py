@@ -28,6 +28,7 @@ FLYING = "flying_write"
 COLLATERAL = "collateral_damage"
 READ_ERROR = "read_error"
 DEAD = "dead_device"
+COUNTER_ANOMALY = "counter_anomaly"  # from the health phase (rig/health/tracker.py)
 ALLOWED_LOSS = "allowed_loss"  # a non-durable write lost whole per unit: allowed, reported
 FAILURE_CLASSES = (
     LOST_DURABLE,
@@ -38,6 +39,7 @@ FAILURE_CLASSES = (
     COLLATERAL,
     READ_ERROR,
     DEAD,
+    COUNTER_ANOMALY,
 )
 
 NO_OP = -1

@@ -7,7 +7,7 @@ host monotonic nanoseconds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from rig.identity import DriveIdentity
 
@@ -30,6 +30,10 @@ class PresenceWatch(Protocol):
 
     def wait_back(self, timeout_s: float) -> DriveNode | None:
         """The drive once it is back (matched by identity), or None on timeout."""
+        ...
+
+    def bus_events(self) -> list[tuple[int, str, dict[str, Any]]]:
+        """(host ns, kind, detail) of every bus event about this drive since the last call."""
         ...
 
     def close(self) -> None: ...

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import select
 import time
+from typing import Any
 
 import pyudev
 
@@ -82,6 +83,7 @@ class UdevWatch:
         self._monitor.filter_by("block")
         self._monitor.start()
         self._devnode = present.devnode if present else ""
+        self._events_seen: list[tuple[int, str, dict[str, Any]]] = []
 
     def _events(self, timeout_s: float) -> pyudev.Device | None:
         deadline = time.monotonic() + timeout_s
@@ -90,8 +92,31 @@ class UdevWatch:
             if ready:
                 device = self._monitor.poll(timeout=0)
                 if device is not None:
+                    self._note(device)
                     return device
         return None
+
+    def _note(self, device: pyudev.Device) -> None:
+        """Keep every event about this drive or its last node (another drive appearing there is
+        worth a line in the store); other devices' events are not this drive's business."""
+        if device.device_type != "disk":
+            return
+        at_old_node = bool(self._devnode) and device.device_node == self._devnode
+        if device.action == "remove":  # a removed device's attributes are gone: judge by node
+            ours = at_old_node
+        else:
+            ours = self._identity.matches(identity_of(device))
+        if not ours and not at_old_node:
+            return
+        detail: dict[str, Any] = {"action": device.action, "devnode": device.device_node or ""}
+        if not ours:
+            detail["other_drive"] = identity_of(device).label()
+        self._events_seen.append((time.monotonic_ns(), "udev", detail))
+
+    def bus_events(self) -> list[tuple[int, str, dict[str, Any]]]:
+        """The events seen since the watch was armed (and since the last call)."""
+        events, self._events_seen = self._events_seen, []
+        return events
 
     def wait_gone(self, timeout_s: float) -> int | None:
         deadline = time.monotonic() + timeout_s

@@ -1,0 +1,104 @@
+"""Health across a campaign for one drive: snapshots at a cadence, per-cut deltas, anomalies.
+
+The campaign's `health` phase calls `after_cut` once per cycle that cut power; every `every`-th
+cut a snapshot is read, compared with the previous one over the cuts in between, and every
+counter anomaly becomes a finding of class `counter_anomaly`. The snapshot after cut N is also
+the "before" of cut N+1 (nothing but writes happens in between), so one reading per cut gives
+before and after of every cut. A cycle that ended in a rig error after power was switched may
+or may not have been a real cut for the drive: the next snapshot starts a new baseline instead
+of being judged over an unknown number of cuts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from rig.bus.base import DriveNode
+from rig.health.delta import HealthDelta, diff_snapshots
+from rig.health.errors import HealthToolError
+from rig.health.snapshot import HealthSnapshot
+
+HealthReader = Callable[[DriveNode], HealthSnapshot]
+Event = tuple[int, str, dict[str, Any]]
+
+# Fields of a snapshot kept as typed columns of the store's JSON (raw text kept beside them).
+SNAPSHOT_FIELDS = tuple(
+    name for name in HealthSnapshot.__dataclass_fields__ if name not in ("identity", "raw")
+)
+
+
+def snapshot_fields(snapshot: HealthSnapshot) -> dict[str, Any]:
+    fields = {name: getattr(snapshot, name) for name in SNAPSHOT_FIELDS}
+    if fields["smartctl_exit"] is not None:
+        fields["smartctl_exit"] = int(fields["smartctl_exit"])
+    fields["identity"] = asdict(snapshot.identity)
+    return fields
+
+
+def anomaly_details(delta: HealthDelta) -> list[dict[str, Any]]:
+    """One finding detail per anomaly (the store's finding.detail)."""
+    return [
+        {
+            "field": a.field,
+            "before": a.before,
+            "after": a.after,
+            "expected": a.expected,
+            "reason": a.reason,
+            "cuts": delta.cuts,
+        }
+        for a in delta.anomalies
+    ]
+
+
+class HealthTracker:
+    """Owns the last snapshot of one drive and the count of cuts since."""
+
+    def __init__(self, read: HealthReader, every: int) -> None:
+        if every < 1:
+            raise ValueError("every must be >= 1")
+        self.read = read
+        self.every = every
+        self.last: HealthSnapshot | None = None
+        self.cuts_since = 0
+        self.uncertain = False  # a cycle since the last snapshot may or may not have cut power
+
+    def baseline(self, node: DriveNode) -> HealthSnapshot:
+        """The first snapshot, before any cut. Raises HealthToolError if the drive cannot answer."""
+        self.last = self.read(node)
+        self.cuts_since = 0
+        self.uncertain = False
+        return self.last
+
+    def due(self) -> bool:
+        return self.cuts_since + 1 >= self.every
+
+    def after_cut(
+        self, node: DriveNode
+    ) -> tuple[HealthSnapshot | None, HealthDelta | None, list[Event]]:
+        """Count one cut; when a snapshot is due, read it and compare.
+
+        Returns (snapshot or None, delta or None, events). A tool failure is an event, never a
+        drive failure: the next snapshot is then compared over all the cuts since the last good
+        one.
+        """
+        self.cuts_since += 1
+        if self.cuts_since < self.every:
+            return None, None, []
+        try:
+            snapshot = self.read(node)
+        except HealthToolError as error:
+            return None, None, [(0, "health_error", {"error": str(error)})]
+        events: list[Event] = []
+        delta = None
+        if self.last is None or self.uncertain:
+            events.append((0, "health_rebaseline", {"cuts_since": self.cuts_since}))
+        else:
+            delta = diff_snapshots(self.last, snapshot, self.cuts_since)
+        self.last, self.cuts_since, self.uncertain = snapshot, 0, False
+        return snapshot, delta, events
+
+    def cycle_failed_after_cut(self) -> None:
+        """The cycle ended in a rig error after power was switched: compare no further across it."""
+        self.uncertain = True
