@@ -296,7 +296,7 @@ class DriveRun:
             c.target.read,
             c.target.block_size,
         )
-        c.findings = c.result.findings
+        c.findings.extend(c.result.findings)  # after the health phase's findings
 
     def _sample_older_blocks(self) -> np.ndarray:
         written = self.state.committed.nonzero()

@@ -37,7 +37,7 @@ class CutSpec:
 @dataclass(frozen=True)
 class HealthSpec:
     every: int = 1  # a health snapshot after every Nth cut (and one before the first); 0 = none
-    required: bool = False  # set by a [health] table: a station that cannot read health refuses
+    required: bool = False  # [health].every given: a station that cannot read health refuses
     write_cache: str = "keep"  # keep (read and record only) | on | off (set after every return)
 
 
@@ -156,7 +156,7 @@ def parse(text: str, where: str = "campaign") -> Campaign:
     )
     cut_t.done()
 
-    health = _health(root.get("health", dict, {}), "health" in root.data)
+    health = _health(root.get("health", dict, {}))
 
     drive_list = root.get("drive", list)
     drives = tuple(_drive(i, entry, kind) for i, entry in enumerate(drive_list))
@@ -181,8 +181,9 @@ def parse(text: str, where: str = "campaign") -> Campaign:
     )
 
 
-def _health(data: Any, given: bool) -> HealthSpec:
+def _health(data: Any) -> HealthSpec:
     table = _Table("[health]", data)
+    given = "every" in table.data
     every = int(table.number("every", 1, 0, 1_000_000))
     write_cache = table.get("write_cache", str, "keep")
     if write_cache not in ("keep", "on", "off"):
