@@ -13,16 +13,18 @@ import subprocess
 
 from rig.errors import UnsafeDeviceError
 
+SYS_BLOCK = "/sys/class/block"  # a parameter below so tests can show a holder this kernel lacks
+
 
 def _sys_name(devnode: str) -> str:
     return os.path.basename(os.path.realpath(devnode))
 
 
-def _dev_numbers(name: str) -> set[str]:
+def _dev_numbers(name: str, sys_block: str = SYS_BLOCK) -> set[str]:
     """major:minor of the device and of each of its partitions."""
     numbers = set()
-    base = f"/sys/class/block/{name}"
-    for entry in [base, *(os.path.join(base, p) for p in partitions(name))]:
+    base = f"{sys_block}/{name}"
+    for entry in [base, *(os.path.join(base, p) for p in partitions(name, sys_block))]:
         try:
             with open(os.path.join(entry, "dev")) as handle:
                 numbers.add(handle.read().strip())
@@ -31,8 +33,8 @@ def _dev_numbers(name: str) -> set[str]:
     return numbers
 
 
-def partitions(name: str) -> list[str]:
-    base = f"/sys/class/block/{name}"
+def partitions(name: str, sys_block: str = SYS_BLOCK) -> list[str]:
+    base = f"{sys_block}/{name}"
     try:
         entries = os.listdir(base)
     except OSError:
@@ -40,13 +42,12 @@ def partitions(name: str) -> list[str]:
     return sorted(e for e in entries if os.path.exists(os.path.join(base, e, "partition")))
 
 
-def holders(name: str) -> list[str]:
+def holders(name: str, sys_block: str = SYS_BLOCK) -> list[str]:
+    """Devices stacked on the disk or its partitions (dm, md, bcache: LVM, RAID, crypt)."""
     found = []
-    for part in [name, *partitions(name)]:
+    for part in [name, *partitions(name, sys_block)]:
         path = (
-            f"/sys/class/block/{name}/holders"
-            if part == name
-            else (f"/sys/class/block/{name}/{part}/holders")
+            f"{sys_block}/{name}/holders" if part == name else f"{sys_block}/{name}/{part}/holders"
         )
         try:
             found.extend(os.listdir(path))
@@ -55,8 +56,8 @@ def holders(name: str) -> list[str]:
     return sorted(found)
 
 
-def mount_points(name: str) -> list[str]:
-    numbers = _dev_numbers(name)
+def mount_points(name: str, sys_block: str = SYS_BLOCK) -> list[str]:
+    numbers = _dev_numbers(name, sys_block)
     points = []
     try:
         with open("/proc/self/mountinfo") as handle:
@@ -69,8 +70,8 @@ def mount_points(name: str) -> list[str]:
     return points
 
 
-def swap_users(name: str) -> list[str]:
-    wanted = {name, *partitions(name)}
+def swap_users(name: str, sys_block: str = SYS_BLOCK) -> list[str]:
+    wanted = {name, *partitions(name, sys_block)}
     try:
         with open("/proc/swaps") as handle:
             lines = handle.read().splitlines()[1:]
@@ -148,25 +149,27 @@ def signatures(devnode: str) -> list[str]:
     return kinds or ["an unrecognised signature"]
 
 
-def refusal_reasons(devnode: str, allow_wipe: bool = False) -> list[str]:
+def refusal_reasons(
+    devnode: str, allow_wipe: bool = False, sys_block: str = SYS_BLOCK
+) -> list[str]:
     name = _sys_name(devnode)
     reasons = []
     backs = system_disks().get(name)
     if backs:
         reasons.append(f"backs the running system ({backs})")
-    reasons += [f"mounted at {point}" for point in mount_points(name)]
-    reasons += [f"in use as swap ({user})" for user in swap_users(name)]
-    reasons += [f"held by {holder}" for holder in holders(name)]
+    reasons += [f"mounted at {point}" for point in mount_points(name, sys_block)]
+    reasons += [f"in use as swap ({user})" for user in swap_users(name, sys_block)]
+    reasons += [f"held by {holder}" for holder in holders(name, sys_block)]
     if not allow_wipe:
-        parts = partitions(name)
+        parts = partitions(name, sys_block)
         if parts:
             reasons.append(f"has partitions ({', '.join(parts)})")
         reasons += [f"holds a {kind} signature" for kind in signatures(devnode)]
     return reasons
 
 
-def check(devnode: str, label: str, allow_wipe: bool = False) -> None:
-    reasons = refusal_reasons(devnode, allow_wipe)
+def check(devnode: str, label: str, allow_wipe: bool = False, sys_block: str = SYS_BLOCK) -> None:
+    reasons = refusal_reasons(devnode, allow_wipe, sys_block)
     if reasons:
         more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
         raise UnsafeDeviceError(f"refusing {devnode} ({label}): {reasons[0]}{more}")

@@ -102,15 +102,14 @@ class UdevWatch:
         if device.device_type != "disk":
             return
         at_old_node = bool(self._devnode) and device.device_node == self._devnode
-        if device.action == "remove":  # a removed device's attributes are gone: judge by node
-            ours = at_old_node
-        else:
-            ours = self._identity.matches(identity_of(device))
+        present = None if device.action == "remove" else node_of(device)
+        # removed, or without media: only its node can say whose it was
+        ours = at_old_node if present is None else self._identity.matches(present.identity)
         if not ours and not at_old_node:
             return
         detail: dict[str, Any] = {"action": device.action, "devnode": device.device_node or ""}
-        if not ours:
-            detail["other_drive"] = identity_of(device).label()
+        if not ours and present is not None:
+            detail["other_drive"] = present.identity.label()
         self._events_seen.append((time.monotonic_ns(), "udev", detail))
 
     def bus_events(self) -> list[tuple[int, str, dict[str, Any]]]:

@@ -1,0 +1,211 @@
+"""Whole campaigns through the production code on real loop devices and real udev events: the
+drive is found again by identity under another node, a different drive at the old node is never
+written, and every bus event, return and ready time lands in the store.
+
+Power here is a loop device detached on the cut and attached again on power-on. A loop device
+that is still open keeps taking writes after `losetup -d` (the kernel detaches it on last close),
+where a drive without power fails them: `PoweredTarget` fails I/O while the power is off, as the
+drive would; everything else (udev, O_DIRECT, interlocks, identity, readiness) is the real thing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from fixtures import loopctl
+from fixtures.fake_power import FakePowerSwitch
+from rig import config
+from rig.blockio import BlockTarget
+from rig.bus.base import DriveNode
+from rig.bus.udev import UdevPresence
+from rig.campaign import Station, run_campaign
+from rig.config import DriveSpec
+from rig.station import ToolDrives
+from rig.store import Store
+from tests.loopdev import loop_available
+
+pytestmark = pytest.mark.skipif(bool(loop_available()), reason=loop_available() or "ok")
+LOOP = "Linux loop device"
+
+
+class LoopPower:
+    """The power input of one loop 'drive': off detaches it, on attaches an image again."""
+
+    def __init__(self, image: str, indices: list[int], comes_back_as: str) -> None:
+        self.powered = threading.Event()
+        self.powered.set()
+        self.image, self.comes_back_as = image, comes_back_as
+        self.indices = indices  # every index used, for clean-up
+        self.index = loopctl.free_index()
+        indices.append(self.index)
+        loopctl.attach(self.index, image)
+        self.old = -1
+
+    def set_power(self, on: bool) -> None:
+        if not on:
+            self.powered.clear()
+            loopctl.detach_and_remove(self.index)  # the remove follows the rig's last close
+            self.old = self.index
+            return
+        loopctl.detach_and_remove(self.old)  # closed by now: really removed
+        if self.comes_back_as == self.image:
+            self.index = self.old + 1 if self.old + 1 not in self.indices else self.old + 7
+            while os.path.exists(f"/sys/block/loop{self.index}"):
+                self.index += 1
+        else:
+            self.index = self.old  # another drive at the old node
+        self.indices.append(self.index)
+        loopctl.attach(self.index, self.comes_back_as)
+        self.powered.set()
+
+
+class PoweredTarget:
+    """A block target whose I/O fails while its drive has no power (see the module doc)."""
+
+    def __init__(self, inner: BlockTarget, power: LoopPower) -> None:
+        self.inner, self.power = inner, power
+
+    def _check(self) -> None:
+        if not self.power.powered.is_set():
+            raise OSError(5, "Input/output error (no power)")
+
+    @property
+    def block_size(self) -> int:
+        return self.inner.block_size
+
+    @property
+    def nblocks(self) -> int:
+        return self.inner.nblocks
+
+    def write(self, lba: int, data: npt.NDArray[np.uint8], durable: bool = False) -> None:
+        self._check()
+        self.inner.write(lba, data, durable)
+        self._check()  # the drive lost power before acknowledging
+
+    def read(self, lba: int, count: int) -> npt.NDArray[np.uint8]:
+        self._check()
+        return self.inner.read(lba, count)
+
+    def flush(self) -> None:
+        self._check()
+        self.inner.flush()
+        self._check()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@pytest.fixture
+def indices() -> Iterator[list[int]]:
+    used: list[int] = []
+    yield used
+    for index in set(used):
+        loopctl.detach_and_remove(index)
+
+
+def image(tmp_path: Path, name: str) -> str:
+    path = tmp_path / name
+    with path.open("wb") as handle:
+        handle.truncate(8 << 20)
+    return str(path)
+
+
+CAMPAIGN = """
+[campaign]
+name = "udev"
+cycles = {cycles}
+region_mib = 2
+[station]
+kind = "manual"
+[workload]
+workers = 2
+write_blocks = [1, 2]
+flush_every = 2
+[cut]
+delay_ms = [1, 5]
+off_ms = 1
+gone_timeout_s = 10
+return_timeout_s = {back}
+sample_blocks = 16
+[[drive]]
+channel = 0
+model = "{model}"
+serial = "{serial}"
+"""
+
+
+def station(power: LoopPower, tmp_path: Path) -> Station:
+    drives = ToolDrives(lock_dir=str(tmp_path / "locks"))
+
+    def open_target(node: DriveNode, spec: DriveSpec) -> BlockTarget:
+        return PoweredTarget(drives.open_target(node, spec), power)
+
+    return Station(
+        "loop",
+        FakePowerSwitch({0: power}),
+        UdevPresence(),
+        open_target,
+        ready=drives.ready,
+        write_cache=drives.write_cache,
+        claim=drives.claim,
+    )
+
+
+def events(store: Store, kind: str) -> list[dict[str, object]]:
+    rows = store.query("SELECT detail FROM event WHERE kind = ? ORDER BY id", (kind,))
+    return [json.loads(r["detail"]) for r in rows]
+
+
+def test_a_drive_returning_under_another_node_is_found_by_identity(
+    tmp_path: Path, udevd: None, indices: list[int]
+) -> None:
+    drive = image(tmp_path, "drive.img")
+    power = LoopPower(drive, indices, comes_back_as=drive)
+    first = f"/dev/loop{power.index}"
+    campaign = config.parse(CAMPAIGN.format(cycles=3, back=10, model=LOOP, serial=drive))
+    store = Store(str(tmp_path / "u.sqlite"))
+    [summary] = run_campaign(campaign, station(power, tmp_path), store, progress=lambda x: None)
+    assert (summary.cycles, summary.errors, summary.dead, summary.failures) == (3, 0, False, {})
+    rows = store.query("SELECT status, gone_ns, back_ns, cut_ns FROM cycle ORDER BY seq")
+    assert [r["status"] for r in rows] == ["ok"] * 3
+    assert all(r["cut_ns"] < r["gone_ns"] < r["back_ns"] for r in rows)
+    back = [e["devnode"] for e in events(store, "bus_back")]
+    assert len(back) == 3 and first not in back and len(set(back)) == 3
+    ready = store.query("SELECT host_ns FROM event WHERE kind = 'ready' ORDER BY id")
+    assert len(ready) == 3
+    assert all(r["host_ns"] >= c["back_ns"] for r, c in zip(ready, rows, strict=True))
+    udev = events(store, "udev")
+    assert {"action": "change", "devnode": first} in udev  # left the bus at the old node
+    for node in back:  # and came back, by a real add/change, at each new one
+        assert any(e["devnode"] == node and e["action"] in ("add", "change") for e in udev)
+    assert events(store, "write_cache")[0] == {"enabled": None, "wanted": None}
+
+
+def test_a_different_drive_at_the_old_node_is_never_written(
+    tmp_path: Path, udevd: None, indices: list[int]
+) -> None:
+    ours, stranger = image(tmp_path, "ours.img"), image(tmp_path, "stranger.img")
+    before = hashlib.sha256(Path(stranger).read_bytes()).hexdigest()
+    power = LoopPower(ours, indices, comes_back_as=stranger)
+    old_node = f"/dev/loop{power.index}"
+    campaign = config.parse(CAMPAIGN.format(cycles=3, back=2, model=LOOP, serial=ours))
+    store = Store(str(tmp_path / "u.sqlite"))
+    [summary] = run_campaign(campaign, station(power, tmp_path), store, progress=lambda x: None)
+    # our drive never came back: a dead device after one cycle, its channel stopped
+    assert summary.dead and summary.cycles == 1
+    [cycle] = store.query("SELECT status, error FROM cycle")
+    assert cycle["status"] == "dead" and "did not return" in cycle["error"]
+    assert hashlib.sha256(Path(stranger).read_bytes()).hexdigest() == before
+    # the stranger's arrival at the old node is in the store, named as another drive
+    arrivals = [e for e in events(store, "udev") if e.get("other_drive")]
+    assert arrivals and arrivals[-1]["devnode"] == old_node
+    assert arrivals[-1]["other_drive"] == f"{LOOP} s/n {stranger}"
