@@ -85,27 +85,18 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_drives(args: argparse.Namespace) -> int:
-    from rig import safety
+    from rig import drives
     from rig.bus.udev import UdevPresence
+    from rig.health.tools import ToolRunner
 
     nodes = UdevPresence().candidates()
     if args.stanza:
         node = next((n for n in nodes if n.devnode == args.stanza), None)
         if node is None:
             raise UserError(f"{args.stanza}: no such drive")
-        ident = node.identity
-        print(f'[[drive]]\nchannel = 0\nmodel = "{ident.model}"\nserial = "{ident.serial}"')
-        print(f'wwn = "{ident.wwn}"\nfirmware = "{ident.firmware}"')
+        print(drives.stanza(node))
         return 0
-    print(f"{'node':<14} {'size':>10} {'model':<28} {'serial':<24} {'wwn':<22} safe")
-    for node in nodes:
-        reasons = safety.refusal_reasons(node.devnode)
-        ident = node.identity
-        verdict = "yes" if not reasons else f"no: {'; '.join(reasons)}"
-        print(
-            f"{node.devnode:<14} {node.size_bytes / 1e9:>8.1f}GB {ident.model[:28]:<28} "
-            f"{ident.serial[:24]:<24} {ident.wwn[:22]:<22} {verdict}"
-        )
+    print("\n".join(drives.table(nodes, ToolRunner(timeout_s=10.0))))
     return 0
 
 

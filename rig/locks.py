@@ -3,11 +3,16 @@
 The lock file is named after the drive's identity (never its /dev node, which another campaign
 may know under another name), and holds the holder's PID and campaign name so a refusal can say
 who has the drive. flock is released by the kernel when the holder exits, however it exits, so
-a crashed campaign never leaves a stale claim behind.
+a crashed campaign never leaves a stale claim behind (only, then, an empty unlocked file).
+
+Simulated drives repeat the same identities in every simulator instance: a simulated station
+should pass a `lock_dir` private to its instance, or two independent simulations exclude each
+other.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
@@ -64,18 +69,46 @@ def claim(identity: DriveIdentity, campaign: str, lock_dir: str = LOCK_DIR) -> I
 
 @contextmanager
 def _flock(path: str, identity: DriveIdentity) -> Iterator[str]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            os.close(fd)
             raise DriveClaimedError(
                 f"drive {identity.label()} is claimed by another campaign"
                 f" ({holder_of(path)}; lock {path})"
             ) from None
         try:
-            yield path
-        finally:
-            os.ftruncate(fd, 0)  # the file stays: unlinking it would race with a new claimer
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # a releasing holder unlinked it between our open and flock: again
+    try:
+        yield path
     finally:
+        # unlinked while still locked, so a new claimer either finds it gone or sees (above)
+        # that the file it locked is no longer the one at the path
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
         os.close(fd)
+
+
+def claimed_by(identity: DriveIdentity, lock_dir: str = LOCK_DIR) -> str | None:
+    """Who holds the drive now ("pid N, campaign 'x'"), or None. For listings: it holds a shared
+    lock for an instant, so a campaign starting in that instant may be refused and can retry."""
+    for name in lock_names(identity):
+        path = os.path.join(lock_dir, name)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return holder_of(path)
+        finally:
+            os.close(fd)  # also drops the shared lock
+    return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -156,3 +157,24 @@ def test_drives_lists_identity_and_safety_and_prints_a_stanza(tmp_path: Path) ->
         stanza = rig("drives", "--stanza", clean_node, cwd=tmp_path)
         assert f'serial = "{clean}"' in stanza.stdout
         assert 'model = "Linux loop device"' in stanza.stdout
+
+
+@needs_loop
+def test_drives_shows_transport_and_a_claimed_drive_and_the_stanza_is_a_campaign_block(
+    tmp_path: Path,
+) -> None:
+    from rig import config, locks
+    from rig.identity import DriveIdentity
+
+    image = tmp_path / "claimed.img"
+    with image.open("wb") as handle:
+        handle.truncate(16 << 20)
+    identity = DriveIdentity("Linux loop device", str(image))
+    with attached(image) as devnode, locks.claim(identity, "night run"):
+        listing = rig("drives", cwd=tmp_path)
+        line = next(x for x in listing.stdout.splitlines() if x.startswith(devnode + " "))
+        assert line.split()[2] == "loop"
+        assert line.endswith(f"no: claimed by a campaign (pid {os.getpid()}, campaign 'night run')")
+        stanza = rig("drives", "--stanza", devnode, cwd=tmp_path).stdout
+    campaign = config.parse(f"[campaign]\nname='x'\ncycles=1\n[station]\nkind='manual'\n{stanza}")
+    assert campaign.drives[0].identity == identity

@@ -21,6 +21,7 @@ class DriveNode:
     size_bytes: int
     logical_block: int = 512
     physical_block: int = 4096
+    transport: str = ""  # sata, sas, nvme, usb, virtio, loop, ... (for people; never for matching)
 
 
 class PresenceWatch(Protocol):

@@ -68,7 +68,30 @@ def node_of(device: pyudev.Device) -> DriveNode | None:
         return None
     logical = int(_attr(device, "queue/logical_block_size") or 512)
     physical = int(_attr(device, "queue/physical_block_size") or logical)
-    return DriveNode(identity_of(device), device.device_node, sectors * 512, logical, physical)
+    return DriveNode(
+        identity_of(device),
+        device.device_node,
+        sectors * 512,
+        logical,
+        physical,
+        transport_of(device),
+    )
+
+
+def transport_of(device: pyudev.Device) -> str:
+    props = device.properties
+    if props.get("RIG_TRANSPORT"):
+        return str(props["RIG_TRANSPORT"])
+    name = device.sys_name
+    for prefix, transport in (("nvme", "nvme"), ("loop", "loop"), ("vd", "virtio")):
+        if name.startswith(prefix):
+            return transport
+    bus = props.get("ID_BUS", "")
+    if bus == "ata":
+        return "sata"
+    if bus == "scsi" and "-sas-" in props.get("ID_PATH", ""):
+        return "sas"
+    return str(bus) or "unknown"
 
 
 class UdevWatch:

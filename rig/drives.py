@@ -1,0 +1,64 @@
+"""`rig drives`: the candidate drives with their identity and whether the rig may use them."""
+
+from __future__ import annotations
+
+from rig import locks, safety
+from rig.bus.base import DriveNode
+from rig.health import crosscheck
+from rig.health.tools import Runner
+
+
+def refusal_reasons(node: DriveNode, runner: Runner, lock_dir: str = locks.LOCK_DIR) -> list[str]:
+    """Everything that would stop a campaign from using this drive (empty: safe)."""
+    reasons = safety.refusal_reasons(node.devnode)
+    holder = locks.claimed_by(node.identity, lock_dir)
+    if holder:
+        reasons.append(f"claimed by a campaign ({holder})")
+    if not (node.identity.wwn or node.identity.serial):
+        reasons.append("no WWN or serial to name it by")
+    try:
+        for tool, answer in crosscheck.drive_answers(node.devnode, runner):
+            differs = crosscheck.mismatch(node.identity, answer)
+            if differs:
+                reasons.append(f"udev and {tool} disagree ({differs})")
+    except crosscheck.IdentityUnavailable as error:
+        reasons.append(f"does not answer identify ({error})")
+    return reasons
+
+
+def table(nodes: list[DriveNode], runner: Runner, lock_dir: str = locks.LOCK_DIR) -> list[str]:
+    lines = [
+        f"{'node':<14} {'size':>10} {'transport':<9} {'model':<28} {'serial':<24} "
+        f"{'firmware':<9} {'wwn':<22} safe"
+    ]
+    for node in nodes:
+        reasons = refusal_reasons(node, runner, lock_dir)
+        ident = node.identity
+        verdict = "yes" if not reasons else f"no: {'; '.join(reasons)}"
+        lines.append(
+            f"{node.devnode:<14} {node.size_bytes / 1e9:>8.1f}GB {node.transport[:9]:<9} "
+            f"{ident.model[:28]:<28} {ident.serial[:24]:<24} {ident.firmware[:9]:<9} "
+            f"{ident.wwn[:22]:<22} {verdict}"
+        )
+    return lines
+
+
+def _toml(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def stanza(node: DriveNode, channel: int = 0) -> str:
+    """The [[drive]] block that names this drive by identity (WWN and serial + model)."""
+    ident = node.identity
+    lines = [
+        f"# {node.devnode} now; {node.size_bytes / 1e9:.1f} GB, {node.transport or 'unknown'}",
+        "[[drive]]",
+        f"channel = {channel}",
+        f"model = {_toml(ident.model)}",
+        f"serial = {_toml(ident.serial)}",
+    ]
+    if ident.wwn:
+        lines.append(f"wwn = {_toml(ident.wwn)}")
+    if ident.firmware:
+        lines.append(f"firmware = {_toml(ident.firmware)}")
+    return "\n".join(lines)
