@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := python3-venv gcc make pkg-config util-linux fdisk e2fsprogs udev fuse3 libfuse3-dev \
+APT_PACKAGES := python3-venv gcc libc6-dev make pkg-config util-linux fdisk e2fsprogs udev fuse3 libfuse3-dev \
 	gcc-avr avr-libc binutils-avr avrdude simavr libsimavr-dev \
 	fio smartmontools sg3-utils nvme-cli
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -75,6 +75,12 @@ class DirectTarget:
     def nblocks(self) -> int:
         return self._nblocks
 
+    def fileno(self) -> int:
+        """The O_DIRECT descriptor, for the native write engine (rig.workload)."""
+        if self._fd < 0:
+            raise OSError(9, f"{self.path}: target is closed")
+        return self._fd
+
     def write(self, lba: int, data: npt.NDArray[np.uint8], durable: bool = False) -> None:
         flags = os.RWF_DSYNC if durable else 0
         done = os.pwritev(self._fd, [data.data], lba * self._block_size, flags)

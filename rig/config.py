@@ -12,7 +12,7 @@ from typing import Any
 
 from rig.errors import UserError
 from rig.identity import DriveIdentity
-from rig.workload import Workload
+from rig.workload import ENGINES, LBA_SKEWS, SIZE_MIXES, Workload
 
 STATION_KINDS = ("simulated", "relay-board", "manual")
 
@@ -97,6 +97,14 @@ class _Table:
             raise UserError(f"campaign: {self.where} has unknown key '{unknown[0]}'")
 
 
+def _choice(table: _Table, key: str, choices: tuple[str, ...]) -> str:
+    """A string key from a fixed list; the first choice is the default."""
+    value: str = table.get(key, str, choices[0])
+    if value not in choices:
+        raise UserError(f"campaign: {table.where}.{key} must be one of {', '.join(choices)}")
+    return value
+
+
 def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
     return kind if isinstance(kind, tuple) else (kind,)
 
@@ -133,9 +141,13 @@ def parse(text: str, where: str = "campaign") -> Campaign:
     workload = Workload(
         workers=int(load_t.number("workers", 8, 1, 256)),
         write_blocks=tuple(sizes),
+        size_mix=_choice(load_t, "size_mix", SIZE_MIXES),
+        lba_skew=_choice(load_t, "lba_skew", LBA_SKEWS),
         flush_every=int(load_t.number("flush_every", 16, 0, 1_000_000)),
+        flush_every_ms=float(load_t.number("flush_every_ms", 0.0, 0, 3_600_000)),
         durable_writes=load_t.get("durable_writes", bool, False),
         sequential=load_t.get("sequential", bool, False),
+        engine=_choice(load_t, "engine", ENGINES),
     )
     load_t.done()
 

@@ -245,6 +245,8 @@ class CycleLog:
         self._gens: list[npt.NDArray[np.uint32]] = []
         self._gen_total = 0
         self._flushes: list[tuple[int, int, int, int]] = []
+        self._write_batches: list[npt.NDArray[np.int64]] = []  # from `add_writes`, (k, 9) each
+        self._flush_batches: list[npt.NDArray[np.int64]] = []
         self._frozen: dict[str, npt.NDArray[np.int64]] | None = None
         self._frozen_gens: npt.NDArray[np.uint32] | None = None
 
@@ -282,11 +284,62 @@ class CycleLog:
             self._flushes.append((worker, issue_ns, complete_ns, status))
             self._frozen = None
 
+    def add_writes(
+        self,
+        worker: npt.NDArray[np.int64],
+        op_seq: npt.NDArray[np.int64],
+        first_lba: npt.NDArray[np.int64],
+        gens: list[npt.NDArray[np.uint32]] | npt.NDArray[np.uint32],
+        nblocks: npt.NDArray[np.int64],
+        issue_ns: npt.NDArray[np.int64],
+        complete_ns: npt.NDArray[np.int64],
+        status: npt.NDArray[np.int64],
+        fua: bool,
+    ) -> None:
+        """Many writes at once (the native engine's batch); `gens` is flat, `nblocks` per write."""
+        flat = np.concatenate(gens) if isinstance(gens, list) else np.asarray(gens)
+        flat = flat.astype(np.uint32, copy=False)
+        count = len(worker)
+        offsets = np.cumsum(nblocks) - nblocks
+        with self._lock:
+            rows = np.empty((count, len(self.WRITE_COLUMNS)), dtype=np.int64)
+            columns: list[npt.NDArray[Any]] = [worker, op_seq, first_lba, nblocks]
+            columns += [offsets + self._gen_total, issue_ns, complete_ns, status]
+            columns.append(np.full(count, int(fua)))
+            for i, column in enumerate(columns):
+                rows[:, i] = column
+            self._write_batches.append(rows)
+            self._gens.append(flat)
+            self._gen_total += len(flat)
+            self._frozen = None
+
+    def add_flushes(
+        self,
+        worker: npt.NDArray[np.int64],
+        issue_ns: npt.NDArray[np.int64],
+        complete_ns: npt.NDArray[np.int64],
+        status: npt.NDArray[np.int64],
+    ) -> None:
+        with self._lock:
+            self._flush_batches.append(np.stack([worker, issue_ns, complete_ns, status], axis=1))
+            self._frozen = None
+
     def _columns(self) -> dict[str, npt.NDArray[np.int64]]:
         with self._lock:
             if self._frozen is None:
-                writes = np.array(self._writes, dtype=np.int64).reshape(-1, len(self.WRITE_COLUMNS))
-                flushes = np.array(self._flushes, dtype=np.int64).reshape(-1, 4)
+                width = len(self.WRITE_COLUMNS)
+                writes = np.concatenate(
+                    [
+                        np.array(self._writes, dtype=np.int64).reshape(-1, width),
+                        *self._write_batches,
+                    ]
+                )
+                flushes = np.concatenate(
+                    [
+                        np.array(self._flushes, dtype=np.int64).reshape(-1, 4),
+                        *[b.astype(np.int64) for b in self._flush_batches],
+                    ]
+                )
                 cols = {name: writes[:, i] for i, name in enumerate(self.WRITE_COLUMNS)}
                 cols.update({f"flush_{n}": flushes[:, i] for i, n in enumerate(self.FLUSH_COLUMNS)})
                 self._frozen = cols

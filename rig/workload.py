@@ -1,32 +1,193 @@
-"""The write workload of one cycle: several workers, each with one request in flight.
+"""The write workload of one cycle: slots (workers), each with one request in flight.
 
-Every worker owns a disjoint stripe of the test region, so no two requests in flight ever overlap:
-what reads back after a cut can then be attributed to exactly one write. Queue depth = workers.
-Each request is timestamped on the host monotonic clock right before issue and right after
-completion, and logged in the cycle's `CycleLog`.
+Every slot owns a disjoint stripe of the test region, so no two requests in flight ever overlap:
+what reads back after a cut can then be attributed to exactly one write (docs/decisions.md 1).
+Queue depth = slots. Each request is timestamped on the host monotonic clock right before issue
+and right after completion, and logged in the cycle's `CycleLog`.
+
+What each slot writes comes from a `SlotPlanner` (addresses, sizes, generations, flushes; numpy,
+a batch at a time). Two engines carry the plan out:
+- native (`rig/native/engine.c`): one C thread per writer with Linux AIO on the target's O_DIRECT
+  descriptor, generating each record right before submitting it; used whenever the target has a
+  file descriptor (real drives, loop devices, image files);
+- threads: one Python thread per slot calling `BlockTarget.write`/`flush` (targets without a
+  descriptor, such as the in-process virtual drive).
+Both produce the same ledger.
 """
 
 from __future__ import annotations
 
-import random
+import ctypes
 import threading
 import time
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 
 from rig import media
 from rig.blockio import BlockTarget
 from rig.ledger import NOT_DONE, CycleLog, LbaState
+from rig.native import AioContext, EngineResult, engine_run
+
+# JESD219A (JEDEC SSD endurance workloads, 2012), enterprise workload: transfer sizes in bytes and
+# their share of requests ...
+JESD219_SIZES: tuple[tuple[int, float], ...] = (
+    (512, 0.04),
+    (1024, 0.01),
+    (1536, 0.01),
+    (2048, 0.01),
+    (2560, 0.01),
+    (3072, 0.01),
+    (3584, 0.01),
+    (4096, 0.67),
+    (8192, 0.10),
+    (16384, 0.07),
+    (32768, 0.03),
+    (65536, 0.03),
+)
+# ... and its LBA skew: (share of the LBA space, share of accesses), from the start of the space.
+JESD219_SKEW: tuple[tuple[float, float], ...] = ((0.05, 0.50), (0.15, 0.30), (0.80, 0.20))
+
+SIZE_MIXES = ("uniform", "jesd219")
+LBA_SKEWS = ("uniform", "jesd219")
+ENGINES = ("auto", "native", "threads")
+
+WRITE, FLUSH = 0, 1
 
 
 @dataclass(frozen=True)
 class Workload:
-    workers: int = 8
-    write_blocks: tuple[int, ...] = (1, 2, 8, 32)  # sizes drawn uniformly per write
-    flush_every: int = 16  # writes per worker between flushes; 0 = never flush
+    workers: int = 8  # slots = queue depth
+    write_blocks: tuple[int, ...] = (1, 2, 8, 32)  # sizes drawn uniformly per write (mix uniform)
+    size_mix: str = "uniform"  # or "jesd219": JESD219A enterprise transfer sizes
+    lba_skew: str = "uniform"  # or "jesd219": 50 % of writes to the first 5 % of each stripe ...
+    flush_every: int = 16  # writes per slot between flushes; 0 = never
+    flush_every_ms: float = 0.0  # also a flush every T ms across all slots; 0 = off
     durable_writes: bool = False  # every write RWF_DSYNC / FUA
-    sequential: bool = False  # each worker writes its stripe in order instead of randomly
+    sequential: bool = False  # each slot writes its stripe in order instead of randomly
+    engine: str = "auto"  # native when the target has a file descriptor, else threads
+
+
+def block_sizes(
+    load: Workload, block_size: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """Write sizes in blocks and their probabilities. JESD219 sizes below one logical block are
+    rounded up to one block (a 4 KiB-sector drive cannot take a 512-byte write)."""
+    if load.size_mix == "jesd219":
+        blocks = np.array([max(1, -(-size // block_size)) for size, _ in JESD219_SIZES])
+        weights = np.array([share for _, share in JESD219_SIZES])
+        unique = np.unique(blocks)
+        merged = np.array([weights[blocks == b].sum() for b in unique])
+        return unique.astype(np.int64), merged / merged.sum()
+    sizes = np.array(load.write_blocks, dtype=np.int64)
+    return sizes, np.full(len(sizes), 1.0 / len(sizes))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The next entries of one slot: writes (with their generations) and flushes, in order."""
+
+    kind: npt.NDArray[np.uint8]
+    lba: npt.NDArray[np.int64]
+    nblocks: npt.NDArray[np.uint32]
+    gen_offset: npt.NDArray[np.int64]  # into gens, per entry (flushes: where the next would go)
+    gens: npt.NDArray[np.uint32]
+    op_seq: npt.NDArray[np.uint64]
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+
+class SlotPlanner:
+    """Addresses, sizes and generations of one slot's writes, and where its flushes go."""
+
+    def __init__(
+        self,
+        load: Workload,
+        slot: int,
+        first: int,
+        stripe: int,
+        state: LbaState,
+        state_lock: threading.Lock,
+        op_seq_base: int,
+        block_size: int,
+        seed: int,
+    ) -> None:
+        self.load, self.slot, self.first, self.stripe = load, slot, first, stripe
+        self.state, self.state_lock = state, state_lock
+        self.rng = np.random.default_rng(seed)
+        self.sizes, self.weights = block_sizes(load, block_size)
+        if stripe < int(self.sizes.max()):
+            raise ValueError(f"test region too small: {stripe} blocks per worker")
+        self.cursor = 0
+        self.since_flush = 0
+        self.op_seq = op_seq_base
+
+    def _offsets(self, counts: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        n = len(counts)
+        if self.load.sequential:
+            out = np.empty(n, dtype=np.int64)
+            cursor = self.cursor
+            for i, count in enumerate(counts.tolist()):  # wraps at the stripe's end
+                if cursor + count > self.stripe:
+                    cursor = 0
+                out[i] = cursor
+                cursor += count
+            self.cursor = cursor
+            return out
+        room = self.stripe - counts + 1  # a write must end inside the stripe
+        if self.load.lba_skew == "jesd219":
+            bands = np.array([share for share, _ in JESD219_SKEW])
+            hits = np.array([share for _, share in JESD219_SKEW])
+            edges = np.concatenate([[0.0], np.cumsum(bands)])
+            band = self.rng.choice(len(bands), n, p=hits)
+            low = np.floor(edges[band] * self.stripe).astype(np.int64)
+            high = np.maximum(low + 1, np.floor(edges[band + 1] * self.stripe).astype(np.int64))
+            start = low + (self.rng.random(n) * (high - low)).astype(np.int64)
+            return np.minimum(start, room - 1)
+        return (self.rng.random(n) * room).astype(np.int64)
+
+    def next(self, writes: int) -> Plan:
+        """The next `writes` writes of this slot with the flushes the cadence puts among them."""
+        counts = self.rng.choice(self.sizes, writes, p=self.weights)
+        lbas = self.first + self._offsets(counts)
+        blocks = np.repeat(lbas, counts) + (
+            np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        )
+        with self.state_lock:  # planners of other slots share the state's chunk allocator
+            gens = self.state.reserve(blocks)
+        ops = self.op_seq + 1 + np.arange(writes, dtype=np.uint64)
+        self.op_seq += writes
+        gen_offset = np.cumsum(counts) - counts
+        every = self.load.flush_every
+        if not every:
+            kind = np.zeros(writes, dtype=np.uint8)
+            return Plan(kind, lbas, counts.astype(np.uint32), gen_offset, gens, ops)
+        # a flush after every `every`-th write of this slot (the count runs on across batches)
+        flush_after = (self.since_flush + np.arange(1, writes + 1)) % every == 0
+        self.since_flush = (self.since_flush + writes) % every
+        position = np.arange(writes) + np.cumsum(flush_after) - flush_after
+        total = writes + int(flush_after.sum())
+        kind = np.full(total, FLUSH, dtype=np.uint8)
+        kind[position] = WRITE
+        lba = np.zeros(total, dtype=np.int64)
+        lba[position] = lbas
+        nblocks = np.zeros(total, dtype=np.uint32)
+        nblocks[position] = counts
+        offsets = np.zeros(total, dtype=np.int64)
+        offsets[position] = gen_offset
+        op = np.zeros(total, dtype=np.uint64)
+        op[position] = ops
+        return Plan(kind, lba, nblocks, offsets, gens, op)
+
+
+@runtime_checkable
+class DescriptorTarget(Protocol):
+    """A target with an O_DIRECT file descriptor the native engine can drive."""
+
+    def fileno(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -39,7 +200,10 @@ class WriterContext:
 
 
 class Writer:
-    """Runs the workload's workers until `stop` is set or each worker hits an I/O error."""
+    """Runs the workload's slots until `stop` is set or each slot hits an I/O error."""
+
+    BATCH_SECONDS = 0.05  # native engine: plan about this much work per call
+    DRAIN_TIMEOUT_S = 10.0  # after stop, wait this long for requests still in flight
 
     def __init__(self, workload: Workload, context: WriterContext, seed: int) -> None:
         self.workload = workload
@@ -47,22 +211,50 @@ class Writer:
         self._seed = seed
         self._threads: list[threading.Thread] = []
         self._op_seq_base = seed << 20  # op counts unique across cycles of a campaign
+        self._state_lock = threading.Lock()
+        self.engine = ""
+
+    def _planners(self) -> list[SlotPlanner]:
+        state, load = self.context.state, self.workload
+        stripe = state.nblocks // load.workers
+        return [
+            SlotPlanner(
+                load,
+                slot,
+                state.first_lba + slot * stripe,
+                stripe,
+                state,
+                self._state_lock,
+                self._op_seq_base + (slot << 40),
+                self.context.target.block_size,
+                self._seed * 1000 + slot,
+            )
+            for slot in range(load.workers)
+        ]
 
     def start(self) -> None:
-        state = self.context.state
-        stripe = state.nblocks // self.workload.workers
-        largest = max(self.workload.write_blocks)
-        if stripe < largest:
-            raise ValueError(f"test region too small: {stripe} blocks per worker < {largest}")
-        for worker in range(self.workload.workers):
-            first = state.first_lba + worker * stripe
-            thread = threading.Thread(
-                target=self._run_worker,
-                args=(worker, first, stripe, random.Random(self._seed * 1000 + worker)),
-                name=f"writer-{worker}",
-                daemon=True,
+        planners = self._planners()
+        target = self.context.target
+        native = isinstance(target, DescriptorTarget) and self.workload.engine != "threads"
+        if self.workload.engine == "native" and not native:
+            raise ValueError("the native engine needs a target with a file descriptor")
+        self.engine = "native" if native else "threads"
+        if native:
+            self._threads.append(
+                threading.Thread(target=self._run_native, args=(planners,), name="writer-aio")
             )
-            self._threads.append(thread)
+        else:
+            timer = _TimerFlush(self.workload.flush_every_ms)
+            for planner in planners:
+                self._threads.append(
+                    threading.Thread(
+                        target=self._run_slot,
+                        args=(planner, timer),
+                        name=f"writer-{planner.slot}",
+                    )
+                )
+        for thread in self._threads:
+            thread.daemon = True
             thread.start()
 
     def join(self, timeout_s: float) -> bool:
@@ -72,52 +264,170 @@ class Writer:
             thread.join(max(0.0, deadline - time.monotonic()))
         return not any(thread.is_alive() for thread in self._threads)
 
-    def _run_worker(self, worker: int, first: int, stripe: int, rng: random.Random) -> None:
+    # native engine ------------------------------------------------------------------------------
+    def _run_native(self, planners: list[SlotPlanner]) -> None:
         ctx, load = self.context, self.workload
+        assert isinstance(ctx.target, DescriptorTarget)
         block = ctx.target.block_size
-        cursor = 0
-        since_flush = 0
-        op_seq = self._op_seq_base
-        while not ctx.stop.is_set():
-            count = rng.choice(load.write_blocks)
-            if load.sequential:
-                if cursor + count > stripe:
-                    cursor = 0
-                lba = first + cursor
-                cursor += count
-            else:
-                lba = first + rng.randrange(0, stripe - count + 1)
-            op_seq += 1
-            gens = ctx.state.next_generations(lba, count)
-            issue_ns = time.monotonic_ns()
-            record = media.WriteRecord(
-                campaign=ctx.campaign,
-                first_lba=lba,
-                generations=gens.astype(np.uint64),
-                worker=worker,
-                op_seq=op_seq,
-                issued_ns=issue_ns,
-                flags=media.FLAG_FUA if load.durable_writes else 0,
-            )
-            data = media.build(record, block)
-            status = 0
-            try:
-                ctx.target.write(lba, data, durable=load.durable_writes)
-                complete_ns = time.monotonic_ns()
-            except OSError as error:
-                complete_ns, status = NOT_DONE, error.errno or 5
-            ctx.log.add_write(
-                worker, op_seq, lba, gens, issue_ns, complete_ns, status, load.durable_writes
-            )
-            if status:
-                return
-            since_flush += 1
-            if load.flush_every and since_flush >= load.flush_every:
-                since_flush = 0
-                if not self._flush(worker):
+        slot_bytes = int(max(p.sizes.max() for p in planners)) * block
+        buffers = media.aligned_buffer(slot_bytes * len(planners))
+        stop_flag = ctypes.c_int(0)
+        done = threading.Event()
+
+        def relay_stop() -> None:
+            while not done.is_set():
+                if ctx.stop.wait(0.05):
+                    stop_flag.value = 1
                     return
 
-    def _flush(self, worker: int) -> bool:
+        threading.Thread(target=relay_stop, name="writer-stop", daemon=True).start()
+        aio = AioContext(len(planners) + 1)
+        leaked = False
+        alive = list(planners)
+        per_slot = 4
+        timers = 16 + int(4000 * self.BATCH_SECONDS / (load.flush_every_ms or 1000))
+        try:
+            while alive and not ctx.stop.is_set():
+                plans = [p.next(per_slot) for p in alive]
+                lengths = np.array([len(p) for p in plans], dtype=np.int64)
+                gen_base = np.cumsum([0] + [len(p.gens) for p in plans[:-1]])
+                offsets = [p.gen_offset + b for p, b in zip(plans, gen_base, strict=True)]
+                started = time.monotonic()
+                result = engine_run(
+                    aio,
+                    ctx.target.fileno(),
+                    block,
+                    ctx.campaign,
+                    load.durable_writes,
+                    int(load.flush_every_ms * 1e6),
+                    int(self.DRAIN_TIMEOUT_S * 1e9),
+                    buffers,
+                    slot_bytes,
+                    np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+                    np.concatenate([p.kind for p in plans]),
+                    np.concatenate([p.lba for p in plans]),
+                    np.concatenate([p.nblocks for p in plans]),
+                    np.concatenate(offsets),
+                    np.concatenate([p.gens for p in plans]),
+                    np.concatenate([p.op_seq for p in plans]),
+                    stop_flag,
+                    timers,
+                )
+                elapsed = time.monotonic() - started
+                failed = self._log_native(alive, plans, result)
+                if result.stuck:  # the kernel may still use the buffers and the context
+                    _STUCK.append(buffers)
+                    leaked = True
+                    return
+                alive = [p for p, bad in zip(alive, failed, strict=True) if not bad]
+                scale = self.BATCH_SECONDS / max(elapsed, 1e-4)
+                per_slot = int(min(4096, max(2, per_slot * min(4.0, max(0.25, scale)))))
+        finally:
+            done.set()
+            if not leaked:
+                aio.close()
+
+    def _log_native(
+        self, slots: list[SlotPlanner], plans: list[Plan], result: EngineResult
+    ) -> list[bool]:
+        """Log what the engine submitted; which slots failed."""
+        log, fua = self.context.log, self.workload.durable_writes
+        failed = []
+        start = 0
+        for planner, plan in zip(slots, plans, strict=True):
+            end = start + len(plan)
+            issue = result.issue_ns[start:end]
+            complete = result.complete_ns[start:end]
+            status = result.status[start:end].astype(np.int64)
+            sent = issue != NOT_SUBMITTED
+            writes = sent & (plan.kind == WRITE)
+            flushes = sent & (plan.kind == FLUSH)
+            failed.append(bool((status != 0).any()))
+            if writes.any():
+                idx = np.flatnonzero(writes)
+                counts = plan.nblocks[idx].astype(np.int64)
+                gen_idx = np.repeat(plan.gen_offset[idx], counts) + (
+                    np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+                )
+                log.add_writes(
+                    np.full(len(idx), planner.slot, dtype=np.int64),
+                    plan.op_seq[idx].astype(np.int64),
+                    plan.lba[idx],
+                    plan.gens[gen_idx],
+                    counts,
+                    issue[idx],
+                    complete[idx],
+                    status[idx],
+                    fua,
+                )
+            if flushes.any():
+                idx = np.flatnonzero(flushes)
+                log.add_flushes(
+                    np.full(len(idx), planner.slot, dtype=np.int64),
+                    issue[idx],
+                    complete[idx],
+                    status[idx],
+                )
+            start = end
+        if len(result.timer_issue_ns):
+            n = len(result.timer_issue_ns)
+            log.add_flushes(
+                np.full(n, TIMER_WORKER, dtype=np.int64),
+                result.timer_issue_ns,
+                result.timer_complete_ns,
+                result.timer_status.astype(np.int64),
+            )
+        return failed
+
+    # threads engine -----------------------------------------------------------------------------
+    def _run_slot(self, planner: SlotPlanner, timer: _TimerFlush) -> None:
+        ctx, load = self.context, self.workload
+        block = ctx.target.block_size
+        flags = media.FLAG_FUA if load.durable_writes else 0
+        while not ctx.stop.is_set():
+            plan = planner.next(8)
+            for e in range(len(plan)):
+                if ctx.stop.is_set():
+                    return
+                if timer.due() and not self._flush(planner.slot, TIMER_WORKER, timer):
+                    return
+                if plan.kind[e] == FLUSH:
+                    if not self._flush(planner.slot, planner.slot, None):
+                        return
+                    continue
+                lba, count = int(plan.lba[e]), int(plan.nblocks[e])
+                gens = plan.gens[plan.gen_offset[e] : plan.gen_offset[e] + count]
+                issue_ns = time.monotonic_ns()
+                record = media.WriteRecord(
+                    ctx.campaign,
+                    lba,
+                    gens.astype(np.uint64),
+                    planner.slot,
+                    int(plan.op_seq[e]),
+                    issue_ns,
+                    flags,
+                )
+                data = media.build(record, block)
+                status = 0
+                try:
+                    ctx.target.write(lba, data, durable=load.durable_writes)
+                    complete_ns = time.monotonic_ns()
+                except OSError as error:
+                    complete_ns, status = NOT_DONE, error.errno or 5
+                ctx.log.add_write(
+                    planner.slot,
+                    int(plan.op_seq[e]),
+                    lba,
+                    gens,
+                    issue_ns,
+                    complete_ns,
+                    status,
+                    load.durable_writes,
+                )
+                if status:
+                    return
+
+    def _flush(self, slot: int, worker: int, timer: _TimerFlush | None) -> bool:
         ctx = self.context
         issue_ns = time.monotonic_ns()
         try:
@@ -125,5 +435,38 @@ class Writer:
         except OSError as error:
             ctx.log.add_flush(worker, issue_ns, NOT_DONE, error.errno or 5)
             return False
+        finally:
+            if timer is not None:
+                timer.done()
         ctx.log.add_flush(worker, issue_ns, time.monotonic_ns(), 0)
         return True
+
+
+TIMER_WORKER = 0xFFFF  # the worker id of flushes issued by the every-T-ms cadence
+NOT_SUBMITTED = -2  # issue time of a planned entry the engine never submitted
+_STUCK: list[npt.NDArray[np.uint8]] = []  # buffers of requests that never came back
+
+
+class _TimerFlush:
+    """Flush every T ms across the slots of the threads engine: one slot claims each flush."""
+
+    def __init__(self, every_ms: float) -> None:
+        self.every_ns = int(every_ms * 1e6)
+        self._lock = threading.Lock()
+        self._last = time.monotonic_ns()
+        self._busy = False
+
+    def due(self) -> bool:
+        """True (once, for the caller to flush) when a timed flush is due and none is running."""
+        if not self.every_ns:
+            return False
+        with self._lock:
+            if self._busy or time.monotonic_ns() - self._last < self.every_ns:
+                return False
+            self._busy = True
+            self._last = time.monotonic_ns()
+            return True
+
+    def done(self) -> None:
+        with self._lock:
+            self._busy = False

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from rig.errors import RigError
 
@@ -32,4 +38,108 @@ def lib() -> ctypes.CDLL:
         getattr(handle, name).restype = None
     handle.pfr_check.argtypes = [_u8p, _u64, _u8p]
     handle.pfr_check.restype = None
+    _i64, _int, _p = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
+    handle.pfr_aio_setup.argtypes = [_u32, _p]
+    handle.pfr_aio_setup.restype = _int
+    handle.pfr_aio_destroy.argtypes = [_u64]
+    handle.pfr_aio_destroy.restype = None
+    engine_args: list[Any] = [_u64, _int, _u32, _u32, _u64, _int, _i64, _i64, _p, _u64]
+    engine_args += [_p] * 7  # slot_start, kind, lba, nblocks, gen_offset, gens, op_seq
+    engine_args += [_p] * 6  # issue, complete, status, timer issue, complete, status
+    engine_args += [_u64, _p, _p]  # timer capacity, timer count, stop flag
+    handle.pfr_engine_run.argtypes = engine_args
+    handle.pfr_engine_run.restype = _int
     return handle
+
+
+@dataclass(frozen=True)
+class EngineResult:
+    """Per planned entry: issue ns (-2 = never submitted), completion ns (-1 = never), errno;
+    plus the engine's timed flushes. `stuck`: requests were still in flight at the drain
+    timeout (they are marked ETIMEDOUT; their buffers must never be reused)."""
+
+    issue_ns: npt.NDArray[np.int64]
+    complete_ns: npt.NDArray[np.int64]
+    status: npt.NDArray[np.int32]
+    timer_issue_ns: npt.NDArray[np.int64]
+    timer_complete_ns: npt.NDArray[np.int64]
+    timer_status: npt.NDArray[np.int32]
+    stuck: bool
+
+
+class AioContext:
+    """A Linux AIO context for the write engine, kept for a whole writer (not per batch)."""
+
+    def __init__(self, depth: int) -> None:
+        handle = ctypes.c_uint64(0)
+        rc = lib().pfr_aio_setup(depth, ctypes.byref(handle))
+        if rc < 0:
+            raise OSError(-rc, f"io_setup({depth}): {os.strerror(-rc)}")
+        self.handle = handle.value
+
+    def close(self) -> None:
+        if self.handle:
+            lib().pfr_aio_destroy(self.handle)
+            self.handle = 0
+
+
+def engine_run(
+    aio: AioContext,
+    fd: int,
+    block_size: int,
+    campaign: int,
+    durable: bool,
+    flush_every_ns: int,
+    drain_timeout_ns: int,
+    buffers: npt.NDArray[np.uint8],
+    slot_bytes: int,
+    slot_start: npt.NDArray[np.int64],
+    kind: npt.NDArray[np.uint8],
+    lba: npt.NDArray[np.int64],
+    nblocks: npt.NDArray[np.uint32],
+    gen_offset: npt.NDArray[np.int64],
+    gens: npt.NDArray[np.uint32],
+    op_seq: npt.NDArray[np.uint64],
+    stop: ctypes.c_int,
+    timer_capacity: int,
+) -> EngineResult:
+    """One batch of the write engine (engine.c): slot s runs entries slot_start[s] .. [s+1]-1."""
+    nslots = len(slot_start) - 1
+    n = int(slot_start[-1])
+    arrays = [np.ascontiguousarray(a) for a in (slot_start, kind, lba, nblocks, gen_offset)]
+    arrays += [np.ascontiguousarray(gens, dtype=np.uint32), np.ascontiguousarray(op_seq)]
+    if len(buffers) < nslots * slot_bytes:
+        raise ValueError("engine buffers too small")
+    issue = np.empty(n, dtype=np.int64)
+    complete = np.empty(n, dtype=np.int64)
+    status = np.empty(n, dtype=np.int32)
+    t_issue = np.empty(timer_capacity, dtype=np.int64)
+    t_complete = np.empty(timer_capacity, dtype=np.int64)
+    t_status = np.empty(timer_capacity, dtype=np.int32)
+    t_count = ctypes.c_uint64(0)
+    rc = lib().pfr_engine_run(
+        aio.handle,
+        fd,
+        nslots,
+        block_size,
+        campaign,
+        int(durable),
+        flush_every_ns,
+        drain_timeout_ns,
+        buffers.ctypes.data,
+        slot_bytes,
+        *[a.ctypes.data for a in arrays],
+        issue.ctypes.data,
+        complete.ctypes.data,
+        status.ctypes.data,
+        t_issue.ctypes.data,
+        t_complete.ctypes.data,
+        t_status.ctypes.data,
+        timer_capacity,
+        ctypes.byref(t_count),
+        ctypes.byref(stop),
+    )
+    if rc < 0:
+        raise OSError(-rc, f"write engine: {os.strerror(-rc)}")
+    t = t_count.value
+    return EngineResult(issue, complete, status, t_issue[:t], t_complete[:t], t_status[:t], rc == 1)
