@@ -24,7 +24,7 @@ from rig.blockio import BlockTarget
 from rig.bus.base import DriveNode, Presence, PresenceWatch
 from rig.bus.ready import NotReady
 from rig.config import Campaign, DriveSpec
-from rig.errors import RigError, UserError
+from rig.errors import RigError, UnsafeDeviceError, UserError
 from rig.health.errors import HealthToolError
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import HealthReader, HealthTracker, anomaly_details, snapshot_fields
@@ -84,6 +84,7 @@ class Cycle:
     events: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
     status: str = "ok"
     error: str = ""
+    stop_channel: bool = False  # never write to this channel's node again (ARCHITECTURE §6)
 
 
 @dataclass(frozen=True)
@@ -252,7 +253,7 @@ class DriveRun:
     def identify(self, c: Cycle) -> None:
         assert c.node is not None
         if not self.spec.identity.matches(c.node.identity):
-            raise UserError(f"a different drive came back on channel {self.spec.channel}")
+            raise UnsafeDeviceError(f"a different drive came back on channel {self.spec.channel}")
         self.target.close()
         try:
             self.target = self.station.open_target(c.node, self.spec)
@@ -329,6 +330,8 @@ class DriveRun:
         except DeadDevice as error:
             c.status, c.error = "dead", f"{phase}: {error}"
             c.findings.append(verify.Finding(verify.DEAD, 0, 0, -1, -1, detail={"phase": phase}))
+        except UnsafeDeviceError as error:  # identity or an interlock failed after a return
+            c.status, c.error, c.stop_channel = "error", f"{phase}: {error}", True
         except (RigError, OSError) as error:
             c.status, c.error = "error", f"{phase}: {error}"
         except Exception as error:  # a bug in the rig: an ERROR of the cycle, never a finding
@@ -396,6 +399,10 @@ class DriveRun:
                 if c.status == "dead":
                     self.dead = True
                     self.store.set_drive_status(self.drive_id, "dead")
+                    break
+                if c.stop_channel:
+                    self.progress(f"ch{self.spec.channel}: stopped: {c.error}")
+                    self.store.set_drive_status(self.drive_id, "stopped")
                     break
                 consecutive_errors = consecutive_errors + 1 if c.status == "error" else 0
                 if consecutive_errors >= MAX_CONSECUTIVE_ERRORS:

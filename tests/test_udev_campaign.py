@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,8 +30,10 @@ from rig.bus.base import DriveNode
 from rig.bus.udev import UdevPresence
 from rig.campaign import Station, run_campaign
 from rig.config import DriveSpec
+from rig.health.tools import ToolRunner
 from rig.station import ToolDrives
 from rig.store import Store
+from tests.health.health_paths import FAKEBIN
 from tests.loopdev import loop_available
 
 pytestmark = pytest.mark.skipif(bool(loop_available()), reason=loop_available() or "ok")
@@ -143,8 +146,8 @@ serial = "{serial}"
 """
 
 
-def station(power: LoopPower, tmp_path: Path) -> Station:
-    drives = ToolDrives(lock_dir=str(tmp_path / "locks"))
+def station(power: LoopPower, tmp_path: Path, runner: ToolRunner | None = None) -> Station:
+    drives = ToolDrives(runner, lock_dir=str(tmp_path / "locks"))
 
     def open_target(node: DriveNode, spec: DriveSpec) -> BlockTarget:
         return PoweredTarget(drives.open_target(node, spec), power)
@@ -209,3 +212,49 @@ def test_a_different_drive_at_the_old_node_is_never_written(
     arrivals = [e for e in events(store, "udev") if e.get("other_drive")]
     assert arrivals and arrivals[-1]["devnode"] == old_node
     assert arrivals[-1]["other_drive"] == f"{LOOP} s/n {stranger}"
+
+
+class ImpostorPower(LoopPower):
+    """Comes back at a new node with the same udev identity (backing file), but from then on
+    the drive itself answers identify as another drive (through the fake smartctl)."""
+
+    def __init__(self, image: str, indices: list[int], answer: Path) -> None:
+        super().__init__(image, indices, comes_back_as=image)
+        self.answer = answer
+
+    def set_power(self, on: bool) -> None:
+        if on:
+            doc = {
+                "json_format_version": [1, 0],
+                "smartctl": {"version": [7, 3], "exit_status": 0},
+                "device": {"name": "/dev/loop", "type": "sat", "protocol": "ATA"},
+                "model_name": LOOP,
+                "serial_number": "IMPOSTOR-0001",
+                "firmware_version": "X",
+            }
+            self.answer.write_text(json.dumps(doc))
+        super().set_power(on)
+
+
+def test_a_drive_whose_own_identity_changes_after_a_return_stops_its_channel(
+    tmp_path: Path, udevd: None, indices: list[int]
+) -> None:
+    drive = image(tmp_path, "drive.img")
+    answer = tmp_path / "smartctl.json"
+    # before the cut the fake smartctl has no answer (like the real one on a loop device)
+    env = {**os.environ, "PATH": f"{FAKEBIN}{os.pathsep}{Path(sys.executable).parent}"}
+    env = {k: v for k, v in env.items() if not k.startswith("FAKE_")}
+    env["FAKE_SMARTCTL_OUTPUT"] = str(answer)
+    runner = ToolRunner(env=env)
+    power = ImpostorPower(drive, indices, answer)
+    campaign = config.parse(CAMPAIGN.format(cycles=5, back=10, model=LOOP, serial=drive))
+    store = Store(str(tmp_path / "u.sqlite"))
+    lines: list[str] = []
+    [summary] = run_campaign(campaign, station(power, tmp_path, runner), store, lines.append)
+    assert summary.cycles == 1 and not summary.dead
+    [cycle] = store.query("SELECT status, error, blocks_checked FROM cycle")
+    assert cycle["status"] == "error" and cycle["blocks_checked"] == 0  # nothing read either
+    assert "udev and smartctl -i disagree on its identity" in cycle["error"]
+    assert "'IMPOSTOR-0001'" in cycle["error"]
+    assert store.query("SELECT status FROM drive")[0]["status"] == "stopped"
+    assert any(line.startswith("ch0: stopped: identify: refusing") for line in lines)
