@@ -1,118 +1,634 @@
-"""A self-contained HTML report (inline CSS and SVG, no network) from a store."""
+"""The per-model reliability report as one self-contained HTML page (inline CSS and SVG charts,
+no script, no network), rendered from `analysis.Report`."""
 
 from __future__ import annotations
 
+import datetime
 import html
 import json
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from reports.summary import FAILURE_ORDER, CampaignReport, DriveReport, load
-from rig.store import open_existing
+from reports import svg
+from reports.analysis import (
+    FAILURE_ORDER,
+    DelayBin,
+    DriveStat,
+    ModelReport,
+    Proportion,
+    Report,
+)
 
 STYLE = """
-body{font-family:system-ui,sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;margin:1em 0}
-td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}
-th{background:#f0f0f0}.PASS{color:#080;font-weight:bold}.FAIL{color:#b00;font-weight:bold}
-.DEAD{color:#fff;background:#b00;font-weight:bold}code{font-size:12px}
+body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
+h1{margin-bottom:0}h2{border-bottom:2px solid #ddd;padding-bottom:2px;margin-top:1.6em}
+table{border-collapse:collapse;margin:.6em 0}
+td,th{border:1px solid #ccc;padding:3px 7px;font-size:13px;text-align:left;vertical-align:top}
+th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.PASS{color:#080;font-weight:bold}.FAIL{color:#b00;font-weight:bold}
+.DEAD{color:#fff;background:#b00;font-weight:bold}
+.verdict{display:inline-block;padding:4px 12px;border-radius:4px;color:#fff;font-weight:bold}
+.verdict.PASS{background:#2a2}.verdict.FAIL{background:#c22}
+.absent{color:#777;font-style:italic}.note{color:#555;font-size:13px}
+code{font-size:12px}.charts{display:flex;flex-wrap:wrap;gap:12px}
+section.model{border-left:4px solid #ccc;padding-left:14px;margin-top:2em}
 """
-COLOURS = ("#d62728", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#bcbd22", "#7f7f7f", "#000")
+esc = html.escape
 
 
-def _bars(drives: list[DriveReport]) -> str:
-    """Findings per class per drive, as a horizontal stacked bar chart."""
-    width, row_h, left = 640, 28, 220
-    biggest = max([sum(d.failures.values()) for d in drives] + [1])
+def _pct(p: float | None, digits: int = 3) -> str:
+    if p is None:
+        return "n/a"
+    if p == 0:
+        return "0"
+    return f"{p:.{digits}g}"
+
+
+def _ms(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.1f}"
+
+
+def _table(head: Sequence[str], rows: Iterable[Sequence[object]], numeric: int = 0) -> str:
+    """A table; columns from index `numeric` on are right-aligned numbers."""
+    out = ["<table><tr>", *(f"<th>{esc(h)}</th>" for h in head), "</tr>"]
+    for row in rows:
+        out.append("<tr>")
+        for i, cell in enumerate(row):
+            cls = ' class="n"' if numeric and i >= numeric else ""
+            out.append(f"<td{cls}>{cell}</td>")
+        out.append("</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _absent(what: str) -> str:
+    return f'<p class="absent">{esc(what)}</p>'
+
+
+def _prop_cells(p: Proportion) -> list[object]:
+    interval = f"{_pct(p.lower95)} – {_pct(p.upper95)}"
+    return [p.failed, p.trials, _pct(p.rate), _pct(p.upper), interval]
+
+
+# charts -------------------------------------------------------------------------------------
+
+
+def bounds_chart(models: Sequence[ModelReport], confidence: float) -> str:
+    """Per model: the observed failing-cut rate (dot) and its one-sided upper bound (bar), on a
+    log scale, with each model's target as a dashed line."""
+    shown = [m for m in models if m.any_failure.trials]
+    if not shown:
+        return svg.no_data("Failure probability per cut", "no cuts recorded")
+    lowest = min(
+        [m.any_failure.upper or 1.0 for m in shown] + [m.criteria.max_failure_rate for m in shown]
+    )
+    chart = svg.Chart(
+        f"Failure probability per cut: rate (dot) and {confidence:.0%} upper bound (bar)",
+        (0, len(shown)),
+        (min(lowest / 3, 1e-4), 1.0),
+        "model",
+        "probability per cut (log)",
+        ylog=True,
+        width=max(420, 160 * len(shown) + 120),
+    )
+    for i, m in enumerate(shown):
+        p = m.any_failure
+        assert p.upper is not None and p.rate is not None
+        chart.bar(i + 0.25, i + 0.75, p.upper, svg.colour(i), f"{m.model}: upper {p.upper:.3g}")
+        rate = max(p.rate, chart.y.low)
+        chart.points([i + 0.5], [rate], "#000", f"{m.model}: rate {p.rate:.3g}", r=4)
+        chart.category(i + 0.5, m.model)
+    for target in sorted({m.criteria.max_failure_rate for m in shown}):
+        chart.hline(target, "#b00", f"target p < {target:g}")
+    return chart.render()
+
+
+def survival_chart(models: Sequence[ModelReport]) -> str:
+    subjects = [s for m in models for s in m.survival.subjects]
+    if not subjects:
+        return svg.no_data("Drive survival (Kaplan-Meier)", "no drives")
+    longest = max(t for t, _ in subjects) or 1
+    chart = svg.Chart(
+        "Drive survival vs cuts (Kaplan-Meier; dead device = event, alive = censored)",
+        (0, longest),
+        (0, 1.05),
+        "cuts taken by the drive",
+        "fraction of drives alive",
+    )
+    for i, m in enumerate(models):
+        if not m.survival.subjects:
+            continue
+        end = max(t for t, _ in m.survival.subjects)
+        xs, ys, lo, hi = [0.0], [1.0], [1.0], [1.0]
+        for s in m.survival.steps:
+            xs.append(s.time)
+            ys.append(s.survival)
+            lo.append(s.lower)
+            hi.append(s.upper)
+        xs.append(end)
+        ys.append(ys[-1])
+        lo.append(lo[-1])
+        hi.append(hi[-1])
+        if m.survival.steps:
+            chart.band(*_stepped(xs, lo, hi), fill=svg.colour(i))
+        chart.step(xs, ys, svg.colour(i))
+        censored = [t for t, died in m.survival.subjects if not died]
+        chart.points(censored, [_km_at(m, t) for t in censored], svg.colour(i), "censored", r=4)
+        chart.legend(f"{m.model} ({len(m.survival.subjects)} drives)", svg.colour(i))
+    return chart.render()
+
+
+def _stepped(
+    xs: list[float], lo: list[float], hi: list[float]
+) -> tuple[list[float], list[float], list[float]]:
+    sx: list[float] = []
+    sl: list[float] = []
+    sh: list[float] = []
+    for i in range(len(xs)):
+        if i:
+            sx.append(xs[i])
+            sl.append(sl[-1])
+            sh.append(sh[-1])
+        sx.append(xs[i])
+        sl.append(lo[i])
+        sh.append(hi[i])
+    return sx, sl, sh
+
+
+def _km_at(m: ModelReport, t: float) -> float:
+    value = 1.0
+    for s in m.survival.steps:
+        if s.time <= t:
+            value = s.survival
+    return value
+
+
+def return_chart(models: Sequence[ModelReport]) -> str:
+    values = [v for m in models for v in m.return_ms]
+    if not values:
+        return svg.no_data("Return time", "no cut with both the cut edge and the return recorded")
+    log = max(values) / max(min(values), 1e-9) > 20
+    chart = svg.Chart(
+        "Return time after the cut (empirical CDF)",
+        (min(values) * 0.9, max(values) * 1.1),
+        (0, 1.0),
+        "ms from the cut edge to the drive back on the bus" + (" (log)" if log else ""),
+        "fraction of cuts",
+        xlog=log,
+    )
+    for i, m in enumerate(models):
+        if not m.return_ms:
+            continue
+        ordered = sorted(m.return_ms)
+        n = len(ordered)
+        chart.step([ordered[0], *ordered], [0.0, *((k + 1) / n for k in range(n))], svg.colour(i))
+        chart.legend(m.model, svg.colour(i))
+    return chart.render()
+
+
+def delay_chart(m: ModelReport) -> str:
+    pts = [p for p in m.delays if p.flush_to_cut_ms is not None and p.ack_to_cut_ms is not None]
+    if not pts:
+        return svg.no_data(
+            "Outcome vs time since last acknowledgement and flush",
+            "no cut with its write log and cut edge stored",
+        )
+    xs = [max(p.flush_to_cut_ms or 0, 1e-3) for p in pts]
+    ys = [max(p.ack_to_cut_ms or 0, 1e-3) for p in pts]
+    chart = svg.Chart(
+        "Outcome vs time from the last flush and the last ack to the cut",
+        (min(xs), max(xs)),
+        (min(ys), max(ys)),
+        "ms since the last completed flush (log)",
+        "ms since the last ack (log)",
+        xlog=True,
+        ylog=True,
+    )
+    ok = [(x, y) for x, y, p in zip(xs, ys, pts, strict=True) if not p.failed]
+    bad = [(x, y) for x, y, p in zip(xs, ys, pts, strict=True) if p.failed]
+    chart.points([x for x, _ in ok], [y for _, y in ok], "#2ca02c", "no failure")
+    chart.points([x for x, _ in bad], [y for _, y in bad], "#d62728", "failure", r=3.5)
+    chart.legend(f"no failure ({len(ok)})", "#2ca02c")
+    chart.legend(f"failure ({len(bad)})", "#d62728")
+    return chart.render()
+
+
+def class_chart(drives: Sequence[DriveStat]) -> str:
+    """Failure findings per class per drive, stacked horizontal bars."""
+    classes = [c for c in FAILURE_ORDER if any(c in d.findings for d in drives)]
+    classes += sorted({c for d in drives for c in d.findings} - set(classes))
+    if not classes:
+        return svg.no_data("Failure findings per class per drive", "no failure findings")
+    width, row_h, left = 560, 26, 200
+    biggest = max(sum(d.findings.values()) for d in drives) or 1
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width + left + 20}" '
-        f'height="{row_h * len(drives) + 50}" role="img" aria-label="failures per drive">'
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width + left + 30}"'
+        f' height="{row_h * len(drives) + 60}" role="img" aria-label="findings per drive">'
+        f'<rect x="0" y="0" width="{width + left + 30}" height="{row_h * len(drives) + 60}"'
+        ' fill="#fff"/><text x="0" y="16" font-size="13" font-weight="bold">'
+        "Failure findings per class per drive</text>"
     ]
     for i, d in enumerate(drives):
-        y = 10 + i * row_h
+        y = 28 + i * row_h
         parts.append(
-            f'<text x="0" y="{y + 17}" font-size="12">ch{d.channel} '
-            f"{html.escape(d.model[:28])}</text>"
+            f'<text x="0" y="{y + 15}" font-size="12">{esc(d.serial or d.wwn)[:26]}</text>'
         )
         x = float(left)
-        for cls, colour in zip(FAILURE_ORDER, COLOURS, strict=True):
-            n = d.failures.get(cls, 0)
+        for k, cls in enumerate(classes):
+            n = d.findings.get(cls, 0)
             if n:
                 w = width * n / biggest
                 parts.append(
-                    f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row_h - 6}" '
-                    f'fill="{colour}"><title>{cls}: {n}</title></rect>'
+                    f'<rect class="mark" x="{x:.1f}" y="{y}" width="{max(w, 1):.1f}"'
+                    f' height="{row_h - 6}" fill="{svg.colour(k + 1)}">'
+                    f"<title>{esc(cls)}: {n}</title></rect>"
                 )
                 x += w
         if x == left:
             parts.append(
-                f'<text x="{left}" y="{y + 17}" font-size="12" fill="#080">no failures</text>'
+                f'<text x="{left}" y="{y + 15}" font-size="12" fill="#080">no failures</text>'
             )
-    y = 20 + len(drives) * row_h
+    y = 36 + len(drives) * row_h
     x = float(left)
-    for cls, colour in zip(FAILURE_ORDER, COLOURS, strict=True):
+    for k, cls in enumerate(classes):
         parts.append(
-            f'<rect x="{x}" y="{y}" width="10" height="10" fill="{colour}"/>'
-            f'<text x="{x + 13}" y="{y + 9}" font-size="10">{cls}</text>'
+            f'<rect x="{x:.0f}" y="{y}" width="10" height="10" fill="{svg.colour(k + 1)}"/>'
+            f'<text x="{x + 13:.0f}" y="{y + 9}" font-size="10">{esc(cls)}</text>'
         )
-        x += 13 + 6.2 * len(cls) + 10
+        x += 24 + 5.6 * len(cls)
     parts.append("</svg>")
     return "".join(parts)
 
 
-def render(report: CampaignReport) -> str:
-    esc = html.escape
+def _numeric_series(rows: list[dict[str, Any]]) -> dict[str, list[float]]:
+    keys = [
+        k
+        for k in (rows[0].keys() if rows else ())
+        if not k.startswith("_") and k not in ("id", "drive", "cycle_id", "seq")
+    ]
+    series = {}
+    for k in keys:
+        values = [r.get(k) for r in rows]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            series[k] = [float(v) for v in values]  # type: ignore[arg-type]
+    return series
+
+
+def endurance_charts(m: ModelReport) -> str:
+    if not m.intervals:
+        return _absent(
+            "Endurance: no endurance intervals in the store (the campaign ran no endurance"
+            " phase, or the store predates endurance recording)."
+        )
+    charts = []
+    by_drive: dict[str, list[dict[str, Any]]] = {}
+    for row in m.intervals:
+        by_drive.setdefault(str(row["drive"]), []).append(row)
+    series_names = sorted({k for rows in by_drive.values() for k in _numeric_series(rows)})
+    for name in series_names[:8]:
+        all_values = [v for rows in by_drive.values() for v in _numeric_series(rows).get(name, [])]
+        if not all_values:
+            continue
+        longest = max(len(rows) for rows in by_drive.values())
+        chart = svg.Chart(
+            name.replace("_", " "),
+            (0, max(longest - 1, 1)),
+            (min(0.0, min(all_values)), max(all_values) * 1.05 or 1.0),
+            "interval",
+            name,
+            width=420,
+            height=240,
+        )
+        for i, (drive, rows) in enumerate(sorted(by_drive.items())):
+            ys = _numeric_series(rows).get(name)
+            if ys:
+                chart.line(list(range(len(ys))), ys, svg.colour(i))
+                chart.legend(drive.split("|")[-1], svg.colour(i))
+        charts.append(chart.render())
+    return f'<div class="charts">{"".join(charts)}</div>'
+
+
+def _generic_rows(rows: list[dict[str, Any]], limit: int = 200) -> str:
+    keys = [k for k in rows[0] if not k.startswith("_") and not isinstance(rows[0][k], bytes)]
+    body = [[esc(_short(r.get(k))) for k in keys] for r in rows[:limit]]
+    more = f'<p class="note">first {limit} of {len(rows)} rows</p>' if len(rows) > limit else ""
+    return _table(keys, body) + more
+
+
+def _short(value: object) -> str:
+    text = json.dumps(value) if isinstance(value, dict | list) else str(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+# sections -----------------------------------------------------------------------------------
+
+
+def _summary_table(report: Report) -> str:
     rows = []
-    for d in report.drives:
-        failures = (
-            "<br>".join(
-                f"{esc(k)}: {v} findings, {d.failure_blocks.get(k, 0)} blocks"
-                for k, v in sorted(d.failures.items())
-            )
-            or "none"
-        )
-        back = f"{d.median_return_ms:.0f}" if d.median_return_ms is not None else "n/a"
-        survived = (
-            f"{d.nondurable_survived}/{d.nondurable_writes}" if d.nondurable_writes else "n/a"
-        )
+    for m in report.models:
+        p = m.criteria_failure
         rows.append(
-            f"<tr><td>{d.channel}</td><td>{esc(d.model)}<br><code>s/n {esc(d.serial)}"
-            f" {esc(d.wwn)}</code></td><td>{esc(d.profile)}</td><td>{d.cycles}</td>"
-            f"<td>{d.cycles_error}</td><td>{d.cycles_with_failure}</td><td>{failures}</td>"
-            f"<td>{d.allowed_losses}</td><td>{survived}</td><td>{back}</td>"
-            f'<td class="{d.verdict}">{d.verdict}</td></tr>'
+            [
+                f'<a href="#{_anchor(m.model)}">{esc(m.model)}</a>',
+                esc(", ".join(m.firmware)),
+                len(m.drives),
+                m.cuts,
+                m.any_failure.failed,
+                _pct(m.any_failure.rate),
+                _pct(m.any_failure.upper),
+                _pct(m.reliability_demonstrated, 6),
+                f"{m.drive_level.failed}/{m.drive_level.trials}",
+                m.drives_dead,
+                m.rig_errors,
+                f'<span class="verdict {m.verdict.label}">{m.verdict.label}</span>'
+                f'<br><span class="note">{esc("; ".join(m.verdict.reasons))}</span>'
+                f'<br><span class="note">criteria: {esc(m.criteria.describe())}'
+                f" ({p.failed}/{p.trials} counted)</span>",
+            ]
         )
-    examples = []
-    for f in report.examples:
-        detail = json.loads(str(f["detail"]))
-        examples.append(
-            f"<tr><td>ch{f['channel']}</td><td>{f['cycle']}</td><td>{esc(str(f['class']))}</td>"
-            f"<td>{f['lba_first']}+{f['lba_count']}</td><td>{f['expected_gen']}</td>"
-            f"<td>{f['observed_gen']}</td><td><code>{esc(json.dumps(detail))[:160]}</code></td></tr>"
+    c = f"{report.confidence:.0%}"
+    return _table(
+        [
+            "model",
+            "firmware",
+            "drives",
+            "cuts",
+            "failing cuts",
+            "rate",
+            f"{c} upper bound",
+            f"reliability shown ({c})",
+            "drives with failures",
+            "dead",
+            "rig errors",
+            "verdict",
+        ],
+        rows,
+    )
+
+
+def _comparisons(report: Report) -> str:
+    if not report.comparisons:
+        return _absent("Only one model in these stores: no model-vs-model comparison.")
+    rows = [
+        [
+            esc(c.model_a),
+            f"{c.a.failed}/{c.a.trials}",
+            esc(c.model_b),
+            f"{c.b.failed}/{c.b.trials}",
+            f"{c.p_value:.3g}",
+            f"{c.p_holm:.3g}",
+            "yes" if c.significant else "no",
+        ]
+        for c in report.comparisons
+    ]
+    return _table(
+        [
+            "model A",
+            "failing/cuts",
+            "model B",
+            "failing/cuts",
+            "Fisher p (two-sided)",
+            "Holm-adjusted p",
+            f"differ at {1 - report.confidence:.0%}",
+        ],
+        rows,
+    )
+
+
+def _anchor(model: str) -> str:
+    return "m-" + "".join(ch if ch.isalnum() else "-" for ch in model)
+
+
+def _bins_table(title: str, bins: list[DelayBin]) -> str:
+    rows = []
+    for b in bins:
+        high = "∞" if b.high_ms is None else f"{b.high_ms:g}"
+        rows.append([f"[{b.low_ms:g}, {high}) ms", *_prop_cells(b.cuts)])
+    return f"<h4>{esc(title)}</h4>" + _table(
+        ["time before the cut", "failing", "cuts", "rate", "upper bound", "two-sided interval"],
+        rows,
+        numeric=1,
+    )
+
+
+def _drive_rows(m: ModelReport) -> list[list[object]]:
+    rows = []
+    for d in m.drives:
+        rows.append(
+            [
+                f"{esc(d.serial)}<br><code>{esc(d.wwn)}</code>",
+                esc(", ".join(d.firmware) or "n/a"),
+                esc(", ".join(d.stations)),
+                esc(", ".join(d.campaigns)),
+                esc(d.profile),
+                d.cuts.trials,
+                d.cuts.failed,
+                _pct(d.cuts.upper),
+                "<br>".join(f"{esc(k)}: {v}" for k, v in d.findings.items()) or "none",
+                d.allowed_losses,
+                d.rig_errors + d.interrupted,
+                "alive" if d.dead_at_cut is None else f"dead at cut {d.dead_at_cut}",
+                _ms(d.median_return_ms),
+                f'<span class="{d.verdict}">{d.verdict}</span>',
+            ]
         )
+    return rows
+
+
+def _model_section(m: ModelReport, confidence: float) -> str:
+    c = f"{confidence:.0%}"
+    crit = m.criteria
+    verdict = (
+        f'<p><span class="verdict {m.verdict.label}">{m.verdict.label}</span> against the'
+        f" criteria: {esc(crit.describe())}. <span class='note'>{esc(m.criteria_note)}.</span></p>"
+        f"<ul>{''.join(f'<li>{esc(r)}</li>' for r in m.verdict.reasons)}</ul>"
+        f'<p class="note">Success-run: {m.cuts_needed} failure-free cuts demonstrate'
+        f" p &lt; {crit.max_failure_rate:g} at {crit.confidence:.0%}"
+        f" (n = ln(1 − C) / ln(R)). Reliability shown by these cuts:"
+        f" R ≥ {_pct(m.reliability_demonstrated, 6)}.</p>"
+    )
+    firmware = _table(
+        ["firmware", "failing cuts", "cuts", "rate", f"{c} upper", "two-sided interval"],
+        [[esc(fw), *_prop_cells(p)] for fw, p in m.firmware.items()],
+        numeric=1,
+    )
+    classes = (
+        _table(
+            [
+                "class",
+                "findings",
+                "blocks",
+                "cuts with it",
+                "cuts",
+                "rate per cut",
+                f"{c} upper bound",
+                "two-sided interval",
+            ],
+            [[esc(s.cls), s.findings, s.blocks, *_prop_cells(s.cuts)] for s in m.classes],
+            numeric=1,
+        )
+        if m.classes
+        else _absent("No failure finding of any class.")
+    )
+    drives = _table(
+        [
+            "drive (serial, WWN)",
+            "firmware",
+            "stations",
+            "campaigns",
+            "profile",
+            "cuts",
+            "failing cuts",
+            f"{c} upper (this drive)",
+            "findings",
+            "allowed losses",
+            "rig errors / interrupted",
+            "status",
+            "median return ms",
+            "verdict",
+        ],
+        _drive_rows(m),
+    )
+    dl = m.drive_level
+    drive_level = (
+        f'<p class="note">Drive level (each drive counted once, no independence between cuts'
+        f" assumed): {dl.failed} of {dl.trials} drives had a failing cut; the per-drive"
+        f" probability of failing within its cuts is below {_pct(dl.upper)} at {c}."
+        f" {m.drives_dead} drive(s) died.</p>"
+    )
+    q = m.return_quantiles
+    returns = (
+        _table(
+            ["cuts", "min", "p50", "p90", "p99", "max", "mean"],
+            [[len(m.return_ms), *(_ms(q[k]) for k in ("min", "p50", "p90", "p99", "max", "mean"))]],
+            numeric=1,
+        )
+        if q
+        else _absent("No return times recorded.")
+    )
+    examples = (
+        _table(
+            ["drive", "cycle", "class", "LBA range", "expected gen", "observed gen", "detail"],
+            [
+                [
+                    esc(str(e["drive"])),
+                    e.get("cycle", ""),
+                    esc(str(e.get("class", ""))),
+                    f"{e.get('lba_first')}+{e.get('lba_count')}",
+                    e.get("expected_gen", ""),
+                    e.get("observed_gen", ""),
+                    f"<code>{esc(_short(e.get('detail', '')))}</code>",
+                ]
+                for e in m.examples[:60]
+            ],
+        )
+        if m.examples
+        else _absent("No failure findings.")
+    )
+    health = (
+        _generic_rows(m.health)
+        if m.health
+        else _absent(
+            "SMART deltas and counter anomalies: no health snapshots in the store (health"
+            " polling was off, the drive reports none, or the store predates health recording)."
+        )
+    )
+    rail = (
+        _generic_rows(m.rail)
+        if m.rail
+        else _absent(
+            "Rail fall: no rail-sense measurements in the store (the station has no rail sense,"
+            " e.g. a simulated or manual station, or the store predates rail recording)."
+        )
+    )
+    return f"""<section class="model" id="{_anchor(m.model)}">
+<h2>{esc(m.model)}</h2>
+<p>Campaigns: {esc("; ".join(m.campaigns))}. {m.cuts} cuts on {len(m.drives)} drive(s);
+{m.rig_errors} rig errors and {m.interrupted} interrupted cycles are not counted as cuts.</p>
+{verdict}
+<h3>Firmware versions</h3>{firmware}
+<h3>Findings per class</h3>{classes}
+<h3>Per drive</h3>{drives}{drive_level}
+<div class="charts">{class_chart(m.drives)}</div>
+<h3>Return time</h3>{returns}
+<h3>Outcome vs cut delay since the last acknowledgement and flush</h3>
+<div class="charts">{delay_chart(m)}</div>
+<div class="charts"><div>{_bins_table("by time since the last completed flush", m.flush_bins)}</div>
+<div>{_bins_table("by time since the last acknowledged write", m.ack_bins)}</div></div>
+<h3>SMART deltas and counter anomalies</h3>{health}
+<h3>Endurance</h3>{endurance_charts(m)}
+<h3>Rail fall</h3>{rail}
+<h3>Failure findings (first {min(len(m.examples), 60)})</h3>{examples}
+</section>"""
+
+
+METHODS = """<h2>Method</h2><ul class="note">
+<li>Built from the SQLite stores only, opened read-only; several stores merge, and a drive is the
+same physical drive (model and serial, else WWN) in every campaign and station.</li>
+<li>A cut is a cycle whose power cut reached the drive (status ok, or dead). Rig errors and
+interrupted cycles are shown but never counted as cuts or failures. A failing cut has at least one
+failure finding; allowed losses of unflushed writes are not failures.</li>
+<li>Bounds are exact one-sided Clopper-Pearson upper bounds (beta quantile by bisection on the
+regularized incomplete beta); intervals are two-sided exact at the same confidence.
+The reliability shown is 1 − the upper bound; with zero failures it equals the success-run value
+(1 − C)<sup>1/n</sup>.</li>
+<li>Cuts on one drive are not independent: the pooled per-cut bound assumes they are
+exchangeable across drives. Each drive's own bound and the drive-level count (drives with any
+failing cut, each drive counted once) are shown beside it; when drives of one model disagree,
+trust the drive-level figure.</li>
+<li>Survival: Kaplan-Meier over drives, time in cuts, a dead device is an event at the cut it died
+on, a drive still alive is censored at its cut count; band: Greenwood variance, log-log.</li>
+<li>Model vs model: Fisher's exact test (two-sided) on failing vs clean cuts, Holm-corrected over
+all pairs.</li>
+<li>Time since the last acknowledgement / flush: from each cut's stored write log, the last write
+completion and last flush completion before the cut edge on the host clock.</li></ul>"""
+
+
+def render(report: Report, generated_at: float | None = None) -> str:
+    when = datetime.datetime.fromtimestamp(
+        generated_at if generated_at is not None else 0, tz=datetime.UTC
+    ).strftime("%Y-%m-%d %H:%M UTC")
+    campaigns = _table(
+        ["store", "campaign", "station", "status", "started", "ended"],
+        [
+            [
+                f"<code>{esc(c['source'])}</code>",
+                esc(c["name"]),
+                esc(c["station"]),
+                esc(c["status"]),
+                _when(c["started_at"]),
+                _when(c["ended_at"]),
+            ]
+            for c in report.campaigns
+        ],
+    )
+    unread = [f"{esc(s)}: {esc(', '.join(t))}" for s, t in report.unread_tables.items() if t]
+    unread_note = (
+        f'<p class="note">Tables not read by this report version: {"; ".join(unread)}.</p>'
+        if unread
+        else ""
+    )
+    models = "".join(_model_section(m, report.confidence) for m in report.models)
+    title = ", ".join(m.model for m in report.models) or "no drives"
     return f"""<!doctype html><html><head><meta charset="utf-8">
-<title>Power-fault report: {esc(report.name)}</title><style>{STYLE}</style></head><body>
-<h1>Power-fault campaign <i>{esc(report.name)}</i></h1>
-<p>Station: {esc(report.station)}. Campaign status: {esc(report.status)}.
-Findings are classed per ARCHITECTURE §4; allowed losses are unflushed writes lost whole,
-which a drive may do.</p>
-<h2>Per drive</h2>
-<table><tr><th>ch</th><th>drive</th><th>profile</th><th>cuts</th><th>rig errors</th>
-<th>cuts with failures</th><th>failures</th><th>allowed losses</th>
-<th>unflushed writes survived</th><th>median return ms</th><th>verdict</th></tr>
-{"".join(rows)}</table>
-<h2>Failures per class</h2>{_bars(report.drives)}
-<h2>Failure findings (first {len(examples)})</h2>
-<table><tr><th>drive</th><th>cycle</th><th>class</th><th>LBA range</th><th>expected gen</th>
-<th>observed gen</th><th>detail</th></tr>{"".join(examples)}</table>
+<title>Power-fault reliability report: {esc(title)}</title><style>{STYLE}</style></head><body>
+<h1>Power-fault reliability report</h1>
+<p class="note">Generated {when} from {len(report.sources)} store(s).
+Confidence {report.confidence:.0%}. Findings are classed per ARCHITECTURE §4.</p>
+<h2>Campaigns</h2>{campaigns}{unread_note}
+<h2>Models</h2>{_summary_table(report) if report.models else _absent("No drives.")}
+<div class="charts">{bounds_chart(report.models, report.confidence)}</div>
+<h2>Model vs model</h2>{_comparisons(report)}
+<h2>Drive survival</h2><div class="charts">{survival_chart(report.models)}</div>
+<h2>Return time</h2><div class="charts">{return_chart(report.models)}</div>
+{models}
+{METHODS}
 </body></html>
 """
 
 
-def write_report(db_path: str, out_path: str) -> str:
-    store = open_existing(db_path)
-    try:
-        page = render(load(store))
-    finally:
-        store.close()
-    with open(out_path, "w", encoding="utf-8") as handle:
-        handle.write(page)
-    return out_path
+def _when(t: float | None) -> str:
+    if t is None or not math.isfinite(t):
+        return "—"
+    return datetime.datetime.fromtimestamp(t, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")

@@ -59,7 +59,7 @@ def _run(campaign: config.Campaign, db_path: str, quiet: bool) -> list[DriveSumm
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from reports import html
+    from reports import export
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -70,7 +70,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     db.unlink(missing_ok=True)
     print(f"rig demo: {len(campaign.drives)} simulated drives, {campaign.cycles} cuts each")
     _print_summaries(_run(campaign, str(db), args.quiet))
-    report = html.write_report(str(db), str(out / "report.html"))
+    report = export.write_report([str(db)], str(out))
     print(f"\nstore:  {db}\nreport: {report}")
     return 0
 
@@ -112,11 +112,12 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from reports import html
+    from reports import export
 
-    open_existing(args.db).close()
-    out = args.output or os.path.splitext(args.db)[0] + ".html"
-    print(html.write_report(args.db, out))
+    if not 0.5 <= args.confidence < 1.0:
+        raise UserError(f"--confidence {args.confidence}: must lie in [0.5, 1)")
+    out = args.out or os.path.splitext(args.db[0])[0] + "-report"
+    print(export.write_report(args.db, out, args.confidence))
     return 0
 
 
@@ -139,9 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="per-drive summary of a store")
     status.add_argument("db")
     status.set_defaults(func=cmd_status)
-    report = sub.add_parser("report", help="write the HTML report of a store")
-    report.add_argument("db")
-    report.add_argument("-o", "--output")
+    report = sub.add_parser(
+        "report", help="per-model report (HTML, JSON, CSV) of one or more stores, merged"
+    )
+    report.add_argument("db", nargs="+", help="SQLite stores, e.g. one per station")
+    report.add_argument("--out", help="report folder (default: <first store>-report)")
+    report.add_argument("--confidence", type=float, default=0.95, help="default 0.95")
     report.set_defaults(func=cmd_report)
     return parser
 

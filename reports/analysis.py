@@ -1,0 +1,478 @@
+"""From a merged dataset to the figures a per-model reliability report states (pure, no I/O).
+
+Units. A *cut* is a cycle whose power cut reached the drive: status ok, or dead (the drive's last
+cut, which it failed). Rig errors (status error: a fault of the rig, ARCHITECTURE §4) and cycles
+marked interrupted are not cuts of the drive; they are counted and shown apart. A cut *fails* when
+it has at least one failure finding (of the classes the criteria name, for the verdict).
+
+Dependence. Cuts on one drive are not independent trials: a drive with a lying flush fails again
+and again. The pooled per-cut bound treats all cuts of a model as exchangeable trials and is what
+a certification criterion such as "p < 1e-3 per cut at 95%" is stated in; beside it the report
+gives every drive's own bound and a drive-level bound (drives with any failure out of drives),
+which counts each drive once and so needs no independence between cuts. The verdict is the
+campaign's criterion on the pooled bound plus its dead-drive limit; docs/reports.md explains how
+to read the other two.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reports import stats
+from reports.dataset import Campaign, Cut, Dataset, DriveRun
+
+FAILURE_ORDER = (
+    "lost_durable_write",
+    "unserializable_write",
+    "shorn_write",
+    "bit_corruption",
+    "flying_write",
+    "collateral_damage",
+    "read_error",
+    "counter_anomaly",
+    "dead_device",
+)
+DELAY_BINS_MS = (0.0, 1.0, 10.0, 100.0, 1000.0, math.inf)
+
+
+@dataclass(frozen=True)
+class Criteria:
+    max_failure_rate: float  # per cut, the bound to demonstrate
+    confidence: float
+    classes: tuple[str, ...]  # failure classes that count; () = every failure class
+    max_dead_drives: int
+    stated: bool  # False: the campaign states none and the rig's default applies
+    origin: str  # which campaign(s) stated them
+
+    def describe(self) -> str:
+        what = ", ".join(self.classes) if self.classes else "any failure class"
+        return (
+            f"per-cut probability of a cut with {what} below {self.max_failure_rate:g}"
+            f" at {self.confidence:.0%} confidence (one-sided Clopper-Pearson);"
+            f" at most {self.max_dead_drives} dead drive(s)"
+        )
+
+
+DEFAULT_CRITERIA = Criteria(1e-3, 0.95, (), 0, False, "rig default")
+
+
+def criteria_of(campaign: Campaign) -> Criteria | None:
+    """Pass criteria stated in a campaign file, if any: a `[criteria]` (or `[pass]`) table with
+    max_failure_rate, confidence, classes, max_dead_drives."""
+    table = campaign.config.get("criteria") or campaign.config.get("pass")
+    if not isinstance(table, dict):
+        return None
+    classes = table.get("classes", ())
+    return Criteria(
+        float(table.get("max_failure_rate", DEFAULT_CRITERIA.max_failure_rate)),
+        float(table.get("confidence", DEFAULT_CRITERIA.confidence)),
+        tuple(str(c) for c in classes) if isinstance(classes, list) else (),
+        int(table.get("max_dead_drives", DEFAULT_CRITERIA.max_dead_drives)),
+        True,
+        campaign.name,
+    )
+
+
+def merged_criteria(campaigns: Iterable[Campaign]) -> tuple[Criteria, str]:
+    """The criteria for a model whose cuts come from several campaigns: the strictest stated
+    (smallest rate, highest confidence, fewest dead drives, union of classes), with a note."""
+    stated = [c for c in (criteria_of(x) for x in campaigns) if c is not None]
+    if not stated:
+        return DEFAULT_CRITERIA, "the campaign states no pass criteria; the rig's default applies"
+    if len(set(stated)) == 1:
+        return stated[0], f"stated in campaign {stated[0].origin}"
+    classes: tuple[str, ...] = ()
+    if all(c.classes for c in stated):
+        classes = tuple(sorted({k for c in stated for k in c.classes}))
+    strictest = Criteria(
+        min(c.max_failure_rate for c in stated),
+        max(c.confidence for c in stated),
+        classes,
+        min(c.max_dead_drives for c in stated),
+        True,
+        ", ".join(sorted({c.origin for c in stated})),
+    )
+    return strictest, "campaigns state different criteria; the strictest of each applies"
+
+
+@dataclass
+class Proportion:
+    failed: int
+    trials: int
+    rate: float | None
+    upper: float | None  # one-sided upper bound at the report's confidence
+    lower95: float | None  # two-sided interval at the same confidence
+    upper95: float | None
+
+
+def proportion(failed: int, trials: int, confidence: float) -> Proportion:
+    if trials == 0:
+        return Proportion(failed, 0, None, None, None, None)
+    low, high = stats.clopper_pearson_interval(failed, trials, confidence)
+    return Proportion(
+        failed,
+        trials,
+        failed / trials,
+        stats.clopper_pearson_upper(failed, trials, confidence),
+        low,
+        high,
+    )
+
+
+@dataclass
+class ClassStat:
+    cls: str
+    findings: int
+    blocks: int
+    cuts: Proportion  # cuts with at least one finding of this class
+
+
+@dataclass
+class DriveStat:
+    key: str
+    model: str
+    serial: str
+    wwn: str
+    firmware: list[str]
+    stations: list[str]
+    campaigns: list[str]
+    channels: list[int]
+    profile: str
+    cuts: Proportion  # cuts with any failure on this drive
+    rig_errors: int
+    interrupted: int
+    findings: dict[str, int]
+    allowed_losses: int
+    dead_at_cut: int | None  # cumulative cut count at which the drive died
+    median_return_ms: float | None
+    verdict: str  # PASS | FAIL | DEAD
+
+
+@dataclass
+class DelayBin:
+    low_ms: float
+    high_ms: float | None
+    cuts: Proportion
+
+
+@dataclass
+class DelayPoint:
+    ack_to_cut_ms: float | None
+    flush_to_cut_ms: float | None
+    cut_delay_ms: float
+    failed: bool
+    classes: list[str]
+
+
+@dataclass
+class Survival:
+    subjects: list[tuple[int, bool]]  # (cuts survived or until death, died)
+    steps: list[stats.KmStep]
+
+
+@dataclass
+class Verdict:
+    passed: bool
+    label: str  # PASS | FAIL
+    reasons: list[str]
+
+
+@dataclass
+class ModelReport:
+    model: str
+    firmware: dict[str, Proportion]  # per firmware version: cuts with any failure
+    drives: list[DriveStat]
+    campaigns: list[str]
+    cuts: int
+    rig_errors: int
+    interrupted: int
+    classes: list[ClassStat]
+    any_failure: Proportion
+    criteria_failure: Proportion  # cuts failing the criteria's classes
+    reliability_demonstrated: float | None
+    cuts_needed: int  # success-run: failure-free cuts that would meet the criteria
+    drive_level: Proportion  # drives with any failure out of drives
+    drives_dead: int
+    survival: Survival
+    return_ms: list[float]
+    return_quantiles: dict[str, float]
+    delays: list[DelayPoint]
+    ack_bins: list[DelayBin]
+    flush_bins: list[DelayBin]
+    examples: list[dict[str, Any]]  # first failure findings of each drive
+    health: list[dict[str, Any]]
+    intervals: list[dict[str, Any]]
+    rail: list[dict[str, Any]]
+    criteria: Criteria
+    criteria_note: str
+    verdict: Verdict
+
+
+@dataclass
+class Comparison:
+    model_a: str
+    model_b: str
+    a: Proportion
+    b: Proportion
+    p_value: float
+    p_holm: float
+    significant: bool  # at 1 - confidence after Holm's correction
+
+
+@dataclass
+class Report:
+    sources: list[str]
+    campaigns: list[dict[str, Any]]
+    confidence: float
+    models: list[ModelReport]
+    comparisons: list[Comparison]
+    unread_tables: dict[str, list[str]] = field(default_factory=dict)
+
+
+def analyse(data: Dataset, confidence: float = 0.95) -> Report:
+    by_model: dict[str, list[DriveRun]] = {}
+    for run in data.runs:
+        by_model.setdefault(run.model, []).append(run)
+    models = [_model(name, runs, confidence) for name, runs in sorted(by_model.items())]
+    campaigns = [
+        {
+            "source": c.source,
+            "name": c.name,
+            "station": c.station,
+            "status": c.status,
+            "started_at": c.started_at,
+            "ended_at": c.ended_at,
+            "seed": c.seed,
+        }
+        for c in data.campaigns
+    ]
+    return Report(
+        data.sources,
+        campaigns,
+        confidence,
+        models,
+        compare(models, confidence),
+        data.unread_tables,
+    )
+
+
+def compare(models: Sequence[ModelReport], confidence: float) -> list[Comparison]:
+    """Every pair of models, Fisher's exact test on cuts with any failure, Holm-corrected."""
+    pairs = [
+        (a, b)
+        for i, a in enumerate(models)
+        for b in models[i + 1 :]
+        if a.any_failure.trials and b.any_failure.trials
+    ]
+    raw = [
+        stats.fisher_exact(
+            a.any_failure.failed,
+            a.any_failure.trials - a.any_failure.failed,
+            b.any_failure.failed,
+            b.any_failure.trials - b.any_failure.failed,
+        )
+        for a, b in pairs
+    ]
+    adjusted = stats.holm(raw)
+    return [
+        Comparison(a.model, b.model, a.any_failure, b.any_failure, p, q, q < 1.0 - confidence)
+        for (a, b), p, q in zip(pairs, raw, adjusted, strict=True)
+    ]
+
+
+def _ordered_classes(present: Iterable[str]) -> list[str]:
+    present = set(present)
+    known = [c for c in FAILURE_ORDER if c in present]
+    return known + sorted(present - set(FAILURE_ORDER))
+
+
+def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
+    runs = sorted(runs, key=lambda r: (r.campaign.started_at, r.channel))
+    criteria, note = merged_criteria({id(r.campaign): r.campaign for r in runs}.values())
+    cuts = [c for r in runs for c in r.cuts if c.is_cut]
+    classes_present = _ordered_classes(k for r in runs for k in r.findings)
+    class_stats = [
+        ClassStat(
+            cls,
+            sum(r.findings.get(cls, 0) for r in runs),
+            sum(r.blocks.get(cls, 0) for r in runs),
+            proportion(sum(cls in c.failure_classes for c in cuts), len(cuts), confidence),
+        )
+        for cls in classes_present
+    ]
+    counted = set(criteria.classes)
+    criteria_failed = sum(bool(c.failure_classes & counted) if counted else c.failed for c in cuts)
+    drives = _drives(runs, confidence)
+    any_failure = proportion(sum(c.failed for c in cuts), len(cuts), confidence)
+    crit = proportion(criteria_failed, len(cuts), criteria.confidence)
+    returns = [c.return_ms for c in cuts if c.return_ms is not None and c.status == "ok"]
+    firmware: dict[str, list[Cut]] = {}
+    for r in runs:
+        firmware.setdefault(r.firmware or "(not reported)", []).extend(
+            c for c in r.cuts if c.is_cut
+        )
+    dead = sum(d.dead_at_cut is not None for d in drives)
+    delays = [
+        DelayPoint(
+            c.ack_to_cut_ms,
+            c.flush_to_cut_ms,
+            c.cut_delay_ms,
+            c.failed,
+            _ordered_classes(c.failure_classes),
+        )
+        for c in cuts
+    ]
+    return ModelReport(
+        model=model,
+        firmware={
+            fw: proportion(sum(c.failed for c in cs), len(cs), confidence)
+            for fw, cs in sorted(firmware.items())
+        },
+        drives=drives,
+        campaigns=sorted({f"{r.campaign.name} ({r.campaign.station})" for r in runs}),
+        cuts=len(cuts),
+        rig_errors=sum(c.status == "error" for r in runs for c in r.cuts),
+        interrupted=sum(c.status == "interrupted" for r in runs for c in r.cuts),
+        classes=class_stats,
+        any_failure=any_failure,
+        criteria_failure=crit,
+        reliability_demonstrated=(
+            stats.reliability_demonstrated(crit.failed, crit.trials, criteria.confidence)
+            if crit.trials
+            else None
+        ),
+        cuts_needed=stats.success_run_trials(1.0 - criteria.max_failure_rate, criteria.confidence),
+        drive_level=proportion(sum(d.cuts.failed > 0 for d in drives), len(drives), confidence),
+        drives_dead=dead,
+        survival=_survival(drives, confidence),
+        return_ms=returns,
+        return_quantiles=_quantiles(returns),
+        delays=delays,
+        ack_bins=_bins([(c.ack_to_cut_ms, c.failed) for c in cuts], confidence),
+        flush_bins=_bins([(c.flush_to_cut_ms, c.failed) for c in cuts], confidence),
+        examples=[dict(e, drive=r.serial or r.wwn) for r in runs for e in r.examples],
+        health=[dict(h, drive=r.key) for r in runs for h in r.health],
+        intervals=[dict(i, drive=r.key) for r in runs for i in r.intervals],
+        rail=[dict(x, drive=r.key) for r in runs for x in r.rail],
+        criteria=criteria,
+        criteria_note=note,
+        verdict=_verdict(criteria, crit, dead),
+    )
+
+
+def _drives(runs: list[DriveRun], confidence: float) -> list[DriveStat]:
+    by_key: dict[str, list[DriveRun]] = {}
+    for r in runs:
+        by_key.setdefault(r.key, []).append(r)
+    result = []
+    for key, group in by_key.items():
+        cuts = [c for r in group for c in r.cuts if c.is_cut]
+        dead_at = next((i + 1 for i, c in enumerate(cuts) if c.status == "dead"), None)
+        findings: dict[str, int] = {}
+        for r in group:
+            for cls, n in r.findings.items():
+                findings[cls] = findings.get(cls, 0) + n
+        returns = [c.return_ms for c in cuts if c.return_ms is not None and c.status == "ok"]
+        failed = sum(c.failed for c in cuts)
+        first = group[0]
+        result.append(
+            DriveStat(
+                key=key,
+                model=first.model,
+                serial=first.serial,
+                wwn=first.wwn,
+                firmware=sorted({r.firmware for r in group if r.firmware}),
+                stations=sorted({r.campaign.station for r in group}),
+                campaigns=sorted({r.campaign.name for r in group}),
+                channels=sorted({r.channel for r in group}),
+                profile=first.profile,
+                cuts=proportion(failed, len(cuts), confidence),
+                rig_errors=sum(c.status == "error" for r in group for c in r.cuts),
+                interrupted=sum(c.status == "interrupted" for r in group for c in r.cuts),
+                findings={k: findings[k] for k in _ordered_classes(findings)},
+                allowed_losses=sum(r.allowed_losses for r in group),
+                dead_at_cut=dead_at,
+                median_return_ms=statistics.median(returns) if returns else None,
+                verdict="DEAD" if dead_at is not None else ("FAIL" if failed else "PASS"),
+            )
+        )
+    return result
+
+
+def _survival(drives: list[DriveStat], confidence: float) -> Survival:
+    """Drives vs cuts: a dead drive is an event at the cut it died on; a drive still alive is
+    censored at the cuts it has taken."""
+    subjects = [
+        (d.dead_at_cut, True) if d.dead_at_cut is not None else (d.cuts.trials, False)
+        for d in drives
+    ]
+    steps = stats.kaplan_meier([t for t, _ in subjects], [e for _, e in subjects], confidence)
+    return Survival(subjects, steps)
+
+
+def _quantiles(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    ordered = sorted(values)
+
+    def q(p: float) -> float:  # nearest rank: an observed value, never an interpolated one
+        return ordered[min(len(ordered) - 1, max(0, math.ceil(p * len(ordered)) - 1))]
+
+    return {
+        "min": ordered[0],
+        "p50": q(0.5),
+        "p90": q(0.9),
+        "p99": q(0.99),
+        "max": ordered[-1],
+        "mean": statistics.fmean(ordered),
+    }
+
+
+def _bins(points: list[tuple[float | None, bool]], confidence: float) -> list[DelayBin]:
+    result = []
+    for low, high in itertools.pairwise(DELAY_BINS_MS):
+        inside = [f for v, f in points if v is not None and low <= v < high]
+        result.append(
+            DelayBin(
+                low,
+                None if math.isinf(high) else high,
+                proportion(sum(inside), len(inside), confidence),
+            )
+        )
+    return result
+
+
+def _verdict(criteria: Criteria, crit: Proportion, dead: int) -> Verdict:
+    reasons = []
+    passed = True
+    if crit.trials == 0:
+        return Verdict(False, "FAIL", ["no cuts recorded"])
+    assert crit.upper is not None
+    if crit.upper < criteria.max_failure_rate:
+        reasons.append(
+            f"{crit.failed} failing cuts in {crit.trials}: p < {crit.upper:.3g} per cut at"
+            f" {criteria.confidence:.0%}, below {criteria.max_failure_rate:g}"
+        )
+    else:
+        passed = False
+        needed = stats.success_run_trials(1.0 - criteria.max_failure_rate, criteria.confidence)
+        if crit.failed == 0:
+            reasons.append(
+                f"not demonstrated: 0 failing cuts in {crit.trials} shows only"
+                f" p < {crit.upper:.3g} at {criteria.confidence:.0%};"
+                f" {needed} failure-free cuts are needed for p < {criteria.max_failure_rate:g}"
+            )
+        else:
+            reasons.append(
+                f"{crit.failed} failing cut(s) in {crit.trials}: p < {crit.upper:.3g} per cut at"
+                f" {criteria.confidence:.0%}, not below {criteria.max_failure_rate:g}"
+            )
+    if dead > criteria.max_dead_drives:
+        passed = False
+        reasons.append(f"{dead} dead drive(s), more than the {criteria.max_dead_drives} allowed")
+    return Verdict(passed, "PASS" if passed else "FAIL", reasons)

@@ -1,0 +1,320 @@
+"""Everything a report shows, read from one or more SQLite stores (never from logs or live state).
+
+Stores are opened read-only: a report never migrates or otherwise changes a store, which may come
+from another station or from an older rig. Tables and columns are looked up before use, so a store
+without, say, health snapshots yields a report whose health section says the data is absent.
+Several stores merge: a drive is one physical drive (same model and serial, or WWN) across every
+campaign and station it took part in, and the same campaign given twice is refused rather than
+counted twice.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sqlite3
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rig.errors import UserError
+from rig.store import SCHEMA_VERSION
+
+# Cycle statuses that are power cuts of the drive (a dead drive's last cut counts: it failed).
+CUT_STATUSES = ("ok", "dead")
+EXAMPLES_PER_DRIVE = 20
+NOT_DONE = -1  # rig.ledger: completion time of a request that never completed
+
+
+@dataclass
+class Cut:
+    """One cycle of one drive, as a report sees it."""
+
+    seq: int
+    status: str  # ok | dead | error | interrupted | ...
+    cut_delay_ms: float
+    failure_classes: frozenset[str]
+    return_ms: float | None  # cut edge to the drive back on the bus
+    gone_ms: float | None  # cut edge to the drive gone from the bus
+    ack_to_cut_ms: float | None  # last acknowledged write completion before the cut
+    flush_to_cut_ms: float | None  # last completed flush before the cut
+    started_at: float
+    bytes_written: int
+
+    @property
+    def is_cut(self) -> bool:
+        return self.status in CUT_STATUSES
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failure_classes)
+
+
+@dataclass
+class Campaign:
+    source: str  # the store file
+    campaign_id: int
+    name: str
+    station: str
+    status: str
+    started_at: float
+    ended_at: float | None
+    seed: int
+    config: dict[str, Any]  # the campaign file, parsed ({} if it no longer parses)
+
+
+@dataclass
+class DriveRun:
+    """One drive in one campaign (a `drive` row)."""
+
+    campaign: Campaign
+    drive_id: int
+    channel: int
+    model: str
+    serial: str
+    wwn: str
+    firmware: str
+    profile: str
+    status: str
+    cuts: list[Cut] = field(default_factory=list)
+    findings: dict[str, int] = field(default_factory=dict)  # failure findings per class
+    blocks: dict[str, int] = field(default_factory=dict)  # blocks in failure findings per class
+    allowed_losses: int = 0
+    examples: list[dict[str, Any]] = field(default_factory=list)  # first failure findings
+    health: list[dict[str, Any]] = field(default_factory=list)  # rows of health tables, if any
+    intervals: list[dict[str, Any]] = field(default_factory=list)  # endurance intervals, if any
+    rail: list[dict[str, Any]] = field(default_factory=list)  # rail fall measurements, if any
+
+    @property
+    def key(self) -> str:
+        """The physical drive: the same drive in several campaigns or stations is one drive."""
+        return f"{self.model}|{self.serial}" if self.serial else f"{self.model}|wwn:{self.wwn}"
+
+
+@dataclass
+class Dataset:
+    sources: list[str]
+    campaigns: list[Campaign]
+    runs: list[DriveRun]
+    # tables a store holds that this report version does not read, per store
+    unread_tables: dict[str, list[str]] = field(default_factory=dict)
+
+
+KNOWN_TABLES = {"campaign", "drive", "cycle", "finding", "event", "ledger", "lba_state"}
+
+
+def load(paths: Iterable[str]) -> Dataset:
+    paths = list(paths)
+    if not paths:
+        raise UserError("no store given")
+    data = Dataset(sources=[], campaigns=[], runs=[])
+    seen: dict[tuple[object, ...], str] = {}
+    for path in paths:
+        db = _open_read_only(path)
+        try:
+            _load_store(db, path, data, seen)
+        finally:
+            db.close()
+    return data
+
+
+def _open_read_only(path: str) -> sqlite3.Connection:
+    if not os.path.isfile(path):
+        raise UserError(f"{path}: no such store")
+    try:
+        db = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
+        db.row_factory = sqlite3.Row
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = _tables(db)
+    except sqlite3.DatabaseError as error:
+        raise UserError(f"{path}: not a rig store ({error})") from error
+    if version > SCHEMA_VERSION:
+        db.close()
+        raise UserError(f"{path}: store has schema v{version}, newer than this rig")
+    if not {"campaign", "drive", "cycle"} <= tables:
+        db.close()
+        raise UserError(f"{path}: not a rig store (no campaign, drive and cycle tables)")
+    return db
+
+
+def _tables(db: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+
+
+def _parse_config(text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def _load_store(
+    db: sqlite3.Connection, path: str, data: Dataset, seen: dict[tuple[object, ...], str]
+) -> None:
+    data.sources.append(path)
+    tables = _tables(db)
+    extra = sorted(t for t in tables - KNOWN_TABLES if not t.startswith("sqlite_"))
+    campaigns: dict[int, Campaign] = {}
+    for row in db.execute("SELECT * FROM campaign ORDER BY id"):
+        identity = (row["name"], row["seed"], row["started_at"], row["station"])
+        if identity in seen:
+            raise UserError(
+                f"{path}: campaign {row['name']!r} started at {row['started_at']:.0f} is also in"
+                f" {seen[identity]}; give each store once"
+            )
+        seen[identity] = path
+        campaign = Campaign(
+            path,
+            row["id"],
+            row["name"],
+            row["station"],
+            row["status"],
+            row["started_at"],
+            row["ended_at"],
+            row["seed"],
+            _parse_config(row["config"]),
+        )
+        campaigns[row["id"]] = campaign
+        data.campaigns.append(campaign)
+    has_ledger = "ledger" in tables
+    for row in db.execute("SELECT * FROM drive ORDER BY campaign_id, channel"):
+        run = DriveRun(
+            campaigns[row["campaign_id"]],
+            row["id"],
+            row["channel"],
+            row["model"],
+            row["serial"],
+            row["wwn"],
+            row["firmware"],
+            row["profile"],
+            row["status"],
+        )
+        _load_cuts(db, run, has_ledger, "finding" in tables)
+        data.runs.append(run)
+    for table, attr in _optional_tables(db, tables).items():
+        extra = [t for t in extra if t != table]
+        _attach_rows(db, table, attr, data.runs, path)
+    data.unread_tables[path] = extra
+
+
+def _load_cuts(db: sqlite3.Connection, run: DriveRun, has_ledger: bool, has_finding: bool) -> None:
+    classes: dict[int, set[str]] = {}
+    if has_finding:
+        for f in db.execute(
+            "SELECT f.cycle_id, f.class, f.failure, COUNT(*) AS n, SUM(f.lba_count) AS blocks"
+            " FROM finding f JOIN cycle c ON c.id = f.cycle_id WHERE c.drive_id = ?"
+            " GROUP BY f.cycle_id, f.class, f.failure",
+            (run.drive_id,),
+        ):
+            if f["failure"]:
+                classes.setdefault(f["cycle_id"], set()).add(f["class"])
+                run.findings[f["class"]] = run.findings.get(f["class"], 0) + f["n"]
+                run.blocks[f["class"]] = run.blocks.get(f["class"], 0) + (f["blocks"] or 0)
+            else:
+                run.allowed_losses += f["n"]
+        run.examples = [
+            {k: _decode(f[k]) for k in f.keys()}  # noqa: SIM118 (sqlite3.Row)
+            for f in db.execute(
+                "SELECT c.seq AS cycle, f.* FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+                " WHERE c.drive_id = ? AND f.failure = 1 ORDER BY f.id LIMIT ?",
+                (run.drive_id, EXAMPLES_PER_DRIVE),
+            )
+        ]
+    ledger_sql = (
+        "SELECT c.*, l.writes AS ledger FROM cycle c LEFT JOIN ledger l ON l.cycle_id = c.id"
+        if has_ledger
+        else "SELECT c.*, NULL AS ledger FROM cycle c"
+    )
+    for c in db.execute(f"{ledger_sql} WHERE c.drive_id = ? ORDER BY c.seq", (run.drive_id,)):
+        cut_ns = c["cut_ns"]
+        ack_ms = flush_ms = None
+        if c["ledger"] is not None and cut_ns is not None:
+            ack_ms, flush_ms = _last_ack_and_flush(c["ledger"], cut_ns)
+        run.cuts.append(
+            Cut(
+                seq=c["seq"],
+                status=c["status"],
+                cut_delay_ms=c["cut_delay_ns"] / 1e6,
+                failure_classes=frozenset(classes.get(c["id"], ())),
+                return_ms=_ms(c["back_ns"], cut_ns),
+                gone_ms=_ms(c["gone_ns"], cut_ns),
+                ack_to_cut_ms=ack_ms,
+                flush_to_cut_ms=flush_ms,
+                started_at=c["started_at"],
+                bytes_written=c["bytes_written"],
+            )
+        )
+
+
+def _ms(later_ns: int | None, cut_ns: int | None) -> float | None:
+    if later_ns is None or cut_ns is None or later_ns < cut_ns:
+        return None
+    return (later_ns - cut_ns) / 1e6
+
+
+def _last_ack_and_flush(blob: bytes, cut_ns: int) -> tuple[float | None, float | None]:
+    """Time from the last acknowledged write and the last completed flush to the cut, from the
+    cycle's columnar write log (rig.ledger.CycleLog)."""
+    try:
+        arrays = np.load(io.BytesIO(blob))
+        done = arrays["complete_ns"]
+        ok = (arrays["status"] == 0) & (done != NOT_DONE) & (done < cut_ns)
+        f_done = arrays["flush_complete_ns"]
+        f_ok = (arrays["flush_status"] == 0) & (f_done != NOT_DONE) & (f_done < cut_ns)
+    except (ValueError, KeyError, OSError):
+        return None, None  # a ledger this report version cannot read: no delay for this cut
+    ack = (cut_ns - int(done[ok].max())) / 1e6 if ok.any() else None
+    flush = (cut_ns - int(f_done[f_ok].max())) / 1e6 if f_ok.any() else None
+    return ack, flush
+
+
+def _optional_tables(db: sqlite3.Connection, tables: set[str]) -> dict[str, str]:
+    """Tables added by later rig versions that this report reads, if the store has them:
+    table -> the DriveRun list it fills. Each must have a drive_id column."""
+    wanted = {
+        "health_snapshot": "health",
+        "health": "health",
+        "endurance_interval": "intervals",
+        "interval": "intervals",
+        "rail_fall": "rail",
+        "rail_sense": "rail",
+    }
+    return {
+        table: attr
+        for table, attr in wanted.items()
+        if table in tables and "drive_id" in _columns(db, table)
+    }
+
+
+def _attach_rows(
+    db: sqlite3.Connection, table: str, attr: str, runs: list[DriveRun], path: str
+) -> None:
+    by_id = {r.drive_id: r for r in runs if r.campaign.source == path}
+    for row in db.execute(f"SELECT * FROM {table} ORDER BY rowid"):
+        run = by_id.get(row["drive_id"])
+        if run is None:
+            continue
+        record = {
+            k: _decode(row[k])
+            for k in row.keys()  # noqa: SIM118 (sqlite3.Row iterates values)
+            if k != "drive_id"
+        }
+        record["_table"] = table
+        getattr(run, attr).append(record)
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value

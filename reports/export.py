@@ -1,0 +1,238 @@
+"""Write a report folder from one or more stores: report.html, report.json and CSV tables.
+
+report.json holds every figure of the HTML (the `analysis.Report`, field for field); the CSV files
+are the tables an engineer re-plots or cites: models.csv, classes.csv, drives.csv, cuts.csv (one
+row per cycle, with its outcome and delays), comparisons.csv, survival.csv.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from reports import analysis, dataset, html
+from reports.analysis import Report
+
+FORMAT = "rig-report/1"
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no inf/nan: write them as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if isinstance(value, bytes):
+        return None  # raw blobs stay in the store
+    return value
+
+
+def to_json(report: Report, generated_at: float) -> str:
+    body = {"format": FORMAT, "generated_at": generated_at, **dataclasses.asdict(report)}
+    return json.dumps(_clean(body), indent=1, sort_keys=False)
+
+
+def _write_csv(path: Path, head: Sequence[str], rows: list[Sequence[object]]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(head)
+        writer.writerows(rows)
+
+
+def write_csvs(report: Report, data: dataset.Dataset, out: Path) -> list[Path]:
+    written = []
+
+    def emit(name: str, head: Sequence[str], rows: list[Sequence[object]]) -> None:
+        _write_csv(out / name, head, rows)
+        written.append(out / name)
+
+    emit(
+        "models.csv",
+        [
+            "model",
+            "drives",
+            "cuts",
+            "failing_cuts",
+            "rate",
+            "upper_bound",
+            "reliability_demonstrated",
+            "drives_failed",
+            "drives_dead",
+            "rig_errors",
+            "interrupted",
+            "criteria",
+            "verdict",
+        ],
+        [
+            [
+                m.model,
+                len(m.drives),
+                m.cuts,
+                m.any_failure.failed,
+                m.any_failure.rate,
+                m.any_failure.upper,
+                m.reliability_demonstrated,
+                m.drive_level.failed,
+                m.drives_dead,
+                m.rig_errors,
+                m.interrupted,
+                m.criteria.describe(),
+                m.verdict.label,
+            ]
+            for m in report.models
+        ],
+    )
+    emit(
+        "classes.csv",
+        ["model", "class", "findings", "blocks", "cuts_with", "cuts", "rate", "upper_bound"],
+        [
+            [
+                m.model,
+                s.cls,
+                s.findings,
+                s.blocks,
+                s.cuts.failed,
+                s.cuts.trials,
+                s.cuts.rate,
+                s.cuts.upper,
+            ]
+            for m in report.models
+            for s in m.classes
+        ],
+    )
+    emit(
+        "drives.csv",
+        [
+            "model",
+            "serial",
+            "wwn",
+            "firmware",
+            "stations",
+            "campaigns",
+            "cuts",
+            "failing_cuts",
+            "upper_bound",
+            "rig_errors",
+            "interrupted",
+            "allowed_losses",
+            "dead_at_cut",
+            "median_return_ms",
+            "findings",
+            "verdict",
+        ],
+        [
+            [
+                d.model,
+                d.serial,
+                d.wwn,
+                " ".join(d.firmware),
+                " ".join(d.stations),
+                " ".join(d.campaigns),
+                d.cuts.trials,
+                d.cuts.failed,
+                d.cuts.upper,
+                d.rig_errors,
+                d.interrupted,
+                d.allowed_losses,
+                d.dead_at_cut,
+                d.median_return_ms,
+                json.dumps(d.findings, sort_keys=True),
+                d.verdict,
+            ]
+            for m in report.models
+            for d in m.drives
+        ],
+    )
+    emit(
+        "cuts.csv",
+        [
+            "store",
+            "campaign",
+            "model",
+            "serial",
+            "channel",
+            "seq",
+            "status",
+            "cut_delay_ms",
+            "ack_to_cut_ms",
+            "flush_to_cut_ms",
+            "gone_ms",
+            "return_ms",
+            "failure_classes",
+        ],
+        [
+            [
+                r.campaign.source,
+                r.campaign.name,
+                r.model,
+                r.serial,
+                r.channel,
+                c.seq,
+                c.status,
+                c.cut_delay_ms,
+                c.ack_to_cut_ms,
+                c.flush_to_cut_ms,
+                c.gone_ms,
+                c.return_ms,
+                " ".join(sorted(c.failure_classes)),
+            ]
+            for r in data.runs
+            for c in r.cuts
+        ],
+    )
+    emit(
+        "comparisons.csv",
+        ["model_a", "failing_a", "cuts_a", "model_b", "failing_b", "cuts_b", "fisher_p", "holm_p"],
+        [
+            [
+                c.model_a,
+                c.a.failed,
+                c.a.trials,
+                c.model_b,
+                c.b.failed,
+                c.b.trials,
+                c.p_value,
+                c.p_holm,
+            ]
+            for c in report.comparisons
+        ],
+    )
+    emit(
+        "survival.csv",
+        ["model", "cuts", "at_risk", "events", "survival", "lower", "upper"],
+        [
+            [m.model, s.time, s.at_risk, s.events, s.survival, s.lower, s.upper]
+            for m in report.models
+            for s in m.survival.steps
+        ],
+    )
+    return written
+
+
+def write_report(db_paths: Sequence[str], out_dir: str, confidence: float = 0.95) -> str:
+    """Build the report of the given stores into `out_dir`; returns the HTML file's path."""
+    data = dataset.load(db_paths)
+    report = analysis.analyse(data, confidence)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    page = out / "report.html"
+    _atomic_write(page, html.render(report, now))
+    _atomic_write(out / "report.json", to_json(report, now))
+    write_csvs(report, data, out)
+    return str(page)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,239 @@
+"""Small inline-SVG charts (no JavaScript, no network): axes with linear or log scales, lines,
+step curves, bands, points, bars and a legend. Enough for a report; nothing more."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+
+PALETTE = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#ff7f0e",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+
+
+def colour(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def _fmt(v: float) -> str:
+    if v == 0:
+        return "0"
+    if abs(v) >= 1e4 or abs(v) < 1e-2:
+        exponent = math.floor(math.log10(abs(v)))
+        mantissa = v / 10**exponent
+        return f"1e{exponent}" if abs(mantissa - 1) < 1e-9 else f"{v:.0e}"
+    return f"{v:g}"
+
+
+class Axis:
+    def __init__(self, low: float, high: float, log: bool, start: float, end: float) -> None:
+        if log:
+            low, high = max(low, 1e-12), max(high, low * 10)
+            low, high = 10 ** math.floor(math.log10(low)), 10 ** math.ceil(math.log10(high))
+        elif high <= low:
+            high = low + 1.0
+        self.low, self.high, self.log, self.start, self.end = low, high, log, start, end
+
+    def __call__(self, v: float) -> float:
+        if self.log:
+            v = min(max(v, self.low), self.high)
+            f = (math.log10(v) - math.log10(self.low)) / (
+                math.log10(self.high) - math.log10(self.low)
+            )
+        else:
+            f = (v - self.low) / (self.high - self.low)
+        return self.start + f * (self.end - self.start)
+
+    def ticks(self) -> list[float]:
+        if self.log:
+            first, last = round(math.log10(self.low)), round(math.log10(self.high))
+            step = max(1, (last - first) // 6)
+            return [10.0**e for e in range(first, last + 1, step)]
+        span = self.high - self.low
+        raw = span / 5
+        magnitude = 10 ** math.floor(math.log10(raw))
+        step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
+        first = math.ceil(self.low / step) * step
+        return [first + i * step for i in range(int((self.high - first) / step + 1e-9) + 1)]
+
+
+class Chart:
+    """One plot area with x and y axes; draw calls append SVG elements."""
+
+    def __init__(
+        self,
+        title: str,
+        x: tuple[float, float],
+        y: tuple[float, float],
+        xlabel: str,
+        ylabel: str,
+        xlog: bool = False,
+        ylog: bool = False,
+        width: int = 640,
+        height: int = 300,
+    ) -> None:
+        self.width, self.height = width, height
+        self.left, self.right, self.top, self.bottom = 70, 20, 30, 45
+        self.x = Axis(x[0], x[1], xlog, self.left, width - self.right)
+        self.y = Axis(y[0], y[1], ylog, height - self.bottom, self.top)
+        self.title, self.xlabel, self.ylabel = title, xlabel, ylabel
+        self.parts: list[str] = []
+        self.legend_items: list[tuple[str, str]] = []
+        self.categories: list[tuple[float, str]] = []  # x labels replacing numeric ticks
+
+    def line(self, xs: Sequence[float], ys: Sequence[float], stroke: str, dash: str = "") -> None:
+        points = " ".join(f"{self.x(a):.1f},{self.y(b):.1f}" for a, b in zip(xs, ys, strict=True))
+        extra = f' stroke-dasharray="{dash}"' if dash else ""
+        self.parts.append(
+            f'<polyline class="series" points="{points}" fill="none" stroke="{stroke}"'
+            f' stroke-width="2"{extra}/>'
+        )
+
+    def step(self, xs: Sequence[float], ys: Sequence[float], stroke: str) -> None:
+        """A right-continuous step function through (xs[i], ys[i])."""
+        sx: list[float] = []
+        sy: list[float] = []
+        for i, (a, b) in enumerate(zip(xs, ys, strict=True)):
+            if i:
+                sx.append(a)
+                sy.append(sy[-1])
+            sx.append(a)
+            sy.append(b)
+        self.line(sx, sy, stroke)
+
+    def band(
+        self, xs: Sequence[float], lows: Sequence[float], highs: Sequence[float], fill: str
+    ) -> None:
+        top = [f"{self.x(a):.1f},{self.y(b):.1f}" for a, b in zip(xs, highs, strict=True)]
+        bottom = [f"{self.x(a):.1f},{self.y(b):.1f}" for a, b in zip(xs, lows, strict=True)]
+        self.parts.append(
+            f'<polygon points="{" ".join(top + bottom[::-1])}" fill="{fill}" fill-opacity="0.15"'
+            ' stroke="none"/>'
+        )
+
+    def points(
+        self, xs: Sequence[float], ys: Sequence[float], fill: str, label: str = "", r: float = 3
+    ) -> None:
+        tip = f"<title>{html.escape(label)}</title>" if label else ""
+        for a, b in zip(xs, ys, strict=True):
+            self.parts.append(
+                f'<circle class="mark" cx="{self.x(a):.1f}" cy="{self.y(b):.1f}" r="{r}"'
+                f' fill="{fill}" fill-opacity="0.7">{tip}</circle>'
+            )
+
+    def bar(self, x0: float, x1: float, y: float, fill: str, label: str = "") -> None:
+        left, right = self.x(x0), self.x(x1)
+        top, base = self.y(y), self.y(self.y.low)
+        tip = f"<title>{html.escape(label)}</title>" if label else ""
+        self.parts.append(
+            f'<rect class="mark" x="{left:.1f}" y="{top:.1f}" width="{max(right - left, 1):.1f}"'
+            f' height="{max(base - top, 0):.1f}" fill="{fill}">{tip}</rect>'
+        )
+
+    def hline(self, y: float, stroke: str, label: str) -> None:
+        yy = self.y(y)
+        self.parts.append(
+            f'<line x1="{self.left}" x2="{self.width - self.right}" y1="{yy:.1f}" y2="{yy:.1f}"'
+            f' stroke="{stroke}" stroke-dasharray="6 4"/>'
+            f'<text x="{self.width - self.right - 4}" y="{yy - 4:.1f}" font-size="11"'
+            f' text-anchor="end" fill="{stroke}">{html.escape(label)}</text>'
+        )
+
+    def vline(self, x: float, stroke: str, label: str) -> None:
+        xx = self.x(x)
+        self.parts.append(
+            f'<line x1="{xx:.1f}" x2="{xx:.1f}" y1="{self.top}" y2="{self.height - self.bottom}"'
+            f' stroke="{stroke}" stroke-dasharray="6 4"/>'
+            f'<text x="{xx + 4:.1f}" y="{self.top + 12}" font-size="11" fill="{stroke}">'
+            f"{html.escape(label)}</text>"
+        )
+
+    def category(self, x: float, label: str) -> None:
+        self.categories.append((x, label))
+
+    def legend(self, label: str, fill: str) -> None:
+        self.legend_items.append((label, fill))
+
+    def _legend_rows(self) -> list[list[tuple[float, str, str]]]:
+        """Legend entries laid out in rows under the plot, wrapped at the chart's width."""
+        rows: list[list[tuple[float, str, str]]] = []
+        x = float(self.width)
+        for label, fill in self.legend_items:
+            size = 24 + 6.3 * len(label)
+            if x + size > self.width - self.right:
+                rows.append([])
+                x = float(self.left)
+            rows[-1].append((x, label, fill))
+            x += size
+        return rows
+
+    def render(self) -> str:
+        legend = self._legend_rows()
+        w, h = self.width, self.height
+        full = h + (16 * len(legend) + 6 if legend else 0)
+        base, left = h - self.bottom, self.left
+        out = [
+            f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{full}"'
+            f' viewBox="0 0 {w} {full}" role="img" aria-label="{html.escape(self.title)}">',
+            f'<rect x="0" y="0" width="{w}" height="{full}" fill="#fff"/>',
+            f'<text x="{left}" y="18" font-size="13" font-weight="bold">'
+            f"{html.escape(self.title)}</text>",
+        ]
+        for t in [] if self.categories else self.x.ticks():
+            xx = self.x(t)
+            out.append(
+                f'<line x1="{xx:.1f}" x2="{xx:.1f}" y1="{self.top}" y2="{base}" stroke="#eee"/>'
+                f'<text x="{xx:.1f}" y="{base + 14}" font-size="10" text-anchor="middle">'
+                f"{_fmt(t)}</text>"
+            )
+        for t in self.y.ticks():
+            yy = self.y(t)
+            out.append(
+                f'<line x1="{left}" x2="{w - self.right}" y1="{yy:.1f}" y2="{yy:.1f}"'
+                f' stroke="#eee"/><text x="{left - 5}" y="{yy + 3:.1f}" font-size="10"'
+                f' text-anchor="end">{_fmt(t)}</text>'
+            )
+        out.append(
+            f'<line x1="{left}" x2="{w - self.right}" y1="{base}" y2="{base}" stroke="#444"/>'
+            f'<line x1="{left}" x2="{left}" y1="{self.top}" y2="{base}" stroke="#444"/>'
+            f'<text x="{(left + w - self.right) / 2}" y="{h - 8}" font-size="11"'
+            f' text-anchor="middle">{html.escape(self.xlabel)}</text>'
+            f'<text x="14" y="{(self.top + base) / 2}" font-size="11" text-anchor="middle"'
+            f' transform="rotate(-90 14 {(self.top + base) / 2})">{html.escape(self.ylabel)}</text>'
+        )
+        for x, label in self.categories:
+            out.append(
+                f'<text x="{self.x(x):.1f}" y="{base + 14}" font-size="11" text-anchor="middle">'
+                f"{html.escape(label[:24])}</text>"
+            )
+        out.extend(self.parts)
+        for row, entries in enumerate(legend):
+            y = h + 6 + 16 * row
+            for x, label, fill in entries:
+                out.append(
+                    f'<rect x="{x:.0f}" y="{y - 4}" width="10" height="10" fill="{fill}"/>'
+                    f'<text x="{x + 14:.0f}" y="{y + 5}" font-size="11">{html.escape(label)}</text>'
+                )
+        out.append("</svg>")
+        return "".join(out)
+
+
+def no_data(title: str, why: str, width: int = 640, height: int = 60) -> str:
+    """A placeholder that says plainly what is missing (instead of an empty or broken plot)."""
+    return (
+        f'<svg class="chart nodata" xmlns="http://www.w3.org/2000/svg" width="{width}"'
+        f' height="{height}" role="img" aria-label="{html.escape(title)}: no data">'
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#fafafa" stroke="#ddd"/>'
+        f'<text x="10" y="24" font-size="13" font-weight="bold">{html.escape(title)}</text>'
+        f'<text x="10" y="44" font-size="12" fill="#666">{html.escape(why)}</text></svg>'
+    )

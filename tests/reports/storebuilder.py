@@ -1,0 +1,120 @@
+"""Builds real rig stores (through rig.store.Store, the campaign's own writer) with chosen outcomes,
+so report tests know exactly what every figure must be."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from rig.ledger import CycleLog
+from rig.store import CycleRow, Store
+
+MS = 1_000_000
+
+
+@dataclass
+class DriveSpec:
+    model: str
+    serial: str
+    # one entry per cycle: "ok", "error", "interrupted", "dead", or failure classes joined by "+"
+    outcomes: Sequence[str]
+    firmware: str = "FW1"
+    channel: int = 0
+    return_ms: float = 80.0
+    # per cycle: (ms from the last ack to the cut, ms from the last flush to the cut)
+    delays_ms: Sequence[tuple[float, float]] = field(default_factory=list)
+
+
+def _ledger(cut_ns: int, ack_ms: float, flush_ms: float) -> bytes:
+    log = CycleLog()
+    gens = np.ones(1, dtype=np.uint32)
+    log.add_write(0, 1, 100, gens, cut_ns - 50 * MS, cut_ns - int(ack_ms * MS), 0, False)
+    log.add_write(0, 2, 101, gens, cut_ns - 2 * MS, -1, 0, False)  # in flight at the cut
+    log.add_flush(0, cut_ns - 60 * MS, cut_ns - int(flush_ms * MS), 0)
+    log.add_flush(0, cut_ns - 1 * MS, cut_ns + 5 * MS, 0)  # completed after the cut: not counted
+    return log.to_bytes()
+
+
+def build(
+    path: Path,
+    drives: Sequence[DriveSpec],
+    name: str = "qual",
+    station: str = "station-a",
+    config: str = '[campaign]\nname = "qual"\n',
+    seed: int = 1,
+) -> Path:
+    store = Store(str(path))
+    try:
+        campaign = store.new_campaign(name, config, seed, station)
+        for spec in drives:
+            drive_id = store.add_drive(
+                campaign,
+                spec.channel,
+                {"model": spec.model, "serial": spec.serial, "wwn": "", "firmware": spec.firmware},
+                1 << 30,
+                4096,
+                (0, 4096),
+            )
+            for seq, outcome in enumerate(spec.outcomes, start=1):
+                cut_ns = seq * 10_000 * MS
+                status = outcome if outcome in ("ok", "error", "interrupted", "dead") else "ok"
+                classes = [] if outcome in ("ok", "error", "interrupted") else outcome.split("+")
+                if outcome == "dead":
+                    classes = ["dead_device"]
+                findings = [
+                    {
+                        "cls": cls,
+                        "failure": True,
+                        "lba_first": 100 + i,
+                        "lba_count": 2,
+                        "expected_gen": 5,
+                        "observed_gen": 4,
+                        "expected_op": 1,
+                        "observed_op": 0,
+                        "detail": {"ack_to_cut_ns": 3 * MS},
+                    }
+                    for i, cls in enumerate(classes)
+                ]
+                findings.append(
+                    {
+                        "cls": "allowed_loss",
+                        "failure": False,
+                        "lba_first": 7,
+                        "lba_count": 1,
+                        "expected_gen": 2,
+                        "observed_gen": 1,
+                        "expected_op": 1,
+                        "observed_op": 0,
+                        "detail": {},
+                    }
+                )
+                ack_ms, flush_ms = (
+                    spec.delays_ms[seq - 1] if seq <= len(spec.delays_ms) else (1.0, 5.0)
+                )
+                back = None if status != "ok" else cut_ns + int(spec.return_ms * MS)
+                store.record_cycle(
+                    CycleRow(
+                        drive_id=drive_id,
+                        seq=seq,
+                        status=status,
+                        cut_delay_ns=20 * MS,
+                        started_at=1.7e9 + seq,
+                        cut_ns=None if status == "error" else cut_ns,
+                        cut_error_ns=1000,
+                        back_ns=back,
+                        failures=len(classes),
+                    ),
+                    findings if status != "error" else [],
+                    [],
+                    _ledger(cut_ns, ack_ms, flush_ms) if status != "error" else None,
+                    None,
+                )
+            if "dead" in spec.outcomes:
+                store.set_drive_status(drive_id, "dead")
+        store.end_campaign(campaign, "done")
+    finally:
+        store.close()
+    return path

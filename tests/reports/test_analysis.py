@@ -1,0 +1,184 @@
+"""Report figures from real stores with known outcomes: merge, units, bounds, verdicts, survival."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from reports import analysis, dataset, stats
+from rig.errors import UserError
+from tests.reports.storebuilder import DriveSpec, build
+
+CRITERIA = """[campaign]
+name = "qual"
+[criteria]
+max_failure_rate = 0.001
+confidence = 0.95
+classes = ["lost_durable_write"]
+"""
+
+
+def _model(report: analysis.Report, name: str) -> analysis.ModelReport:
+    return next(m for m in report.models if m.model == name)
+
+
+def test_two_stations_merge_into_one_report(tmp_path: Path) -> None:
+    a = build(
+        tmp_path / "a.sqlite",
+        [
+            DriveSpec("Model X", "X1", ["ok"] * 8 + ["lost_durable_write"] * 2, channel=0),
+            DriveSpec("Model Y", "Y1", ["ok"] * 5, channel=1, firmware="Y7"),
+        ],
+        station="station-a",
+    )
+    b = build(
+        tmp_path / "b.sqlite",
+        [
+            # the same physical drive X1 moved to the other station, plus a new one
+            DriveSpec("Model X", "X1", ["ok", "shorn_write+lost_durable_write", "error"]),
+            DriveSpec("Model X", "X2", ["ok"] * 4, firmware="FW2", channel=3),
+        ],
+        name="qual-b",
+        station="station-b",
+    )
+    report = analysis.analyse(dataset.load([str(a), str(b)]))
+    assert [m.model for m in report.models] == ["Model X", "Model Y"]
+    x = _model(report, "Model X")
+    assert x.cuts == 10 + 2 + 4  # the rig error is not a cut
+    assert x.rig_errors == 1
+    assert x.any_failure.failed == 3
+    assert {d.serial: d.cuts.trials for d in x.drives} == {"X1": 12, "X2": 4}
+    assert {d.serial: d.stations for d in x.drives}["X1"] == ["station-a", "station-b"]
+    assert set(x.firmware) == {"FW1", "FW2"}
+    assert x.firmware["FW1"].failed == 3 and x.firmware["FW1"].trials == 12
+    classes = {c.cls: c for c in x.classes}
+    assert classes["lost_durable_write"].cuts.failed == 3
+    assert classes["lost_durable_write"].findings == 3
+    assert classes["shorn_write"].cuts.failed == 1
+    assert classes["lost_durable_write"].blocks == 6
+    assert x.any_failure.upper == pytest.approx(stats.clopper_pearson_upper(3, 16))
+    assert x.drive_level.failed == 1 and x.drive_level.trials == 2
+    assert [c.name for c in dataset.load([str(a), str(b)]).campaigns] == ["qual", "qual-b"]
+    (comparison,) = report.comparisons
+    assert comparison.p_value == pytest.approx(stats.fisher_exact(3, 13, 0, 5))
+
+
+def test_the_same_campaign_twice_is_refused(tmp_path: Path) -> None:
+    a = build(tmp_path / "a.sqlite", [DriveSpec("M", "S", ["ok"])])
+    copy = tmp_path / "copy.sqlite"
+    copy.write_bytes(a.read_bytes())
+    with pytest.raises(UserError, match="also in"):
+        dataset.load([str(a), str(copy)])
+
+
+def test_a_store_is_never_changed_by_a_report(tmp_path: Path) -> None:
+    a = build(tmp_path / "a.sqlite", [DriveSpec("M", "S", ["ok", "ok"])])
+    before = a.read_bytes()
+    dataset.load([str(a)])
+    assert a.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("cuts", "label"),
+    [(2995, "PASS"), (2994, "FAIL")],
+)
+def test_verdict_follows_the_success_run_theorem(tmp_path: Path, cuts: int, label: str) -> None:
+    # zero lost durable writes in 2,995 cuts demonstrates p < 1e-3 at 95%; 2,994 does not.
+    # Shorn writes do not count: the criteria name lost durable writes only.
+    outcomes = ["ok"] * (cuts - 1) + ["shorn_write"]
+    db = build(tmp_path / "q.sqlite", [DriveSpec("M", "S", outcomes)], config=CRITERIA)
+    model = analysis.analyse(dataset.load([str(db)])).models[0]
+    assert model.criteria.stated and model.criteria.classes == ("lost_durable_write",)
+    assert model.criteria_failure.failed == 0 and model.criteria_failure.trials == cuts
+    assert model.any_failure.failed == 1
+    assert model.cuts_needed == 2995
+    assert model.verdict.label == label, model.verdict.reasons
+    if label == "FAIL":
+        assert "not demonstrated" in model.verdict.reasons[0]
+
+
+def test_default_criteria_are_said_to_be_the_default(tmp_path: Path) -> None:
+    db = build(tmp_path / "q.sqlite", [DriveSpec("M", "S", ["ok"] * 3)])
+    model = analysis.analyse(dataset.load([str(db)])).models[0]
+    assert not model.criteria.stated
+    assert "states no pass criteria" in model.criteria_note
+    assert model.verdict.label == "FAIL"
+
+
+def test_dead_drives_are_survival_events_and_fail_the_verdict(tmp_path: Path) -> None:
+    db = build(
+        tmp_path / "d.sqlite",
+        [
+            DriveSpec("M", "A", ["ok"] * 4 + ["dead"], channel=0),
+            DriveSpec("M", "B", ["ok"] * 9 + ["dead"], channel=1),
+            DriveSpec("M", "C", ["ok"] * 7, channel=2),
+            DriveSpec("M", "D", ["ok"] * 12, channel=3),
+        ],
+    )
+    model = analysis.analyse(dataset.load([str(db)])).models[0]
+    assert model.drives_dead == 2
+    assert sorted(model.survival.subjects) == [(5, True), (7, False), (10, True), (12, False)]
+    assert [(s.time, s.at_risk, s.survival) for s in model.survival.steps] == [
+        (5, 4, pytest.approx(0.75)),
+        (10, 2, pytest.approx(0.375)),
+    ]
+    assert model.verdict.label == "FAIL"
+    assert any("dead drive" in r for r in model.verdict.reasons)
+    dead_at = {d.serial: d.dead_at_cut for d in model.drives}
+    assert dead_at == {"A": 5, "B": 10, "C": None, "D": None}
+
+
+def test_time_since_last_ack_and_flush_comes_from_the_write_log(tmp_path: Path) -> None:
+    db = build(
+        tmp_path / "t.sqlite",
+        [
+            DriveSpec(
+                "M",
+                "S",
+                ["ok", "lost_durable_write", "ok"],
+                delays_ms=[(0.5, 3.0), (2.0, 250.0), (40.0, 2000.0)],
+                return_ms=123.0,
+            )
+        ],
+    )
+    data = dataset.load([str(db)])
+    cuts = data.runs[0].cuts
+    assert [(c.ack_to_cut_ms, c.flush_to_cut_ms) for c in cuts] == [
+        (0.5, 3.0),
+        (2.0, 250.0),
+        (40.0, 2000.0),
+    ]
+    assert all(c.return_ms == pytest.approx(123.0) for c in cuts)
+    model = analysis.analyse(data).models[0]
+    flush_bins = {b.low_ms: (b.cuts.failed, b.cuts.trials) for b in model.flush_bins}
+    assert flush_bins == {0.0: (0, 0), 1.0: (0, 1), 10.0: (0, 0), 100.0: (1, 1), 1000.0: (0, 1)}
+    assert model.return_quantiles["p50"] == pytest.approx(123.0)
+
+
+def test_bad_stores_get_one_line_errors(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="no such store"):
+        dataset.load([str(tmp_path / "missing.sqlite")])
+    junk = tmp_path / "junk.sqlite"
+    junk.write_text("not sqlite at all, just text " * 100)
+    with pytest.raises(UserError, match="not a rig store"):
+        dataset.load([str(junk)])
+    newer = build(tmp_path / "n.sqlite", [DriveSpec("M", "S", ["ok"])])
+    db = sqlite3.connect(newer)
+    db.execute("PRAGMA user_version = 999")
+    db.close()
+    with pytest.raises(UserError, match="newer than this rig"):
+        dataset.load([str(newer)])
+    with pytest.raises(UserError, match="no store"):
+        dataset.load([])
+
+
+def test_strictest_of_differing_criteria_applies(tmp_path: Path) -> None:
+    loose = CRITERIA.replace("0.001", "0.01")
+    a = build(tmp_path / "a.sqlite", [DriveSpec("M", "S", ["ok"] * 400)], config=loose)
+    b = build(tmp_path / "b.sqlite", [DriveSpec("M", "T", ["ok"] * 10)], name="b", config=CRITERIA)
+    model = analysis.analyse(dataset.load([str(a), str(b)])).models[0]
+    assert model.criteria.max_failure_rate == 0.001
+    assert "strictest" in model.criteria_note
+    assert model.verdict.label == "FAIL"  # 410 clean cuts show p < 0.0073, not < 0.001

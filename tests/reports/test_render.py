@@ -1,0 +1,137 @@
+"""The report through the production CLI: files written, JSON and CSV agree with the HTML, and the
+page renders in headless Chromium (Debian `chromium`, installed by the Makefile) with its plots."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.cli_runner import rig
+from tests.reports.storebuilder import DriveSpec, build
+
+CHROMIUM = shutil.which("chromium")
+# the colours of the two models' bars and curves (reports/svg.py PALETTE), drawn opaque
+PLOT_COLOURS = {"#1f77b4", "#d62728"}
+
+
+def _stores(tmp_path: Path) -> list[Path]:
+    a = build(
+        tmp_path / "station-a.sqlite",
+        [
+            DriveSpec("Model PLP", "P1", ["ok"] * 30, channel=0, return_ms=70),
+            DriveSpec(
+                "Model Liar",
+                "L1",
+                ["ok", "lost_durable_write"] * 10 + ["dead"],
+                channel=1,
+                return_ms=140,
+                delays_ms=[(0.2 * (i + 1), 1.5**i) for i in range(21)],
+            ),
+        ],
+        station="station-a",
+    )
+    b = build(
+        tmp_path / "station-b.sqlite",
+        [
+            DriveSpec("Model PLP", "P2", ["ok"] * 25 + ["error"], channel=0, return_ms=75),
+            DriveSpec("Model Liar", "L2", ["ok"] * 6 + ["shorn_write"] * 4, channel=2),
+        ],
+        name="qual-b",
+        station="station-b",
+    )
+    return [a, b]
+
+
+def test_rig_report_merges_stores_into_html_json_and_csv(tmp_path: Path) -> None:
+    a, b = _stores(tmp_path)
+    out = tmp_path / "report"
+    result = rig("report", str(a), str(b), "--out", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(out / "report.html")
+    body = json.loads((out / "report.json").read_text())
+    assert body["format"] == "rig-report/1"
+    models = {m["model"]: m for m in body["models"]}
+    assert models["Model PLP"]["cuts"] == 55 and models["Model PLP"]["rig_errors"] == 1
+    assert models["Model Liar"]["any_failure"]["failed"] == 15
+    assert models["Model Liar"]["drives_dead"] == 1
+    assert len(body["comparisons"]) == 1
+    with open(out / "drives.csv", newline="") as handle:
+        drives = {r["serial"]: r for r in csv.DictReader(handle)}
+    assert set(drives) == {"P1", "P2", "L1", "L2"}
+    assert drives["L1"]["dead_at_cut"] == "21" and drives["P2"]["cuts"] == "25"
+    with open(out / "cuts.csv", newline="") as handle:
+        cuts = list(csv.DictReader(handle))
+    assert len(cuts) == 30 + 21 + 26 + 10
+    page = (out / "report.html").read_text()
+    assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    assert "<script" not in page and "https://" not in page
+    for absent in ("no health snapshots", "no endurance intervals", "no rail-sense"):
+        assert absent in page
+
+
+def test_report_of_missing_store_is_one_line(tmp_path: Path) -> None:
+    result = rig("report", "nothing.sqlite", "--out", str(tmp_path / "r"), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "rig: error: nothing.sqlite: no such store"
+    assert not (tmp_path / "r").exists()
+
+
+def chromium(page: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    assert CHROMIUM is not None
+    with tempfile.TemporaryDirectory(prefix="rig-report-chromium-") as profile:
+        return subprocess.run(
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={profile}",
+                *args,
+                page.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium absent (make setup installs it)")
+def test_report_renders_in_headless_chromium_with_its_plots(tmp_path: Path) -> None:
+    a, b = _stores(tmp_path)
+    out = tmp_path / "report"
+    assert rig("report", str(a), str(b), "--out", str(out), cwd=tmp_path).returncode == 0
+    page = out / "report.html"
+
+    dom = chromium(page, "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    # the rendered DOM holds the charts with their drawn marks (bars, curves, points)
+    assert dom.stdout.count('<svg class="chart"') >= 6
+    assert dom.stdout.count('class="series"') >= 2  # survival and return-time curves
+    assert dom.stdout.count('class="mark"') >= 20
+
+    shot = tmp_path / "shot.png"
+    result = chromium(page, f"--screenshot={shot}", "--window-size=1280,2400")
+    assert result.returncode == 0 and shot.exists(), result.stderr[-2000:]
+    pixels = np.asarray(Image.open(shot).convert("RGB"))
+    assert pixels.shape == (2400, 1280, 3)
+    assert pixels.std() > 20  # not blank
+    packed = np.unique(pixels.reshape(-1, 3).astype(np.uint32) @ np.array([65536, 256, 1]))
+    colours = {f"#{int(v):06x}" for v in packed}
+    drawn = PLOT_COLOURS & colours
+    assert drawn == PLOT_COLOURS, f"plot colours not in the screenshot: {PLOT_COLOURS - drawn}"
+    # the charts' area holds many distinct colours (antialiased curves, points, bands)
+    assert len(colours) > 200
