@@ -25,6 +25,7 @@ from typing import Any
 
 from reports import stats
 from reports.dataset import Campaign, Cut, Dataset, DriveRun
+from rig.health.delta import COUNTERS
 
 FAILURE_ORDER = (
     "lost_durable_write",
@@ -175,6 +176,32 @@ class Survival:
     steps: list[stats.KmStep]
 
 
+HEALTH_FIELDS = (*COUNTERS, "available_spare", "critical_warning", "temperature_c")
+
+
+@dataclass
+class CounterDelta:
+    field: str
+    first: float
+    last: float
+    delta: float
+
+
+@dataclass
+class DriveHealth:
+    """One drive's health snapshots in one campaign, first against last."""
+
+    drive: str  # serial (else WWN)
+    campaign: str
+    source: str
+    snapshots: int
+    cuts: int  # cuts between the first and the last snapshot
+    deltas: list[CounterDelta]
+    # (cuts since the first snapshot, rise of the unsafe-shutdown counter): one per cut if honest
+    unsafe_rise: list[tuple[int, float]]
+    anomalies: dict[str, int]  # counter -> anomalies found (counter_anomaly findings)
+
+
 @dataclass
 class Verdict:
     passed: bool
@@ -205,7 +232,8 @@ class ModelReport:
     ack_bins: list[DelayBin]
     flush_bins: list[DelayBin]
     examples: list[dict[str, Any]]  # first failure findings of each drive
-    health: list[dict[str, Any]]
+    health: list[DriveHealth]
+    anomalies: list[dict[str, Any]]  # every counter anomaly (drive, seq, field, before, after, ...)
     intervals: list[dict[str, Any]]
     rail: list[dict[str, Any]]
     criteria: Criteria
@@ -356,7 +384,8 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
         ack_bins=_bins([(c.ack_to_cut_ms, c.failed) for c in cuts], confidence),
         flush_bins=_bins([(c.flush_to_cut_ms, c.failed) for c in cuts], confidence),
         examples=[dict(e, drive=r.serial or r.wwn) for r in runs for e in r.examples],
-        health=[dict(h, drive=r.key) for r in runs for h in r.health],
+        health=[h for h in (_health(r) for r in runs) if h is not None],
+        anomalies=[dict(a, drive=r.serial or r.wwn) for r in runs for a in r.anomalies],
         intervals=[dict(i, drive=r.key) for r in runs for i in r.intervals],
         rail=[dict(x, drive=r.key) for r in runs for x in r.rail],
         criteria=criteria,
@@ -402,6 +431,43 @@ def _drives(runs: list[DriveRun], confidence: float) -> list[DriveStat]:
             )
         )
     return result
+
+
+def _health(run: DriveRun) -> DriveHealth | None:
+    if not run.health:
+        return None
+    first, last = run.health[0], run.health[-1]
+    deltas = []
+    for name in HEALTH_FIELDS:
+        a, b = _number(first.fields.get(name)), _number(last.fields.get(name))
+        if a is not None and b is not None:
+            deltas.append(CounterDelta(name, a, b, b - a))
+    base = _number(first.fields.get("unsafe_shutdowns"))
+    rise = []
+    for h in run.health:
+        value = _number(h.fields.get("unsafe_shutdowns"))
+        if base is not None and value is not None:
+            rise.append((h.after_seq - first.after_seq, value - base))
+    anomalies: dict[str, int] = {}
+    for anomaly in run.anomalies:
+        key = str(anomaly.get("field", "?"))
+        anomalies[key] = anomalies.get(key, 0) + 1
+    return DriveHealth(
+        run.serial or run.wwn,
+        run.campaign.name,
+        ", ".join(sorted({h.source for h in run.health})),
+        len(run.health),
+        last.after_seq - first.after_seq,
+        deltas,
+        rise,
+        anomalies,
+    )
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 def _survival(drives: list[DriveStat], confidence: float) -> Survival:

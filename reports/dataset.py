@@ -68,6 +68,13 @@ class Campaign:
 
 
 @dataclass
+class HealthRow:
+    after_seq: int  # the cycle it was read after; 0 = before the first cut
+    source: str  # smartctl | nvme-cli | ...
+    fields: dict[str, Any]  # the typed snapshot fields (docs/health.md)
+
+
+@dataclass
 class DriveRun:
     """One drive in one campaign (a `drive` row)."""
 
@@ -85,7 +92,8 @@ class DriveRun:
     blocks: dict[str, int] = field(default_factory=dict)  # blocks in failure findings per class
     allowed_losses: int = 0
     examples: list[dict[str, Any]] = field(default_factory=list)  # first failure findings
-    health: list[dict[str, Any]] = field(default_factory=list)  # rows of health tables, if any
+    health: list[HealthRow] = field(default_factory=list)  # snapshots, by after_seq
+    anomalies: list[dict[str, Any]] = field(default_factory=list)  # counter_anomaly details
     intervals: list[dict[str, Any]] = field(default_factory=list)  # endurance intervals, if any
     rail: list[dict[str, Any]] = field(default_factory=list)  # rail fall measurements, if any
 
@@ -104,7 +112,8 @@ class Dataset:
     unread_tables: dict[str, list[str]] = field(default_factory=dict)
 
 
-KNOWN_TABLES = {"campaign", "drive", "cycle", "finding", "event", "ledger", "lba_state"}
+KNOWN_TABLES = {"campaign", "drive", "cycle", "finding", "event", "ledger", "lba_state", "health"}
+COUNTER_ANOMALY = "counter_anomaly"  # rig.verify: a health counter that moved wrongly
 
 
 def load(paths: Iterable[str]) -> Dataset:
@@ -198,6 +207,8 @@ def _load_store(
             row["status"],
         )
         _load_cuts(db, run, has_ledger, "finding" in tables)
+        if "health" in tables and {"after_seq", "fields"} <= _columns(db, "health"):
+            run.health = _load_health(db, run.drive_id)
         data.runs.append(run)
     for table, attr in _optional_tables(db, tables).items():
         extra = [t for t in extra if t != table]
@@ -228,6 +239,15 @@ def _load_cuts(db: sqlite3.Connection, run: DriveRun, has_ledger: bool, has_find
                 (run.drive_id, EXAMPLES_PER_DRIVE),
             )
         ]
+        run.anomalies = [
+            dict(_decode(f["detail"]), seq=f["seq"])
+            for f in db.execute(
+                "SELECT c.seq, f.detail FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+                " WHERE c.drive_id = ? AND f.class = ? ORDER BY c.seq, f.id",
+                (run.drive_id, COUNTER_ANOMALY),
+            )
+            if isinstance(_decode(f["detail"]), dict)
+        ]
     ledger_sql = (
         "SELECT c.*, l.writes AS ledger FROM cycle c LEFT JOIN ledger l ON l.cycle_id = c.id"
         if has_ledger
@@ -252,6 +272,18 @@ def _load_cuts(db: sqlite3.Connection, run: DriveRun, has_ledger: bool, has_find
                 bytes_written=c["bytes_written"],
             )
         )
+
+
+def _load_health(db: sqlite3.Connection, drive_id: int) -> list[HealthRow]:
+    rows = []
+    for h in db.execute(
+        "SELECT after_seq, source, fields FROM health WHERE drive_id = ? ORDER BY after_seq",
+        (drive_id,),
+    ):
+        fields = _decode(h["fields"])
+        if isinstance(fields, dict):
+            rows.append(HealthRow(h["after_seq"], h["source"], fields))
+    return rows
 
 
 def _ms(later_ns: int | None, cut_ns: int | None) -> float | None:
@@ -280,8 +312,6 @@ def _optional_tables(db: sqlite3.Connection, tables: set[str]) -> dict[str, str]
     """Tables added by later rig versions that this report reads, if the store has them:
     table -> the DriveRun list it fills. Each must have a drive_id column."""
     wanted = {
-        "health_snapshot": "health",
-        "health": "health",
         "endurance_interval": "intervals",
         "interval": "intervals",
         "rail_fall": "rail",

@@ -261,6 +261,111 @@ def class_chart(drives: Sequence[DriveStat]) -> str:
     return "".join(parts)
 
 
+def unsafe_chart(m: ModelReport) -> str:
+    """Rise of the unsafe-shutdown counter vs cuts: an honest drive follows the diagonal."""
+    drives = [h for h in m.health if len(h.unsafe_rise) > 1]
+    if not drives:
+        return svg.no_data(
+            "Unsafe-shutdown counter vs cuts", "fewer than two snapshots with the counter"
+        )
+    longest = max(h.unsafe_rise[-1][0] for h in drives) or 1
+    top = max([longest] + [y for h in drives for _, y in h.unsafe_rise])
+    chart = svg.Chart(
+        "Unsafe-shutdown counter rise vs cuts (dashed: one per cut)",
+        (0, longest),
+        (min(0.0, *(y for h in drives for _, y in h.unsafe_rise)), top * 1.05),
+        "cuts since the first snapshot",
+        "counter rise",
+        width=520,
+        height=260,
+    )
+    chart.line([0, longest], [0, longest], "#999", dash="5 4")
+    for i, h in enumerate(drives):
+        chart.line([x for x, _ in h.unsafe_rise], [y for _, y in h.unsafe_rise], svg.colour(i))
+        chart.legend(h.drive, svg.colour(i))
+    return chart.render()
+
+
+def health_section(m: ModelReport) -> str:
+    if not m.health and not m.anomalies:
+        return _absent(
+            "SMART deltas and counter anomalies: no health snapshots in the store (health"
+            " polling was off, the station cannot read health, or the store predates health"
+            " recording)."
+        )
+    # one column per drive (a model has few), one row per counter
+    fields = [f for f in HEALTH_ORDER if any(d.field == f for h in m.health for d in h.deltas)]
+    by_drive = [{d.field: d for d in h.deltas} for h in m.health]
+    rows: list[list[object]] = [
+        ["campaign", *(esc(h.campaign) for h in m.health)],
+        ["source", *(esc(h.source) for h in m.health)],
+        ["snapshots / cuts covered", *(f"{h.snapshots} / {h.cuts}" for h in m.health)],
+    ]
+    for f in fields:
+        cells: list[object] = [esc(f)]
+        for deltas_of in by_drive:
+            d = deltas_of.get(f)
+            cells.append("—" if d is None else f"{d.first:g} → {d.last:g} (<b>{d.delta:+g}</b>)")
+        rows.append(cells)
+    rows.append(
+        [
+            "counter anomalies",
+            *(
+                "<br>".join(f"{esc(k)}: {v}" for k, v in sorted(h.anomalies.items())) or "none"
+                for h in m.health
+            ),
+        ]
+    )
+    deltas = (
+        _table(["counter", *(esc(h.drive) for h in m.health)], rows)
+        if m.health
+        else _absent("No health snapshots (counter anomalies were recorded without them).")
+    )
+    anomalies = (
+        _table(
+            ["drive", "after cut", "counter", "before", "after", "expected", "reason"],
+            [
+                [
+                    esc(str(a.get("drive", ""))),
+                    a.get("seq", ""),
+                    esc(str(a.get("field", ""))),
+                    esc(str(a.get("before", ""))),
+                    esc(str(a.get("after", ""))),
+                    esc(str(a.get("expected", ""))),
+                    esc(str(a.get("reason", ""))),
+                ]
+                for a in m.anomalies[:50]
+            ],
+        )
+        + (f'<p class="note">first 50 of {len(m.anomalies)}</p>' if len(m.anomalies) > 50 else "")
+        if m.anomalies
+        else '<p class="note">No counter anomaly: every counter moved as a drive\'s should.</p>'
+    )
+    return (
+        f"<h4>Counters, first snapshot → last</h4>{deltas}"
+        f'<div class="charts">{unsafe_chart(m)}</div>'
+        f"<h4>Counter anomalies ({len(m.anomalies)})</h4>{anomalies}"
+    )
+
+
+HEALTH_ORDER = (
+    "power_cycles",
+    "unsafe_shutdowns",
+    "media_errors",
+    "crc_errors",
+    "reallocated_sectors",
+    "pending_sectors",
+    "reported_uncorrectable",
+    "offline_uncorrectable",
+    "error_log_entries",
+    "percentage_used",
+    "available_spare",
+    "critical_warning",
+    "host_bytes_written",
+    "temperature_c",
+)
+
+
 def _numeric_series(rows: list[dict[str, Any]]) -> dict[str, list[float]]:
     keys = [
         k
@@ -526,14 +631,7 @@ def _model_section(m: ModelReport, confidence: float) -> str:
         if m.examples
         else _absent("No failure findings.")
     )
-    health = (
-        _generic_rows(m.health)
-        if m.health
-        else _absent(
-            "SMART deltas and counter anomalies: no health snapshots in the store (health"
-            " polling was off, the drive reports none, or the store predates health recording)."
-        )
-    )
+    health = health_section(m)
     rail = (
         _generic_rows(m.rail)
         if m.rail

@@ -26,6 +26,8 @@ class DriveSpec:
     return_ms: float = 80.0
     # per cycle: (ms from the last ack to the cut, ms from the last flush to the cut)
     delays_ms: Sequence[tuple[float, float]] = field(default_factory=list)
+    # health snapshots: (after_seq, typed fields) as the health phase stores them
+    health: Sequence[tuple[int, dict[str, object]]] = field(default_factory=list)
 
 
 def _ledger(cut_ns: int, ack_ms: float, flush_ms: float) -> bytes:
@@ -74,7 +76,18 @@ def build(
                         "observed_gen": 4,
                         "expected_op": 1,
                         "observed_op": 0,
-                        "detail": {"ack_to_cut_ns": 3 * MS},
+                        "detail": (
+                            {
+                                "field": "unsafe_shutdowns",
+                                "before": 7,
+                                "after": 7,
+                                "expected": "+1 (= 8)",
+                                "reason": "unsafe-shutdown counter did not count the cut",
+                                "cuts": 1,
+                            }
+                            if cls == "counter_anomaly"
+                            else {"ack_to_cut_ns": 3 * MS}
+                        ),
                     }
                     for i, cls in enumerate(classes)
                 ]
@@ -111,6 +124,10 @@ def build(
                     [],
                     _ledger(cut_ns, ack_ms, flush_ms) if status != "error" else None,
                     None,
+                )
+            for after_seq, fields in spec.health:
+                store.add_health(
+                    drive_id, after_seq, after_seq * 10_000 * MS, "smartctl", fields, "{}"
                 )
             if "dead" in spec.outcomes:
                 store.set_drive_status(drive_id, "dead")

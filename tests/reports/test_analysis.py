@@ -182,3 +182,32 @@ def test_strictest_of_differing_criteria_applies(tmp_path: Path) -> None:
     assert model.criteria.max_failure_rate == 0.001
     assert "strictest" in model.criteria_note
     assert model.verdict.label == "FAIL"  # 410 clean cuts show p < 0.0073, not < 0.001
+
+
+def test_health_deltas_and_counter_anomalies(tmp_path: Path) -> None:
+    honest = [
+        (s, {"unsafe_shutdowns": 7 + s, "power_cycles": 40 + s, "media_errors": 0})
+        for s in range(0, 4)
+    ]
+    liar = [
+        (s, {"unsafe_shutdowns": 7, "power_cycles": 40 + s, "media_errors": s}) for s in range(0, 4)
+    ]
+    db = build(
+        tmp_path / "h.sqlite",
+        [
+            DriveSpec("M", "HONEST", ["ok"] * 3, health=honest, channel=0),
+            DriveSpec("M", "LIAR", ["counter_anomaly"] * 3, health=liar, channel=1),
+            DriveSpec("M", "NONE", ["ok"] * 3, channel=2),
+        ],
+    )
+    model = analysis.analyse(dataset.load([str(db)])).models[0]
+    health = {h.drive: h for h in model.health}
+    assert set(health) == {"HONEST", "LIAR"}  # a drive without snapshots has no health row
+    assert health["HONEST"].unsafe_rise == [(0, 0.0), (1, 1.0), (2, 2.0), (3, 3.0)]
+    assert health["LIAR"].unsafe_rise == [(0, 0.0), (1, 0.0), (2, 0.0), (3, 0.0)]
+    deltas = {d.field: d.delta for d in health["LIAR"].deltas}
+    assert deltas == {"unsafe_shutdowns": 0, "power_cycles": 3, "media_errors": 3}
+    assert health["LIAR"].cuts == 3 and health["LIAR"].snapshots == 4
+    assert health["LIAR"].anomalies == {"unsafe_shutdowns": 3}
+    assert [(a["drive"], a["seq"]) for a in model.anomalies] == [("LIAR", s) for s in (1, 2, 3)]
+    assert {c.cls: c.cuts.failed for c in model.classes} == {"counter_anomaly": 3}

@@ -26,7 +26,16 @@ def _stores(tmp_path: Path) -> list[Path]:
     a = build(
         tmp_path / "station-a.sqlite",
         [
-            DriveSpec("Model PLP", "P1", ["ok"] * 30, channel=0, return_ms=70),
+            DriveSpec(
+                "Model PLP",
+                "P1",
+                ["ok"] * 30,
+                channel=0,
+                return_ms=70,
+                health=[
+                    (s, {"unsafe_shutdowns": 3 + s, "power_cycles": 9 + s}) for s in (0, 10, 30)
+                ],
+            ),
             DriveSpec(
                 "Model Liar",
                 "L1",
@@ -73,8 +82,11 @@ def test_rig_report_merges_stores_into_html_json_and_csv(tmp_path: Path) -> None
     page = (out / "report.html").read_text()
     assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")
     assert "<script" not in page and "https://" not in page
+    # Model Liar has no health snapshots, nobody has endurance or rail data: said plainly
     for absent in ("no health snapshots", "no endurance intervals", "no rail-sense"):
         assert absent in page
+    assert "Unsafe-shutdown counter rise vs cuts" in page  # Model PLP's snapshots
+    assert "3 → 33 (<b>+30</b>)" in page
 
 
 def test_report_of_missing_store_is_one_line(tmp_path: Path) -> None:
