@@ -43,37 +43,47 @@ DELAY_BINS_MS = (0.0, 1.0, 10.0, 100.0, 1000.0, math.inf)
 
 @dataclass(frozen=True)
 class Criteria:
-    max_failure_rate: float  # per cut, the bound to demonstrate
+    max_failure_rate: float  # per cut, the upper bound must stay below this
     confidence: float
     classes: tuple[str, ...]  # failure classes that count; () = every failure class
-    max_dead_drives: int
+    min_cycles: int  # cuts every drive needs before the model can pass; 0 = no such rule
     stated: bool  # False: the campaign states none and the rig's default applies
     origin: str  # which campaign(s) stated them
 
+    @property
+    def counts_dead(self) -> bool:
+        return not self.classes or "dead_device" in self.classes
+
     def describe(self) -> str:
         what = ", ".join(self.classes) if self.classes else "any failure class"
-        return (
+        text = (
             f"per-cut probability of a cut with {what} below {self.max_failure_rate:g}"
-            f" at {self.confidence:.0%} confidence (one-sided Clopper-Pearson);"
-            f" at most {self.max_dead_drives} dead drive(s)"
+            f" at {self.confidence:.0%} confidence (one-sided Clopper-Pearson)"
         )
+        if self.counts_dead:
+            text += "; no dead drive"
+        if self.min_cycles:
+            text += f"; at least {self.min_cycles} cuts on every drive"
+        return text
 
 
 DEFAULT_CRITERIA = Criteria(1e-3, 0.95, (), 0, False, "rig default")
 
 
 def criteria_of(campaign: Campaign) -> Criteria | None:
-    """Pass criteria stated in a campaign file, if any: a `[criteria]` (or `[pass]`) table with
-    max_failure_rate, confidence, classes, max_dead_drives."""
-    table = campaign.config.get("criteria") or campaign.config.get("pass")
-    if not isinstance(table, dict):
+    """Pass criteria a campaign states: the `campaign.criteria` column (rig.config.Criteria as
+    JSON) where the store has it, else the campaign file's `[criteria]` table. Keys:
+    max_failure_probability, confidence, classes, min_cycles."""
+    table = campaign.criteria or campaign.config.get("criteria")
+    if not isinstance(table, dict) or not table:
         return None
     classes = table.get("classes", ())
+    rate = table.get("max_failure_probability", table.get("max_failure_rate"))
     return Criteria(
-        float(table.get("max_failure_rate", DEFAULT_CRITERIA.max_failure_rate)),
+        float(rate if rate is not None else DEFAULT_CRITERIA.max_failure_rate),
         float(table.get("confidence", DEFAULT_CRITERIA.confidence)),
-        tuple(str(c) for c in classes) if isinstance(classes, list) else (),
-        int(table.get("max_dead_drives", DEFAULT_CRITERIA.max_dead_drives)),
+        tuple(str(c) for c in classes) if isinstance(classes, list | tuple) else (),
+        int(table.get("min_cycles", 0)),
         True,
         campaign.name,
     )
@@ -81,11 +91,11 @@ def criteria_of(campaign: Campaign) -> Criteria | None:
 
 def merged_criteria(campaigns: Iterable[Campaign]) -> tuple[Criteria, str]:
     """The criteria for a model whose cuts come from several campaigns: the strictest stated
-    (smallest rate, highest confidence, fewest dead drives, union of classes), with a note."""
+    (smallest rate, highest confidence, most cuts per drive, union of classes), with a note."""
     stated = [c for c in (criteria_of(x) for x in campaigns) if c is not None]
     if not stated:
         return DEFAULT_CRITERIA, "the campaign states no pass criteria; the rig's default applies"
-    if len(set(stated)) == 1:
+    if len({(c.max_failure_rate, c.confidence, c.classes, c.min_cycles) for c in stated}) == 1:
         return stated[0], f"stated in campaign {stated[0].origin}"
     classes: tuple[str, ...] = ()
     if all(c.classes for c in stated):
@@ -94,7 +104,7 @@ def merged_criteria(campaigns: Iterable[Campaign]) -> tuple[Criteria, str]:
         min(c.max_failure_rate for c in stated),
         max(c.confidence for c in stated),
         classes,
-        min(c.max_dead_drives for c in stated),
+        max(c.min_cycles for c in stated),
         True,
         ", ".join(sorted({c.origin for c in stated})),
     )
@@ -390,7 +400,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
         rail=[dict(x, drive=r.key) for r in runs for x in r.rail],
         criteria=criteria,
         criteria_note=note,
-        verdict=_verdict(criteria, crit, dead),
+        verdict=_verdict(criteria, crit, dead, drives),
     )
 
 
@@ -513,7 +523,7 @@ def _bins(points: list[tuple[float | None, bool]], confidence: float) -> list[De
     return result
 
 
-def _verdict(criteria: Criteria, crit: Proportion, dead: int) -> Verdict:
+def _verdict(criteria: Criteria, crit: Proportion, dead: int, drives: list[DriveStat]) -> Verdict:
     reasons = []
     passed = True
     if crit.trials == 0:
@@ -538,7 +548,14 @@ def _verdict(criteria: Criteria, crit: Proportion, dead: int) -> Verdict:
                 f"{crit.failed} failing cut(s) in {crit.trials}: p < {crit.upper:.3g} per cut at"
                 f" {criteria.confidence:.0%}, not below {criteria.max_failure_rate:g}"
             )
-    if dead > criteria.max_dead_drives:
+    if dead and criteria.counts_dead:
         passed = False
-        reasons.append(f"{dead} dead drive(s), more than the {criteria.max_dead_drives} allowed")
+        reasons.append(f"{dead} dead drive(s): a drive that died fails the model")
+    short = [d for d in drives if d.cuts.trials < criteria.min_cycles]
+    if short:
+        passed = False
+        reasons.append(
+            f"{len(short)} drive(s) with fewer than the {criteria.min_cycles} cuts each drive"
+            f" needs: {', '.join(f'{d.serial or d.wwn} ({d.cuts.trials})' for d in short)}"
+        )
     return Verdict(passed, "PASS" if passed else "FAIL", reasons)

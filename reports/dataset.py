@@ -65,6 +65,7 @@ class Campaign:
     ended_at: float | None
     seed: int
     config: dict[str, Any]  # the campaign file, parsed ({} if it no longer parses)
+    criteria: dict[str, Any]  # the campaign.criteria column (store v3+), {} where absent
 
 
 @dataclass
@@ -190,6 +191,7 @@ def _load_store(
             row["ended_at"],
             row["seed"],
             _parse_config(row["config"]),
+            _criteria_column(row),
         )
         campaigns[row["id"]] = campaign
         data.campaigns.append(campaign)
@@ -214,6 +216,13 @@ def _load_store(
         extra = [t for t in extra if t != table]
         _attach_rows(db, table, attr, data.runs, path)
     data.unread_tables[path] = extra
+
+
+def _criteria_column(row: sqlite3.Row) -> dict[str, Any]:
+    if "criteria" not in row.keys():  # noqa: SIM118 (sqlite3.Row)
+        return {}
+    value = _decode(row["criteria"])
+    return value if isinstance(value, dict) else {}
 
 
 def _load_cuts(db: sqlite3.Connection, run: DriveRun, has_ledger: bool, has_finding: bool) -> None:

@@ -14,7 +14,7 @@ from tests.reports.storebuilder import DriveSpec, build
 CRITERIA = """[campaign]
 name = "qual"
 [criteria]
-max_failure_rate = 0.001
+max_failure_probability = 0.001
 confidence = 0.95
 classes = ["lost_durable_write"]
 """
@@ -211,3 +211,22 @@ def test_health_deltas_and_counter_anomalies(tmp_path: Path) -> None:
     assert health["LIAR"].anomalies == {"unsafe_shutdowns": 3}
     assert [(a["drive"], a["seq"]) for a in model.anomalies] == [("LIAR", s) for s in (1, 2, 3)]
     assert {c.cls: c.cuts.failed for c in model.classes} == {"counter_anomaly": 3}
+
+
+def test_min_cycles_per_drive_and_dead_drives_under_class_criteria(tmp_path: Path) -> None:
+    text = CRITERIA.replace("0.001", "0.2") + "min_cycles = 20\n"
+    db = build(
+        tmp_path / "m.sqlite",
+        [
+            DriveSpec("M", "LONG", ["ok"] * 30, channel=0),
+            DriveSpec("M", "SHORT", ["ok"] * 9 + ["dead"], channel=1),
+        ],
+        config=text,
+    )
+    model = analysis.analyse(dataset.load([str(db)])).models[0]
+    assert model.criteria.min_cycles == 20
+    # 0 lost durable writes in 40 cuts shows p < 0.072 < 0.2; dead_device is not a counted class
+    assert model.criteria_failure.upper is not None and model.criteria_failure.upper < 0.2
+    assert not any("dead" in r for r in model.verdict.reasons)
+    assert model.verdict.label == "FAIL"
+    assert any("SHORT (10)" in r for r in model.verdict.reasons)
