@@ -137,6 +137,11 @@ void board_pin_write(uint8_t ch, bool on)
 
 /* ---- UART ---- */
 
+void board_outputs_enable(void)
+{
+	DDRD |= CHANNEL_MASK; /* PORTD already holds the safe levels: no glitch */
+}
+
 static void uart_init(void)
 {
 	UCSR0A = _BV(U2X0);
@@ -214,8 +219,7 @@ int main(void)
 	uart_init();
 	struct core_board_info info = {
 		.board_name = "nano328p", .reset_cause = reset_cause(), .clock_hz = F_CPU};
-	core_init(&info);    /* sets the safe levels in PORTD while the pins are still inputs */
-	DDRD |= CHANNEL_MASK; /* then drive them: no glitch through the wrong level */
+	core_init(&info); /* safe levels into PORTD, then board_outputs_enable() drives them */
 	adc_init();
 	wdt_enable(WDTO_250MS);
 	sei();

@@ -12,6 +12,10 @@ uint64_t board_now_us(void);
 /* Drive a channel's switch: on = rail powered. Must be fast (called from timer context). */
 void board_pin_write(uint8_t ch, bool on);
 
+/* Start driving the channel pins (with the levels board_pin_write set). Until then the board's
+ * pulls hold every switch at "powered", as during a reset. Called once, by core_init. */
+void board_outputs_enable(void);
+
 /* Call core_timer_due() once the clock reaches when_us (earlier is allowed, later is the error
  * the timing tests measure). BOARD_TIMER_OFF disarms. Called with interrupts masked. */
 #define BOARD_TIMER_OFF UINT64_MAX

@@ -217,6 +217,7 @@ static void write_event(const struct event *e)
 		out_kv("proto", PROTOCOL_VERSION);
 		out_kv_str("reset", board_info.reset_cause);
 		out_channel_list("on", chans, 0);
+		out_kv("t", e->t);
 		break;
 	case EV_EDGE:
 		out_str(" EDGE");
@@ -823,6 +824,7 @@ void core_init(const struct core_board_info *info)
 		chans[ch].on = chans[ch].safe;
 		board_pin_write(ch, chans[ch].safe);
 	}
+	board_outputs_enable();
 	rearm_timer();
 	wdog_ms = WDOG_DEFAULT_MS;
 	wdog_trips = 0;
@@ -830,6 +832,7 @@ void core_init(const struct core_board_info *info)
 	line_len = 0;
 	line_overlong = line_bad_byte = false;
 	have_last = false;
+	/* BOOT's t: every channel is driving its safe state from this instant on. */
 	push_event(EV_BOOT, 0, false, 0, last_request_us);
 	board_irq_restore(saved);
 }

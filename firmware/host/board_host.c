@@ -2,8 +2,9 @@
  *
  * stdout, one line each, flushed:
  *   pty <slave path>                                   once, when ready
- *   pin ch=<n> on=<0|1> mcu_us=<core clock> mono_ns=<CLOCK_MONOTONIC>   every pin write that
- *                                                      changes a level
+ *   pin ch=<n> on=<0|1> mcu_us=<core clock> mono_ns=<CLOCK_MONOTONIC> clk_us=<core clock>
+ *                                                      every pin write that changes a level
+ *                                                      (clk_us as the simavr bridge's)
  *   reset mcu_us=<n> mono_ns=<n>                       after SIGUSR1 (simulated MCU reset)
  * The core boots 100 ms after the pty is first opened (as a Nano resets on open), so the host
  * reads the BOOT line. The "MCU clock" is CLOCK_MONOTONIC since boot (or the last reset), in µs. The rails are
@@ -94,8 +95,9 @@ void board_pin_write(uint8_t ch, bool on)
 static void flush_pin_log(void)
 {
 	for (unsigned i = 0; i < pin_log_len; i++)
-		printf("pin ch=%u on=%u mcu_us=%" PRIu64 " mono_ns=%" PRIu64 "\n", pin_log[i].ch,
-		       pin_log[i].on, pin_log[i].mcu_us, pin_log[i].mono_ns);
+		printf("pin ch=%u on=%u mcu_us=%" PRIu64 " mono_ns=%" PRIu64 " clk_us=%" PRIu64 "\n",
+		       pin_log[i].ch, pin_log[i].on, pin_log[i].mcu_us, pin_log[i].mono_ns,
+		       pin_log[i].mcu_us);
 	if (pin_log_len)
 		fflush(stdout);
 	pin_log_len = 0;
@@ -149,6 +151,11 @@ void board_nv_read(uint8_t addr, uint8_t *buf, uint8_t len)
 void board_nv_write(uint8_t addr, const uint8_t *buf, uint8_t len)
 {
 	memcpy(nv + addr, buf, len);
+}
+
+void board_outputs_enable(void)
+{
+	/* board_pin_write switches the modelled rail directly: nothing left to enable */
 }
 
 static void on_signal(int sig)

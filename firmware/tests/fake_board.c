@@ -44,6 +44,12 @@ void board_pin_write(uint8_t ch, bool on)
 	fake.pin[ch] = on;
 }
 
+void board_outputs_enable(void)
+{
+	fake.outputs_enabled = true;
+	memcpy(fake.pins_at_enable, fake.pin, sizeof fake.pin);
+}
+
 void board_timer_arm(uint64_t when_us)
 {
 	fake.timer_us = when_us;

@@ -14,6 +14,8 @@ struct fake_board {
 	uint64_t timer_us;	/* last armed time, BOARD_TIMER_OFF when disarmed */
 	bool pin[8];
 	unsigned pin_writes;	/* writes that changed a level */
+	bool outputs_enabled;	/* board_outputs_enable() was called */
+	bool pins_at_enable[8]; /* the levels the pins started driving */
 	char out[FAKE_OUT_MAX]; /* everything written to the UART */
 	unsigned out_len;
 	uint8_t nv[16];

@@ -108,11 +108,16 @@ static void test_boot_puts_channels_in_safe_state(void)
 	fake_reset();
 	fake.nv[0] = 0xA5;
 	fake.nv[1] = 0x0B; /* channel 2 safe off */
+	fake.now_us = 1234;
 	core_init(&info);
 	drain_events();
 	CHECK(fake_next_line()[0] == 0);
-	CHECK(next_is("! 0 BOOT proto=1 reset=power on=1,1,0,1"));
+	CHECK(next_is("! 0 BOOT proto=2 reset=power on=1,1,0,1 t=1234"));
 	CHECK(fake.pin[0] && fake.pin[1] && !fake.pin[2] && fake.pin[3]);
+	/* The pins start driving only once they hold the safe levels. */
+	CHECK(fake.outputs_enabled);
+	CHECK(fake.pins_at_enable[0] && fake.pins_at_enable[1] && !fake.pins_at_enable[2] &&
+	      fake.pins_at_enable[3]);
 }
 
 static void test_identify(void)
@@ -120,7 +125,7 @@ static void test_identify(void)
 	boot();
 	skip_boot();
 	send("1 ID");
-	CHECK(next_is("1 OK proto=1 fw=" FIRMWARE_VERSION " build=" BUILD_ID
+	CHECK(next_is("1 OK proto=2 fw=" FIRMWARE_VERSION " build=" BUILD_ID
 		      " board=test ch=4 clk_hz=16000000 reset=power trips=0 wdog_ms=5000"));
 }
 

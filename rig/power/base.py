@@ -9,7 +9,7 @@ conservatively.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,30 @@ class Edge:
     host_ns: int  # edge instant mapped to the host monotonic clock
     error_ns: int  # bound on |true instant - host_ns|
     source_us: int | None = None  # raw timestamp on the switch's own clock, if it has one
+
+
+@dataclass(frozen=True)
+class RailResult:
+    """Rail sense around one off edge: how the drive's supply rail fell, as the switch's ADC saw
+    it. Readings are ADC counts (see the board's divider in hardware/); times are µs after the
+    off edge, `None` when the rail never fell that far. `end`: fell (below `lo_threshold`, or
+    `hi_threshold` when `lo_threshold` is 0), timeout (the window elapsed), on (powered again
+    first) or busy (another channel's capture was running: not measured)."""
+
+    channel: int
+    edge_us: int  # the off edge on the switch's clock
+    host_ns: int  # the off edge on the host clock (0 if it could not be mapped)
+    error_ns: int  # bound of that mapping (-1 if unmapped)
+    v0: int | None  # reading just before the edge
+    hi_us: int | None
+    lo_us: int | None
+    minimum: int | None
+    end: str
+    dt_us: int | None = None  # spacing of `samples`, the first taken at the edge
+    samples: tuple[int, ...] = ()
+    hi_threshold: int = 0
+    lo_threshold: int = 0
+    window_ms: int = 0
 
 
 class PendingCut(Protocol):
@@ -60,3 +84,13 @@ class PowerSwitch(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class RailSensedCut(Protocol):
+    """A pending cut whose switch also measures the rail's fall (the relay board's rail sense)."""
+
+    def rail(self, timeout_s: float) -> RailResult | None:
+        """The rail-sense result of this cut's off edge, waiting at most `timeout_s` beyond the
+        capture window; `None` when rail sense was not configured for the channel."""
+        ...

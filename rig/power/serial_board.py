@@ -1,4 +1,4 @@
-"""The relay board (firmware/) over a serial line: a `PowerSwitch` speaking protocol v1.
+"""The relay board (firmware/) over a serial line: a `PowerSwitch` speaking protocol v2.
 
 See `firmware/PROTOCOL.md` for the wire format and `docs/power-driver.md` for how this driver maps
 the MCU clock to the host clock, retries, resynchronises after an MCU reset and what it raises.
@@ -21,20 +21,20 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import serial
 
 from rig.errors import PowerError, PowerTimeoutError, ProtocolMismatchError
-from rig.power.base import Edge
+from rig.power.base import Edge, RailResult
 from rig.power.clocksync import ClockError, ClockGlitch, ClockMap, Mapping, SyncSample
 
 log = logging.getLogger(__name__)
 
-PROTOCOL_VERSION = 1
-FIRMWARE_VERSION = "0.1.0"  # the firmware release that speaks PROTOCOL_VERSION
+PROTOCOL_VERSION = 2
+FIRMWARE_VERSION = "0.2.0"  # the firmware release that speaks PROTOCOL_VERSION
 MAX_REQUEST = 80
 MAX_LINE = 200
 DURATION_MAX_US = 4_000_000_000
@@ -86,21 +86,15 @@ class ChannelStates:
 
 
 @dataclass(frozen=True)
-class RailResult:
-    """Rail-sense capture after an off edge. Times are µs after the off edge; `None` = the rail
-    never fell that far. `end`: fell, timeout, on (switched on again) or busy (not measured)."""
+class BootEvent:
+    """A `BOOT` line: the board (re)started. Every channel drives its safe state from `mcu_us`
+    (MCU time of the new clock epoch) on."""
 
-    channel: int
-    edge_us: int
-    host_ns: int
-    error_ns: int
-    v0: int | None
-    hi_us: int | None
-    lo_us: int | None
-    minimum: int | None
-    end: str
-    dt_us: int | None = None
-    samples: tuple[int, ...] = ()
+    evseq: int
+    reset_cause: str
+    on: tuple[bool, ...]
+    mcu_us: int
+    rx_ns: int  # host time the line had been received by
 
 
 @dataclass(frozen=True)
@@ -294,7 +288,14 @@ class SerialPendingCut:
     `wait_restore()` returns the edge that powered the channel again."""
 
     def __init__(
-        self, board: RelayBoard, channel: int, epoch: int, accept_us: int, at_us: int, gen: int
+        self,
+        board: RelayBoard,
+        channel: int,
+        epoch: int,
+        accept_us: int,
+        at_us: int,
+        gen: int,
+        rail_config: tuple[int, int, int, int] | None = None,
     ) -> None:
         self._board = board
         self.channel = channel
@@ -302,6 +303,7 @@ class SerialPendingCut:
         self.accept_us = accept_us
         self.at_us = at_us  # MCU time the off edge is scheduled for
         self._gen = gen
+        self.rail_config = rail_config  # (hi, lo, window_ms, samples) at scheduling
 
     def wait(self, timeout_s: float) -> Edge:
         return self._board._await_edge(self, "cut", timeout_s)
@@ -313,6 +315,65 @@ class SerialPendingCut:
         """The rail-sense capture started by this cut's off edge (needs `configure_rail`)."""
         edge = self.wait(timeout_s)
         return self._board._await_rail(self, edge, timeout_s)
+
+    def rail(self, timeout_s: float) -> RailResult | None:
+        """`RailSensedCut`: the capture of this cut's off edge, or None when the channel had no
+        rail-sense thresholds when the cut was scheduled."""
+        if self.rail_config is None:
+            return None
+        return self.wait_rail(timeout_s + self.rail_config[2] / 1000)
+
+
+class RawSession:
+    """Line-level access to the board while the driver stands aside: see
+    `RelayBoard.raw_session()`. Lines are sent as given and every line the board sends comes
+    here, in order, unparsed by the driver."""
+
+    def __init__(self, board: RelayBoard) -> None:
+        self._board = board
+        self._lines: queue.Queue[tuple[bytes, int]] = queue.Queue()
+        self.boot: Line | None = None  # a BOOT line passed through: the board reset
+        self.last_evseq: int | None = None
+
+    def send(self, body: str) -> None:
+        """Send `body` with its `*CRC` and newline (`frame`)."""
+        self._board._write(frame(body))
+
+    def send_bytes(self, data: bytes) -> None:
+        """Send `data` exactly as given (framing errors, noise, partial lines)."""
+        self._board._write(data)
+
+    def read_raw(self, timeout_s: float = 2.0) -> bytes:
+        """The next non-empty line from the board, without its newline, unchecked."""
+        try:
+            raw, _ = self._lines.get(timeout=timeout_s)
+        except queue.Empty:
+            raise PowerTimeoutError(f"no line from the relay board within {timeout_s} s") from None
+        return raw
+
+    def read_line(self, timeout_s: float = 2.0) -> str:
+        """The next line with its checksum verified and `*CRC` removed; `BadLine` if it fails."""
+        raw = self.read_raw(timeout_s)
+        parse_line(raw)
+        return raw.rstrip(b"\r").decode("ascii").rpartition("*")[0]
+
+    def drain(self, quiet_s: float = 0.2) -> list[bytes]:
+        """Every line that arrives until none did for `quiet_s`."""
+        lines = []
+        while True:
+            try:
+                lines.append(self.read_raw(quiet_s))
+            except PowerTimeoutError:
+                return lines
+
+    def _receive(self, raw: bytes, rx_ns: int) -> None:
+        with contextlib.suppress(BadLine):
+            line = parse_line(raw, rx_ns)
+            if line.event:
+                self.last_evseq = line.seq
+                if line.word == "BOOT":
+                    self.boot = line
+        self._lines.put((raw, rx_ns))
 
 
 class RelayBoard:
@@ -355,6 +416,8 @@ class RelayBoard:
         self._edge_latency_ns = int(edge_latency_us * 1000)
         self.stats = DriverStats()
         self.resets: list[ResetInfo] = []
+        self.last_boot: BootEvent | None = None  # the latest BOOT line seen
+        self._raw: RawSession | None = None
 
         self._io_lock = threading.Lock()
         self._resync_lock = threading.Lock()
@@ -453,6 +516,7 @@ class RelayBoard:
             chan = self._chans[channel]
             chan.cut_inflight = True
             gen = chan.cancel_gen
+            rail_config = chan.rail_config
         try:
             reply = self._request("CUT", channel, delay_us, off_us)
         except BoardRefusedError:
@@ -460,7 +524,9 @@ class RelayBoard:
                 chan.cut_inflight = False
             raise
         line = reply.line
-        return SerialPendingCut(self, channel, reply.epoch, line.num("t"), line.num("at"), gen)
+        return SerialPendingCut(
+            self, channel, reply.epoch, line.num("t"), line.num("at"), gen, rail_config
+        )
 
     def glitch(self, channel: int, width_s: float, delay_s: float = 0.0) -> SerialPendingCut:
         """Power off for `width_s` (from about 10 µs), timed by the board, then on again."""
@@ -487,6 +553,50 @@ class RelayBoard:
         self._shutdown()
 
     # ---- more of the board ----
+
+    @contextlib.contextmanager
+    def raw_session(self) -> Iterator[RawSession]:
+        """Exclusive line-level access to the board, for diagnostics and the protocol's
+        conformance tests (every example of firmware/PROTOCOL.md runs through it). While it is
+        open the driver sends nothing (no heartbeats: the board's watchdog keeps counting, and
+        trips if the session stays silent for `wdog_ms`) and interprets nothing: every line
+        goes to the session. Cuts scheduled through the driver before are no longer followed
+        (their waiters get `PowerError`). On exit the driver re-reads the board: after a reset
+        seen in the session, the full resynchronisation (`on_reset`); otherwise identity,
+        its own settings, the clock and the channel states. Edges the session caused are not
+        reported to `on_edge`: the session's owner saw them."""
+        self._begin()
+        session = RawSession(self)
+        try:
+            with self._io_lock:
+                with self._cond:
+                    for chan in self._chans:
+                        chan.cancel_gen += 1
+                        chan.cut_inflight = False
+                    self._cond.notify_all()
+                self._raw = session
+                try:
+                    yield session
+                finally:
+                    self._raw = None
+        finally:
+            self._after_raw(session)
+
+    def _after_raw(self, session: RawSession) -> None:
+        with self._cond:
+            if session.last_evseq is not None:
+                self._ev_next = (session.last_evseq + 1) % 65536
+            if session.boot is not None:
+                self._declare_reset("boot event", session.boot)
+        if session.boot is not None:
+            self._resync()
+            return
+        identity = self._identify()
+        with self._state_lock:
+            self.identity = identity
+        self._configure()
+        self._sync_burst()
+        self._read_states()
 
     def states(self) -> ChannelStates:
         self._begin()
@@ -822,7 +932,12 @@ class RelayBoard:
                     break
                 raw = bytes(buf[:end])
                 del buf[: end + 1]
-                if raw.strip(b"\r"):
+                if not raw.strip(b"\r"):
+                    continue
+                session = self._raw
+                if session is not None:
+                    session._receive(raw, rx_ns)
+                else:
                     self._handle_line(raw, rx_ns)
             if len(buf) > 4 * MAX_LINE:  # noise without newlines
                 buf.clear()
@@ -880,6 +995,14 @@ class RelayBoard:
     def _declare_reset(self, reason: str, boot: Line | None) -> None:
         """State lock held. A new MCU clock epoch begins; waiters fail; resync follows."""
         self._epoch += 1
+        if boot is not None:
+            self.last_boot = BootEvent(
+                boot.seq or 0,
+                boot.fields.get("reset", "unknown"),
+                tuple(bool(v) for v in boot.flags("on")) if "on" in boot.fields else (),
+                boot.opt_num("t") or 0,
+                boot.rx_ns,
+            )
         self._last_old_sample = self._clock.latest
         self._clock = self._new_clock(self.identity.clock_hz if self._has_identity() else 10**6)
         self._boot_line = boot
@@ -1016,7 +1139,7 @@ class RelayBoard:
                     boot_on = (
                         tuple(bool(v) for v in boot.flags("on")) if boot is not None else states.on
                     )
-                    edges = self._boot_edges(epoch, before, boot_on, old_sample, detected_ns)
+                    edges = self._boot_edges(boot, epoch, before, boot_on, old_sample, detected_ns)
                 info = ResetInfo(
                     detected_ns=detected_ns,
                     reason=reason,
@@ -1049,6 +1172,7 @@ class RelayBoard:
 
     def _boot_edges(
         self,
+        boot: Line | None,
         epoch: int,
         before: list[bool | None],
         boot_on: tuple[bool, ...],
@@ -1057,12 +1181,14 @@ class RelayBoard:
     ) -> list[BoardEdge]:
         """State lock held. Edges the reset caused: channels whose state differs from what the
         driver last knew. They happened after the last line of the old epoch was sent (lower
-        bound) and before the BOOT line arrived, and no later than MCU time 0 of the new epoch
-        (upper bound, by extrapolation)."""
+        bound) and before the BOOT line arrived, and no later than BOOT's `t`, when every
+        channel drives its safe state (upper bound, by extrapolation)."""
         lo = old_sample.lo_ns if old_sample is not None else detected_ns - 10**9
         hi = detected_ns
-        with contextlib.suppress(ClockError):
-            hi = min(hi, self._clock.map(0).hi_ns)
+        boot_us = boot.opt_num("t") if boot is not None else None
+        if boot_us is not None:
+            with contextlib.suppress(ClockError):
+                hi = min(hi, self._clock.map(boot_us).hi_ns)
         lo = min(lo, hi)
         edges = []
         for ch, was in enumerate(before):
@@ -1190,6 +1316,7 @@ class RelayBoard:
 
     def _finish_rail(self, ch: int, partial: _RailPartial, samples: Line | None) -> None:
         rail, mapping = partial.line, partial.mapping
+        config = self._chans[ch].rail_config
         values = samples.fields.get("v", "") if samples is not None else ""
         result = RailResult(
             channel=ch,
@@ -1203,6 +1330,9 @@ class RelayBoard:
             end=rail.fields.get("end", "?"),
             dt_us=samples.opt_num("dt_us") if samples is not None else None,
             samples=tuple(int(v) for v in values.split(",") if v),
+            hi_threshold=config[0] if config else 0,
+            lo_threshold=config[1] if config else 0,
+            window_ms=config[2] if config else 0,
         )
         with self._cond:
             self._chans[ch].rails.append((partial.epoch, result))

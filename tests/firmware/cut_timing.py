@@ -1,37 +1,74 @@
-"""Measures cut-delay error: the off edge's MCU timestamp minus the `at=` the MCU promised when it
-accepted the CUT (accept time + delay). Run as a script to regenerate docs/firmware-timing.md:
+"""Cut timing at the pin: cuts scheduled through the production driver (`RelayBoard.cut`) against
+the pin edges the firmware twin logged. Run as a script to regenerate the tables of
+docs/firmware-timing.md:
 
     .venv/bin/python -m tests.firmware.cut_timing --reps 30
+
+Two figures per cut:
+- on the MCU clock: the pin's `clk_us` (the bridge/host build reading the firmware's own clock at
+  the cycle the pin changed) minus `at_us`, the MCU time the driver's CUT was scheduled for;
+- on the host clock: the pin's `mono_ns` minus the driver's mapping of `at_us` to the host clock
+  (taken once the edge happened, so interpolated between clock-sync samples), next to the
+  mapping's own error bound.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import time
+from dataclasses import dataclass
 
-from tests.firmware.board_client import Client, start
+from rig.power.serial_board import RelayBoard
+from tests.power.twins import Pin, Twin
 
-DELAYS_US = [100, 300, 1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000]
-# Documented bounds on (edge t - at), in µs, for delays 0.1 ms .. 1 s.
+DELAYS_S = [0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0]
+# Documented bounds on (pin clk_us - scheduled at_us), µs, for delays 0.1 ms .. 1 s.
 BOUND_US = {"simavr": (0, 20), "host": (0, 5_000)}
+CHANNEL = 0
 
 
-def measure(board: Client, delay_us: int, reps: int) -> list[int]:
-    errors = []
+@dataclass(frozen=True)
+class CutSample:
+    delay_us: int
+    pin_minus_at_us: int
+    host_error_ns: int  # pin mono_ns - driver's host time of at_us
+    bound_ns: int  # the driver's error bound for that mapping
+
+
+def off_pin(twin: Twin, since_ns: int, timeout_s: float) -> Pin:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for pin in twin.pins_since(since_ns):
+            if pin.channel == CHANNEL and not pin.on:
+                return pin
+        time.sleep(0.002)
+    raise AssertionError(f"no off edge logged on channel {CHANNEL} pin")
+
+
+def measure(twin: Twin, board: RelayBoard, delay_s: float, reps: int) -> list[CutSample]:
+    samples = []
     for _ in range(reps):
-        accepted = board.ok(f"CUT 0 {delay_us} 0")
-        edge = board.wait_event("EDGE", timeout=delay_us / 1e6 + 2.0)
-        assert edge["ch"] == "0" and edge["on"] == "0", edge
-        errors.append(int(edge["t"]) - int(accepted["at"]))
-        board.ok("SET 0 1")
-        board.drain(quiet=0.02)
-    return errors
+        since = time.monotonic_ns()
+        pending = board.cut(CHANNEL, delay_s)
+        pending.wait(delay_s + 5.0)
+        pin = off_pin(twin, since, 2.0)
+        scheduled = board.map_mcu_us(pending.at_us)
+        samples.append(
+            CutSample(
+                round(delay_s * 1e6),
+                pin.clk_us - pending.at_us,
+                pin.mono_ns - scheduled.host_ns,
+                scheduled.error_ns,
+            )
+        )
+        board.on(CHANNEL)
+    return samples
 
 
-def summary(errors: list[int]) -> tuple[int, float, int, int]:
-    ordered = sorted(errors)
-    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
-    return ordered[0], statistics.median(ordered), p99, ordered[-1]
+def percentile(values: list[int], q: float) -> int:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:
@@ -39,21 +76,30 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--targets", nargs="+", default=["simavr", "host"])
     args = parser.parse_args()
-    print("| target | delay | n | min µs | median µs | p99 µs | max µs |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| target | delay | n | pin − at: min / median / p99 / max µs "
+        "| host: pin − h(at) median / max |abs| µs | driver's bound median µs |"
+    )
+    print("|---|---:|---:|---|---|---:|")
     for name in args.targets:
-        target = start(name)
+        twin = Twin(name)
         try:
-            board = Client(target.pty)
-            board.drain(quiet=0.3)
-            for delay in DELAYS_US:
-                reps = args.reps if delay < 300_000 else max(3, args.reps // 10)
-                lo, med, p99, hi = summary(measure(board, delay, reps))
-                label = f"{delay / 1000:g} ms"
-                print(f"| {name} | {label} | {reps} | {lo} | {med:g} | {p99} | {hi} |", flush=True)
-            board.close()
+            with RelayBoard(twin.pty) as board:
+                for delay in DELAYS_S:
+                    reps = args.reps if delay < 0.3 else max(3, args.reps // 10)
+                    got = measure(twin, board, delay, reps)
+                    mcu = [s.pin_minus_at_us for s in got]
+                    host = [s.host_error_ns / 1000 for s in got]
+                    bound = statistics.median(s.bound_ns for s in got) / 1000
+                    print(
+                        f"| {name} | {delay * 1000:g} ms | {reps} | {min(mcu)} / "
+                        f"{statistics.median(mcu):g} / {percentile(mcu, 0.99)} / {max(mcu)} | "
+                        f"{statistics.median(host):.0f} / {max(abs(h) for h in host):.0f} | "
+                        f"{bound:.0f} |",
+                        flush=True,
+                    )
         finally:
-            target.stop()
+            twin.stop()
 
 
 if __name__ == "__main__":

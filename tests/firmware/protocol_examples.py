@@ -1,14 +1,16 @@
-"""Reads the executable examples of firmware/PROTOCOL.md (section 5) and runs them."""
+"""Reads the executable examples of firmware/PROTOCOL.md (section 5) and runs them through the
+production driver's raw session (`RelayBoard.raw_session()`)."""
 
 from __future__ import annotations
 
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
-from tests.firmware.board_client import FIRMWARE, Client, unframe
+from rig.power.serial_board import RawSession
 
-PROTOCOL_MD = FIRMWARE / "PROTOCOL.md"
+PROTOCOL_MD = Path(__file__).resolve().parents[2] / "firmware" / "PROTOCOL.md"
 
 
 @dataclass(frozen=True)
@@ -17,9 +19,9 @@ class Example:
     steps: tuple[str, ...]
 
 
-def load_examples() -> list[Example]:
+def load_examples(path: Path = PROTOCOL_MD) -> list[Example]:
     examples: list[Example] = []
-    lines = PROTOCOL_MD.read_text().splitlines()
+    lines = path.read_text().splitlines()
     i = 0
     while i < len(lines):
         if lines[i].strip() == "```example":
@@ -42,19 +44,19 @@ def raw_bytes(text: str) -> bytes:
     return re.sub(rb"\\x([0-9a-fA-F]{2})", lambda m: bytes([int(m[1], 16)]), text.encode())
 
 
-def run(example: Example, board: Client) -> None:
+def run(example: Example, raw: RawSession) -> None:
     for step in example.steps:
         where = f"PROTOCOL.md:{example.line_no} step {step!r}"
         if step.startswith(">> "):
-            board.send_raw(raw_bytes(step[3:]) + b"\n")
+            raw.send_bytes(raw_bytes(step[3:]) + b"\n")
         elif step.startswith("> "):
-            board.send(step[2:])
+            raw.send(step[2:])
         elif step.startswith("< "):
-            got = unframe(board.read_raw_line(timeout=3.0))
+            got = raw.read_line(timeout_s=3.0)
             assert pattern(step[2:]).fullmatch(got), f"{where}: got {got!r}"
         elif step.startswith("~ "):
             time.sleep(int(step[2:]) / 1000)
         else:
             raise AssertionError(f"{where}: unknown step")
-    leftover = board.drain(quiet=0.2)
+    leftover = raw.drain(quiet_s=0.2)
     assert not leftover, f"PROTOCOL.md:{example.line_no}: unexpected lines {leftover}"

@@ -15,16 +15,17 @@ from rig.power.base import Edge
 from rig.power.serial_board import BadLine, RelayBoard, crc16, find_port, frame, parse_line
 from tests.power.twins import FakePeer, Proxy, Twin, corrupt
 
-ID_V2 = (
-    "OK proto=2 fw=0.2.0 build=abc board=nano328p ch=4 clk_hz=16000000 reset=power trips=0 "
+ID_V1 = (  # the previous protocol: its BOOT has no t=
+    "OK proto=1 fw=0.1.0 build=abc board=nano328p ch=4 clk_hz=16000000 reset=power trips=0 "
     "wdog_ms=5000"
 )
 
 
 def test_protocol_mismatch_is_refused() -> None:
-    peer = FakePeer(lambda seq, cmd, args: f"{seq} {ID_V2}" if cmd == "ID" else None)
+    peer = FakePeer(lambda seq, cmd, args: f"{seq} {ID_V1}" if cmd == "ID" else None)
     try:
-        with pytest.raises(ProtocolMismatchError, match=r"reflash firmware v0\.1\.0"):
+        mismatch = r"speaks protocol 1 .*reflash firmware v0\.2\.0"
+        with pytest.raises(ProtocolMismatchError, match=mismatch):
             RelayBoard(peer.path, reply_timeout_s=0.2)
         assert any(" ID" in body for body in peer.received)
         assert not any(" SET" in b or " CUT" in b for b in peer.received)

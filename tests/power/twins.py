@@ -3,9 +3,10 @@ corrupt or swallow lines, and a tiny fake peer. Fakes live here, never in the dr
 
 - `Twin`: the host build (`firmware/build/powerboard-host`) or the AVR image in simavr
   (`firmware/build/simavr-bridge firmware/build/powerboard.elf`). Both print `pty <path>` first,
-  then one `pin ch= on= ... mcu_us= mono_ns=` line per pin change (mono_ns is CLOCK_MONOTONIC, the
-  clock of `time.monotonic_ns()`: ground truth for the driver's edge mapping) and `reset ...` after
-  SIGUSR1 (a simulated MCU reset).
+  then one `pin ch= on= ... mcu_us= mono_ns= clk_us=` line per pin change (mono_ns is
+  CLOCK_MONOTONIC, the clock of `time.monotonic_ns()`: ground truth for the driver's edge mapping;
+  clk_us is the firmware's clock, ground truth for MCU-timed cuts) and `reset ...` after SIGUSR1
+  (a simulated MCU reset).
 - `Proxy`: the driver opens the proxy's pty; the proxy forwards whole lines to and from a twin and
   can corrupt or drop chosen ones.
 - `FakePeer`: a pty whose other end answers requests with a Python function.
@@ -38,15 +39,18 @@ HOST_BINARY = BUILD / "powerboard-host"
 AVR_ELF = BUILD / "powerboard.elf"
 BRIDGE_BINARY = BUILD / "simavr-bridge"
 
-_PIN = re.compile(r"pin ch=(\d+) on=(\d) .*mcu_us=(\d+) mono_ns=(\d+)")
+_LAG = re.compile(r"(?:lag|pin) .*lag_us=(-?\d+)")
+_MONO = re.compile(r"mono_ns=(\d+)")
+_PIN = re.compile(r"pin ch=(\d+) on=(\d) .*mcu_us=(\d+) mono_ns=(\d+) clk_us=(\d+)")
 
 
 @dataclass(frozen=True)
 class Pin:
     channel: int
     on: bool
-    mcu_us: int
-    mono_ns: int
+    mcu_us: int  # µs since the (simulated) MCU reset
+    mono_ns: int  # host CLOCK_MONOTONIC when the pin line was logged
+    clk_us: int  # the firmware's own clock (the `t=` timeline) when the pin changed
 
 
 class Twin:
@@ -60,6 +64,7 @@ class Twin:
         )
         self.pins: list[Pin] = []
         self.resets: list[int] = []  # mono_ns of each simulated reset
+        self.lags: list[tuple[int, int]] = []  # simavr: (mono_ns, µs simulation behind the wall)
         self._lock = threading.Lock()
         try:
             assert self.proc.stdout is not None
@@ -78,13 +83,27 @@ class Twin:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             m = _PIN.match(line)
+            lag, lag_at = _LAG.match(line), _MONO.search(line)
             with self._lock:
+                if lag and lag_at:
+                    self.lags.append((int(lag_at.group(1)), int(lag.group(1))))
                 if m:
-                    ch, on, mcu, mono = (int(g) for g in m.groups())
-                    self.pins.append(Pin(ch, bool(on), mcu, mono))
+                    ch, on, mcu, mono, clk = (int(g) for g in m.groups())
+                    self.pins.append(Pin(ch, bool(on), mcu, mono, clk))
                 elif line.startswith("reset "):
-                    mono = re.search(r"mono_ns=(\d+)", line)
-                    self.resets.append(int(mono.group(1)) if mono else time.monotonic_ns())
+                    at = re.search(r"mono_ns=(\d+)", line)
+                    self.resets.append(int(at.group(1)) if at else time.monotonic_ns())
+
+    def stall_us(self, from_ns: int, to_ns: int) -> int:
+        """How much the simulated MCU clock departed from the host clock over [from_ns, to_ns]:
+        the spread of the bridge's lag reports (a loaded host stalls the simulator; a clock
+        mapping cannot be better than that). 0 for the host build, which runs on the host
+        clock."""
+        with self._lock:
+            before = [lag for at, lag in self.lags if at < from_ns][-1:]
+            inside = [lag for at, lag in self.lags if from_ns <= at <= to_ns]
+        values = before + inside
+        return max(values) - min(values) if values else 0
 
     def pins_since(self, mono_ns: int) -> list[Pin]:
         with self._lock:
