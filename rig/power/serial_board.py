@@ -93,7 +93,7 @@ class BootEvent:
     evseq: int
     reset_cause: str
     on: tuple[bool, ...]
-    mcu_us: int
+    mcu_us: int | None  # None from a board that does not send it (protocol 1)
     rx_ns: int  # host time the line had been received by
 
 
@@ -673,6 +673,7 @@ class RelayBoard:
                 "drift_ppm": clock.drift_ppm(),
                 "rate_bound_ppm": (b_max - b_min) / 2 / clock.nominal * 1e6,
                 "residual_ns": clock.residual_ns,
+                "latest_mcu_us": latest.mcu_us if latest else None,
             }
 
     # ---- requests ----
@@ -1000,7 +1001,7 @@ class RelayBoard:
                 boot.seq or 0,
                 boot.fields.get("reset", "unknown"),
                 tuple(bool(v) for v in boot.flags("on")) if "on" in boot.fields else (),
-                boot.opt_num("t") or 0,
+                boot.opt_num("t"),
                 boot.rx_ns,
             )
         self._last_old_sample = self._clock.latest

@@ -57,7 +57,8 @@ def _check_edge(twin: Twin, edge: Edge, pin: Pin) -> None:
     assert (edge.channel, edge.powered) == (pin.channel, pin.on)
     slack = _slack_ns(twin, pin.mono_ns)
     assert abs(edge.host_ns - pin.mono_ns) <= edge.error_ns + slack, (edge, pin, slack)
-    assert edge.error_ns < MAX_ERROR_NS[twin.kind], edge
+    # The bound stays useful (a stalled simulator makes every round trip, hence it, longer).
+    assert edge.error_ns < MAX_ERROR_NS[twin.kind] + 2 * slack, edge
 
 
 def test_identify(twin: Twin, board: RelayBoard) -> None:
@@ -160,7 +161,7 @@ def test_mcu_reset_mid_run_resynchronises_without_switching(twin: Twin) -> None:
         # The driver works in the new clock epoch.
         edge = board.cut(1, 0.01, 0.001).wait(2)
         assert isinstance(edge, BoardEdge) and edge.epoch == boot_edge.epoch
-        assert edge.error_ns < MAX_ERROR_NS[twin.kind]
+        assert edge.error_ns < MAX_ERROR_NS[twin.kind] + 2 * _slack_ns(twin, time.monotonic_ns())
         assert board.stats.resets == 1
     finally:
         board.close()
@@ -185,23 +186,26 @@ def test_edges_after_a_reset_match_the_pins(twin: Twin) -> None:
 
 
 def test_watchdog_takes_over_when_the_driver_stops(twin: Twin) -> None:
-    board = RelayBoard(twin.pty, watchdog_ms=200)
+    board = RelayBoard(twin.pty, watchdog_ms=400)
     try:
         board.off(1)
         idle_from = time.monotonic_ns()
-        time.sleep(0.8)  # four watchdog periods: the heartbeat keeps it fed
+        time.sleep(1.6)  # four watchdog periods: the heartbeat keeps it fed
         assert twin.pins_since(idle_from) == []
         assert board.stats.watchdog_trips == 0
+        closing = time.monotonic_ns()
     finally:
         board.close()  # no safe(): the host "dies"
-    closed = time.monotonic_ns()
-    pins = twin.wait_pins(1, closed, timeout_s=3)
+    # The last heartbeat's MCU time (a SYNC reply's t is read after the request arrived).
+    last_us = board.clock_report()["latest_mcu_us"]
+    assert last_us is not None
+    pins = twin.wait_pins(1, closing, timeout_s=3)
     assert [(p.channel, p.on) for p in pins] == [(1, True)]
-    silent_ms = (pins[0].mono_ns - closed) / 1e6
-    # wdog, less up to one heartbeat period (50 ms) sent before close, plus slack; a stalled
-    # simulator catching up runs its clock fast (simavr's MCU time vs the host's).
-    stall_ms = _slack_ns(twin, closed) / 1e6 if twin.kind == "simavr" else 0
-    assert 150 - stall_ms <= silent_ms <= 200 + 50 + 100 + stall_ms, (silent_ms, stall_ms)
+    # On the firmware's own clock: silence from the last heartbeat to the pin. The host build
+    # is a process on a loaded machine: its main loop may notice late.
+    silent_us = pins[0].clk_us - last_us
+    late_us = 5_000 if twin.kind == "simavr" else 100_000
+    assert 399_000 <= silent_us <= 400_000 + late_us, silent_us
     again = RelayBoard(twin.pty)
     try:
         assert again.identity.watchdog_trips >= 1
