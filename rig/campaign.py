@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rig import verify
+from rig import cuts, verify
 from rig.blockio import BlockTarget
 from rig.bus.base import DriveNode, Presence, PresenceWatch
 from rig.bus.ready import NotReady
@@ -65,6 +65,7 @@ class Cycle:
 
     seq: int
     cut_delay_s: float
+    cut_warmup_s: float = 0.0  # write phase before a triggered cut strategy arms (rig.cuts)
     started_at: float = field(default_factory=time.time)
     target: BlockTarget | None = None
     watch: PresenceWatch | None = None
@@ -207,7 +208,12 @@ class DriveRun:
         c.writer = Writer(self.campaign.workload, context, seed=self.rng.randrange(1 << 30))
         c.write_start_ns = time.monotonic_ns()
         c.writer.start()
-        c.pending = self.station.power.cut(self.spec.channel, c.cut_delay_s)
+        draw = cuts.CutDraw(c.cut_warmup_s, c.cut_delay_s)
+        power, channel = self.station.power, self.spec.channel
+        c.pending, detail = cuts.schedule(
+            self.campaign.cut.strategy, draw, c.writer, c.stop, power, channel
+        )
+        c.events.append((time.monotonic_ns(), "cut_scheduled", detail))
 
     def cut(self, c: Cycle) -> None:
         assert c.pending is not None
@@ -219,6 +225,8 @@ class DriveRun:
         c.stop.set()
         if not c.writer.join(self.campaign.cut.gone_timeout_s):
             raise RigError("writers still stuck in I/O after the cut")
+        if c.edge is not None:  # where the edge really fell, against the strategy's aim
+            c.events.append((c.edge.host_ns, "cut_context", cuts.context(c.log, c.edge.host_ns)))
         # A loop device leaves the bus only after its last close; a real drive leaves while open.
         self.target.close()
         c.gone_ns = c.watch.wait_gone(self.campaign.cut.gone_timeout_s)
@@ -321,8 +329,9 @@ class DriveRun:
 
     # one cycle ---------------------------------------------------------------------------------
     def run_cycle(self, seq: int) -> Cycle:
-        low, high = self.campaign.cut.delay_ms
-        c = Cycle(seq, self.rng.uniform(low, high) / 1000)
+        spec = self.campaign.cut
+        draw = cuts.draw(spec.strategy, spec.delay_ms, spec.after_ms, self.rng)
+        c = Cycle(seq, draw.delay_s, draw.warmup_s)
         phase = ""
         try:
             for phase in self.PHASES:

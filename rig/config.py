@@ -10,6 +10,7 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
+from rig.cuts import STRATEGIES
 from rig.errors import UserError
 from rig.identity import DriveIdentity
 from rig.workload import ENGINES, LBA_SKEWS, SIZE_MIXES, Workload
@@ -28,6 +29,8 @@ class DriveSpec:
 @dataclass(frozen=True)
 class CutSpec:
     delay_ms: tuple[float, float] = (2.0, 60.0)
+    strategy: str = "uniform"  # rig.cuts.STRATEGIES
+    after_ms: tuple[float, float] = (0.0, 1000.0)  # after_ack / idle: cut this long after
     off_ms: float = 50.0
     gone_timeout_s: float = 5.0
     return_timeout_s: float = 30.0
@@ -97,6 +100,19 @@ class _Table:
             raise UserError(f"campaign: {self.where} has unknown key '{unknown[0]}'")
 
 
+def _range_ms(table: _Table, key: str, default: list[float]) -> tuple[float, float]:
+    value = table.get(key, list, default)
+    if (
+        len(value) != 2
+        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+        or not (0 <= value[0] <= value[1] <= 3_600_000)
+    ):
+        raise UserError(
+            f"campaign: {table.where}.{key} must be [low, high] milliseconds, low <= high"
+        )
+    return float(value[0]), float(value[1])
+
+
 def _choice(table: _Table, key: str, choices: tuple[str, ...]) -> str:
     """A string key from a fixed list; the first choice is the default."""
     value: str = table.get(key, str, choices[0])
@@ -159,8 +175,14 @@ def parse(text: str, where: str = "campaign") -> Campaign:
         or not (0 <= delay[0] <= delay[1] <= 3_600_000)
     ):
         raise UserError("campaign: [cut].delay_ms must be [low, high] milliseconds, low <= high")
+    after = _range_ms(cut_t, "after_ms", [0.0, 1000.0])
+    strategy = _choice(cut_t, "strategy", STRATEGIES)
+    if strategy == "during_flush" and not (workload.flush_every or workload.flush_every_ms):
+        raise UserError("campaign: [cut].strategy during_flush needs a flush cadence in [workload]")
     cut = CutSpec(
         delay_ms=(float(delay[0]), float(delay[1])),
+        strategy=strategy,
+        after_ms=after,
         off_ms=float(cut_t.number("off_ms", 50.0, 0, 3_600_000)),
         gone_timeout_s=float(cut_t.number("gone_timeout_s", 5.0, 0.01, 3600)),
         return_timeout_s=float(cut_t.number("return_timeout_s", 30.0, 0.01, 3600)),

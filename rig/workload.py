@@ -99,6 +99,28 @@ class Plan:
     def __len__(self) -> int:
         return len(self.kind)
 
+    def tail(self, start: int) -> Plan:
+        """Entries from `start` on, with their generations."""
+        base = int(self.gen_offset[start]) if start < len(self) else len(self.gens)
+        return Plan(
+            self.kind[start:],
+            self.lba[start:],
+            self.nblocks[start:],
+            self.gen_offset[start:] - base,
+            self.gens[base:],
+            self.op_seq[start:],
+        )
+
+    def then(self, other: Plan) -> Plan:
+        return Plan(
+            np.concatenate([self.kind, other.kind]),
+            np.concatenate([self.lba, other.lba]),
+            np.concatenate([self.nblocks, other.nblocks]),
+            np.concatenate([self.gen_offset, other.gen_offset + len(self.gens)]),
+            np.concatenate([self.gens, other.gens]),
+            np.concatenate([self.op_seq, other.op_seq]),
+        )
+
 
 class SlotPlanner:
     """Addresses, sizes and generations of one slot's writes, and where its flushes go."""
@@ -124,6 +146,12 @@ class SlotPlanner:
         self.cursor = 0
         self.since_flush = 0
         self.op_seq = op_seq_base
+        self._carry: Plan | None = None  # planned entries a batch did not get to, in order
+
+    def give_back(self, plan: Plan, start: int) -> None:
+        """Entries `start..` of `plan` were not issued: they come first in the next plan, so
+        the flush cadence and the generations stay exactly as planned."""
+        self._carry = plan.tail(start) if start < len(plan) else None
 
     def _offsets(self, counts: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         n = len(counts)
@@ -150,7 +178,13 @@ class SlotPlanner:
         return (self.rng.random(n) * room).astype(np.int64)
 
     def next(self, writes: int) -> Plan:
-        """The next `writes` writes of this slot with the flushes the cadence puts among them."""
+        """Entries given back first, then `writes` new writes with the flushes the cadence puts
+        among them."""
+        fresh = self._fresh(writes)
+        carry, self._carry = self._carry, None
+        return fresh if carry is None else carry.then(fresh)
+
+    def _fresh(self, writes: int) -> Plan:
         counts = self.rng.choice(self.sizes, writes, p=self.weights)
         lbas = self.first + self._offsets(counts)
         blocks = np.repeat(lbas, counts) + (
@@ -176,11 +210,50 @@ class SlotPlanner:
         lba[position] = lbas
         nblocks = np.zeros(total, dtype=np.uint32)
         nblocks[position] = counts
-        offsets = np.zeros(total, dtype=np.int64)
-        offsets[position] = gen_offset
+        offsets = np.cumsum(nblocks, dtype=np.int64) - nblocks  # flushes: where the next goes
         op = np.zeros(total, dtype=np.uint64)
         op[position] = ops
         return Plan(kind, lba, nblocks, offsets, gens, op)
+
+
+class Live:
+    """What the writer is doing right now, for cut strategies (rig.cuts): acknowledgements seen,
+    the host time of the last one, flushes in flight and done. The native engine updates the
+    same four int64 words from C while it runs."""
+
+    def __init__(self) -> None:
+        self.words = (ctypes.c_int64 * 4)()
+        self._lock = threading.Lock()
+
+    @property
+    def acks(self) -> int:
+        return int(self.words[0])
+
+    @property
+    def last_ack_ns(self) -> int:
+        return int(self.words[1])
+
+    @property
+    def flushes_in_flight(self) -> int:
+        return int(self.words[2])
+
+    @property
+    def flushes_done(self) -> int:
+        return int(self.words[3])
+
+    def acked(self, at_ns: int) -> None:
+        with self._lock:
+            self.words[1] = at_ns
+            self.words[0] += 1
+
+    def flush_started(self) -> None:
+        with self._lock:
+            self.words[2] += 1
+
+    def flush_ended(self, ok: bool) -> None:
+        with self._lock:
+            self.words[2] -= 1
+            self.words[3] += int(ok)
 
 
 @runtime_checkable
@@ -213,6 +286,7 @@ class Writer:
         self._op_seq_base = seed << 20  # op counts unique across cycles of a campaign
         self._state_lock = threading.Lock()
         self.engine = ""
+        self.live = Live()
 
     def _planners(self) -> list[SlotPlanner]:
         state, load = self.context.state, self.workload
@@ -312,6 +386,7 @@ class Writer:
                     np.concatenate([p.op_seq for p in plans]),
                     stop_flag,
                     timers,
+                    self.live.words,
                 )
                 elapsed = time.monotonic() - started
                 failed = self._log_native(alive, plans, result)
@@ -340,6 +415,7 @@ class Writer:
             complete = result.complete_ns[start:end]
             status = result.status[start:end].astype(np.int64)
             sent = issue != NOT_SUBMITTED
+            planner.give_back(plan, int(sent.sum()))  # a slot's entries are issued in order
             writes = sent & (plan.kind == WRITE)
             flushes = sent & (plan.kind == FLUSH)
             failed.append(bool((status != 0).any()))
@@ -412,6 +488,7 @@ class Writer:
                 try:
                     ctx.target.write(lba, data, durable=load.durable_writes)
                     complete_ns = time.monotonic_ns()
+                    self.live.acked(complete_ns)
                 except OSError as error:
                     complete_ns, status = NOT_DONE, error.errno or 5
                 ctx.log.add_write(
@@ -429,16 +506,19 @@ class Writer:
 
     def _flush(self, slot: int, worker: int, timer: _TimerFlush | None) -> bool:
         ctx = self.context
+        self.live.flush_started()
         issue_ns = time.monotonic_ns()
         try:
             ctx.target.flush()
         except OSError as error:
             ctx.log.add_flush(worker, issue_ns, NOT_DONE, error.errno or 5)
+            self.live.flush_ended(False)
             return False
         finally:
             if timer is not None:
                 timer.done()
         ctx.log.add_flush(worker, issue_ns, time.monotonic_ns(), 0)
+        self.live.flush_ended(True)
         return True
 
 

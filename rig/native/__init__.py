@@ -46,7 +46,7 @@ def lib() -> ctypes.CDLL:
     engine_args: list[Any] = [_u64, _int, _u32, _u32, _u64, _int, _i64, _i64, _p, _u64]
     engine_args += [_p] * 7  # slot_start, kind, lba, nblocks, gen_offset, gens, op_seq
     engine_args += [_p] * 6  # issue, complete, status, timer issue, complete, status
-    engine_args += [_u64, _p, _p]  # timer capacity, timer count, stop flag
+    engine_args += [_u64, _p, _p, _p]  # timer capacity, timer count, stop flag, live signals
     handle.pfr_engine_run.argtypes = engine_args
     handle.pfr_engine_run.restype = _int
     return handle
@@ -102,6 +102,7 @@ def engine_run(
     op_seq: npt.NDArray[np.uint64],
     stop: ctypes.c_int,
     timer_capacity: int,
+    live: ctypes.Array[ctypes.c_int64],
 ) -> EngineResult:
     """One batch of the write engine (engine.c): slot s runs entries slot_start[s] .. [s+1]-1."""
     nslots = len(slot_start) - 1
@@ -138,6 +139,7 @@ def engine_run(
         timer_capacity,
         ctypes.byref(t_count),
         ctypes.byref(stop),
+        live,
     )
     if rc < 0:
         raise OSError(-rc, f"write engine: {os.strerror(-rc)}")

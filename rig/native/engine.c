@@ -51,6 +51,17 @@ static int32_t submit_one(aio_context_t ctx, struct iocb *cb)
     return done == 1 ? 0 : (done < 0 ? errno : EIO);
 }
 
+/* Live signals for cut strategies (rig/cuts.py), read by another thread while the engine runs. */
+enum { LIVE_ACKS, LIVE_LAST_ACK_NS, LIVE_FLUSHES_IN_FLIGHT, LIVE_FLUSHES_DONE, LIVE_N };
+static inline void live_set(int64_t *live, int i, int64_t v)
+{
+    __atomic_store_n(&live[i], v, __ATOMIC_RELEASE);
+}
+static inline void live_add(int64_t *live, int i, int64_t v)
+{
+    __atomic_add_fetch(&live[i], v, __ATOMIC_RELEASE);
+}
+
 #define SLOT_BITS 11 /* aio_data = entry << SLOT_BITS | slot */
 
 /* An AIO context for `depth` requests (kept across batches: io_destroy waits for an RCU grace
@@ -74,6 +85,7 @@ void pfr_aio_destroy(uint64_t ctx) { sys_io_destroy((aio_context_t)ctx); }
  * Results per entry: issue_ns (-2 = never submitted), complete_ns (-1 = never completed),
  * status (0 ok, else errno). Timer flushes (every flush_every_ns, engine-wide) go to the t_*
  * arrays, at most t_cap of them; their count is returned in *t_count.
+ * live[LIVE_N] is updated as requests complete (acknowledgements, flushes in flight).
  * `ctx` comes from pfr_aio_setup with a depth of at least nslots + 1.
  * Returns 0, or -EINVAL for a bad slot count, or 1 if requests were still in flight at the
  * drain timeout (their buffers and the context must then never be reused: the kernel may still
@@ -84,7 +96,8 @@ int pfr_engine_run(uint64_t aio, int fd, uint32_t nslots, uint32_t block_size, u
                    const int64_t *lba, const uint32_t *nblocks, const int64_t *gen_offset,
                    const uint32_t *gens, const uint64_t *op_seq, int64_t *issue_ns,
                    int64_t *complete_ns, int32_t *status, int64_t *t_issue, int64_t *t_complete,
-                   int32_t *t_status, uint64_t t_cap, uint64_t *t_count, volatile int *stop)
+                   int32_t *t_status, uint64_t t_cap, uint64_t *t_count, volatile int *stop,
+                   int64_t *live)
 {
     if (nslots == 0 || nslots > MAX_SLOTS)
         return -EINVAL;
@@ -159,6 +172,8 @@ int pfr_engine_run(uint64_t aio, int fd, uint32_t nslots, uint32_t block_size, u
             }
             current[s] = e;
             inflight++;
+            if (kind[e] == 1)
+                live_add(live, LIVE_FLUSHES_IN_FLIGHT, 1);
         }
         if (!draining && flush_every_ns > 0 && current[nslots] == -1 &&
             now_ns() - last_timer >= flush_every_ns) {
@@ -179,6 +194,7 @@ int pfr_engine_run(uint64_t aio, int fd, uint32_t nslots, uint32_t block_size, u
             if (!t_status[timers]) {
                 current[nslots] = (int64_t)timers;
                 inflight++;
+                live_add(live, LIVE_FLUSHES_IN_FLIGHT, 1);
             }
             timers++;
         }
@@ -208,6 +224,9 @@ int pfr_engine_run(uint64_t aio, int fd, uint32_t nslots, uint32_t block_size, u
                 t_complete[i] = res < 0 ? -1 : t;
                 t_status[i] = res < 0 ? (int32_t)-res : 0;
                 current[nslots] = -1;
+                live_add(live, LIVE_FLUSHES_IN_FLIGHT, -1);
+                if (res >= 0)
+                    live_add(live, LIVE_FLUSHES_DONE, 1);
                 continue;
             }
             int64_t e = (int64_t)(events[k].data >> SLOT_BITS);
@@ -220,7 +239,15 @@ int pfr_engine_run(uint64_t aio, int fd, uint32_t nslots, uint32_t block_size, u
                 failed++;
             } else {
                 complete_ns[e] = t;
+                if (kind[e] == 0) {
+                    live_set(live, LIVE_LAST_ACK_NS, t);
+                    live_add(live, LIVE_ACKS, 1);
+                } else {
+                    live_add(live, LIVE_FLUSHES_DONE, 1);
+                }
             }
+            if (kind[e] == 1)
+                live_add(live, LIVE_FLUSHES_IN_FLIGHT, -1);
         }
     }
     *t_count = timers;

@@ -1,0 +1,88 @@
+"""Cut strategies through the production campaign on the in-process simulated rig: each cycle's
+trigger and where the edge really fell (the `cut_scheduled` and `cut_context` events)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rig import config, cuts
+from rig.errors import UserError
+from tests.test_sim_campaign import campaign_text, run
+
+
+def _events(tmp_path: Path, strategy: str, extra_cut: str = "") -> list[dict[str, Any]]:
+    text = campaign_text(["honest"], cycles=4, flush_every=2)
+    text = text.replace("[cut]\n", f'[cut]\nstrategy = "{strategy}"\n{extra_cut}')
+    summaries, _, store = run(tmp_path, text)
+    assert summaries[0].errors == 0
+    rows = store.query(
+        "SELECT e.cycle_id, e.kind, e.host_ns, e.detail FROM event e"
+        " WHERE e.kind IN ('cut_scheduled', 'cut_context', 'power_off') ORDER BY e.cycle_id, e.id"
+    )
+    cycles: dict[int, dict[str, Any]] = {}
+    for cycle, kind, host_ns, detail in rows:
+        cycles.setdefault(cycle, {})[kind] = {**json.loads(detail), "host_ns": host_ns}
+    assert len(cycles) == 4
+    return list(cycles.values())
+
+
+def test_uniform_cuts_are_timed_from_the_write_start(tmp_path: Path) -> None:
+    for cycle in _events(tmp_path, "uniform"):
+        assert cycle["cut_scheduled"]["strategy"] == "uniform"
+        assert cycle["cut_context"]["flushes_total"] >= 0
+
+
+def test_during_flush_arms_on_a_flush_in_flight(tmp_path: Path) -> None:
+    for cycle in _events(tmp_path, "during_flush"):
+        assert cycle["cut_scheduled"]["trigger"] == "flush_in_flight"
+        assert cycle["cut_scheduled"]["planned_delay_ns"] == 0
+
+
+def test_after_ack_cuts_no_earlier_than_the_set_time_after_the_ack(tmp_path: Path) -> None:
+    for cycle in _events(tmp_path, "after_ack", "after_ms = [5, 30]\n"):
+        scheduled, edge = cycle["cut_scheduled"], cycle["power_off"]
+        assert scheduled["trigger"] == "ack"
+        assert 5e6 <= scheduled["planned_delay_ns"] <= 30e6
+        assert (
+            edge["host_ns"] + edge["error_ns"]
+            >= scheduled["trigger_ns"] + scheduled["planned_delay_ns"]
+        )
+        assert cycle["cut_context"]["writes_issued_after"] == 0  # writers stopped at the ack
+
+
+def test_idle_cuts_find_nothing_in_flight(tmp_path: Path) -> None:
+    for cycle in _events(tmp_path, "idle", "after_ms = [1, 3]\n"):
+        assert cycle["cut_scheduled"]["trigger"] == "idle"
+        context = cycle["cut_context"]
+        assert context["writes_in_flight"] == 0 and context["flushes_in_flight"] == 0
+        assert context["writes_issued_after"] == 0
+
+
+def test_draws_cover_sub_millisecond_delays_and_a_second_after_an_ack() -> None:
+    rng = random.Random(1)
+    uniform = [cuts.draw("uniform", (0.01, 0.9), (0, 0), rng) for _ in range(200)]
+    assert all(0.00001 <= d.delay_s <= 0.0009 and d.warmup_s == 0 for d in uniform)
+    after = [cuts.draw("after_ack", (1, 2), (0, 1500), rng) for _ in range(200)]
+    assert max(d.delay_s for d in after) > 1.0
+    assert all(0.001 <= d.warmup_s <= 0.002 for d in after)
+
+
+def test_campaign_file_refuses_bad_strategies() -> None:
+    base = campaign_text(["honest"], cycles=1)
+    with pytest.raises(UserError, match="strategy must be one of"):
+        config.parse(base.replace("[cut]\n", '[cut]\nstrategy = "random"\n'))
+    with pytest.raises(UserError, match="during_flush needs a flush cadence"):
+        config.parse(
+            campaign_text(["honest"], cycles=1, flush_every=0).replace(
+                "[cut]\n", '[cut]\nstrategy = "during_flush"\n'
+            )
+        )
+    with pytest.raises(UserError, match="after_ms must be"):
+        config.parse(base.replace("[cut]\n", "[cut]\nafter_ms = [5, 1]\n"))
+    spec = config.parse(base.replace("[cut]\n", '[cut]\nstrategy = "idle"\nafter_ms = [0, 2000]\n'))
+    assert (spec.cut.strategy, spec.cut.after_ms) == ("idle", (0.0, 2000.0))
