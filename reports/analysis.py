@@ -213,6 +213,23 @@ class DriveHealth:
 
 
 @dataclass
+class RailStat:
+    """One drive's rail-sense results (the relay board's ADC around each off edge)."""
+
+    drive: str
+    measured: int
+    ends: dict[str, int]  # fell | timeout | on | busy
+    hi_us: dict[str, float]  # quantiles of the time to fall below the high threshold
+    lo_us: dict[str, float]
+    hi_threshold: int
+    lo_threshold: int
+    curves: list[tuple[float, list[int]]]  # (sample spacing µs, ADC counts from the edge)
+
+
+MAX_RAIL_CURVES = 12
+
+
+@dataclass
 class Verdict:
     passed: bool
     label: str  # PASS | FAIL
@@ -245,7 +262,7 @@ class ModelReport:
     health: list[DriveHealth]
     anomalies: list[dict[str, Any]]  # every counter anomaly (drive, seq, field, before, after, ...)
     intervals: list[dict[str, Any]]
-    rail: list[dict[str, Any]]
+    rail: list[RailStat]
     criteria: Criteria
     criteria_note: str
     verdict: Verdict
@@ -397,7 +414,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
         health=[h for h in (_health(r) for r in runs) if h is not None],
         anomalies=[dict(a, drive=r.serial or r.wwn) for r in runs for a in r.anomalies],
         intervals=[dict(i, drive=r.key) for r in runs for i in r.intervals],
-        rail=[dict(x, drive=r.key) for r in runs for x in r.rail],
+        rail=[s for s in (_rail(r) for r in runs) if s is not None],
         criteria=criteria,
         criteria_note=note,
         verdict=_verdict(criteria, crit, dead, drives),
@@ -471,6 +488,32 @@ def _health(run: DriveRun) -> DriveHealth | None:
         deltas,
         rise,
         anomalies,
+    )
+
+
+def _rail(run: DriveRun) -> RailStat | None:
+    if not run.rail:
+        return None
+    ends: dict[str, int] = {}
+    for r in run.rail:
+        ends[str(r.get("end", "?"))] = ends.get(str(r.get("end", "?")), 0) + 1
+    hi = [v for v in (_number(r.get("hi_us")) for r in run.rail) if v is not None]
+    lo = [v for v in (_number(r.get("lo_us")) for r in run.rail) if v is not None]
+    curves = []
+    for r in run.rail:
+        samples, dt = r.get("samples"), _number(r.get("dt_us"))
+        if isinstance(samples, list) and samples and dt:
+            curves.append((dt, [int(s) for s in samples]))
+    last = run.rail[-1]
+    return RailStat(
+        run.serial or run.wwn,
+        len(run.rail),
+        ends,
+        _quantiles(hi),
+        _quantiles(lo),
+        int(_number(last.get("hi_threshold")) or 0),
+        int(_number(last.get("lo_threshold")) or 0),
+        curves[:MAX_RAIL_CURVES],
     )
 
 

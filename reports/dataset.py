@@ -215,6 +215,8 @@ def _load_store(
     for table, attr in _optional_tables(db, tables).items():
         extra = [t for t in extra if t != table]
         _attach_rows(db, table, attr, data.runs, path)
+    if "event" in tables:
+        _attach_rail_events(db, [r for r in data.runs if r.campaign.source == path])
     data.unread_tables[path] = extra
 
 
@@ -323,6 +325,7 @@ def _optional_tables(db: sqlite3.Connection, tables: set[str]) -> dict[str, str]
     wanted = {
         "endurance_interval": "intervals",
         "interval": "intervals",
+        "rail": "rail",
         "rail_fall": "rail",
         "rail_sense": "rail",
     }
@@ -331,6 +334,27 @@ def _optional_tables(db: sqlite3.Connection, tables: set[str]) -> dict[str, str]
         for table, attr in wanted.items()
         if table in tables and "drive_id" in _columns(db, table)
     }
+
+
+RAIL_EVENT_KINDS = ("rail", "rail_sense", "rail_fall")
+
+
+def _attach_rail_events(db: sqlite3.Connection, runs: list[DriveRun]) -> None:
+    """Rail-sense results stored as events (detail: rig.power.base.RailResult as JSON). An event
+    without a drive is matched by its channel, to the latest campaign's drive on that channel."""
+    by_id = {r.drive_id: r for r in runs}
+    by_channel = {r.channel: r for r in runs}  # later campaigns overwrite earlier ones
+    marks = ",".join("?" * len(RAIL_EVENT_KINDS))
+    for row in db.execute(
+        f"SELECT drive_id, host_ns, detail FROM event WHERE kind IN ({marks}) ORDER BY id",
+        RAIL_EVENT_KINDS,
+    ):
+        detail = _decode(row["detail"])
+        if not isinstance(detail, dict):
+            continue
+        run = by_id.get(row["drive_id"]) or by_channel.get(detail.get("channel", -1))
+        if run is not None:
+            run.rail.append(dict(detail, host_ns=row["host_ns"]))
 
 
 def _attach_rows(

@@ -366,6 +366,61 @@ HEALTH_ORDER = (
 )
 
 
+def rail_section(m: ModelReport) -> str:
+    rows = []
+    for r in m.rail:
+        rows.append(
+            [
+                esc(r.drive),
+                r.measured,
+                esc(", ".join(f"{k} {v}" for k, v in sorted(r.ends.items()))),
+                *(_ms(r.hi_us.get(k)) for k in ("p50", "p90", "max")),
+                *(_ms(r.lo_us.get(k)) for k in ("p50", "p90", "max")),
+            ]
+        )
+    table = _table(
+        [
+            "drive",
+            "cuts measured",
+            "ends",
+            "below high threshold µs p50",
+            "p90",
+            "max",
+            "below low threshold µs p50",
+            "p90",
+            "max",
+        ],
+        rows,
+        numeric=3,
+    )
+    curves = [(r, dt, s) for r in m.rail for dt, s in r.curves]
+    if not curves:
+        return table + _absent("No rail samples stored (times only): no fall curves to draw.")
+    longest = max(dt * (len(s) - 1) for _, dt, s in curves) or 1.0
+    top = max(max(s) for _, _, s in curves)
+    chart = svg.Chart(
+        "Rail fall after the off edge (ADC counts)",
+        (0, longest),
+        (0, top * 1.05 or 1.0),
+        "µs after the off edge",
+        "ADC counts",
+        width=560,
+        height=260,
+    )
+    drives = sorted({r.drive for r, _, _ in curves})
+    for r, dt, samples in curves:
+        i = drives.index(r.drive)
+        chart.line([k * dt for k in range(len(samples))], samples, svg.colour(i))
+    for i, name in enumerate(drives):
+        chart.legend(name, svg.colour(i))
+    thresholds = {(r.hi_threshold, "high") for r in m.rail} | {
+        (r.lo_threshold, "low") for r in m.rail
+    }
+    for value, label in sorted(t for t in thresholds if t[0]):
+        chart.hline(value, "#b00", f"{label} threshold")
+    return table + f'<div class="charts">{chart.render()}</div>'
+
+
 def _numeric_series(rows: list[dict[str, Any]]) -> dict[str, list[float]]:
     keys = [
         k
@@ -633,7 +688,7 @@ def _model_section(m: ModelReport, confidence: float) -> str:
     )
     health = health_section(m)
     rail = (
-        _generic_rows(m.rail)
+        rail_section(m)
         if m.rail
         else _absent(
             "Rail fall: no rail-sense measurements in the store (the station has no rail sense,"

@@ -28,6 +28,10 @@ class DriveSpec:
     delays_ms: Sequence[tuple[float, float]] = field(default_factory=list)
     # health snapshots: (after_seq, typed fields) as the health phase stores them
     health: Sequence[tuple[int, dict[str, object]]] = field(default_factory=list)
+    # rail-sense results (rig.power.base.RailResult fields) stored as `rail` events; with
+    # rail_by_channel the event names no drive, as a switch callback records it
+    rail: Sequence[dict[str, object]] = field(default_factory=list)
+    rail_by_channel: bool = False
 
 
 def _ledger(cut_ns: int, ack_ms: float, flush_ms: float) -> bytes:
@@ -125,6 +129,10 @@ def build(
                     _ledger(cut_ns, ack_ms, flush_ms) if status != "error" else None,
                     None,
                 )
+            for i, result in enumerate(spec.rail):
+                detail = dict(result, channel=spec.channel)
+                owner = None if spec.rail_by_channel else drive_id
+                store.add_event(owner, (i + 1) * 10_000 * MS, "rail", detail)
             for after_seq, fields in spec.health:
                 store.add_health(
                     drive_id, after_seq, after_seq * 10_000 * MS, "smartctl", fields, "{}"

@@ -230,3 +230,42 @@ def test_min_cycles_per_drive_and_dead_drives_under_class_criteria(tmp_path: Pat
     assert not any("dead" in r for r in model.verdict.reasons)
     assert model.verdict.label == "FAIL"
     assert any("SHORT (10)" in r for r in model.verdict.reasons)
+
+
+def _rail(hi: int, lo: int | None, end: str = "fell") -> dict[str, object]:
+    return {
+        "hi_us": hi,
+        "lo_us": lo,
+        "end": end,
+        "dt_us": 100,
+        "samples": [800, 600, 300, 100, 20],
+        "hi_threshold": 500,
+        "lo_threshold": 50,
+    }
+
+
+def test_rail_fall_times_from_rail_events(tmp_path: Path) -> None:
+    db = build(
+        tmp_path / "r.sqlite",
+        [
+            DriveSpec("M", "A", ["ok"] * 3, channel=0, rail=[_rail(150, 380), _rail(170, 390)]),
+            DriveSpec(
+                "M",
+                "B",
+                ["ok"] * 3,
+                channel=1,
+                rail=[_rail(900, None, "timeout"), _rail(200, 400), _rail(210, 420)],
+                rail_by_channel=True,
+            ),
+            DriveSpec("M", "C", ["ok"], channel=2),
+        ],
+    )
+    model = analysis.analyse(dataset.load([str(db)])).models[0]
+    rail = {r.drive: r for r in model.rail}
+    assert set(rail) == {"A", "B"}
+    assert rail["A"].measured == 2 and rail["A"].ends == {"fell": 2}
+    assert rail["A"].hi_us["p50"] == 150 and rail["A"].hi_us["max"] == 170
+    assert rail["B"].ends == {"timeout": 1, "fell": 2}
+    assert rail["B"].lo_us["max"] == 420 and rail["B"].lo_us["min"] == 400
+    assert rail["B"].curves[0] == (100.0, [800, 600, 300, 100, 20])
+    assert (rail["B"].hi_threshold, rail["B"].lo_threshold) == (500, 50)

@@ -41,6 +41,18 @@ def _stores(tmp_path: Path) -> list[Path]:
                 "L1",
                 ["ok", "lost_durable_write"] * 10 + ["dead"],
                 channel=1,
+                rail=[
+                    {
+                        "hi_us": 150 + i,
+                        "lo_us": 400 + i,
+                        "end": "fell",
+                        "dt_us": 50,
+                        "samples": [820 - 70 * k - i for k in range(12)],
+                        "hi_threshold": 500,
+                        "lo_threshold": 60,
+                    }
+                    for i in range(5)
+                ],
                 return_ms=140,
                 delays_ms=[(0.2 * (i + 1), 1.5**i) for i in range(21)],
             ),
@@ -82,9 +94,10 @@ def test_rig_report_merges_stores_into_html_json_and_csv(tmp_path: Path) -> None
     page = (out / "report.html").read_text()
     assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")
     assert "<script" not in page and "https://" not in page
-    # Model Liar has no health snapshots, nobody has endurance or rail data: said plainly
+    # Model Liar has no health snapshots, Model PLP no rail data, nobody endurance: said plainly
     for absent in ("no health snapshots", "no endurance intervals", "no rail-sense"):
         assert absent in page
+    assert "Rail fall after the off edge" in page
     assert "Unsafe-shutdown counter rise vs cuts" in page  # Model PLP's snapshots
     assert "3 → 33 (<b>+30</b>)" in page
 
