@@ -275,7 +275,7 @@ class WriterContext:
 class Writer:
     """Runs the workload's slots until `stop` is set or each slot hits an I/O error."""
 
-    BATCH_SECONDS = 0.05  # native engine: plan about this much work per call
+    BATCH_SECONDS = 0.5  # native engine: plan about this much work per call (drains at its end)
     DRAIN_TIMEOUT_S = 10.0  # after stop, wait this long for requests still in flight
 
     def __init__(self, workload: Workload, context: WriterContext, seed: int) -> None:
@@ -396,7 +396,7 @@ class Writer:
                     return
                 alive = [p for p, bad in zip(alive, failed, strict=True) if not bad]
                 scale = self.BATCH_SECONDS / max(elapsed, 1e-4)
-                per_slot = int(min(4096, max(2, per_slot * min(4.0, max(0.25, scale)))))
+                per_slot = int(min(65536, max(2, per_slot * min(4.0, max(0.25, scale)))))
         finally:
             done.set()
             if not leaked:
