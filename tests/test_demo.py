@@ -15,7 +15,8 @@ def test_demo_runs_three_drives_and_reports_what_each_did(tmp_path: Path) -> Non
     assert "RIGSIM Enterprise PLP" in out and "PASS" in out
     assert "lost_durable_write" in out and "shorn_write" in out
     report = tmp_path / "out" / "report.html"
-    assert f"report: {report}" in out
+    assert out.strip().splitlines()[-1] == f"report: {report}"  # the demo ends with the path
+    assert (tmp_path / "out" / "report.json").is_file()
 
     db = sqlite3.connect(tmp_path / "out" / "demo.sqlite")
     per_drive = dict(

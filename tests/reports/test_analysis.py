@@ -269,3 +269,26 @@ def test_rail_fall_times_from_rail_events(tmp_path: Path) -> None:
     assert rail["B"].lo_us["max"] == 420 and rail["B"].lo_us["min"] == 400
     assert rail["B"].curves[0] == (100.0, [800, 600, 300, 100, 20])
     assert (rail["B"].hi_threshold, rail["B"].lo_threshold) == (500, 50)
+
+
+@pytest.mark.parametrize("writes", [0, 1, 1000])
+def test_ledger_columns_read_directly_equal_np_load(writes: int) -> None:
+    import io
+
+    import numpy as np
+
+    from rig.ledger import CycleLog
+
+    log = CycleLog()
+    rng = np.random.default_rng(writes)
+    for i in range(writes):
+        gens = np.ones(int(rng.integers(1, 4)), dtype=np.uint32)
+        done = int(rng.integers(-1, 10**12))
+        log.add_write(i % 8, i, i * 4, gens, i, done, int(rng.integers(0, 2)), bool(i % 3))
+        log.add_flush(i % 8, i, done, 0)
+    blob = log.to_bytes()
+    direct = dataset._npz_columns(blob, dataset.LEDGER_COLUMNS)
+    reference = np.load(io.BytesIO(blob))
+    for name in dataset.LEDGER_COLUMNS:
+        assert direct[name].dtype == reference[name].dtype
+        assert np.array_equal(direct[name], reference[name])
