@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import sqlite3
 import subprocess
 import tempfile
 from pathlib import Path
@@ -160,3 +161,27 @@ def test_report_renders_in_headless_chromium_with_its_plots(tmp_path: Path) -> N
     assert drawn == PLOT_COLOURS, f"plot colours not in the screenshot: {PLOT_COLOURS - drawn}"
     # the charts' area holds many distinct colours (antialiased curves, points, bands)
     assert len(colours) > 200
+
+
+def test_endurance_intervals_are_charted_when_a_store_has_them(tmp_path: Path) -> None:
+    """A store with an endurance-interval table (one row per interval and drive): every numeric
+    column becomes a chart; the other stores' drives still say they have none."""
+    a, b = _stores(tmp_path)
+    db = sqlite3.connect(a)
+    db.execute(
+        "CREATE TABLE endurance_interval (id INTEGER PRIMARY KEY, drive_id INTEGER,"
+        " seq INTEGER, mb_per_s REAL, p99_us REAL, note TEXT)"
+    )
+    drive_id = db.execute("SELECT id FROM drive WHERE serial = 'P1'").fetchone()[0]
+    db.executemany(
+        "INSERT INTO endurance_interval (drive_id, seq, mb_per_s, p99_us, note) VALUES (?,?,?,?,?)",
+        [(drive_id, i, 500.0 - 30 * (i > 5), 80.0 + 9 * i, "steady") for i in range(10)],
+    )
+    db.commit()
+    db.close()
+    out = tmp_path / "report"
+    assert rig("report", str(a), str(b), "--out", str(out), cwd=tmp_path).returncode == 0
+    page = (out / "report.html").read_text()
+    assert 'aria-label="mb per s"' in page and 'aria-label="p99 us"' in page
+    assert 'aria-label="note"' not in page  # text columns are not charted
+    assert "no endurance intervals" in page  # Model Liar has none
