@@ -116,7 +116,12 @@ class Dataset:
     unread_tables: dict[str, list[str]] = field(default_factory=dict)
 
 
-KNOWN_TABLES = {"campaign", "drive", "cycle", "finding", "event", "ledger", "lba_state", "health"}
+# tables this report reads, or that hold nothing a report shows (cycle_start: resume bookkeeping;
+# a crashed cycle reaches the report as an `interrupted` cycle row)
+KNOWN_TABLES = {
+    *("campaign", "drive", "cycle", "finding", "event", "ledger", "lba_state", "health"),
+    "cycle_start",
+}
 COUNTER_ANOMALY = "counter_anomaly"  # rig.verify: a health counter that moved wrongly
 
 

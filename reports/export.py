@@ -229,6 +229,14 @@ def write_report(db_paths: Sequence[str], out_dir: str, confidence: float = 0.95
     _atomic_write(page, html.render(report, now))
     _atomic_write(out / "report.json", to_json(report, now))
     write_csvs(report, data, out)
+    # one self-contained page per model too, for a certification file that cites one model
+    for model in report.models:
+        alone = dataclasses.replace(
+            report,
+            models=[model],
+            comparisons=[c for c in report.comparisons if model.model in (c.model_a, c.model_b)],
+        )
+        _atomic_write(out / html.model_page(model.model), html.render(alone, now))
     return str(page)
 
 

@@ -490,7 +490,8 @@ def _summary_table(report: Report) -> str:
         p = m.criteria_failure
         rows.append(
             [
-                f'<a href="#{_anchor(m.model)}">{esc(m.model)}</a>',
+                f'<a href="#{_anchor(m.model)}">{esc(m.model)}</a>'
+                f'<br><a class="note" href="{esc(model_page(m.model))}">own page</a>',
                 esc(", ".join(m.firmware)),
                 len(m.drives),
                 m.cuts,
@@ -554,6 +555,11 @@ def _comparisons(report: Report) -> str:
         ],
         rows,
     )
+
+
+def model_page(model: str) -> str:
+    """The file name of a model's own page (written beside report.html by reports.export)."""
+    return "model-" + "".join(ch if ch.isalnum() or ch in "._" else "-" for ch in model) + ".html"
 
 
 def _anchor(model: str) -> str:

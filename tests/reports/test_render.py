@@ -99,6 +99,11 @@ def test_rig_report_merges_stores_into_html_json_and_csv(tmp_path: Path) -> None
     for absent in ("no health snapshots", "no endurance intervals", "no rail-sense"):
         assert absent in page
     assert "Rail fall after the off edge" in page
+    # each model also has a page of its own, with its comparisons but no other model's section
+    plp = (out / "model-Model-PLP.html").read_text()
+    assert 'id="m-Model-PLP"' in plp and 'id="m-Model-Liar"' not in plp
+    assert "Model Liar" in plp  # in the model-vs-model table
+    assert 'href="model-Model-PLP.html"' in page
     assert "Unsafe-shutdown counter rise vs cuts" in page  # Model PLP's snapshots
     assert "3 → 33 (<b>+30</b>)" in page
 
