@@ -12,6 +12,7 @@ import logging
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import asdict, dataclass, field
@@ -86,6 +87,7 @@ class Cycle:
     status: str = "ok"
     error: str = ""
     stop_channel: bool = False  # never write to this channel's node again (ARCHITECTURE §6)
+    full_scan: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,8 @@ class DriveRun:
         if count <= 0:
             raise UserError(f"drive {spec.identity.label()}: test region lies beyond its end")
         self.state = LbaState(first, count)
+        # LBAs written in the last few cycles: still at risk (a drive may destage them late)
+        self.recent: deque[np.ndarray] = deque(maxlen=campaign.cut.recent_cycles or None)
         ident = asdict(node.identity)
         self.drive_id = store.add_drive(
             campaign_id, spec.channel, ident, node.size_bytes, block, (first, count), spec.profile
@@ -295,17 +299,31 @@ class DriveRun:
         after_cut = c.log.column("issue_ns") > c.edge.host_ns + c.edge.error_ns
         if (after_cut & (c.log.column("status") == 0)).any():
             raise RigError("a write issued after the cut succeeded: power did not really go off")
-        extra = self._sample_older_blocks()
         c.result = verify.check(
             self.campaign_id,
             self.state,
             c.log,
             durability,
-            extra,
+            self._blocks_to_check(c),
             c.target.read,
             c.target.block_size,
+            policy=verify.ReadPolicy(timeout_s=self.campaign.cut.read_timeout_s),
         )
         c.findings.extend(c.result.findings)  # after the health phase's findings
+
+    def _blocks_to_check(self, c: Cycle) -> np.ndarray:
+        """Beyond this cycle's writes: recent cycles' writes, a sample of older blocks, and on
+        schedule the whole region. O(writes at risk) except for the scheduled full scans."""
+        written = c.log.column("first_lba"), c.log.column("nblocks")
+        this_cycle = np.unique(np.repeat(written[0], written[1]) + _offsets(written[1]))
+        recent = list(self.recent)
+        if self.campaign.cut.recent_cycles:
+            self.recent.append(this_cycle)
+        every = self.campaign.cut.full_scan_every
+        c.full_scan = bool(every) and c.seq % every == 0
+        if c.full_scan:
+            return np.arange(self.state.nblocks, dtype=np.int64) + self.state.first_lba
+        return np.concatenate([self._sample_older_blocks(), *recent])
 
     def _sample_older_blocks(self) -> np.ndarray:
         written = self.state.committed.nonzero()
@@ -388,6 +406,10 @@ class DriveRun:
             nondurable_writes=result.nondurable_writes if result else 0,
             nondurable_survived=result.nondurable_survived if result else 0,
             failures=len(failures),
+            full_scan=int(c.full_scan),
+            unserializable_writes=sum(
+                int(f.detail["lost_writes"]) for f in c.findings if f.cls == verify.UNSERIALIZABLE
+            ),
         )
         rows = [dict(asdict(f), failure=f.failure) for f in c.findings]
         self.store.record_cycle(row, rows, c.events, log.to_bytes(), self.state.to_bytes())
@@ -447,6 +469,13 @@ class DriveRun:
             dict(self.failures),
             self.allowed_losses,
         )
+
+
+def _offsets(nblocks: np.ndarray) -> np.ndarray:
+    """0..n-1 for each write of n blocks, concatenated."""
+    total = int(nblocks.sum())
+    starts = np.repeat(np.cumsum(nblocks) - nblocks, nblocks)
+    return np.arange(total) - starts
 
 
 def run_campaign(

@@ -35,6 +35,9 @@ class CutSpec:
     gone_timeout_s: float = 5.0
     return_timeout_s: float = 30.0
     sample_blocks: int = 256  # older blocks read back per cut to catch collateral damage
+    recent_cycles: int = 1  # blocks written in this many earlier cycles are still at risk
+    full_scan_every: int = 0  # every Nth cycle checks the whole region (0 = never)
+    read_timeout_s: float = 30.0  # a check read not answered by then is a hang
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,9 @@ def parse(text: str, where: str = "campaign") -> Campaign:
         gone_timeout_s=float(cut_t.number("gone_timeout_s", 5.0, 0.01, 3600)),
         return_timeout_s=float(cut_t.number("return_timeout_s", 30.0, 0.01, 3600)),
         sample_blocks=int(cut_t.number("sample_blocks", 256, 0, 1 << 30)),
+        recent_cycles=int(cut_t.number("recent_cycles", 1, 0, 1000)),
+        full_scan_every=int(cut_t.number("full_scan_every", 0, 0, 10_000_000)),
+        read_timeout_s=float(cut_t.number("read_timeout_s", 30.0, 0.001, 3600)),
     )
     cut_t.done()
 

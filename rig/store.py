@@ -118,6 +118,11 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (drive_id, after_seq)
     );
     """,
+    # v3: the checker's scope and serializability count per cycle
+    """
+    ALTER TABLE cycle ADD COLUMN full_scan INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE cycle ADD COLUMN unserializable_writes INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -153,6 +158,8 @@ class CycleRow:
     nondurable_writes: int = 0
     nondurable_survived: int = 0
     failures: int = 0
+    full_scan: int = 0  # 1: this cycle checked the whole test region
+    unserializable_writes: int = 0  # durable writes lost behind a later survivor (FAST'13)
 
 
 class Store:

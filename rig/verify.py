@@ -10,6 +10,8 @@ this cycle (acknowledged but unflushed, or in flight) may survive or not, whole 
 
 from __future__ import annotations
 
+import errno
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,12 +96,59 @@ class _Cycle:
         self.gen = log.generations().astype(np.int64)
         self.durable = durability.durable[self.write]
         self.op_seq = log.column("op_seq")
+        self.log_nblocks = nblocks
         self.worker = log.column("worker")
         self.issue_ns = log.column("issue_ns")
         self.complete_ns = log.column("complete_ns")
         self.acked = durability.acked
         self.durability = durability
         self.keys = np.sort(self.lba << 32 | self.gen)
+
+
+@dataclass(frozen=True)
+class ReadPolicy:
+    """How the checker reads: failing ranges are split down to single blocks; a single block is
+    tried `attempts` times; a read that has not returned after `timeout_s` counts as a hang and is
+    not retried (the drive is sitting on it). `max_reads` bounds the reads spent on failures per
+    check; past it, what is left of a failing range is reported whole."""
+
+    attempts: int = 2
+    timeout_s: float | None = None
+    max_reads: int = 2048
+
+
+@dataclass(frozen=True)
+class _Sectors:
+    """Per checked block × sector: what the headers say (rows of unreadable blocks stay zero)."""
+
+    state: npt.NDArray[np.uint8]
+    lba: npt.NDArray[np.int64]
+    gen: npt.NDArray[np.int64]
+    op: npt.NDArray[np.int64]
+    worker: npt.NDArray[np.int64]
+    campaign: npt.NDArray[np.uint64]
+
+    @classmethod
+    def empty(cls, rows: int, per_block: int) -> _Sectors:
+        shape = (rows, per_block)
+        return cls(
+            np.full(shape, media.ZERO, dtype=np.uint8),
+            np.zeros(shape, dtype=np.int64),
+            np.zeros(shape, dtype=np.int64),
+            np.zeros(shape, dtype=np.int64),
+            np.zeros(shape, dtype=np.int64),
+            np.zeros(shape, dtype=np.uint64),
+        )
+
+    def fill(self, rows: slice, data: npt.NDArray[np.uint8]) -> None:
+        parsed = media.parse(data)
+        count = rows.stop - rows.start
+        self.state[rows] = parsed.state.reshape(count, -1)
+        self.lba[rows] = parsed.lba.astype(np.int64).reshape(count, -1)
+        self.gen[rows] = parsed.generation.astype(np.int64).reshape(count, -1)
+        self.op[rows] = parsed.op_seq.astype(np.int64).reshape(count, -1)
+        self.worker[rows] = parsed.worker.astype(np.int64).reshape(count, -1)
+        self.campaign[rows] = parsed.campaign.reshape(count, -1)
 
 
 def check(
@@ -111,8 +160,19 @@ def check(
     read: BlockReader,
     block_size: int,
     max_read_blocks: int = 256,
+    policy: ReadPolicy | None = None,
 ) -> CheckResult:
-    """Read back and classify this cycle's blocks plus `extra_blocks`; update `state.committed`."""
+    """Read back and classify this cycle's blocks plus `extra_blocks`; update `state.committed`.
+
+    Per-block rules (docs/checker.md), in order of precedence: unreadable -> read error; a sector
+    failing its checksum -> lost durable write (old damage still there under a lost durable
+    write), else bit corruption (block written this cycle) or collateral damage (not written);
+    a valid sector written for another LBA -> flying write; sectors of different generations ->
+    shorn write; a whole block older than its floor -> lost durable write (a durable write of this
+    cycle) or collateral damage; zeros where older data was committed -> metadata loss (a read
+    error of kind "unmapped"); a generation newer than the floor that this cycle never wrote ->
+    flying write."""
+    policy = policy or ReadPolicy()
     cyc = _Cycle(log, durability)
     checked = np.unique(np.concatenate([cyc.lba, extra_blocks.astype(np.int64)]))
     idx = checked - state.first_lba
@@ -120,6 +180,8 @@ def check(
 
     # floor: newest durable generation of this cycle, else the committed one
     pos = np.searchsorted(checked, cyc.lba)
+    touched = np.zeros(len(checked), dtype=bool)
+    touched[pos] = True
     floor = committed.copy()
     floor_write = np.full(len(checked), NO_OP, dtype=np.int64)
     durable_pos, durable_gen = pos[cyc.durable], cyc.gen[cyc.durable]
@@ -133,75 +195,57 @@ def check(
 
     per_block = block_size // media.SECTOR
     findings: list[Finding] = []
-    obs_gen = np.full(len(checked), -1, dtype=np.int64)
-    obs_op = np.full(len(checked), NO_OP, dtype=np.int64)
     klass = np.full(len(checked), "", dtype=object)
-    tear_at: dict[int, list[int]] = {}
     readable = np.ones(len(checked), dtype=bool)
-    sectors_lba = np.zeros((len(checked), per_block), dtype=np.int64)
-    sectors_gen = np.zeros((len(checked), per_block), dtype=np.int64)
-    sectors_state = np.zeros((len(checked), per_block), dtype=np.uint8)
-    sectors_op = np.zeros((len(checked), per_block), dtype=np.int64)
-    sectors_campaign = np.zeros((len(checked), per_block), dtype=np.uint64)
-
+    sec = _Sectors.empty(len(checked), per_block)
+    budget = [policy.max_reads]
     for first, count in runs(checked, max_read_blocks):
         start = int(np.searchsorted(checked, first))
-        rows = slice(start, start + count)
-        try:
-            data = _read_with_retries(read, first, count)
-        except OSError as error:
-            readable[rows] = False
-            findings.append(
-                Finding(
-                    READ_ERROR,
-                    first,
-                    count,
-                    -1,
-                    -1,
-                    detail={"errno": error.errno, "error": str(error)},
+        for part_first, part_count, outcome in _read_range(read, first, count, policy, budget):
+            rows = slice(start + part_first - first, start + part_first - first + part_count)
+            if isinstance(outcome, ReadFailure):
+                readable[rows] = False
+                findings.append(
+                    Finding(READ_ERROR, part_first, part_count, -1, -1, detail=outcome.detail())
                 )
-            )
-            continue
-        sectors = media.parse(data)
-        sectors_state[rows] = sectors.state.reshape(count, per_block)
-        sectors_lba[rows] = sectors.lba.astype(np.int64).reshape(count, per_block)
-        sectors_gen[rows] = sectors.generation.astype(np.int64).reshape(count, per_block)
-        sectors_op[rows] = sectors.op_seq.astype(np.int64).reshape(count, per_block)
-        sectors_campaign[rows] = sectors.campaign.reshape(count, per_block)
+            else:
+                sec.fill(rows, outcome)
 
-    ours = (sectors_state == media.VALID) & (sectors_campaign == np.uint64(campaign))
+    ours = (sec.state == media.VALID) & (sec.campaign == np.uint64(campaign))
     # a sector that is all zero or another campaign's counts as generation 0: nothing of ours
-    sector_gen = np.where(ours, sectors_gen, 0)
-    corrupt = (sectors_state == media.CORRUPT).any(axis=1)
-    misplaced = (ours & (sectors_lba != checked[:, None])).any(axis=1)
+    sector_gen = np.where(ours, sec.gen, 0)
+    corrupt_sector = sec.state == media.CORRUPT
+    corrupt = corrupt_sector.any(axis=1)
+    misplaced = (ours & (sec.lba != checked[:, None])).any(axis=1)
     mixed = (sector_gen != sector_gen[:, :1]).any(axis=1)
     gen = sector_gen[:, 0]
-    obs_gen[:] = gen
-    obs_op[:] = np.where(ours[:, 0], sectors_op[:, 0], NO_OP)
+    obs_gen = np.where(readable, gen, -1)
+    obs_op = np.where(ours[:, 0], sec.op[:, 0], NO_OP)
+    obs_worker = np.where(ours[:, 0], sec.worker[:, 0], NO_OP)
     unknown = committed == int(UNKNOWN)
     judged = readable & ~(unknown & ~has_durable)
     # A block whose old content is unknown (an earlier finding) is still judged for a tear of
     # this cycle's write: some sectors carry one of its generations and others do not.
-    rejudged = readable & unknown & ~has_durable
-    if rejudged.any():
-        unsure = np.flatnonzero(rejudged)
-        sector_keys = checked[unsure, None] << 32 | sector_gen[unsure]
-        touched = np.isin(sector_keys, cyc.keys).any(axis=1)
-        rejudged[unsure[~touched]] = False
+    sector_keys = checked[:, None] << 32 | sector_gen
+    carries_new = np.isin(sector_keys, cyc.keys) & ours
+    rejudged = readable & unknown & ~has_durable & carries_new.any(axis=1)
 
-    klass[judged & corrupt] = CORRUPTION
+    # corrupt sectors: old damage left under a lost durable write, or new damage
+    old_damage = unknown & has_durable & ~carries_new.any(axis=1)
+    klass[judged & corrupt & old_damage] = LOST_DURABLE
+    klass[judged & corrupt & ~old_damage & touched] = CORRUPTION
+    klass[judged & corrupt & ~old_damage & ~touched] = COLLATERAL
     klass[judged & ~corrupt & misplaced] = FLYING
     shorn = (judged | rejudged) & ~corrupt & ~misplaced & mixed
     klass[shorn] = SHORN
-    for row in np.flatnonzero(shorn):
-        tear_at[int(row)] = (np.flatnonzero(np.diff(sector_gen[row]) != 0) + 1).tolist()
 
     whole = judged & ~corrupt & ~misplaced & ~mixed
-    key = checked << 32 | gen
-    in_cycle = np.isin(key, cyc.keys)
+    in_cycle = np.isin(checked << 32 | gen, cyc.keys)
     older = whole & (gen < floor)
+    unmapped = older & (gen == 0) & ~has_durable & (committed > 0)
     klass[older & has_durable] = LOST_DURABLE
-    klass[older & ~has_durable] = COLLATERAL
+    klass[older & ~has_durable & ~unmapped] = COLLATERAL
+    klass[unmapped] = READ_ERROR
     # newer than the floor but not a write of this cycle: data where it was never written
     klass[whole & (gen > floor) & ~in_cycle] = FLYING
 
@@ -210,7 +254,18 @@ def check(
     new_committed = np.where(readable, new_committed, committed)
     state.committed[idx] = new_committed.astype(np.uint32)
 
-    blocks = _Classified(checked, klass, floor, obs_gen, floor_write, obs_op, tear_at)
+    blocks = _Classified(
+        checked,
+        klass,
+        floor,
+        obs_gen,
+        floor_write,
+        obs_op,
+        obs_worker,
+        sector_gen,
+        corrupt_sector,
+        sec.lba,
+    )
     findings.extend(_merge(blocks, cyc))
     allowed, nondurable, survived = _nondurable_outcomes(cyc, checked, obs_gen, readable, klass)
     findings.extend(allowed)
@@ -218,22 +273,99 @@ def check(
     return CheckResult(findings, len(checked), nondurable, survived)
 
 
-def _read_with_retries(
-    read: BlockReader, first: int, count: int, attempts: int = 3
-) -> npt.NDArray[np.uint8]:
-    for attempt in range(attempts):
+@dataclass(frozen=True)
+class ReadFailure:
+    """A range that could not be read: how (eio, timeout, hang) and after how many attempts."""
+
+    kind: str
+    errno: int | None
+    message: str
+    attempts: int
+
+    def detail(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "errno": self.errno,
+            "error": self.message,
+            "attempts": self.attempts,
+        }
+
+
+ReadOutcome = npt.NDArray[np.uint8] | ReadFailure
+
+
+def _read_range(
+    read: BlockReader, first: int, count: int, policy: ReadPolicy, budget: list[int]
+) -> Iterator[tuple[int, int, ReadOutcome]]:
+    """Read `count` blocks; a failing range is split in halves down to single blocks, so a bad
+    range is located exactly while good neighbours are still checked."""
+    attempts = policy.attempts if count == 1 else 1
+    outcome = _attempt(read, first, count, policy, attempts, budget)
+    if not isinstance(outcome, ReadFailure) or count == 1 or budget[0] <= 0:
+        yield first, count, outcome
+        return
+    half = count // 2
+    yield from _read_range(read, first, half, policy, budget)
+    yield from _read_range(read, first + half, count - half, policy, budget)
+
+
+def _attempt(
+    read: BlockReader,
+    first: int,
+    count: int,
+    policy: ReadPolicy,
+    attempts: int,
+    budget: list[int],
+) -> ReadOutcome:
+    failure = ReadFailure("eio", None, "", 0)
+    for attempt in range(1, attempts + 1):
+        budget[0] -= 1
         try:
-            return read(first, count)
-        except OSError:
-            if attempt == attempts - 1:
-                raise
-    raise AssertionError("unreachable")
+            return _timed_read(read, first, count, policy.timeout_s)
+        except _Hung:
+            return ReadFailure("hang", None, f"no answer within {policy.timeout_s} s", attempt)
+        except OSError as error:
+            kind = "timeout" if error.errno == errno.ETIMEDOUT else "eio"
+            failure = ReadFailure(kind, error.errno, str(error), attempt)
+        if budget[0] <= 0:
+            break
+    return failure
+
+
+class _Hung(Exception):
+    pass
+
+
+def _timed_read(
+    read: BlockReader, first: int, count: int, timeout_s: float | None
+) -> npt.NDArray[np.uint8]:
+    """A read that may not return: with a timeout it runs on a helper thread, which is left
+    behind (daemon) if the drive never answers, so the campaign goes on."""
+    if timeout_s is None:
+        return read(first, count)
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["data"] = read(first, count)
+        except OSError as error:
+            box["error"] = error
+
+    thread = threading.Thread(target=run, name=f"check-read-{first}", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        raise _Hung()
+    if "error" in box:
+        raise box["error"]
+    data: npt.NDArray[np.uint8] = box["data"]
+    return data
 
 
 @dataclass(frozen=True)
 class _Classified:
     """Per checked block: its class ("" = fine), the generation it had to hold at least, what it
-    holds, and the writes behind both; plus the tear offsets of shorn blocks by row."""
+    holds, the writes behind both, and its sectors' generations, damage and stored LBAs."""
 
     checked: npt.NDArray[np.int64]
     klass: npt.NDArray[Any]
@@ -241,7 +373,10 @@ class _Classified:
     obs_gen: npt.NDArray[np.int64]
     floor_write: npt.NDArray[np.int64]
     obs_op: npt.NDArray[np.int64]
-    tear_at: dict[int, list[int]]
+    obs_worker: npt.NDArray[np.int64]
+    sector_gen: npt.NDArray[np.int64]
+    corrupt_sector: npt.NDArray[np.bool_]
+    sector_lba: npt.NDArray[np.int64]
 
     def continues(self, prev: int, row: int) -> bool:
         """Same finding: consecutive LBAs, same class, same expected and observed writes."""
@@ -250,7 +385,7 @@ class _Classified:
             and self.klass[row] == self.klass[prev]
             and self.floor_write[row] == self.floor_write[prev]
             and self.obs_op[row] == self.obs_op[prev]
-            and self.klass[row] not in (SHORN, CORRUPTION)  # each torn/corrupt block stands alone
+            and self.klass[row] not in (SHORN, CORRUPTION, COLLATERAL)  # each stands alone
         )
 
 
@@ -270,6 +405,7 @@ def _finding(run: list[int], blocks: _Classified, cyc: _Cycle) -> Finding:
     first = run[0]
     cls = str(blocks.klass[first])
     write = int(blocks.floor_write[first])
+    lba = int(blocks.checked[first])
     detail: dict[str, Any] = {}
     expected_op = NO_OP
     if write != NO_OP:
@@ -278,13 +414,29 @@ def _finding(run: list[int], blocks: _Classified, cyc: _Cycle) -> Finding:
         if cls == LOST_DURABLE:
             detail["ack_to_cut_ns"] = int(cyc.durability.ack_to_cut_ns[write])
             detail["flush_to_cut_ns"] = int(cyc.durability.flush_to_cut_ns[write])
+    if blocks.obs_worker[first] != NO_OP:
+        detail["observed_worker"] = int(blocks.obs_worker[first])
+    gens = blocks.sector_gen[first]
     if cls == SHORN:
-        detail["tear_sectors"] = blocks.tear_at[first]
+        detail["tear_sectors"] = (np.flatnonzero(np.diff(gens) != 0) + 1).tolist()
+        detail["sector_gens"] = gens.tolist()
+    if cls in (CORRUPTION, COLLATERAL, LOST_DURABLE) and blocks.corrupt_sector[first].any():
+        detail["corrupt_sectors"] = np.flatnonzero(blocks.corrupt_sector[first]).tolist()
+    if cls == FLYING:
+        stored = blocks.sector_lba[first]
+        foreign = stored[stored != lba]
+        if len(foreign) and blocks.obs_op[first] != NO_OP:
+            detail["written_for_lba"] = int(foreign[0])
+            detail["distance"] = lba - int(foreign[0])
+        else:
+            detail["kind"] = "unwritten"  # a generation this LBA never received
+    if cls == READ_ERROR:
+        detail["kind"] = "unmapped"  # whole blocks read zero where data was committed
     if len(run) > 1:
         detail["observed_gens"] = [int(blocks.obs_gen[r]) for r in run][:64]
     return Finding(
         cls,
-        int(blocks.checked[first]),
+        lba,
         len(run),
         int(blocks.floor[first]),
         int(blocks.obs_gen[first]),
@@ -337,12 +489,14 @@ def _unserializable(
     klass: npt.NDArray[Any],
 ) -> list[Finding]:
     """FAST'13 serializability: a durable write lost while a write issued after its completion
-    survived. One finding per cut, with the count of such lost writes."""
+    survived (some block of it reads back whole with its generation). One finding per cut, with
+    the count of such lost writes and the first of them."""
     pos = np.searchsorted(checked, cyc.lba)
+    lost_entry = (klass[pos] == LOST_DURABLE) & cyc.durable & (obs_gen[pos] < cyc.gen)
     lost_durable = np.zeros(len(cyc.op_seq), dtype=bool)
-    lost_durable[cyc.write[(klass[pos] == LOST_DURABLE) & cyc.durable]] = True
+    lost_durable[cyc.write[lost_entry]] = True
     survived = np.zeros(len(cyc.op_seq), dtype=bool)
-    survived[cyc.write[obs_gen[pos] == cyc.gen]] = True
+    survived[cyc.write[(obs_gen[pos] == cyc.gen) & (klass[pos] == "")]] = True
     if not lost_durable.any() or not survived.any():
         return []
     latest_survivor_issue = cyc.issue_ns[survived].max()
@@ -350,15 +504,19 @@ def _unserializable(
     if len(victims) == 0:
         return []
     first = int(cyc.lba[np.flatnonzero(cyc.write == victims[0])[0]])
+    later = np.flatnonzero(survived & (cyc.issue_ns > cyc.complete_ns[victims[0]]))
     return [
         Finding(
             UNSERIALIZABLE,
             first,
-            1,
+            int(cyc.log_nblocks[victims[0]]),
             -1,
             -1,
             int(cyc.op_seq[victims[0]]),
-            NO_OP,
-            {"lost_writes": len(victims)},
+            int(cyc.op_seq[later[0]]) if len(later) else NO_OP,
+            {
+                "lost_writes": len(victims),
+                "lost_ops": [int(op) for op in cyc.op_seq[victims][:64]],
+            },
         )
     ]

@@ -66,16 +66,31 @@ def test_block_landing_at_the_wrong_lba_is_a_flying_write() -> None:
     assert (verify.FLYING, 9) in found
 
 
-def test_old_committed_data_lost_without_a_write_is_collateral_damage() -> None:
+def test_old_committed_data_reverting_without_a_write_is_collateral_damage() -> None:
     s = Scenario()
-    s.write(20, 1, issue=0, complete=10)
-    s.flush(11, 12)
+    old = s.write(20, 1, issue=0, complete=10)
+    s.write(20, 1, issue=11, complete=12)
+    s.flush(13, 14)
     assert classes(s.check(cut=100)) == []
     s.new_cycle()
-    s.image[20 * BS : 21 * BS] = 0  # retroactive loss of a block not written this cycle
+    s.image[20 * BS : 21 * BS] = old  # the block reverts to its previous version
     s.write(30, 1, issue=200, complete=210)
     (finding,) = failures(s.check(cut=300, extra=[20]))
     assert finding.cls == verify.COLLATERAL and finding.lba_first == 20
+    assert (finding.expected_gen, finding.observed_gen) == (2, 1)
+
+
+def test_committed_data_reading_zero_is_metadata_loss() -> None:
+    s = Scenario()
+    s.write(20, 4, issue=0, complete=10)
+    s.flush(11, 12)
+    assert classes(s.check(cut=100)) == []
+    s.new_cycle()
+    s.image[20 * BS : 24 * BS] = 0  # the mapping of the range is gone
+    s.write(30, 1, issue=200, complete=210)
+    (finding,) = failures(s.check(cut=300, extra=[20, 21, 22, 23]))
+    assert (finding.cls, finding.lba_first, finding.lba_count) == (verify.READ_ERROR, 20, 4)
+    assert finding.detail["kind"] == "unmapped"
 
 
 def test_lost_durable_write_with_a_later_survivor_is_unserializable() -> None:
