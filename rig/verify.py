@@ -227,14 +227,16 @@ def check(
     # A block whose old content is unknown (an earlier finding) is still judged for a tear of
     # this cycle's write: some sectors carry one of its generations and others do not.
     sector_keys = checked[:, None] << 32 | sector_gen
-    carries_new = np.isin(sector_keys, cyc.keys) & ours
+    carries_new = np.isin(sector_keys, cyc.keys) & ours & (sec.lba == checked[:, None])
     rejudged = readable & unknown & ~has_durable & carries_new.any(axis=1)
 
-    # corrupt sectors: old damage left under a lost durable write, or new damage
-    old_damage = unknown & has_durable & ~carries_new.any(axis=1)
-    klass[judged & corrupt & old_damage] = LOST_DURABLE
-    klass[judged & corrupt & ~old_damage & touched] = CORRUPTION
-    klass[judged & corrupt & ~old_damage & ~touched] = COLLATERAL
+    # Old damage (an earlier finding) still there, untouched by this cycle's durable write:
+    # that write is lost, whatever the old damage looks like.
+    old_damage = unknown & has_durable & ~carries_new.any(axis=1) & (corrupt | misplaced | mixed)
+    klass[readable & old_damage] = LOST_DURABLE
+    judged &= ~old_damage
+    klass[judged & corrupt & touched] = CORRUPTION
+    klass[judged & corrupt & ~touched] = COLLATERAL
     klass[judged & ~corrupt & misplaced] = FLYING
     shorn = (judged | rejudged) & ~corrupt & ~misplaced & mixed
     klass[shorn] = SHORN
@@ -250,8 +252,12 @@ def check(
     klass[whole & (gen > floor) & ~in_cycle] = FLYING
 
     # new committed state: whatever a whole, well-placed block holds now; unknown otherwise
-    new_committed = np.where(whole, gen, int(UNKNOWN))
-    new_committed = np.where(readable, new_committed, committed)
+    # (an unknown block that was not judged is known again once a write of this cycle landed
+    # on it whole)
+    settled = whole | (readable & unknown & ~corrupt & ~misplaced & ~mixed & in_cycle)
+    new_committed = np.where(settled, gen, int(UNKNOWN))
+    # unreadable: unchanged if this cycle did not write it; else which version survived is unknown
+    new_committed = np.where(readable, new_committed, np.where(touched, int(UNKNOWN), committed))
     state.committed[idx] = new_committed.astype(np.uint32)
 
     blocks = _Classified(
@@ -269,7 +275,8 @@ def check(
     findings.extend(_merge(blocks, cyc))
     allowed, nondurable, survived = _nondurable_outcomes(cyc, checked, obs_gen, readable, klass)
     findings.extend(allowed)
-    findings.extend(_unserializable(cyc, checked, obs_gen, klass))
+    held = np.where(readable & ~corrupt & ~misplaced & ~mixed, gen, -1)  # -1: damaged, unread
+    findings.extend(_unserializable(cyc, checked, held, klass))
     return CheckResult(findings, len(checked), nondurable, survived)
 
 
@@ -485,18 +492,18 @@ def _nondurable_outcomes(
 def _unserializable(
     cyc: _Cycle,
     checked: npt.NDArray[np.int64],
-    obs_gen: npt.NDArray[np.int64],
+    held: npt.NDArray[np.int64],
     klass: npt.NDArray[Any],
 ) -> list[Finding]:
     """FAST'13 serializability: a durable write lost while a write issued after its completion
     survived (some block of it reads back whole with its generation). One finding per cut, with
     the count of such lost writes and the first of them."""
     pos = np.searchsorted(checked, cyc.lba)
-    lost_entry = (klass[pos] == LOST_DURABLE) & cyc.durable & (obs_gen[pos] < cyc.gen)
+    lost_entry = (klass[pos] == LOST_DURABLE) & cyc.durable & (held[pos] < cyc.gen)
     lost_durable = np.zeros(len(cyc.op_seq), dtype=bool)
     lost_durable[cyc.write[lost_entry]] = True
     survived = np.zeros(len(cyc.op_seq), dtype=bool)
-    survived[cyc.write[(obs_gen[pos] == cyc.gen) & (klass[pos] == "")]] = True
+    survived[cyc.write[(held[pos] == cyc.gen) & (klass[pos] == "")]] = True
     if not lost_durable.any() or not survived.any():
         return []
     latest_survivor_issue = cyc.issue_ns[survived].max()
@@ -516,7 +523,12 @@ def _unserializable(
             int(cyc.op_seq[later[0]]) if len(later) else NO_OP,
             {
                 "lost_writes": len(victims),
-                "lost_ops": [int(op) for op in cyc.op_seq[victims][:64]],
+                "lost_writes_worker_op": [
+                    [int(w), int(op)]
+                    for w, op in zip(
+                        cyc.worker[victims][:64], cyc.op_seq[victims][:64], strict=True
+                    )
+                ],
             },
         )
     ]

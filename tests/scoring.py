@@ -1,0 +1,294 @@
+"""Score the checker against the simulated drive's ground truth (docs/checker.md, "Scoring").
+
+A campaign runs through the production campaign code on in-process virtual drives. Afterwards,
+for every cycle, the ground-truth log of the fault core (what the drive did at that cut) is
+turned into the findings the checker should have made, block by block, and compared with the
+findings in the store. The host's promise (which writes were durable at the cut) comes from the
+stored ledger through `CycleLog.durability`, the same function the campaign uses: the scorer
+judges the checker's reading of the media, not the durability rule (tests/test_ledger.py).
+"""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from fixtures import faultcore as fc
+from fixtures import sim_station
+from fixtures.virtual_drive import VirtualDrive
+from rig import config, verify
+from rig.campaign import DriveSummary, run_campaign
+from rig.ledger import CycleLog
+from rig.store import Store
+
+# what the checker must report for a block, by the kind of fault the drive injected there
+_BY_KIND = {
+    fc.TORN: verify.SHORN,
+    fc.MISDIRECT_LANDED: verify.FLYING,
+    fc.UNMAPPED: verify.READ_ERROR,
+    fc.READ_FAIL: verify.READ_ERROR,
+    fc.READ_HANG: verify.READ_ERROR,
+    fc.REVERTED: verify.COLLATERAL,
+}
+_DROPS = (fc.LOST_UNFLUSHED, fc.LOST_FLUSHED, fc.MISDIRECTED)  # the host's version is gone
+_DAMAGE = (fc.BIT_FLIP, fc.RETRO_CORRUPT, fc.BIT_ROT)  # sectors fail their checksum
+SCORED = (
+    verify.LOST_DURABLE,
+    verify.UNSERIALIZABLE,
+    verify.SHORN,
+    verify.CORRUPTION,
+    verify.FLYING,
+    verify.COLLATERAL,
+    verify.READ_ERROR,
+)
+
+
+@dataclass
+class Score:
+    """Per class: true positives, false positives, false negatives (blocks; cuts for
+    unserializable writes), plus injected faults and what fell outside the test region."""
+
+    tp: Counter[str] = field(default_factory=Counter)
+    fp: Counter[str] = field(default_factory=Counter)
+    fn: Counter[str] = field(default_factory=Counter)
+    injected: int = 0
+    outside_region: int = 0
+    cuts: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def add(self, other: Score) -> None:
+        self.tp.update(other.tp)
+        self.fp.update(other.fp)
+        self.fn.update(other.fn)
+        self.injected += other.injected
+        self.outside_region += other.outside_region
+        self.cuts += other.cuts
+        self.examples.extend(other.examples[:20])
+
+    def precision(self, cls: str) -> float:
+        found = self.tp[cls] + self.fp[cls]
+        return self.tp[cls] / found if found else 1.0
+
+    def recall(self, cls: str) -> float:
+        real = self.tp[cls] + self.fn[cls]
+        return self.tp[cls] / real if real else 1.0
+
+    def table(self) -> str:
+        lines = [f"{'class':<22} {'tp':>7} {'fp':>5} {'fn':>5} {'precision':>9} {'recall':>7}"]
+        for cls in SCORED:
+            lines.append(
+                f"{cls:<22} {self.tp[cls]:>7} {self.fp[cls]:>5} {self.fn[cls]:>5}"
+                f" {self.precision(cls):>9.4f} {self.recall(cls):>7.4f}"
+            )
+        lines.append(
+            f"cuts {self.cuts}, injected faults {self.injected},"
+            f" truth events outside the test region {self.outside_region}"
+        )
+        return "\n".join(lines)
+
+    @property
+    def perfect(self) -> bool:
+        return not (sum(self.fp.values()) or sum(self.fn.values()))
+
+
+DRIVE = """
+[[drive]]
+channel = {channel}
+model = "SIM {profile}"
+serial = "SC{channel:04d}"
+profile = "{profile}"
+"""
+
+
+def campaign_text(profiles: list[str], cycles: int, seed: int = 7, flush_every: int = 2) -> str:
+    """A small region scanned in full at every cut, so every injected fault is observable."""
+    drives = "".join(DRIVE.format(channel=i, profile=p) for i, p in enumerate(profiles))
+    return f"""
+[campaign]
+name = "scoring"
+cycles = {cycles}
+seed = {seed}
+region_mib = 2
+[station]
+kind = "simulated"
+[workload]
+workers = 4
+write_blocks = [1, 2, 4, 8]
+flush_every = {flush_every}
+[cut]
+delay_ms = [0.3, 6]
+off_ms = 0
+sample_blocks = 0
+full_scan_every = 1
+read_timeout_s = 5
+{drives}"""
+
+
+def run(path: Path, text: str) -> tuple[list[DriveSummary], list[VirtualDrive], Store]:
+    campaign = config.parse(text)
+    station, drives = sim_station.build(campaign)
+    store = Store(str(path))
+    summaries = run_campaign(campaign, station, store, progress=lambda line: None)
+    return summaries, drives, store
+
+
+def _ledger(blob: bytes) -> CycleLog:
+    with np.load(io.BytesIO(blob)) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    log = CycleLog()
+    gens = arrays["generations"]
+    for i in range(len(arrays["worker"])):
+        offset, count = int(arrays["gen_offset"][i]), int(arrays["nblocks"][i])
+        log.add_write(
+            int(arrays["worker"][i]),
+            int(arrays["op_seq"][i]),
+            int(arrays["first_lba"][i]),
+            gens[offset : offset + count],
+            int(arrays["issue_ns"][i]),
+            int(arrays["complete_ns"][i]),
+            int(arrays["status"][i]),
+            bool(arrays["fua"][i]),
+        )
+    for i in range(len(arrays["flush_worker"])):
+        log.add_flush(
+            int(arrays["flush_worker"][i]),
+            int(arrays["flush_issue_ns"][i]),
+            int(arrays["flush_complete_ns"][i]),
+            int(arrays["flush_status"][i]),
+        )
+    return log
+
+
+def score_drive(store: Store, channel: int, drive: VirtualDrive) -> Score:
+    score = Score()
+    (drv,) = store.query(
+        "SELECT d.id, d.region_first_lba, d.region_blocks FROM drive d WHERE d.channel = ?",
+        (channel,),
+    )
+    first, count = drv["region_first_lba"], drv["region_blocks"]
+    cycles = store.query(
+        "SELECT c.id, c.seq, c.status, c.cut_ns, c.cut_error_ns, c.unserializable_writes,"
+        " l.writes FROM cycle c JOIN ledger l ON l.cycle_id = c.id WHERE c.drive_id = ?"
+        " ORDER BY c.seq",
+        (drv["id"],),
+    )
+    assert all(c["status"] == "ok" for c in cycles), "scoring needs cycles without rig errors"
+    assert len(cycles) == drive.core.cuts, "one cut per cycle"
+    by_cut: dict[int, list[fc.TruthEvent]] = {}
+    for event in drive.core.truth:
+        by_cut.setdefault(event.cut, []).append(event)
+    for cycle in cycles:
+        events = by_cut.get(cycle["seq"], [])
+        expected, unserializable = _expected(cycle, events, drive, (first, count), score)
+        observed = _observed(store, cycle["id"])
+        for lba in set(expected) | set(observed):
+            want, got = expected.get(lba), observed.get(lba)
+            if want == got:
+                if want is not None:
+                    score.tp[want] += 1
+                continue
+            if want is not None:
+                score.fn[want] += 1
+            if got is not None:
+                score.fp[got] += 1
+            if len(score.examples) < 20:
+                score.examples.append(
+                    f"{drive.profile.name} cycle {cycle['seq']} lba {lba}: want {want}, got {got};"
+                    f" truth {[e for e in events if e.lba == lba]}"
+                )
+        got_count = cycle["unserializable_writes"]
+        if unserializable and got_count == unserializable:
+            score.tp[verify.UNSERIALIZABLE] += 1
+        elif unserializable or got_count:
+            score.examples.append(
+                f"{drive.profile.name} cycle {cycle['seq']}: {unserializable} unserializable"
+                f" writes expected, {got_count} found"
+            )
+            score.fn[verify.UNSERIALIZABLE] += bool(unserializable)
+            score.fp[verify.UNSERIALIZABLE] += bool(got_count)
+        score.injected += len(expected) + unserializable
+        score.cuts += 1
+    return score
+
+
+def _expected(
+    row: sqlite3.Row,
+    events: list[fc.TruthEvent],
+    drive: VirtualDrive,
+    region: tuple[int, int],
+    score: Score,
+) -> tuple[dict[int, str], int]:
+    """The failure class the checker must report per block of this cut, and how many durable
+    writes must count as unserializable."""
+    seq = row["seq"]
+    log = _ledger(row["writes"])
+    durability = log.durability(row["cut_ns"], row["cut_error_ns"])
+    nblocks = log.column("nblocks")
+    write = np.repeat(np.arange(len(nblocks)), nblocks)
+    lbas = np.repeat(log.column("first_lba"), nblocks) + (
+        np.arange(int(nblocks.sum())) - np.repeat(log.column("gen_offset"), nblocks)
+    )
+    gens = log.generations().astype(np.int64)
+    durable = durability.durable[write]
+    touched = set(lbas.tolist())
+    top_durable: dict[int, int] = {}
+    for lba, gen in zip(lbas[durable].tolist(), gens[durable].tolist(), strict=True):
+        top_durable[lba] = max(gen, top_durable.get(lba, 0))
+
+    expected: dict[int, str] = {}
+    first, count = region
+    for event in events:
+        if not first <= event.lba < first + count:
+            score.outside_region += 1
+            continue
+        cls: str | None
+        if event.kind in _DROPS:
+            lost = top_durable.get(event.lba, -2) > event.detail["tag"]
+            cls = verify.LOST_DURABLE if lost else None
+        elif event.kind in _DAMAGE:
+            cls = verify.CORRUPTION if event.lba in touched else verify.COLLATERAL
+        else:
+            cls = _BY_KIND.get(event.kind)
+        if cls is not None:
+            expected[event.lba] = cls
+
+    persisted = drive.core.persisted.get(seq, {})
+    lost_writes = np.zeros(len(nblocks), dtype=bool)
+    survived = np.zeros(len(nblocks), dtype=bool)
+    for i, (lba, gen) in enumerate(zip(lbas.tolist(), gens.tolist(), strict=True)):
+        holds = persisted.get(lba, -3)
+        if durable[i] and expected.get(lba) == verify.LOST_DURABLE and holds < gen:
+            lost_writes[write[i]] = True
+        if lba not in expected and holds == gen:
+            survived[write[i]] = True
+    unserializable = 0
+    if lost_writes.any() and survived.any():
+        latest = log.column("issue_ns")[survived].max()
+        unserializable = int((lost_writes & (log.column("complete_ns") < latest)).sum())
+    return expected, unserializable
+
+
+def _observed(store: Store, cycle_id: int) -> dict[int, str]:
+    rows = store.query(
+        "SELECT class, lba_first, lba_count FROM finding WHERE cycle_id = ? AND failure = 1"
+        " AND class NOT IN (?, ?)",
+        (cycle_id, verify.UNSERIALIZABLE, verify.DEAD),
+    )
+    observed: dict[int, str] = {}
+    for row in rows:
+        for lba in range(row["lba_first"], row["lba_first"] + row["lba_count"]):
+            assert lba not in observed, f"block {lba} classed twice in cycle {cycle_id}"
+            observed[lba] = row["class"]
+    return observed
+
+
+def score_campaign(store: Store, drives: list[VirtualDrive]) -> Score:
+    total = Score()
+    for channel, drive in enumerate(drives):
+        total.add(score_drive(store, channel, drive))
+    return total
