@@ -224,8 +224,9 @@ def check(
     obs_worker = np.where(ours[:, 0], sec.worker[:, 0], NO_OP)
     unknown = committed == int(UNKNOWN)
     judged = readable & ~(unknown & ~has_durable)
-    # A block whose old content is unknown (an earlier finding) is still judged for a tear of
-    # this cycle's write: some sectors carry one of its generations and others do not.
+    # A block whose old content is unknown (an earlier finding) is still judged for damage to
+    # this cycle's write (torn, corrupt, misplaced) once some sector carries one of its
+    # generations.
     sector_keys = checked[:, None] << 32 | sector_gen
     carries_new = np.isin(sector_keys, cyc.keys) & ours & (sec.lba == checked[:, None])
     rejudged = readable & unknown & ~has_durable & carries_new.any(axis=1)
@@ -235,10 +236,12 @@ def check(
     old_damage = unknown & has_durable & ~carries_new.any(axis=1) & (corrupt | misplaced | mixed)
     klass[readable & old_damage] = LOST_DURABLE
     judged &= ~old_damage
-    klass[judged & corrupt & touched] = CORRUPTION
+    # (an unknown block that this cycle's write reached is judged for damage to that write)
+    damage_judged = judged | rejudged
+    klass[damage_judged & corrupt & touched] = CORRUPTION
     klass[judged & corrupt & ~touched] = COLLATERAL
-    klass[judged & ~corrupt & misplaced] = FLYING
-    shorn = (judged | rejudged) & ~corrupt & ~misplaced & mixed
+    klass[damage_judged & ~corrupt & misplaced] = FLYING
+    shorn = damage_judged & ~corrupt & ~misplaced & mixed
     klass[shorn] = SHORN
 
     whole = judged & ~corrupt & ~misplaced & ~mixed

@@ -21,6 +21,16 @@ def _udevd_pids() -> set[int]:
     return {int(pid) for pid in found.stdout.split()}
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Long targets (`@pytest.mark.slow`) run only when asked for with `-m slow`."""
+    if "slow" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="long target: run with -m slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def udevd() -> Iterator[None]:
     """Real udev events need udevd; start one for the session if the machine has none."""

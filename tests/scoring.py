@@ -58,6 +58,7 @@ class Score:
     fn: Counter[str] = field(default_factory=Counter)
     injected: int = 0
     outside_region: int = 0
+    outside_scope: int = 0
     cuts: int = 0
     examples: list[str] = field(default_factory=list)
 
@@ -67,6 +68,7 @@ class Score:
         self.fn.update(other.fn)
         self.injected += other.injected
         self.outside_region += other.outside_region
+        self.outside_scope += other.outside_scope
         self.cuts += other.cuts
         self.examples.extend(other.examples[:20])
 
@@ -105,8 +107,15 @@ profile = "{profile}"
 """
 
 
-def campaign_text(profiles: list[str], cycles: int, seed: int = 7, flush_every: int = 2) -> str:
-    """A small region scanned in full at every cut, so every injected fault is observable."""
+def campaign_text(
+    profiles: list[str],
+    cycles: int,
+    seed: int = 7,
+    flush_every: int = 2,
+    full_scan_every: int = 1,
+) -> str:
+    """A small region scanned in full at every cut (by default), so every injected fault is
+    observable; `full_scan_every = 0` checks only the blocks at risk."""
     drives = "".join(DRIVE.format(channel=i, profile=p) for i, p in enumerate(profiles))
     return f"""
 [campaign]
@@ -124,7 +133,7 @@ flush_every = {flush_every}
 delay_ms = [0.3, 6]
 off_ms = 0
 sample_blocks = 0
-full_scan_every = 1
+full_scan_every = {full_scan_every}
 read_timeout_s = 5
 {drives}"""
 
@@ -164,7 +173,11 @@ def _ledger(blob: bytes) -> CycleLog:
     return log
 
 
-def score_drive(store: Store, channel: int, drive: VirtualDrive) -> Score:
+def score_drive(
+    store: Store, channel: int, drive: VirtualDrive, at_risk_only: bool = False
+) -> Score:
+    """With `at_risk_only`, only blocks written in this cycle or the one before are scored (the
+    checker's scope without full scans); faults elsewhere count as `outside_scope`."""
     score = Score()
     (drv,) = store.query(
         "SELECT d.id, d.region_first_lba, d.region_blocks FROM drive d WHERE d.channel = ?",
@@ -182,10 +195,16 @@ def score_drive(store: Store, channel: int, drive: VirtualDrive) -> Score:
     by_cut: dict[int, list[fc.TruthEvent]] = {}
     for event in drive.core.truth:
         by_cut.setdefault(event.cut, []).append(event)
+    previous: set[int] = set()
     for cycle in cycles:
         events = by_cut.get(cycle["seq"], [])
-        expected, unserializable = _expected(cycle, events, drive, (first, count), score)
+        expected, unserializable, touched = _expected(cycle, events, drive, (first, count), score)
         observed = _observed(store, cycle["id"])
+        if at_risk_only:
+            scope = touched | previous
+            score.outside_scope += sum(lba not in scope for lba in expected)
+            expected = {lba: cls for lba, cls in expected.items() if lba in scope}
+        previous = touched
         for lba in set(expected) | set(observed):
             want, got = expected.get(lba), observed.get(lba)
             if want == got:
@@ -222,7 +241,7 @@ def _expected(
     drive: VirtualDrive,
     region: tuple[int, int],
     score: Score,
-) -> tuple[dict[int, str], int]:
+) -> tuple[dict[int, str], int, set[int]]:
     """The failure class the checker must report per block of this cut, and how many durable
     writes must count as unserializable."""
     seq = row["seq"]
@@ -270,7 +289,7 @@ def _expected(
     if lost_writes.any() and survived.any():
         latest = log.column("issue_ns")[survived].max()
         unserializable = int((lost_writes & (log.column("complete_ns") < latest)).sum())
-    return expected, unserializable
+    return expected, unserializable, touched
 
 
 def _observed(store: Store, cycle_id: int) -> dict[int, str]:
@@ -287,8 +306,8 @@ def _observed(store: Store, cycle_id: int) -> dict[int, str]:
     return observed
 
 
-def score_campaign(store: Store, drives: list[VirtualDrive]) -> Score:
+def score_campaign(store: Store, drives: list[VirtualDrive], at_risk_only: bool = False) -> Score:
     total = Score()
     for channel, drive in enumerate(drives):
-        total.add(score_drive(store, channel, drive))
+        total.add(score_drive(store, channel, drive, at_risk_only))
     return total

@@ -1,0 +1,81 @@
+"""The checker scored against the simulated drive's ground truth: precision and recall of 1.0 per
+class (docs/checker.md, "Scoring"). CI runs a sample; `-m slow` runs the long targets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rig import verify
+from tests import scoring
+
+# each fault profile, and the failure classes its faults must produce
+FAULT_PROFILES = {
+    "lying-flush": {verify.LOST_DURABLE},
+    "torn": {verify.SHORN},
+    "misdirecting": {verify.FLYING},
+    "reorderer": {verify.LOST_DURABLE, verify.UNSERIALIZABLE},
+    "paired-page": {verify.COLLATERAL},
+    "bit-rot": {verify.CORRUPTION, verify.COLLATERAL},
+    "fragile-ftl": {verify.COLLATERAL, verify.READ_ERROR},
+    "bad-range": {verify.READ_ERROR},
+    "everything": {verify.LOST_DURABLE, verify.UNSERIALIZABLE, verify.SHORN, verify.FLYING},
+}
+HONEST_PROFILES = ["honest", "plp", "write-through"]
+
+
+def score(tmp_path: Path, profiles: list[str], cycles: int, **options: int) -> scoring.Score:
+    text = scoring.campaign_text(profiles, cycles, **options)
+    summaries, drives, store = scoring.run(tmp_path / "score.sqlite", text)
+    assert all(s.errors == 0 and s.cycles == cycles for s in summaries)
+    result = scoring.score_campaign(
+        store, drives, at_risk_only=not options.get("full_scan_every", 1)
+    )
+    print(result.table())
+    return result
+
+
+@pytest.mark.parametrize("profile", sorted(FAULT_PROFILES))
+def test_each_fault_profile_is_found_exactly(tmp_path: Path, profile: str) -> None:
+    result = score(tmp_path, [profile], 25)
+    assert result.perfect, "\n".join(result.examples)
+    for cls in FAULT_PROFILES[profile]:
+        assert result.tp[cls] > 0, f"{profile} produced no {cls}: the sample proves nothing"
+
+
+def test_honest_drives_sample_has_no_failure(tmp_path: Path) -> None:
+    result = score(tmp_path, HONEST_PROFILES, 60)
+    assert result.perfect and result.injected == 0, "\n".join(result.examples)
+    assert sum(result.fp.values()) == 0
+
+
+def test_faults_on_blocks_at_risk_are_found_without_full_scans(tmp_path: Path) -> None:
+    """The cheap per-cut scope (this and the previous cycle's writes) finds every fault the
+    drive injected into those blocks."""
+    result = score(tmp_path, ["lying-flush", "torn", "reorderer"], 25, full_scan_every=0)
+    assert result.perfect, "\n".join(result.examples)
+    assert result.tp[verify.LOST_DURABLE] and result.tp[verify.SHORN]
+
+
+@pytest.mark.slow
+def test_long_scoring_over_ten_thousand_faults(tmp_path: Path) -> None:
+    total = scoring.Score()
+    for round_seed in (11, 12):
+        text = scoring.campaign_text(sorted(FAULT_PROFILES), 150, seed=round_seed)
+        summaries, drives, store = scoring.run(tmp_path / f"long{round_seed}.sqlite", text)
+        assert all(s.errors == 0 for s in summaries)
+        total.add(scoring.score_campaign(store, drives))
+        store.close()
+    print(total.table())
+    assert total.perfect, "\n".join(total.examples)
+    assert total.injected >= 10_000
+    for cls in scoring.SCORED:
+        assert total.tp[cls] >= 50, f"only {total.tp[cls]} {cls} in the long target"
+
+
+@pytest.mark.slow
+def test_two_thousand_honest_cuts_without_a_failure(tmp_path: Path) -> None:
+    result = score(tmp_path, HONEST_PROFILES * 2, 340)
+    assert result.cuts >= 2000
+    assert result.perfect and result.injected == 0, "\n".join(result.examples)
