@@ -43,9 +43,13 @@ CASES = {  # name: (fio rw, block size, rig workload)
     "128k-seq-qd32": (
         "write",
         131072,
-        Workload(workers=32, write_blocks=(32,), sequential=True, flush_every=0),
+        Workload(workers=32, write_blocks=(32,), sequential=True, layout="stream", flush_every=0),
     ),
-    "4k-rand-qd32": ("randwrite", 4096, Workload(workers=32, write_blocks=(1,), flush_every=0)),
+    "4k-rand-qd32": (
+        "randwrite",
+        4096,
+        Workload(workers=32, write_blocks=(1,), layout="stream", flush_every=0),
+    ),
 }
 
 

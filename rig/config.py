@@ -13,7 +13,7 @@ from typing import Any
 from rig.cuts import STRATEGIES
 from rig.errors import UserError
 from rig.identity import DriveIdentity
-from rig.workload import ENGINES, LBA_SKEWS, SIZE_MIXES, Workload
+from rig.workload import ENGINES, LAYOUTS, LBA_SKEWS, SIZE_MIXES, Workload
 
 STATION_KINDS = ("simulated", "relay-board", "manual")
 
@@ -166,6 +166,7 @@ def parse(text: str, where: str = "campaign") -> Campaign:
         flush_every_ms=float(load_t.number("flush_every_ms", 0.0, 0, 3_600_000)),
         durable_writes=load_t.get("durable_writes", bool, False),
         sequential=load_t.get("sequential", bool, False),
+        layout=_choice(load_t, "layout", LAYOUTS),
         engine=_choice(load_t, "engine", ENGINES),
     )
     load_t.done()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -53,6 +54,7 @@ JESD219_SKEW: tuple[tuple[float, float], ...] = ((0.05, 0.50), (0.15, 0.30), (0.
 SIZE_MIXES = ("uniform", "jesd219")
 LBA_SKEWS = ("uniform", "jesd219")
 ENGINES = ("auto", "native", "threads")
+LAYOUTS = ("stripes", "stream")
 
 WRITE, FLUSH = 0, 1
 
@@ -67,6 +69,7 @@ class Workload:
     flush_every_ms: float = 0.0  # also a flush every T ms across all slots; 0 = off
     durable_writes: bool = False  # every write RWF_DSYNC / FUA
     sequential: bool = False  # each slot writes its stripe in order instead of randomly
+    layout: str = "stripes"  # or "stream": all slots share one address stream (as fio's QD)
     engine: str = "auto"  # native when the target has a file descriptor, else threads
 
 
@@ -289,7 +292,21 @@ class Writer:
         self.live = Live()
 
     def _planners(self) -> list[SlotPlanner]:
+        """One planner per slot and stripe, or one for the whole region (stream layout)."""
         state, load = self.context.state, self.workload
+        if load.layout == "stream":
+            planner = SlotPlanner(
+                load,
+                0,
+                state.first_lba,
+                state.nblocks,
+                state,
+                self._state_lock,
+                self._op_seq_base,
+                self.context.target.block_size,
+                self._seed * 1000,
+            )
+            return [planner]
         stripe = state.nblocks // load.workers
         return [
             SlotPlanner(
@@ -319,12 +336,13 @@ class Writer:
             )
         else:
             timer = _TimerFlush(self.workload.flush_every_ms)
-            for planner in planners:
+            stream = _Stream(planners[0]) if self.workload.layout == "stream" else None
+            for slot in range(self.workload.workers):
                 self._threads.append(
                     threading.Thread(
                         target=self._run_slot,
-                        args=(planner, timer),
-                        name=f"writer-{planner.slot}",
+                        args=(slot, planners[0] if stream else planners[slot], stream, timer),
+                        name=f"writer-{slot}",
                     )
                 )
         for thread in self._threads:
@@ -344,7 +362,6 @@ class Writer:
         assert isinstance(ctx.target, DescriptorTarget)
         block = ctx.target.block_size
         slot_bytes = int(max(p.sizes.max() for p in planners)) * block
-        buffers = media.aligned_buffer(slot_bytes * len(planners))
         stop_flag = ctypes.c_int(0)
         done = threading.Event()
 
@@ -355,14 +372,19 @@ class Writer:
                     return
 
         threading.Thread(target=relay_stop, name="writer-stop", daemon=True).start()
-        aio = AioContext(len(planners) + 1)
+        slots = load.workers
+        shared = load.layout == "stream"
+        buffers = media.aligned_buffer(slot_bytes * slots)
+        aio = AioContext(slots + 1)
         leaked = False
         alive = list(planners)
         per_slot = 4
         timers = 16 + int(4000 * self.BATCH_SECONDS / (load.flush_every_ms or 1000))
         try:
             while alive and not ctx.stop.is_set():
-                plans = [p.next(per_slot) for p in alive]
+                plans = [p.next(per_slot * (slots if shared else 1)) for p in alive]
+                ids = np.arange(slots) if shared else np.array([p.slot for p in alive])
+                workers = ids.astype(np.uint16)
                 lengths = np.array([len(p) for p in plans], dtype=np.int64)
                 gen_base = np.cumsum([0] + [len(p.gens) for p in plans[:-1]])
                 offsets = [p.gen_offset + b for p, b in zip(plans, gen_base, strict=True)]
@@ -370,6 +392,8 @@ class Writer:
                 result = engine_run(
                     aio,
                     ctx.target.fileno(),
+                    slots if shared else len(alive),
+                    shared,
                     block,
                     ctx.campaign,
                     load.durable_writes,
@@ -384,12 +408,13 @@ class Writer:
                     np.concatenate(offsets),
                     np.concatenate([p.gens for p in plans]),
                     np.concatenate([p.op_seq for p in plans]),
+                    workers,
                     stop_flag,
                     timers,
                     self.live.words,
                 )
                 elapsed = time.monotonic() - started
-                failed = self._log_native(alive, plans, result)
+                failed = self._log_native(alive, plans, workers, result)
                 if result.stuck:  # the kernel may still use the buffers and the context
                     _STUCK.append(buffers)
                     leaked = True
@@ -403,14 +428,19 @@ class Writer:
                 aio.close()
 
     def _log_native(
-        self, slots: list[SlotPlanner], plans: list[Plan], result: EngineResult
+        self,
+        planners: list[SlotPlanner],
+        plans: list[Plan],
+        workers: npt.NDArray[np.uint16],
+        result: EngineResult,
     ) -> list[bool]:
-        """Log what the engine submitted; which slots failed."""
+        """Log what the engine submitted; which planners' slots failed."""
         log, fua = self.context.log, self.workload.durable_writes
         failed = []
         start = 0
-        for planner, plan in zip(slots, plans, strict=True):
+        for planner, plan in zip(planners, plans, strict=True):
             end = start + len(plan)
+            slot_of = workers[result.slot_of[start:end].astype(np.int64)].astype(np.int64)
             issue = result.issue_ns[start:end]
             complete = result.complete_ns[start:end]
             status = result.status[start:end].astype(np.int64)
@@ -426,7 +456,7 @@ class Writer:
                     np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
                 )
                 log.add_writes(
-                    np.full(len(idx), planner.slot, dtype=np.int64),
+                    slot_of[idx],
                     plan.op_seq[idx].astype(np.int64),
                     plan.lba[idx],
                     plan.gens[gen_idx],
@@ -439,7 +469,7 @@ class Writer:
             if flushes.any():
                 idx = np.flatnonzero(flushes)
                 log.add_flushes(
-                    np.full(len(idx), planner.slot, dtype=np.int64),
+                    slot_of[idx],
                     issue[idx],
                     complete[idx],
                     status[idx],
@@ -456,55 +486,44 @@ class Writer:
         return failed
 
     # threads engine -----------------------------------------------------------------------------
-    def _run_slot(self, planner: SlotPlanner, timer: _TimerFlush) -> None:
-        ctx, load = self.context, self.workload
-        block = ctx.target.block_size
-        flags = media.FLAG_FUA if load.durable_writes else 0
-        while not ctx.stop.is_set():
-            plan = planner.next(8)
-            for e in range(len(plan)):
-                if ctx.stop.is_set():
-                    return
-                if timer.due() and not self._flush(planner.slot, TIMER_WORKER, timer):
-                    return
-                if plan.kind[e] == FLUSH:
-                    if not self._flush(planner.slot, planner.slot, None):
-                        return
-                    continue
-                lba, count = int(plan.lba[e]), int(plan.nblocks[e])
-                gens = plan.gens[plan.gen_offset[e] : plan.gen_offset[e] + count]
-                issue_ns = time.monotonic_ns()
-                record = media.WriteRecord(
-                    ctx.campaign,
-                    lba,
-                    gens.astype(np.uint64),
-                    planner.slot,
-                    int(plan.op_seq[e]),
-                    issue_ns,
-                    flags,
-                )
-                data = media.build(record, block)
-                status = 0
-                try:
-                    ctx.target.write(lba, data, durable=load.durable_writes)
-                    complete_ns = time.monotonic_ns()
-                    self.live.acked(complete_ns)
-                except OSError as error:
-                    complete_ns, status = NOT_DONE, error.errno or 5
-                ctx.log.add_write(
-                    planner.slot,
-                    int(plan.op_seq[e]),
-                    lba,
-                    gens,
-                    issue_ns,
-                    complete_ns,
-                    status,
-                    load.durable_writes,
-                )
-                if status:
-                    return
+    def _run_slot(
+        self, slot: int, planner: SlotPlanner, stream: _Stream | None, timer: _TimerFlush
+    ) -> None:
+        stop = self.context.stop
+        entries = stream.entries(slot, stop) if stream else _own_entries(planner, stop)
+        for plan, e in entries:
+            if timer.due() and not self._flush(TIMER_WORKER, timer):
+                break
+            ok = self._flush(slot, None) if plan.kind[e] == FLUSH else self._write(slot, plan, e)
+            if stream is not None:
+                stream.done(slot, ok)
+            if not ok:
+                break
 
-    def _flush(self, slot: int, worker: int, timer: _TimerFlush | None) -> bool:
+    def _write(self, slot: int, plan: Plan, e: int) -> bool:
+        ctx, load = self.context, self.workload
+        lba, count = int(plan.lba[e]), int(plan.nblocks[e])
+        gens = plan.gens[plan.gen_offset[e] : plan.gen_offset[e] + count]
+        issue_ns = time.monotonic_ns()
+        flags = media.FLAG_FUA if load.durable_writes else 0
+        op_seq = int(plan.op_seq[e])
+        record = media.WriteRecord(
+            ctx.campaign, lba, gens.astype(np.uint64), slot, op_seq, issue_ns, flags
+        )
+        data = media.build(record, ctx.target.block_size)
+        status = 0
+        try:
+            ctx.target.write(lba, data, durable=load.durable_writes)
+            complete_ns = time.monotonic_ns()
+            self.live.acked(complete_ns)
+        except OSError as error:
+            complete_ns, status = NOT_DONE, error.errno or 5
+        ctx.log.add_write(
+            slot, op_seq, lba, gens, issue_ns, complete_ns, status, load.durable_writes
+        )
+        return status == 0
+
+    def _flush(self, worker: int, timer: _TimerFlush | None) -> bool:
         ctx = self.context
         self.live.flush_started()
         issue_ns = time.monotonic_ns()
@@ -525,6 +544,55 @@ class Writer:
 TIMER_WORKER = 0xFFFF  # the worker id of flushes issued by the every-T-ms cadence
 NOT_SUBMITTED = -2  # issue time of a planned entry the engine never submitted
 _STUCK: list[npt.NDArray[np.uint8]] = []  # buffers of requests that never came back
+
+
+def _own_entries(planner: SlotPlanner, stop: threading.Event) -> Iterator[tuple[Plan, int]]:
+    """A slot's own entries in order (stripes layout)."""
+    while True:
+        plan = planner.next(8)
+        for e in range(len(plan)):
+            if stop.is_set():
+                return
+            yield plan, e
+
+
+class _Stream:
+    """One address stream shared by the slots of the threads engine (stream layout): entries
+    are taken in order, and one that would overlap a write in flight waits for it."""
+
+    def __init__(self, planner: SlotPlanner) -> None:
+        self.planner = planner
+        self.cond = threading.Condition()
+        self.plan: Plan | None = None
+        self.pos = 0
+        self.busy: dict[int, tuple[int, int]] = {}  # slot -> LBA range of its write in flight
+        self.failed = False
+
+    def entries(self, slot: int, stop: threading.Event) -> Iterator[tuple[Plan, int]]:
+        while True:
+            with self.cond:
+                while True:
+                    if stop.is_set() or self.failed:
+                        return
+                    if self.plan is None or self.pos >= len(self.plan):
+                        self.plan, self.pos = self.planner.next(64), 0
+                    plan, e = self.plan, self.pos
+                    low, high = int(plan.lba[e]), int(plan.lba[e]) + int(plan.nblocks[e])
+                    if plan.kind[e] == FLUSH or not any(
+                        a < high and low < b for a, b in self.busy.values()
+                    ):
+                        break
+                    self.cond.wait(0.05)
+                self.pos += 1
+                if plan.kind[e] == WRITE:
+                    self.busy[slot] = (low, high)
+            yield plan, e
+
+    def done(self, slot: int, ok: bool) -> None:
+        with self.cond:
+            self.busy.pop(slot, None)
+            self.failed = self.failed or not ok  # a stream stops at its first error
+            self.cond.notify_all()
 
 
 class _TimerFlush:

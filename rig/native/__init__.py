@@ -43,8 +43,8 @@ def lib() -> ctypes.CDLL:
     handle.pfr_aio_setup.restype = _int
     handle.pfr_aio_destroy.argtypes = [_u64]
     handle.pfr_aio_destroy.restype = None
-    engine_args: list[Any] = [_u64, _int, _u32, _u32, _u64, _int, _i64, _i64, _p, _u64]
-    engine_args += [_p] * 7  # slot_start, kind, lba, nblocks, gen_offset, gens, op_seq
+    engine_args: list[Any] = [_u64, _int, _u32, _int, _u32, _u64, _int, _i64, _i64, _p, _u64]
+    engine_args += [_p] * 9  # slot_start kind lba nblocks gen_offset gens op_seq worker slot_of
     engine_args += [_p] * 6  # issue, complete, status, timer issue, complete, status
     engine_args += [_u64, _p, _p, _p]  # timer capacity, timer count, stop flag, live signals
     handle.pfr_engine_run.argtypes = engine_args
@@ -58,6 +58,7 @@ class EngineResult:
     plus the engine's timed flushes. `stuck`: requests were still in flight at the drain
     timeout (they are marked ETIMEDOUT; their buffers must never be reused)."""
 
+    slot_of: npt.NDArray[np.int16]
     issue_ns: npt.NDArray[np.int64]
     complete_ns: npt.NDArray[np.int64]
     status: npt.NDArray[np.int32]
@@ -86,6 +87,8 @@ class AioContext:
 def engine_run(
     aio: AioContext,
     fd: int,
+    nslots: int,
+    shared: bool,
     block_size: int,
     campaign: int,
     durable: bool,
@@ -100,17 +103,25 @@ def engine_run(
     gen_offset: npt.NDArray[np.int64],
     gens: npt.NDArray[np.uint32],
     op_seq: npt.NDArray[np.uint64],
+    worker: npt.NDArray[np.uint16],
     stop: ctypes.c_int,
     timer_capacity: int,
     live: ctypes.Array[ctypes.c_int64],
 ) -> EngineResult:
-    """One batch of the write engine (engine.c): slot s runs entries slot_start[s] .. [s+1]-1."""
-    nslots = len(slot_start) - 1
+    """One batch of the write engine (engine.c). Stripes: slot s runs entries slot_start[s] ..
+    slot_start[s+1]-1. Shared (stream layout): `nslots` slots take entries 0 .. slot_start[1]-1
+    in order. Slot s writes as `worker[s]`; `slot_of` in the result is the slot index."""
+    if len(slot_start) != (2 if shared else nslots + 1):
+        raise ValueError("slot_start does not match the layout")
     n = int(slot_start[-1])
     arrays = [np.ascontiguousarray(a) for a in (slot_start, kind, lba, nblocks, gen_offset)]
     arrays += [np.ascontiguousarray(gens, dtype=np.uint32), np.ascontiguousarray(op_seq)]
+    arrays += [np.ascontiguousarray(worker, dtype=np.uint16)]
+    if len(worker) != nslots:
+        raise ValueError("one worker id per slot")
     if len(buffers) < nslots * slot_bytes:
         raise ValueError("engine buffers too small")
+    slot_of = np.empty(n, dtype=np.int16)
     issue = np.empty(n, dtype=np.int64)
     complete = np.empty(n, dtype=np.int64)
     status = np.empty(n, dtype=np.int32)
@@ -122,6 +133,7 @@ def engine_run(
         aio.handle,
         fd,
         nslots,
+        int(shared),
         block_size,
         campaign,
         int(durable),
@@ -130,6 +142,7 @@ def engine_run(
         buffers.ctypes.data,
         slot_bytes,
         *[a.ctypes.data for a in arrays],
+        slot_of.ctypes.data,
         issue.ctypes.data,
         complete.ctypes.data,
         status.ctypes.data,
@@ -144,4 +157,6 @@ def engine_run(
     if rc < 0:
         raise OSError(-rc, f"write engine: {os.strerror(-rc)}")
     t = t_count.value
-    return EngineResult(issue, complete, status, t_issue[:t], t_complete[:t], t_status[:t], rc == 1)
+    return EngineResult(
+        slot_of, issue, complete, status, t_issue[:t], t_complete[:t], t_status[:t], rc == 1
+    )

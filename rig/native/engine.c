@@ -62,6 +62,15 @@ static inline void live_add(int64_t *live, int i, int64_t v)
     __atomic_add_fetch(&live[i], v, __ATOMIC_RELEASE);
 }
 
+static int overlaps(const int64_t *start, const int64_t *end, uint32_t n, int64_t lba,
+                    uint32_t count)
+{
+    for (uint32_t s = 0; s < n; s++)
+        if (start[s] < lba + (int64_t)count && lba < end[s])
+            return 1;
+    return 0;
+}
+
 #define SLOT_BITS 11 /* aio_data = entry << SLOT_BITS | slot */
 
 /* An AIO context for `depth` requests (kept across batches: io_destroy waits for an RCU grace
@@ -80,7 +89,12 @@ void pfr_aio_destroy(uint64_t ctx) { sys_io_destroy((aio_context_t)ctx); }
 /* Runs the plan until one slot has used up its entries, the stop flag is set, or every slot
  * failed; then waits for what is in flight (at most drain_timeout_ns after stopping).
  *
- * Plan (entries grouped by slot; slot s owns entries slot_start[s] .. slot_start[s+1]-1):
+ * Plan, stripes layout (shared = 0): entries grouped by slot; slot s runs entries
+ * slot_start[s] .. slot_start[s+1]-1 in order. Stream layout (shared = 1): one queue
+ * slot_start[0] .. slot_start[1]-1 taken in order by whichever slot is idle; a write that would
+ * overlap one in flight waits (with everything after it) until that one completes, so no two
+ * requests in flight ever overlap either way. slot_of[e] says which slot ran entry e; worker[s]
+ * is the worker id slot s writes into the headers (and the ledger's worker column).
  *   kind 0 = write of nblocks at lba with generations gens[gen_offset ..], 1 = flush (fdatasync).
  * Results per entry: issue_ns (-2 = never submitted), complete_ns (-1 = never completed),
  * status (0 ok, else errno). Timer flushes (every flush_every_ns, engine-wide) go to the t_*
@@ -90,11 +104,13 @@ void pfr_aio_destroy(uint64_t ctx) { sys_io_destroy((aio_context_t)ctx); }
  * Returns 0, or -EINVAL for a bad slot count, or 1 if requests were still in flight at the
  * drain timeout (their buffers and the context must then never be reused: the kernel may still
  * write from them). */
-int pfr_engine_run(uint64_t aio, int fd, uint32_t nslots, uint32_t block_size, uint64_t campaign, int durable,
+int pfr_engine_run(uint64_t aio, int fd, uint32_t nslots, int shared, uint32_t block_size,
+                   uint64_t campaign, int durable,
                    int64_t flush_every_ns, int64_t drain_timeout_ns, uint8_t *buffers,
                    uint64_t slot_bytes, const int64_t *slot_start, const uint8_t *kind,
                    const int64_t *lba, const uint32_t *nblocks, const int64_t *gen_offset,
-                   const uint32_t *gens, const uint64_t *op_seq, int64_t *issue_ns,
+                   const uint32_t *gens, const uint64_t *op_seq, const uint16_t *worker,
+                   int16_t *slot_of, int64_t *issue_ns,
                    int64_t *complete_ns, int32_t *status, int64_t *t_issue, int64_t *t_complete,
                    int32_t *t_status, uint64_t t_cap, uint64_t *t_count, volatile int *stop,
                    int64_t *live)
@@ -106,6 +122,9 @@ int pfr_engine_run(uint64_t aio, int fd, uint32_t nslots, uint32_t block_size, u
     static __thread struct iocb cbs[MAX_SLOTS + 1];
     static __thread int64_t current[MAX_SLOTS + 1]; /* entry in flight per slot, -1 = idle */
     static __thread int64_t next[MAX_SLOTS];
+    static __thread int64_t busy_lba[MAX_SLOTS], busy_end[MAX_SLOTS]; /* write in flight */
+    int64_t shared_next = slot_start[0];
+    const int64_t total = shared ? slot_start[1] : slot_start[nslots];
     struct io_event events[MAX_SLOTS + 1];
     const uint32_t per_block = block_size / PFR_SECTOR;
     const uint64_t flags = durable ? 1 : 0;
@@ -114,15 +133,18 @@ int pfr_engine_run(uint64_t aio, int fd, uint32_t nslots, uint32_t block_size, u
     int draining = 0;
     int64_t stopped_at = 0, last_timer = now_ns();
 
-    for (int64_t i = 0; i < slot_start[nslots]; i++) {
+    for (int64_t i = 0; i < total; i++) {
+        slot_of[i] = -1;
         issue_ns[i] = -2;
         complete_ns[i] = -1;
         status[i] = 0;
     }
     for (uint32_t s = 0; s <= nslots; s++)
         current[s] = -1;
-    for (uint32_t s = 0; s < nslots; s++)
-        next[s] = slot_start[s];
+    for (uint32_t s = 0; s < nslots; s++) {
+        next[s] = shared ? 0 : slot_start[s];
+        busy_lba[s] = busy_end[s] = 0;
+    }
 
     for (;;) {
         if (!draining && (*stop || failed == (long)nslots)) {
@@ -133,12 +155,26 @@ int pfr_engine_run(uint64_t aio, int fd, uint32_t nslots, uint32_t block_size, u
         for (uint32_t s = 0; s < nslots && !draining; s++) {
             if (current[s] != -1 || next[s] < 0)
                 continue;
-            if (next[s] >= slot_start[s + 1]) {
-                draining = 1; /* one slot ran dry: stop here so no slot runs far ahead */
-                stopped_at = now_ns();
-                break;
+            int64_t e;
+            if (shared) {
+                if (shared_next >= total) {
+                    draining = 1;
+                    stopped_at = now_ns();
+                    break;
+                }
+                e = shared_next;
+                if (kind[e] == 0 && overlaps(busy_lba, busy_end, nslots, lba[e], nblocks[e]))
+                    break; /* the stream waits for the write in its way */
+                shared_next++;
+            } else {
+                if (next[s] >= slot_start[s + 1]) {
+                    draining = 1; /* one slot ran dry: stop here so no slot runs far ahead */
+                    stopped_at = now_ns();
+                    break;
+                }
+                e = next[s]++;
             }
-            int64_t e = next[s]++;
+            slot_of[e] = (int16_t)s;
             struct iocb *cb = &cbs[s];
             memset(cb, 0, sizeof(*cb));
             cb->aio_data = ((uint64_t)e << SLOT_BITS) | s;
@@ -152,11 +188,11 @@ int pfr_engine_run(uint64_t aio, int fd, uint32_t nslots, uint32_t block_size, u
                 if (bytes > slot_bytes) {
                     status[e] = EINVAL;
                     next[s] = -1;
-                    failed++;
+                    failed = shared ? (long)nslots : failed + 1;
                     continue;
                 }
                 pfr_build32((uint64_t *)buf, per_block, nblocks[e], campaign, (uint64_t)lba[e],
-                            gens + gen_offset[e], s, op_seq[e], (uint64_t)t, flags);
+                            gens + gen_offset[e], worker[s], op_seq[e], (uint64_t)t, flags);
                 cb->aio_lio_opcode = IOCB_CMD_PWRITE;
                 cb->aio_buf = (uint64_t)(uintptr_t)buf;
                 cb->aio_nbytes = bytes;
@@ -167,13 +203,17 @@ int pfr_engine_run(uint64_t aio, int fd, uint32_t nslots, uint32_t block_size, u
             status[e] = submit_one(ctx, cb);
             if (status[e]) { /* refused at submission: the request never reached the drive */
                 next[s] = -1;
-                failed++;
+                failed = shared ? (long)nslots : failed + 1;
                 continue;
             }
             current[s] = e;
             inflight++;
-            if (kind[e] == 1)
+            if (kind[e] == 1) {
                 live_add(live, LIVE_FLUSHES_IN_FLIGHT, 1);
+            } else {
+                busy_lba[s] = lba[e];
+                busy_end[s] = lba[e] + nblocks[e];
+            }
         }
         if (!draining && flush_every_ns > 0 && current[nslots] == -1 &&
             now_ns() - last_timer >= flush_every_ns) {
@@ -232,11 +272,12 @@ int pfr_engine_run(uint64_t aio, int fd, uint32_t nslots, uint32_t block_size, u
             int64_t e = (int64_t)(events[k].data >> SLOT_BITS);
             uint32_t s = (uint32_t)(events[k].data & ((1u << SLOT_BITS) - 1));
             current[s] = -1;
+            busy_lba[s] = busy_end[s] = 0;
             uint64_t want = kind[e] == 1 ? 0 : (uint64_t)nblocks[e] * block_size;
             if (res < 0 || (kind[e] == 0 && (uint64_t)res != want)) {
                 status[e] = res < 0 ? (int32_t)-res : EIO; /* short write: an I/O error */
                 next[s] = -1;
-                failed++;
+                failed = shared ? (long)nslots : failed + 1; /* a stream stops at its first error */
             } else {
                 complete_ns[e] = t;
                 if (kind[e] == 0) {
