@@ -270,6 +270,7 @@ class ModelReport:
 
 @dataclass
 class Comparison:
+    outcome: str  # "any failure" or a failure class: cuts with it vs cuts without
     model_a: str
     model_b: str
     a: Proportion
@@ -316,27 +317,35 @@ def analyse(data: Dataset, confidence: float = 0.95) -> Report:
     )
 
 
+ANY_FAILURE = "any failure"
+
+
 def compare(models: Sequence[ModelReport], confidence: float) -> list[Comparison]:
-    """Every pair of models, Fisher's exact test on cuts with any failure, Holm-corrected."""
-    pairs = [
-        (a, b)
+    """Every pair of models, Fisher's exact test (two-sided) on cuts with vs without the outcome,
+    for any failure and for each failure class seen; Holm-corrected over all those tests."""
+    classes = _ordered_classes(s.cls for m in models for s in m.classes)
+
+    def outcome(m: ModelReport, name: str) -> Proportion:
+        if name == ANY_FAILURE:
+            return m.any_failure
+        found = next((s.cuts for s in m.classes if s.cls == name), None)
+        return found or Proportion(0, m.cuts, 0.0 if m.cuts else None, None, None, None)
+
+    tests = [
+        (name, a, b, outcome(a, name), outcome(b, name))
+        for name in (ANY_FAILURE, *classes)
         for i, a in enumerate(models)
         for b in models[i + 1 :]
-        if a.any_failure.trials and b.any_failure.trials
+        if a.cuts and b.cuts
     ]
     raw = [
-        stats.fisher_exact(
-            a.any_failure.failed,
-            a.any_failure.trials - a.any_failure.failed,
-            b.any_failure.failed,
-            b.any_failure.trials - b.any_failure.failed,
-        )
-        for a, b in pairs
+        stats.fisher_exact(pa.failed, pa.trials - pa.failed, pb.failed, pb.trials - pb.failed)
+        for _, _, _, pa, pb in tests
     ]
     adjusted = stats.holm(raw)
     return [
-        Comparison(a.model, b.model, a.any_failure, b.any_failure, p, q, q < 1.0 - confidence)
-        for (a, b), p, q in zip(pairs, raw, adjusted, strict=True)
+        Comparison(name, a.model, b.model, pa, pb, p, q, q < 1.0 - confidence)
+        for (name, a, b, pa, pb), p, q in zip(tests, raw, adjusted, strict=True)
     ]
 
 

@@ -191,9 +191,20 @@ def write_csvs(report: Report, data: dataset.Dataset, out: Path) -> list[Path]:
     )
     emit(
         "comparisons.csv",
-        ["model_a", "failing_a", "cuts_a", "model_b", "failing_b", "cuts_b", "fisher_p", "holm_p"],
+        [
+            "outcome",
+            "model_a",
+            "failing_a",
+            "cuts_a",
+            "model_b",
+            "failing_b",
+            "cuts_b",
+            "fisher_p",
+            "holm_p",
+        ],
         [
             [
+                c.outcome,
                 c.model_a,
                 c.a.failed,
                 c.a.trials,

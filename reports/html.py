@@ -533,6 +533,7 @@ def _comparisons(report: Report) -> str:
         return _absent("Only one model in these stores: no model-vs-model comparison.")
     rows = [
         [
+            esc(c.outcome),
             esc(c.model_a),
             f"{c.a.failed}/{c.a.trials}",
             esc(c.model_b),
@@ -545,6 +546,7 @@ def _comparisons(report: Report) -> str:
     ]
     return _table(
         [
+            "cuts with",
             "model A",
             "failing/cuts",
             "model B",
@@ -554,6 +556,9 @@ def _comparisons(report: Report) -> str:
             f"differ at {1 - report.confidence:.0%}",
         ],
         rows,
+    ) + (
+        "<p class=\"note\">Fisher's exact test on cuts with vs without the outcome; Holm's"
+        " correction over every test in this table.</p>"
     )
 
 
@@ -663,6 +668,12 @@ def _model_section(m: ModelReport, confidence: float) -> str:
         f" probability of failing within its cuts is below {_pct(dl.upper)} at {c}."
         f" {m.drives_dead} drive(s) died.</p>"
     )
+    if 0 < dl.failed < dl.trials:
+        drive_level += (
+            '<p class="note"><b>The drives of this model disagree</b> (some failed, some did'
+            " not): cuts are clustered by drive, so the pooled per-cut bound is optimistic for"
+            " the model; cite the drive-level figure and each drive's own bound.</p>"
+        )
     q = m.return_quantiles
     returns = (
         _table(
@@ -738,8 +749,8 @@ failing cut, each drive counted once) are shown beside it; when drives of one mo
 trust the drive-level figure.</li>
 <li>Survival: Kaplan-Meier over drives, time in cuts, a dead device is an event at the cut it died
 on, a drive still alive is censored at its cut count; band: Greenwood variance, log-log.</li>
-<li>Model vs model: Fisher's exact test (two-sided) on failing vs clean cuts, Holm-corrected over
-all pairs.</li>
+<li>Model vs model: Fisher's exact test (two-sided) on cuts with vs without the outcome (any
+failure, and each class), Holm-corrected over every test.</li>
 <li>Time since the last acknowledgement / flush: from each cut's stored write log, the last write
 completion and last flush completion before the cut edge on the host clock.</li></ul>"""
 

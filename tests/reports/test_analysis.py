@@ -61,8 +61,13 @@ def test_two_stations_merge_into_one_report(tmp_path: Path) -> None:
     assert x.any_failure.upper == pytest.approx(stats.clopper_pearson_upper(3, 16))
     assert x.drive_level.failed == 1 and x.drive_level.trials == 2
     assert [c.name for c in dataset.load([str(a), str(b)]).campaigns] == ["qual", "qual-b"]
-    (comparison,) = report.comparisons
-    assert comparison.p_value == pytest.approx(stats.fisher_exact(3, 13, 0, 5))
+    # model vs model: any failure and each class seen, Holm over all of them
+    tests = {c.outcome: c for c in report.comparisons}
+    assert set(tests) == {"any failure", "lost_durable_write", "shorn_write"}
+    assert tests["any failure"].p_value == pytest.approx(stats.fisher_exact(3, 13, 0, 5))
+    assert tests["shorn_write"].p_value == pytest.approx(stats.fisher_exact(1, 15, 0, 5))
+    raw = [c.p_value for c in report.comparisons]
+    assert [c.p_holm for c in report.comparisons] == pytest.approx(stats.holm(raw))
 
 
 def test_the_same_campaign_twice_is_refused(tmp_path: Path) -> None:

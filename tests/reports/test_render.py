@@ -84,7 +84,8 @@ def test_rig_report_merges_stores_into_html_json_and_csv(tmp_path: Path) -> None
     assert models["Model PLP"]["cuts"] == 55 and models["Model PLP"]["rig_errors"] == 1
     assert models["Model Liar"]["any_failure"]["failed"] == 15
     assert models["Model Liar"]["drives_dead"] == 1
-    assert len(body["comparisons"]) == 1
+    outcomes = [c["outcome"] for c in body["comparisons"]]
+    assert outcomes == ["any failure", "lost_durable_write", "shorn_write", "dead_device"]
     with open(out / "drives.csv", newline="") as handle:
         drives = {r["serial"]: r for r in csv.DictReader(handle)}
     assert set(drives) == {"P1", "P2", "L1", "L2"}
@@ -99,6 +100,8 @@ def test_rig_report_merges_stores_into_html_json_and_csv(tmp_path: Path) -> None
     for absent in ("no health snapshots", "no endurance intervals", "no rail-sense"):
         assert absent in page
     assert "Rail fall after the off edge" in page
+    # every drive of Model Liar failed and none of Model PLP: no model's drives disagree
+    assert "The drives of this model disagree" not in page
     # each model also has a page of its own, with its comparisons but no other model's section
     plp = (out / "model-Model-PLP.html").read_text()
     assert 'id="m-Model-PLP"' in plp and 'id="m-Model-Liar"' not in plp
@@ -190,3 +193,25 @@ def test_endurance_intervals_are_charted_when_a_store_has_them(tmp_path: Path) -
     assert 'aria-label="mb per s"' in page and 'aria-label="p99 us"' in page
     assert 'aria-label="note"' not in page  # text columns are not charted
     assert "no endurance intervals" in page  # Model Liar has none
+
+
+def test_bad_confidence_is_one_line(tmp_path: Path) -> None:
+    a, _ = _stores(tmp_path)
+    result = rig("report", str(a), "--confidence", "1.5", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "rig: error: --confidence 1.5: must lie in [0.5, 1)"
+
+
+def test_drives_that_disagree_are_pointed_out(tmp_path: Path) -> None:
+    from reports import analysis, dataset, html
+
+    db = build(
+        tmp_path / "d.sqlite",
+        [
+            DriveSpec("M", "GOOD", ["ok"] * 50, channel=0),
+            DriveSpec("M", "BAD", ["ok", "lost_durable_write"] * 25, channel=1),
+        ],
+    )
+    page = html.render(analysis.analyse(dataset.load([str(db)])))
+    assert "The drives of this model disagree" in page
+    assert "1 of 2 drives had a failing cut" in page
