@@ -129,14 +129,19 @@ class DriveRun:
         if node is None:
             raise UserError(f"drive {spec.identity.label()} not found on the bus")
         self.node = node
-        self.claims = ExitStack()  # released by close()
-        if station.claim is not None:
-            self.claims.enter_context(station.claim(node, campaign.name))
+        self.claims = ExitStack()  # the drive's claim and its open target; released by close()
         try:
+            if station.claim is not None:
+                self.claims.enter_context(station.claim(node, campaign.name))
             self.target = station.open_target(node, spec)
+            self.claims.callback(lambda: self.target.close())  # whichever target is current
+            self._prepare(node)
         except BaseException:
             self.claims.close()
             raise
+
+    def _prepare(self, node: DriveNode) -> None:
+        spec, campaign = self.spec, self.campaign
         block = self.target.block_size
         first = campaign.region_offset_mib * (1 << 20) // block
         count = min(campaign.region_mib * (1 << 20) // block, self.target.nblocks - first)
@@ -146,8 +151,14 @@ class DriveRun:
         # LBAs written in the last few cycles: still at risk (a drive may destage them late)
         self.recent: deque[np.ndarray] = deque(maxlen=campaign.cut.recent_cycles or None)
         ident = asdict(node.identity)
-        self.drive_id = store.add_drive(
-            campaign_id, spec.channel, ident, node.size_bytes, block, (first, count), spec.profile
+        self.drive_id = self.store.add_drive(
+            self.campaign_id,
+            spec.channel,
+            ident,
+            node.size_bytes,
+            block,
+            (first, count),
+            spec.profile,
         )
         self.tracker = self._start_health(node)
 
@@ -447,8 +458,7 @@ class DriveRun:
             self.close()
 
     def close(self) -> None:
-        self.target.close()
-        self.claims.close()
+        self.claims.close()  # closes the target, then releases the claim
 
     def _progress_line(self, c: Cycle) -> str:
         found = sum(1 for f in c.findings if f.failure)

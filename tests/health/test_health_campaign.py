@@ -166,3 +166,23 @@ def test_write_cache_is_set_and_recorded_every_cycle(tmp_path: Path) -> None:
 def test_bad_health_options_are_one_line_errors(text: str) -> None:
     with pytest.raises(UserError, match=r"\[health\]"):
         config.parse(TEXT.format(cycles=1, health=f"[health]\n{text}"))
+
+
+def test_a_refused_drive_releases_its_claim(tmp_path: Path) -> None:
+    from contextlib import AbstractContextManager
+
+    from rig import locks
+
+    campaign = config.parse(TEXT.format(cycles=1, health="[health]\nevery = 1"))
+    station, drives = sim_station.build(campaign)
+    lock_dir = str(tmp_path / "locks")
+
+    def claim(node: object, name: str) -> AbstractContextManager[object]:
+        return locks.claim(drives[0].identity, name, lock_dir)
+
+    station = dataclasses.replace(station, claim=claim)
+    store = Store(str(tmp_path / "h.sqlite"))
+    with pytest.raises(UserError, match="cannot read drive health"):
+        run_campaign(campaign, station, store, progress=lambda line: None)
+    with locks.claim(drives[0].identity, "next", lock_dir):  # free again
+        pass
