@@ -337,12 +337,9 @@ class DriveRun:
         return np.concatenate([self._sample_older_blocks(), *recent])
 
     def _sample_older_blocks(self) -> np.ndarray:
-        written = self.state.committed.nonzero()
-        size = min(self.campaign.cut.sample_blocks, len(written))
-        if size == 0:
-            return np.zeros(0, dtype=np.int64)
-        pick = np.random.default_rng(self.rng.randrange(1 << 30)).choice(written, size, False)
-        return (pick + self.state.first_lba).astype(np.int64)
+        rng = np.random.default_rng(self.rng.randrange(1 << 30))
+        pick = self.state.committed.sample_nonzero(self.campaign.cut.sample_blocks, rng)
+        return pick + self.state.first_lba  # O(sample), whatever the region's size
 
     PHASES = (
         "arm",

@@ -36,7 +36,7 @@ class ChunkedArray:
     drive in 4 KiB blocks, a 1 MiB directory and 64 KiB per 64 MiB of drive that was written.
     """
 
-    CHUNK_SHIFT = 14  # 16384 entries: 64 MiB of a drive in 4 KiB blocks, 64 KiB of state
+    CHUNK_SHIFT = 12  # 4096 entries: 16 MiB of a drive in 4 KiB blocks, 16 KiB of state
     CHUNK = 1 << CHUNK_SHIFT
 
     def __init__(self, n: int) -> None:
@@ -44,6 +44,7 @@ class ChunkedArray:
         nchunks = (n + self.CHUNK - 1) >> self.CHUNK_SHIFT
         self._directory = np.full(nchunks, -1, dtype=np.int32)  # chunk -> pool row, -1 = zeros
         self._pool = np.zeros((0, self.CHUNK), dtype=np.uint32)
+        self._count = np.zeros(0, dtype=np.int64)  # non-zero entries per pool row
         self._used = 0
 
     def __len__(self) -> int:
@@ -83,6 +84,9 @@ class ChunkedArray:
     def __setitem__(self, index: Index, values: npt.ArrayLike) -> None:
         pos = self._positions(index)
         vals = np.broadcast_to(np.asarray(values, dtype=np.uint32), pos.shape)
+        if not isinstance(index, slice) and len(np.unique(pos)) != len(pos):
+            last = len(pos) - 1 - np.unique(pos[::-1], return_index=True)[1]  # last write wins
+            pos, vals = pos[last], vals[last]
         chunks = pos >> self.CHUNK_SHIFT
         rows = self._directory[chunks]
         missing = rows < 0
@@ -93,7 +97,12 @@ class ChunkedArray:
             rows = self._directory[chunks]
             keep = rows >= 0
             pos, vals, rows = pos[keep], vals[keep], rows[keep]
-        self._pool[rows, pos & (self.CHUNK - 1)] = vals
+        cols = pos & (self.CHUNK - 1)
+        change = (vals != 0).astype(np.int64) - (self._pool[rows, cols] != 0)
+        self._count += np.bincount(rows, weights=change, minlength=len(self._count)).astype(
+            np.int64
+        )
+        self._pool[rows, cols] = vals
 
     def add(self, index: npt.NDArray[np.int64], amount: npt.NDArray[np.uint32]) -> None:
         """self[index] += amount for unique `index` entries."""
@@ -103,12 +112,39 @@ class ChunkedArray:
         if len(chunks) == 0:
             return
         needed = self._used + len(chunks)
-        if needed > len(self._pool):
-            grown = np.zeros((max(needed, 2 * len(self._pool), 4), self.CHUNK), dtype=np.uint32)
+        if needed > len(self._pool):  # grow by half: the copy briefly holds both
+            rows = max(needed, len(self._pool) * 3 // 2, 4)
+            grown = np.zeros((rows, self.CHUNK), dtype=np.uint32)
             grown[: self._used] = self._pool[: self._used]
             self._pool = grown
+            count = np.zeros(rows, dtype=np.int64)
+            count[: self._used] = self._count[: self._used]
+            self._count = count
         self._directory[chunks] = np.arange(self._used, needed, dtype=np.int32)
         self._used = needed
+
+    def count_nonzero(self) -> int:
+        return int(self._count.sum())
+
+    def sample_nonzero(self, k: int, rng: np.random.Generator) -> npt.NDArray[np.int64]:
+        """`k` distinct positions holding non-zero values, uniformly at random, sorted. Cost
+        O(k) chunks scanned, whatever the size of the array or how much of it was written."""
+        total = self.count_nonzero()
+        k = min(k, total)
+        if k == 0:
+            return np.zeros(0, dtype=np.int64)
+        ranks = np.sort(rng.choice(total, k, replace=False))
+        chunks = np.flatnonzero(self._directory >= 0)
+        rows = self._directory[chunks]
+        ends = np.cumsum(self._count[rows])
+        which = np.searchsorted(ends, ranks, side="right")  # chunk holding each rank
+        picked = np.empty(k, dtype=np.int64)
+        for w in np.unique(which).tolist():
+            mine = which == w
+            within = ranks[mine] - (ends[w] - self._count[rows[w]])
+            cols = np.flatnonzero(self._pool[rows[w]])[within]
+            picked[mine] = (int(chunks[w]) << self.CHUNK_SHIFT) + cols
+        return np.sort(picked)
 
     def nonzero(self) -> npt.NDArray[np.int64]:
         """Sorted positions holding a non-zero value (cost: allocated chunks only)."""
@@ -130,6 +166,7 @@ class ChunkedArray:
         array = cls(n)
         array._allocate(chunks.astype(np.int64))
         array._pool[: len(chunks)] = rows
+        array._count[: len(chunks)] = np.count_nonzero(rows, axis=1)
         return array
 
 

@@ -90,6 +90,10 @@ def test_chunked_array_behaves_like_a_dense_one(ops: list[tuple[int, int, int]])
         dense[index] = value
     assert np.array_equal(sparse[:], dense)
     assert np.array_equal(sparse.nonzero(), np.flatnonzero(dense))
+    assert sparse.count_nonzero() == np.count_nonzero(dense)
+    sample = sparse.sample_nonzero(50, np.random.default_rng(len(ops)))
+    assert len(sample) == min(50, np.count_nonzero(dense)) == len(np.unique(sample))
+    assert (dense[sample] != 0).all()
     chunks, rows = sparse.to_arrays()
     assert np.array_equal(ChunkedArray.from_arrays(n, chunks, rows)[:], dense)
 
@@ -97,7 +101,7 @@ def test_chunked_array_behaves_like_a_dense_one(ops: list[tuple[int, int, int]])
 def test_chunked_array_allocates_only_touched_chunks() -> None:
     blocks_4tb = (4 << 40) // 4096
     array = ChunkedArray(blocks_4tb)
-    assert array.nbytes < 1 << 20  # the directory of a 4 TB drive
+    assert array.nbytes <= 1 << 20  # the directory of a 4 TB drive
     array[np.array([5, blocks_4tb - 1])] = 3
     array[np.array([77])] = 0  # zero needs no storage
     assert array.chunks_allocated == 2
@@ -120,3 +124,15 @@ def test_batch_reservation_equals_one_write_at_a_time(lbas: list[int], before: i
     got = batch.reserve(np.array(lbas, dtype=np.int64) + 100)
     assert got.tolist() == expected
     assert np.array_equal(one.issued[:], batch.issued[:])
+
+
+def test_sampling_reaches_every_written_block_and_only_those() -> None:
+    array = ChunkedArray((4 << 40) // 4096)
+    written = np.array([3, 4, 5, 9_000_000, 700_000_000, 1_000_000_000])
+    array[written] = 1
+    array[np.array([4])] = 0  # rewritten to zero: no longer written
+    array[np.array([3, 3])] = np.array([0, 7])  # the last of repeated positions wins
+    rng = np.random.default_rng(1)
+    seen = np.concatenate([array.sample_nonzero(2, rng) for _ in range(200)])
+    assert set(seen.tolist()) == {3, 5, 9_000_000, 700_000_000, 1_000_000_000}
+    assert array.sample_nonzero(10, rng).tolist() == [3, 5, 9_000_000, 700_000_000, 1_000_000_000]
