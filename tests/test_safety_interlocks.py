@@ -210,3 +210,46 @@ def test_one_drive_named_two_ways_is_one_claim(tmp_path: Path) -> None:
 def test_every_way_a_drive_can_be_named_gives_a_safe_file_name() -> None:
     names = locks.lock_names(DriveIdentity("A/B ../x", "s n", "0x50:01"))
     assert names == ["wwn-50_01.lock", "sn-A_B_.._x-s_n.lock"]
+
+
+@needs_loop
+def test_a_partitioned_drive_is_refused_by_the_cli_and_untouched(tmp_path: Path) -> None:
+    image = blank(tmp_path, "parts.img", 16)
+    subprocess.run(
+        ["sfdisk", "-q", str(image)],
+        input="label: gpt\n,8M\n",
+        text=True,
+        check=True,
+        capture_output=True,
+    )
+    before = digest(image)
+    with attached(image, direct_io=False, sector_size=512) as devnode:
+        # partx adds them (this kernel does not scan GPT on loop); they outlive a detach
+        subprocess.run(["partx", "-a", devnode], check=True, capture_output=True)
+        try:
+            result = rig("run", str(manual_campaign(tmp_path, LOOP, str(image))), cwd=tmp_path)
+        finally:
+            subprocess.run(["partx", "-d", devnode], check=False, capture_output=True)
+        assert_one_line_refusal(result, "refusing", devnode, "has partitions")
+    assert digest(image) == before
+
+
+@needs_loop
+def test_a_swap_device_backs_the_running_system_and_is_refused(tmp_path: Path) -> None:
+    image = blank(tmp_path, "swap.img", 16)
+    subprocess.run(["mkswap", str(image)], check=True, capture_output=True)
+    with attached(image, direct_io=False, sector_size=512) as devnode:
+        on = subprocess.run(["swapon", devnode], capture_output=True, text=True, check=False)
+        if on.returncode != 0:
+            pytest.skip(f"swapon not possible here: {on.stderr.strip()}")
+        try:
+            reasons = safety.refusal_reasons(devnode, allow_wipe=True)
+            result = rig("run", str(manual_campaign(tmp_path, LOOP, str(image))), cwd=tmp_path)
+        finally:
+            subprocess.run(["swapoff", devnode], check=False, capture_output=True)
+        assert reasons == [
+            f"backs the running system (swap {devnode})",
+            f"in use as swap ({devnode})",
+        ]
+        assert_one_line_refusal(result, "refusing", devnode, "backs the running system")
+    assert our_sectors(image) == 0  # (the kernel itself may have swapped pages out to it)
