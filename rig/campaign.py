@@ -182,7 +182,7 @@ class DriveRun:
         try:
             snapshot = tracker.baseline(node)
         except HealthToolError as error:
-            if options.required:
+            if options.required or isinstance(error, RigError):  # RigError: a tool not installed
                 raise UserError(f"drive {self.spec.identity.label()}: health: {error}") from error
             detail = {"error": str(error)}
             self.store.add_event(self.drive_id, time.monotonic_ns(), "health_unavailable", detail)

@@ -186,3 +186,38 @@ def test_a_refused_drive_releases_its_claim(tmp_path: Path) -> None:
         run_campaign(campaign, station, store, progress=lambda line: None)
     with locks.claim(drives[0].identity, "next", lock_dir):  # free again
         pass
+
+
+def test_a_health_tool_that_is_not_installed_refuses_the_campaign(tmp_path: Path) -> None:
+    from rig.health.errors import ToolMissing
+
+    campaign = config.parse(TEXT.format(cycles=1, health=""))
+    station, _ = sim_station.build(campaign)
+
+    def no_smartctl(node: object) -> object:
+        raise ToolMissing("smartctl: not found on PATH", ("smartctl",))
+
+    station = dataclasses.replace(station, health=no_smartctl)
+    store = Store(str(tmp_path / "h.sqlite"))
+    with pytest.raises(UserError, match="health: smartctl: not found on PATH"):
+        run_campaign(campaign, station, store, progress=lambda line: None)
+
+
+def test_a_drive_that_cannot_answer_health_runs_without_it_and_says_so(tmp_path: Path) -> None:
+    from rig.health.errors import ToolFailed
+
+    campaign = config.parse(TEXT.format(cycles=2, health=""))
+    station, _ = sim_station.build(campaign)
+
+    def cannot(node: object) -> object:
+        raise ToolFailed("smartctl could not open the device: Unable to detect", (), 1, "")
+
+    station = dataclasses.replace(station, health=cannot)
+    store = Store(str(tmp_path / "h.sqlite"))
+    [summary] = run_campaign(campaign, station, store, progress=lambda line: None)
+    assert summary.cycles == 2 and summary.errors == 0
+    rows = store.query("SELECT detail FROM event WHERE kind = 'health_unavailable'")
+    assert [json.loads(r["detail"])["error"] for r in rows] == [
+        "smartctl could not open the device: Unable to detect"
+    ]
+    assert store.query("SELECT COUNT(*) FROM health")[0][0] == 0
