@@ -1,0 +1,165 @@
+"""Per-cut check time against drive size, and peak memory of a campaign on a 4 TB drive.
+
+Each size runs in its own process (so its peak RSS is its own): a real campaign through
+`rig.campaign.run_campaign` on the in-process simulated station, one honest simulated drive whose
+capacity is the size and whose whole capacity is the test region, the same workload and cut
+delays for every size (the same write window), `cycles` cuts. Per cut it reports the verify
+phase's wall and CPU time (the production `DriveRun.verify`: this cycle's writes, the recent
+cycles' writes, a sample of older written blocks, read back and classified) and the blocks it
+checked; per run the per-LBA state's memory (`LbaState.nbytes`), the simulated drive's own
+stored data (it lives in the same process) and the process's peak RSS.
+
+Expected (ARCHITECTURE §7): check time O(writes at risk), about equal for 1 GiB and 64 GiB; memory
+bounded for 4 TB (the dense arrays this replaced needed 8 GB for 4 TB in 4 KiB blocks).
+
+Run: .venv/bin/python bench/campaign_scale.py [--cycles 30] [--sizes 1G,64G,4T]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from fixtures.fake_power import FakePowerSwitch  # noqa: E402
+from fixtures.fake_presence import FakePresence  # noqa: E402
+from fixtures.profiles import profile  # noqa: E402
+from fixtures.virtual_drive import VirtualDrive, VirtualTarget  # noqa: E402
+from rig import campaign as campaign_module  # noqa: E402
+from rig import config  # noqa: E402
+from rig.store import Store  # noqa: E402
+
+SIZES = {"1G": 1 << 30, "64G": 64 << 30, "4T": 4 << 40}
+BLOCK = 4096
+
+CAMPAIGN = """
+[campaign]
+name = "scale"
+cycles = {cycles}
+seed = 11
+region_mib = {region_mib}
+[station]
+kind = "simulated"
+[workload]
+workers = 8
+write_blocks = [1, 2, 4]
+flush_every = 4
+[cut]
+delay_ms = [20, 20]
+off_ms = 1
+sample_blocks = 256
+[[drive]]
+channel = 0
+model = "SIM scale"
+serial = "SCALE0001"
+profile = "honest"
+"""
+
+
+def run_one(size: str, cycles: int) -> dict[str, object]:
+    """One campaign in this process; the figures as a dict."""
+    capacity = SIZES[size]
+    text = CAMPAIGN.format(cycles=cycles, region_mib=capacity >> 20)
+    camp = config.parse(text)
+    spec = camp.drives[0]
+    drive_profile = dataclasses.replace(
+        profile(spec.profile), capacity_blocks=capacity // BLOCK, block_size=BLOCK
+    )
+    drive = VirtualDrive(spec.identity, drive_profile, seed=1)
+    station = campaign_module.Station(
+        "simulated",
+        FakePowerSwitch({spec.channel: drive}),
+        FakePresence([drive]),
+        lambda node, spec: VirtualTarget(drive),
+    )
+    checks: list[tuple[float, float, int]] = []
+    state_bytes: list[int] = []
+    original = campaign_module.DriveRun.verify
+
+    def timed_verify(self: campaign_module.DriveRun, c: campaign_module.Cycle) -> None:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        original(self, c)
+        assert c.result is not None
+        checks.append(
+            (time.perf_counter() - wall, time.thread_time() - cpu, c.result.blocks_checked)
+        )
+        state_bytes.append(self.state.nbytes)
+
+    campaign_module.DriveRun.verify = timed_verify  # type: ignore[method-assign]
+    with tempfile.TemporaryDirectory(prefix="rig-bench-scale-") as tmp:
+        store = Store(str(Path(tmp) / "scale.sqlite"))
+        started = time.perf_counter()
+        summaries = campaign_module.run_campaign(camp, station, store, progress=lambda _: None)
+        elapsed = time.perf_counter() - started
+    media_bytes = sum(block.nbytes for block in drive.core._media.values())
+    return {
+        "size": size,
+        "cycles": summaries[0].cycles,
+        "errors": summaries[0].errors,
+        "failures": sum(summaries[0].failures.values()),
+        "check_ms_median": 1000 * statistics.median(w for w, _, _ in checks),
+        "check_cpu_ms_median": 1000 * statistics.median(c for _, c, _ in checks),
+        "blocks_checked_median": statistics.median(b for _, _, b in checks),
+        "state_bytes_max": max(state_bytes),
+        "drive_media_bytes": media_bytes,
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "campaign_s": elapsed,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cycles", type=int, default=30)
+    parser.add_argument("--sizes", default="1G,64G,4T")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # child process: run one size
+    opts = parser.parse_args()
+    if opts.one:
+        print(json.dumps(run_one(opts.one, opts.cycles)))
+        return
+    cpu = next(
+        line.split(":", 1)[1].strip()
+        for line in Path("/proc/cpuinfo").read_text().splitlines()
+        if line.startswith("model name")
+    )
+    print(f"# machine: nproc {os.cpu_count()}, {cpu}, kernel {os.uname().release},"
+          f" load avg {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(f"# {opts.cycles} cuts per size, 8 writers, writes of 1-4 blocks, cut 20 ms into writing")
+    print(
+        "| drive = region | cuts (errors) | blocks checked/cut | check ms/cut (CPU ms) |"
+        " per-LBA state | simulated drive data | peak RSS |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for size in opts.sizes.split(","):
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", size, "--cycles", str(opts.cycles)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        r = json.loads(out.strip().splitlines()[-1])
+        print(
+            f"| {size} | {r['cycles']} ({r['errors']}) | {r['blocks_checked_median']:.0f}"
+            f" | {r['check_ms_median']:.1f} ({r['check_cpu_ms_median']:.1f})"
+            f" | {mib(r['state_bytes_max'])} | {mib(r['drive_media_bytes'])}"
+            f" | {mib(r['peak_rss_bytes'])} |",
+            flush=True,
+        )
+
+
+def mib(n: float) -> str:
+    return f"{n / (1 << 20):.1f} MiB"
+
+
+if __name__ == "__main__":
+    main()
