@@ -30,8 +30,8 @@ from rig.health.errors import HealthToolError
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import HealthReader, HealthTracker, anomaly_details, snapshot_fields
 from rig.ledger import CycleLog, Durability, LbaState
-from rig.power.base import Edge, PendingCut, PowerSwitch
-from rig.store import CycleRow, Store
+from rig.power.base import Edge, PendingCut, PowerSwitch, RailResult, RailSensedCut
+from rig.store import CycleRow, RailSenseRow, Store
 from rig.workload import Writer, WriterContext
 
 MAX_CONSECUTIVE_ERRORS = 5  # a channel whose rig keeps failing stops; the others go on
@@ -420,12 +420,25 @@ class DriveRun:
             ),
         )
         rows = [dict(asdict(f), failure=f.failure) for f in c.findings]
-        self.store.record_cycle(row, rows, c.events, log.to_bytes(), self.state.to_bytes())
+        self.store.record_cycle(
+            row, rows, c.events, log.to_bytes(), self.state.to_bytes(), self._rail_sense(c)
+        )
         self.cycles += 1
         self.errors += c.status == "error"
         for finding in failures:
             self.failures[finding.cls] = self.failures.get(finding.cls, 0) + 1
         self.allowed_losses += sum(1 for f in c.findings if f.cls == verify.ALLOWED_LOSS)
+
+    def _rail_sense(self, c: Cycle) -> RailSenseRow | None:
+        """How the rail fell after this cycle's off edge, if the switch measures it."""
+        if c.edge is None or not isinstance(c.pending, RailSensedCut):
+            return None
+        try:
+            result = c.pending.rail(timeout_s=1.0)
+        except RigError as error:  # never fails the record phase
+            logging.getLogger("rig").warning("cycle %d: no rail-sense result: %s", c.seq, error)
+            return None
+        return None if result is None else _rail_row(result)
 
     def run(self, stop: threading.Event) -> None:
         consecutive_errors = 0
@@ -483,6 +496,26 @@ def _offsets(nblocks: np.ndarray) -> np.ndarray:
     total = int(nblocks.sum())
     starts = np.repeat(np.cumsum(nblocks) - nblocks, nblocks)
     return np.arange(total) - starts
+
+
+def _rail_row(r: RailResult) -> RailSenseRow:
+    mapped = r.error_ns >= 0
+    return RailSenseRow(
+        r.channel,
+        r.edge_us,
+        r.host_ns if mapped else None,
+        r.error_ns if mapped else None,
+        r.hi_threshold,
+        r.lo_threshold,
+        r.window_ms,
+        r.v0,
+        r.hi_us,
+        r.lo_us,
+        r.minimum,
+        r.end,
+        r.dt_us,
+        r.samples,
+    )
 
 
 def run_campaign(

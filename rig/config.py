@@ -48,10 +48,22 @@ class HealthSpec:
 
 
 @dataclass(frozen=True)
+class RailSenseSpec:
+    """Relay board rail sense, for every campaign channel (ADC counts; see docs/campaign.md)."""
+
+    hi: int
+    lo: int
+    window_ms: int
+    samples: int
+
+
+@dataclass(frozen=True)
 class StationSpec:
     kind: str
     port: str = ""  # relay board by path
     usb_serial: str = ""  # or by its USB serial number (udev)
+    watchdog_ms: int = 5000  # relay board: host silence after which every channel goes safe
+    rail_sense: RailSenseSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +140,37 @@ def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
     return kind if isinstance(kind, tuple) else (kind,)
 
 
+def _whole(table: _Table, key: str, default: int | None, low: int, high: int) -> int:
+    value = table.number(key, default, low, high)
+    if not isinstance(value, int):
+        raise UserError(f"campaign: {table.where}.{key} must be a whole number")
+    return value
+
+
+def _relay_board_settings(station_t: _Table, kind: str) -> tuple[int, RailSenseSpec | None]:
+    """[station] watchdog_ms and [station.rail_sense]: relay-board stations only."""
+    if kind != "relay-board":
+        for key in ("watchdog_ms", "rail_sense"):
+            if key in station_t.data:
+                raise UserError(f"campaign: [station].{key} applies to relay-board stations only")
+        return 5000, None
+    # The firmware accepts 50..600000 (0 would disable it: not offered, power must end safe).
+    watchdog_ms = _whole(station_t, "watchdog_ms", 5000, 50, 600_000)
+    if "rail_sense" not in station_t.data:
+        return watchdog_ms, None
+    rail_t = _Table("[station.rail_sense]", station_t.get("rail_sense", dict))
+    rail = RailSenseSpec(
+        hi=_whole(rail_t, "hi", None, 0, 1023),
+        lo=_whole(rail_t, "lo", 0, 0, 1023),
+        window_ms=_whole(rail_t, "window_ms", 50, 1, 60_000),
+        samples=_whole(rail_t, "samples", 0, 0, 32),
+    )
+    rail_t.done()
+    if rail.hi == 0 or rail.lo >= rail.hi:
+        raise UserError("campaign: [station.rail_sense] needs hi > 0 and lo < hi (ADC counts)")
+    return watchdog_ms, rail
+
+
 def parse(text: str, where: str = "campaign") -> Campaign:
     try:
         data = tomllib.loads(text)
@@ -147,7 +190,10 @@ def parse(text: str, where: str = "campaign") -> Campaign:
     if kind not in STATION_KINDS:
         raise UserError(f"campaign: [station].kind must be one of {', '.join(STATION_KINDS)}")
     station = StationSpec(
-        kind, station_t.get("port", str, ""), station_t.get("usb_serial", str, "")
+        kind,
+        station_t.get("port", str, ""),
+        station_t.get("usb_serial", str, ""),
+        *_relay_board_settings(station_t, kind),
     )
     station_t.done()
     if kind == "relay-board" and not (station.port or station.usb_serial):

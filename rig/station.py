@@ -126,14 +126,26 @@ def _power(campaign: Campaign, on_edge: Callable[[Edge], None] | None) -> PowerS
     if spec.kind == "manual":
         return ManualSwitch(channels)
     if spec.kind == "relay-board":
+        # The watchdog setting is applied at connect and again after every MCU reset.
         board = (
-            RelayBoard.find(spec.usb_serial, on_edge=on_edge)
+            RelayBoard.find(spec.usb_serial, on_edge=on_edge, watchdog_ms=spec.watchdog_ms)
             if spec.usb_serial
-            else RelayBoard(spec.port, on_edge=on_edge)
+            else RelayBoard(spec.port, on_edge=on_edge, watchdog_ms=spec.watchdog_ms)
         )
-        if board.channels < channels:
+        try:
+            if board.channels < channels:
+                raise UserError(
+                    f"relay board has {board.channels} channels; campaign uses {channels}"
+                )
+            rail = spec.rail_sense
+            if rail is not None:
+                for drive in campaign.drives:
+                    board.configure_rail(
+                        drive.channel, rail.hi, rail.lo, rail.window_ms, rail.samples
+                    )
+        except BaseException:
             board.close()
-            raise UserError(f"relay board has {board.channels} channels; campaign uses {channels}")
+            raise
         return board
     raise UserError(f"station kind '{spec.kind}' is not a real station")
 

@@ -15,7 +15,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from rig.errors import UserError
@@ -123,6 +123,26 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE cycle ADD COLUMN full_scan INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE cycle ADD COLUMN unserializable_writes INTEGER NOT NULL DEFAULT 0;
     """,
+    # v4: relay board rail sense: how the drive's supply rail fell after each cut's off edge
+    """
+    CREATE TABLE rail_sense (
+        cycle_id INTEGER PRIMARY KEY REFERENCES cycle(id),
+        channel INTEGER NOT NULL,
+        edge_mcu_us INTEGER NOT NULL,    -- the off edge on the board's clock
+        edge_ns INTEGER,                 -- the off edge on the host clock; NULL: not mapped
+        edge_error_ns INTEGER,           -- bound of that mapping
+        hi_threshold INTEGER NOT NULL,   -- ADC counts (0..1023 of the divided rail)
+        lo_threshold INTEGER NOT NULL,   -- 0 = not used
+        window_ms INTEGER NOT NULL,      -- capture window after the edge
+        v0 INTEGER,                      -- reading just before the edge; NULL when busy
+        hi_us INTEGER,                   -- µs from the edge to the first reading below hi
+        lo_us INTEGER,                   -- ... below lo; NULL: it never fell that far
+        min_v INTEGER,                   -- lowest reading of the capture
+        end_reason TEXT NOT NULL,        -- fell | timeout | on | busy (not measured)
+        sample_dt_us INTEGER,            -- spacing of samples; NULL when none were asked
+        samples TEXT NOT NULL DEFAULT '[]'  -- JSON array: readings at edge + i * sample_dt_us
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -134,6 +154,26 @@ def migrate(db: sqlite3.Connection) -> None:
     for number in range(version, SCHEMA_VERSION):
         with db:
             db.executescript(f"BEGIN; {MIGRATIONS[number]} PRAGMA user_version = {number + 1};")
+
+
+@dataclass(frozen=True)
+class RailSenseRow:
+    """One cycle's rail-sense capture (table rail_sense, docs/schema.md)."""
+
+    channel: int
+    edge_mcu_us: int
+    edge_ns: int | None
+    edge_error_ns: int | None
+    hi_threshold: int
+    lo_threshold: int
+    window_ms: int
+    v0: int | None
+    hi_us: int | None
+    lo_us: int | None
+    min_v: int | None
+    end_reason: str
+    sample_dt_us: int | None
+    samples: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -274,8 +314,10 @@ class Store:
         events: list[tuple[int, str, dict[str, Any]]],
         ledger: bytes | None,
         lba_state: bytes | None,
+        rail_sense: RailSenseRow | None = None,
     ) -> int:
-        """The record phase: the cycle, its findings, events, ledger and LBA state, atomically."""
+        """The record phase: the cycle, its findings, events, ledger, LBA state and rail-sense
+        capture, atomically."""
         columns = [name for name in CycleRow.__dataclass_fields__]
         values = [getattr(row, name) for name in columns]
         with self.transaction() as db:
@@ -320,6 +362,14 @@ class Store:
                     "INSERT OR REPLACE INTO lba_state (drive_id, after_cycle, state)"
                     " VALUES (?,?,?)",
                     (row.drive_id, row.seq, lba_state),
+                )
+            if rail_sense is not None:
+                rail = asdict(rail_sense)
+                rail["samples"] = json.dumps(list(rail_sense.samples))
+                db.execute(
+                    f"INSERT INTO rail_sense (cycle_id, {', '.join(rail)})"
+                    f" VALUES (?, {', '.join('?' * len(rail))})",
+                    (cycle_id, *rail.values()),
                 )
             return cycle_id
 

@@ -1250,6 +1250,15 @@ class RelayBoard:
         return mapping
 
     def _dispatch(self, epoch: int, clock: ClockMap, line: Line) -> None:
+        # The board writes a capture's RAILS right after its RAIL: anything else next means
+        # the samples line was lost; the capture is reported without them.
+        for ch, chan in enumerate(self._chans):
+            held = chan.rail_partial
+            if held is not None and (
+                line.word != "RAILS" or line.seq != ((held.line.seq or 0) + 1) % 65536
+            ):
+                chan.rail_partial = None
+                self._finish_rail(ch, held, None)
         if line.word == "EDGE":
             ch, on, t = line.num("ch"), bool(line.num("on")), line.num("t")
             try:

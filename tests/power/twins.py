@@ -65,6 +65,7 @@ class Twin:
         self.pins: list[Pin] = []
         self.resets: list[int] = []  # mono_ns of each simulated reset
         self.lags: list[tuple[int, int]] = []  # simavr: (mono_ns, µs simulation behind the wall)
+        self.on_pin: Callable[[Pin], None] | None = None  # called by the reader thread
         self._lock = threading.Lock()
         try:
             assert self.proc.stdout is not None
@@ -90,6 +91,8 @@ class Twin:
                 if m:
                     ch, on, mcu, mono, clk = (int(g) for g in m.groups())
                     self.pins.append(Pin(ch, bool(on), mcu, mono, clk))
+                    if self.on_pin is not None:
+                        self.on_pin(self.pins[-1])
                 elif line.startswith("reset "):
                     at = re.search(r"mono_ns=(\d+)", line)
                     self.resets.append(int(at.group(1)) if at else time.monotonic_ns())
