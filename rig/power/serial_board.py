@@ -655,6 +655,12 @@ class RelayBoard:
             assert latest is not None
             return self._clock.map(latest.mcu_us)
 
+    @property
+    def last_request_ns(self) -> int:
+        """Host time the last request (heartbeats included) was written: the board's watchdog
+        counts the host's silence from when that request arrived."""
+        return self._last_tx_ns
+
     def map_mcu_us(self, mcu_us: int) -> Mapping:
         """Map an instant of the board's current clock epoch to the host clock."""
         with self._state_lock:

@@ -48,12 +48,15 @@ def _pins_after_boot(twin: Twin) -> list[Pin]:
     return twin.pins[4:]
 
 
-def test_cut_pin_edge_lands_at_the_scheduled_time(twin: Twin, board: RelayBoard) -> None:
+def test_cut_pin_edge_lands_at_the_scheduled_time(twin: Twin) -> None:
     low, high = _bound(twin)
-    for delay in DELAYS_S:
-        samples = measure(twin, board, delay, reps=3 if delay < 0.3 else 1)
-        errors = [s.pin_minus_at_us for s in samples]
-        assert all(low <= e <= high for e in errors), (delay, errors)
+    # The longest watchdog: this test is about cut timing, and a machine as loaded as the
+    # shared test host can starve a heartbeat for seconds.
+    with RelayBoard(twin.pty, watchdog_ms=600_000) as board:
+        for delay in DELAYS_S:
+            samples = measure(twin, board, delay, reps=3 if delay < 0.3 else 1)
+            errors = [s.pin_minus_at_us for s in samples]
+            assert all(low <= e <= high for e in errors), (delay, errors)
     # Only channel 0 moved: once per cut and once per power-on.
     pins = _pins_after_boot(twin)
     assert {p.channel for p in pins} == {0}
