@@ -103,6 +103,13 @@ class _Cycle:
         self.acked = durability.acked
         self.durability = durability
         self.keys = np.sort(self.lba << 32 | self.gen)
+        ok = log.column("flush_status") == 0
+        self.flush_done = np.sort(log.column("flush_complete_ns")[ok])
+
+    def last_flush_to_cut_ns(self, cut_ns: int) -> int:
+        """Time from the last flush that completed before the cut to the cut (-1: none)."""
+        before = self.flush_done[(self.flush_done >= 0) & (self.flush_done < cut_ns)]
+        return int(cut_ns - before[-1]) if len(before) else -1
 
 
 @dataclass(frozen=True)
@@ -424,6 +431,8 @@ def _finding(run: list[int], blocks: _Classified, cyc: _Cycle) -> Finding:
         if cls == LOST_DURABLE:
             detail["ack_to_cut_ns"] = int(cyc.durability.ack_to_cut_ns[write])
             detail["flush_to_cut_ns"] = int(cyc.durability.flush_to_cut_ns[write])
+            cut_ns = int(cyc.complete_ns[write] + cyc.durability.ack_to_cut_ns[write])
+            detail["last_flush_to_cut_ns"] = cyc.last_flush_to_cut_ns(cut_ns)
     if blocks.obs_worker[first] != NO_OP:
         detail["observed_worker"] = int(blocks.obs_worker[first])
     gens = blocks.sector_gen[first]

@@ -31,6 +31,7 @@ def test_lost_durable_write_names_lba_range_generations_and_timing() -> None:
     assert (finding.expected_gen, finding.observed_gen) == (1, 0)
     assert finding.detail["ack_to_cut_ns"] == 90
     assert finding.detail["flush_to_cut_ns"] == 80
+    assert finding.detail["last_flush_to_cut_ns"] == 80
 
 
 def test_uncertain_cut_instant_never_makes_a_lost_durable_write() -> None:
