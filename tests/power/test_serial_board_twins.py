@@ -207,7 +207,7 @@ def test_watchdog_takes_over_when_the_driver_stops(twin: Twin) -> None:
     # the last request written, on the host clock (its reply may have been lost to close()).
     answered_us = board.clock_report()["latest_mcu_us"]
     assert answered_us is not None
-    pins = twin.wait_pins(1, closing, timeout_s=3)
+    pins = twin.wait_pins(1, idle_from, timeout_s=6)
     assert [(p.channel, p.on) for p in pins] == [(1, True)]
     # Not before the watchdog time of silence, on the firmware's own clock ...
     assert pins[0].clk_us - answered_us >= WATCHDOG_MS * 1000 - 1000, (pins[0], answered_us)
