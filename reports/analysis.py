@@ -159,6 +159,9 @@ class DriveStat:
     interrupted: int
     findings: dict[str, int]
     allowed_losses: int
+    bytes_written: int  # by the rig's writers over all cycles
+    blocks_checked: int  # read back and judged, over all cuts
+    full_scans: int  # cuts whose check read the whole test region
     dead_at_cut: int | None  # cumulative cut count at which the drive died
     median_return_ms: float | None
     verdict: str  # PASS | FAIL | DEAD
@@ -338,6 +341,8 @@ def compare(models: Sequence[ModelReport], confidence: float) -> list[Comparison
         for b in models[i + 1 :]
         if a.cuts and b.cuts
     ]
+    # a class neither model of a pair ever showed says nothing (p = 1): not a test in the family
+    tests = [t for t in tests if t[0] == ANY_FAILURE or t[3].failed or t[4].failed]
     raw = [
         stats.fisher_exact(pa.failed, pa.trials - pa.failed, pb.failed, pb.trials - pb.failed)
         for _, _, _, pa, pb in tests
@@ -461,6 +466,9 @@ def _drives(runs: list[DriveRun], confidence: float) -> list[DriveStat]:
                 interrupted=sum(c.status == "interrupted" for r in group for c in r.cuts),
                 findings={k: findings[k] for k in _ordered_classes(findings)},
                 allowed_losses=sum(r.allowed_losses for r in group),
+                bytes_written=sum(c.bytes_written for r in group for c in r.cuts),
+                blocks_checked=sum(c.blocks_checked for c in cuts),
+                full_scans=sum(c.full_scan for c in cuts),
                 dead_at_cut=dead_at,
                 median_return_ms=statistics.median(returns) if returns else None,
                 verdict="DEAD" if dead_at is not None else ("FAIL" if failed else "PASS"),

@@ -47,6 +47,8 @@ class Cut:
     flush_to_cut_ms: float | None  # last completed flush before the cut
     started_at: float
     bytes_written: int
+    blocks_checked: int
+    full_scan: bool  # store v3: the cut's check read the whole test region
 
     @property
     def is_cut(self) -> bool:
@@ -289,6 +291,8 @@ def _load_cuts(db: sqlite3.Connection, run: DriveRun, has_ledger: bool, has_find
                 flush_to_cut_ms=flush_ms,
                 started_at=c["started_at"],
                 bytes_written=c["bytes_written"],
+                blocks_checked=c["blocks_checked"],
+                full_scan=bool(c["full_scan"]) if "full_scan" in c.keys() else False,  # noqa: SIM118
             )
         )
 

@@ -31,7 +31,7 @@ th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .verdict{display:inline-block;padding:4px 12px;border-radius:4px;color:#fff;font-weight:bold}
 .verdict.PASS{background:#2a2}.verdict.FAIL{background:#c22}
 .absent{color:#777;font-style:italic}.note{color:#555;font-size:13px}
-code{font-size:12px}.charts{display:flex;flex-wrap:wrap;gap:12px}
+code{font-size:12px;word-break:break-all}.charts{display:flex;flex-wrap:wrap;gap:12px}
 section.model{border-left:4px solid #ccc;padding-left:14px;margin-top:2em}
 """
 esc = html.escape
@@ -598,6 +598,7 @@ def _drive_rows(m: ModelReport) -> list[list[object]]:
                 _pct(d.cuts.upper),
                 "<br>".join(f"{esc(k)}: {v}" for k, v in d.findings.items()) or "none",
                 d.allowed_losses,
+                f"{d.bytes_written / 1e9:.3g} GB / {d.blocks_checked} blocks / {d.full_scans} full",
                 d.rig_errors + d.interrupted,
                 "alive" if d.dead_at_cut is None else f"dead at cut {d.dead_at_cut}",
                 _ms(d.median_return_ms),
@@ -654,6 +655,7 @@ def _model_section(m: ModelReport, confidence: float) -> str:
             f"{c} upper (this drive)",
             "findings",
             "allowed losses",
+            "written / checked / full scans",
             "rig errors / interrupted",
             "status",
             "median return ms",

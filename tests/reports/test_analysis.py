@@ -50,6 +50,9 @@ def test_two_stations_merge_into_one_report(tmp_path: Path) -> None:
     assert x.rig_errors == 1
     assert x.any_failure.failed == 3
     assert {d.serial: d.cuts.trials for d in x.drives} == {"X1": 12, "X2": 4}
+    x1 = next(d for d in x.drives if d.serial == "X1")
+    assert x1.blocks_checked == 12 * 64 and x1.full_scans == 1  # cycle 10 of station a
+    assert x1.bytes_written == 13 * 3 * 4096  # the rig error's writes count as written
     assert {d.serial: d.stations for d in x.drives}["X1"] == ["station-a", "station-b"]
     assert set(x.firmware) == {"FW1", "FW2"}
     assert x.firmware["FW1"].failed == 3 and x.firmware["FW1"].trials == 12
