@@ -122,7 +122,7 @@ class Dataset:
 # a crashed cycle reaches the report as an `interrupted` cycle row)
 KNOWN_TABLES = {
     *("campaign", "drive", "cycle", "finding", "event", "ledger", "lba_state", "health"),
-    "cycle_start",
+    *("rail_sense", "cycle_start"),
 }
 COUNTER_ANOMALY = "counter_anomaly"  # rig.verify: a health counter that moved wrongly
 
@@ -225,8 +225,8 @@ def _load_store(
     for table, attr in _optional_tables(db, tables).items():
         extra = [t for t in extra if t != table]
         _attach_rows(db, table, attr, data.runs, path)
-    if "event" in tables:
-        _attach_rail_events(db, [r for r in data.runs if r.campaign.source == path])
+    if "rail_sense" in tables:
+        _attach_rail_sense(db, [r for r in data.runs if r.campaign.source == path])
     data.unread_tables[path] = extra
 
 
@@ -363,9 +363,6 @@ def _optional_tables(db: sqlite3.Connection, tables: set[str]) -> dict[str, str]
     wanted = {
         "endurance_interval": "intervals",
         "interval": "intervals",
-        "rail": "rail",
-        "rail_fall": "rail",
-        "rail_sense": "rail",
     }
     return {
         table: attr
@@ -374,25 +371,31 @@ def _optional_tables(db: sqlite3.Connection, tables: set[str]) -> dict[str, str]
     }
 
 
-RAIL_EVENT_KINDS = ("rail", "rail_sense", "rail_fall")
-
-
-def _attach_rail_events(db: sqlite3.Connection, runs: list[DriveRun]) -> None:
-    """Rail-sense results stored as events (detail: rig.power.base.RailResult as JSON). An event
-    without a drive is matched by its channel, to the latest campaign's drive on that channel."""
+def _attach_rail_sense(db: sqlite3.Connection, runs: list[DriveRun]) -> None:
+    """The relay board's rail-sense captures (store v4 `rail_sense`, one row per sensed cycle)."""
     by_id = {r.drive_id: r for r in runs}
-    by_channel = {r.channel: r for r in runs}  # later campaigns overwrite earlier ones
-    marks = ",".join("?" * len(RAIL_EVENT_KINDS))
     for row in db.execute(
-        f"SELECT drive_id, host_ns, detail FROM event WHERE kind IN ({marks}) ORDER BY id",
-        RAIL_EVENT_KINDS,
+        "SELECT c.drive_id, c.seq, r.* FROM rail_sense r JOIN cycle c ON c.id = r.cycle_id"
+        " ORDER BY c.drive_id, c.seq"
     ):
-        detail = _decode(row["detail"])
-        if not isinstance(detail, dict):
+        run = by_id.get(row["drive_id"])
+        if run is None:
             continue
-        run = by_id.get(row["drive_id"]) or by_channel.get(detail.get("channel", -1))
-        if run is not None:
-            run.rail.append(dict(detail, host_ns=row["host_ns"]))
+        samples = _decode(row["samples"])
+        run.rail.append(
+            {
+                "seq": row["seq"],
+                "hi_us": row["hi_us"],
+                "lo_us": row["lo_us"],
+                "v0": row["v0"],
+                "min_v": row["min_v"],
+                "end": row["end_reason"],
+                "dt_us": row["sample_dt_us"],
+                "samples": samples if isinstance(samples, list) else [],
+                "hi_threshold": row["hi_threshold"],
+                "lo_threshold": row["lo_threshold"],
+            }
+        )
 
 
 def _attach_rows(

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from rig.ledger import CycleLog
-from rig.store import CycleRow, Store
+from rig.store import CycleRow, RailSenseRow, Store
 
 MS = 1_000_000
 
@@ -28,10 +29,8 @@ class DriveSpec:
     delays_ms: Sequence[tuple[float, float]] = field(default_factory=list)
     # health snapshots: (after_seq, typed fields) as the health phase stores them
     health: Sequence[tuple[int, dict[str, object]]] = field(default_factory=list)
-    # rail-sense results (rig.power.base.RailResult fields) stored as `rail` events; with
-    # rail_by_channel the event names no drive, as a switch callback records it
-    rail: Sequence[dict[str, object]] = field(default_factory=list)
-    rail_by_channel: bool = False
+    # rail-sense captures of the first cycles: hi_us, lo_us, end, dt_us, samples, thresholds
+    rail: Sequence[dict[str, Any]] = field(default_factory=list)
 
 
 def _ledger(cut_ns: int, ack_ms: float, flush_ms: float) -> bytes:
@@ -42,6 +41,29 @@ def _ledger(cut_ns: int, ack_ms: float, flush_ms: float) -> bytes:
     log.add_flush(0, cut_ns - 60 * MS, cut_ns - int(flush_ms * MS), 0)
     log.add_flush(0, cut_ns - 1 * MS, cut_ns + 5 * MS, 0)  # completed after the cut: not counted
     return log.to_bytes()
+
+
+def _rail(spec: DriveSpec, seq: int, cut_ns: int) -> RailSenseRow | None:
+    if seq > len(spec.rail):
+        return None
+    r = spec.rail[seq - 1]
+    samples = tuple(r.get("samples", ()))
+    return RailSenseRow(
+        channel=spec.channel,
+        edge_mcu_us=seq * 1_000_000,
+        edge_ns=cut_ns,
+        edge_error_ns=1000,
+        hi_threshold=r.get("hi_threshold", 0),
+        lo_threshold=r.get("lo_threshold", 0),
+        window_ms=50,
+        v0=samples[0] if samples else 800,
+        hi_us=r.get("hi_us"),
+        lo_us=r.get("lo_us"),
+        min_v=min(samples) if samples else None,
+        end_reason=r.get("end", "fell"),
+        sample_dt_us=r.get("dt_us"),
+        samples=samples,
+    )
 
 
 def build(
@@ -131,11 +153,8 @@ def build(
                     [],
                     _ledger(cut_ns, ack_ms, flush_ms) if status != "error" else None,
                     None,
+                    _rail(spec, seq, cut_ns),
                 )
-            for i, result in enumerate(spec.rail):
-                detail = dict(result, channel=spec.channel)
-                owner = None if spec.rail_by_channel else drive_id
-                store.add_event(owner, (i + 1) * 10_000 * MS, "rail", detail)
             for after_seq, fields in spec.health:
                 store.add_health(
                     drive_id, after_seq, after_seq * 10_000 * MS, "smartctl", fields, "{}"

@@ -252,7 +252,7 @@ def _rail(hi: int, lo: int | None, end: str = "fell") -> dict[str, object]:
     }
 
 
-def test_rail_fall_times_from_rail_events(tmp_path: Path) -> None:
+def test_rail_fall_times_from_the_rail_sense_table(tmp_path: Path) -> None:
     db = build(
         tmp_path / "r.sqlite",
         [
@@ -263,7 +263,6 @@ def test_rail_fall_times_from_rail_events(tmp_path: Path) -> None:
                 ["ok"] * 3,
                 channel=1,
                 rail=[_rail(900, None, "timeout"), _rail(200, 400), _rail(210, 420)],
-                rail_by_channel=True,
             ),
             DriveSpec("M", "C", ["ok"], channel=2),
         ],
