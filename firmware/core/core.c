@@ -16,6 +16,9 @@
 /* Edges closer than this are waited for inside the timer context instead of re-arming the
  * timer: boards arm the timer a little early and the core spins to the exact microsecond. */
 #define SPIN_US 100
+/* A restore this close after its off edge is written straight after it, before any
+ * bookkeeping (which takes ~60 µs on the AVR and would otherwise stretch a short glitch). */
+#define GLITCH_DIRECT_US 80
 #define EVENT_SLOTS 12
 #define RAIL_MAX_SAMPLES 32
 #define LAST_REPLY_MAX 128
@@ -411,6 +414,16 @@ void core_timer_due(void)
 		bool on = !c->off_scheduled;
 		board_pin_write(ch, on);
 		uint64_t t = board_now_us();
+		if (!on && c->restore_scheduled && c->restore_at - c->off_at <= GLITCH_DIRECT_US) {
+			board_spin_until(c->restore_at);
+			board_pin_write(ch, true);
+			uint64_t t_on = board_now_us();
+			c->off_scheduled = c->restore_scheduled = false;
+			record_edge(ch, false, WHY_CUT, t);
+			record_edge(ch, true, WHY_RESTORE, t_on);
+			plan_next();
+			continue;
+		}
 		if (on)
 			c->restore_scheduled = false;
 		else

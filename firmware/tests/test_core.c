@@ -188,6 +188,28 @@ static void test_close_edges_are_spun_for_not_rearmed(void)
 	CHECK(strstr(next(), "why=restore") != NULL);
 }
 
+static void test_short_glitch_restores_before_bookkeeping(void)
+{
+	boot();
+	skip_boot();
+	fake.now_us = 3000;
+	send("1 CUT 2 1000 20");
+	next();
+	fake.now_us = 4000;
+	unsigned writes = fake.pin_writes;
+	core_timer_due();
+	/* both edges in one timer call, the restore at exactly off + 20 µs */
+	CHECK(fake.pin[2]);
+	CHECK(fake.pin_writes == writes + 2);
+	CHECK(fake.timer_us == BOARD_TIMER_OFF);
+	drain_events();
+	CHECK(next_is("! 1 EDGE ch=2 on=0 t=4000 why=cut"));
+	CHECK(next_is("! 2 EDGE ch=2 on=1 t=4020 why=restore"));
+	send("2 STATE");
+	drain_events();
+	CHECK(next_is("2 OK t=4020 on=1,1,1,1 safe=1,1,1,1 pend=0,0,0,0"));
+}
+
 static void test_cut_refusals(void)
 {
 	boot();
@@ -375,6 +397,8 @@ int main(void)
 		{"set_reports_one_edge", test_set_reports_one_edge},
 		{"cut_is_timed_by_the_scheduler", test_cut_is_timed_by_the_scheduler},
 		{"close_edges_are_spun_for_not_rearmed", test_close_edges_are_spun_for_not_rearmed},
+		{"short_glitch_restores_before_bookkeeping",
+		 test_short_glitch_restores_before_bookkeeping},
 		{"cut_refusals", test_cut_refusals},
 		{"errors_are_never_acted_on", test_errors_are_never_acted_on},
 		{"retry_replays_without_acting", test_retry_replays_without_acting},
