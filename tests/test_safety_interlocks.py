@@ -253,3 +253,12 @@ def test_a_swap_device_backs_the_running_system_and_is_refused(tmp_path: Path) -
         ]
         assert_one_line_refusal(result, "refusing", devnode, "backs the running system")
     assert our_sectors(image) == 0  # (the kernel itself may have swapped pages out to it)
+
+
+@needs_loop
+def test_two_devices_with_one_identity_are_refused_not_guessed(tmp_path: Path) -> None:
+    image = blank(tmp_path, "twice.img")
+    with attached(image) as first, attached(image) as second:  # one drive, two paths
+        result = rig("run", str(manual_campaign(tmp_path, LOOP, str(image))), cwd=tmp_path)
+        assert_one_line_refusal(result, "2 devices answer to", first, second, "refusing to guess")
+    assert our_sectors(image) == 0

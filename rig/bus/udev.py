@@ -15,6 +15,7 @@ from typing import Any
 import pyudev
 
 from rig.bus.base import DriveNode
+from rig.errors import UnsafeDeviceError
 from rig.identity import DriveIdentity
 
 SKIPPED_PREFIXES = ("ram", "zram", "dm-", "md", "sr", "fd", "nbd")
@@ -182,7 +183,15 @@ class UdevPresence:
         return sorted((n for n in nodes if n is not None), key=lambda n: n.devnode)
 
     def find(self, identity: DriveIdentity) -> DriveNode | None:
-        return next((n for n in self.candidates() if identity.matches(n.identity)), None)
+        """The one drive with this identity; two nodes with it (a second path to a multipath
+        SAS drive, cloned serials, one image attached twice) are refused, never guessed."""
+        found = [n for n in self.candidates() if identity.matches(n.identity)]
+        if len(found) > 1:
+            nodes = ", ".join(n.devnode for n in found)
+            raise UnsafeDeviceError(
+                f"{len(found)} devices answer to {identity.label()} ({nodes}): refusing to guess"
+            )
+        return found[0] if found else None
 
     def watch(self, identity: DriveIdentity) -> UdevWatch:
         return UdevWatch(self._context, identity, self.find(identity))
