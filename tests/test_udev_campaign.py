@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -61,14 +62,27 @@ class LoopPower:
             return
         loopctl.detach_and_remove(self.old)  # closed by now: really removed
         if self.comes_back_as == self.image:
-            self.index = self.old + 1 if self.old + 1 not in self.indices else self.old + 7
-            while os.path.exists(f"/sys/block/loop{self.index}"):
-                self.index += 1
+            self.index = self._attach_elsewhere()
         else:
             self.index = self.old  # another drive at the old node
-        self.indices.append(self.index)
-        loopctl.attach(self.index, self.comes_back_as)
+            self.indices.append(self.index)
+            loopctl.attach(self.index, self.comes_back_as)
         self.powered.set()
+
+    def _attach_elsewhere(self) -> int:
+        """Attach at a free index other than the old one; other tests on this machine allocate
+        loop devices too, so an index found free may be taken before the attach: try another."""
+        candidate = self.old + 1
+        for _ in range(50):
+            if candidate not in self.indices and not os.path.exists(f"/sys/block/loop{candidate}"):
+                self.indices.append(candidate)
+                try:
+                    loopctl.attach(candidate, self.image)
+                    return candidate
+                except (OSError, subprocess.CalledProcessError):
+                    pass
+            candidate += 1
+        raise RuntimeError("no free loop index to come back at")
 
 
 class PoweredTarget:
@@ -177,9 +191,9 @@ def test_a_drive_returning_under_another_node_is_found_by_identity(
     campaign = config.parse(CAMPAIGN.format(cycles=3, back=10, model=LOOP, serial=drive))
     store = Store(str(tmp_path / "u.sqlite"))
     [summary] = run_campaign(campaign, station(power, tmp_path), store, progress=lambda x: None)
+    rows = store.query("SELECT status, error, gone_ns, back_ns, cut_ns FROM cycle ORDER BY seq")
+    assert [(r["status"], r["error"]) for r in rows] == [("ok", "")] * 3
     assert (summary.cycles, summary.errors, summary.dead, summary.failures) == (3, 0, False, {})
-    rows = store.query("SELECT status, gone_ns, back_ns, cut_ns FROM cycle ORDER BY seq")
-    assert [r["status"] for r in rows] == ["ok"] * 3
     assert all(r["cut_ns"] < r["gone_ns"] < r["back_ns"] for r in rows)
     back = [e["devnode"] for e in events(store, "bus_back")]
     assert len(back) == 3 and first not in back and len(set(back)) == 3
@@ -187,7 +201,7 @@ def test_a_drive_returning_under_another_node_is_found_by_identity(
     assert len(ready) == 3
     assert all(r["host_ns"] >= c["back_ns"] for r, c in zip(ready, rows, strict=True))
     udev = events(store, "udev")
-    assert {"action": "change", "devnode": first} in udev  # left the bus at the old node
+    assert {"action": "change", "devnode": first} in udev, udev  # left the bus at the old node
     for node in back:  # and came back, by a real add/change, at each new one
         assert any(e["devnode"] == node and e["action"] in ("add", "change") for e in udev)
     assert events(store, "write_cache")[0] == {"enabled": None, "wanted": None}
