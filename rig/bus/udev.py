@@ -131,7 +131,11 @@ class UdevWatch:
         ours = at_old_node if present is None else self._identity.matches(present.identity)
         if not ours and not at_old_node:
             return
-        detail: dict[str, Any] = {"action": device.action, "devnode": device.device_node or ""}
+        detail: dict[str, Any] = {
+            "action": device.action,
+            "devnode": device.device_node or "",
+            "seqnum": device.sequence_number,  # the kernel's order of uevents
+        }
         if not ours and present is not None:
             detail["other_drive"] = present.identity.label()
         self._events_seen.append((time.monotonic_ns(), "udev", detail))
