@@ -8,6 +8,7 @@ cycle is still recorded). Power is put back to its safe state on every exit path
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
@@ -29,12 +30,11 @@ from rig.errors import RigError, UnsafeDeviceError, UserError
 from rig.health.errors import HealthToolError
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import HealthReader, HealthTracker, anomaly_details, snapshot_fields
-from rig.ledger import CycleLog, Durability, LbaState
+from rig.ledger import UNKNOWN, CycleLog, Durability, LbaState
 from rig.power.base import Edge, PendingCut, PowerSwitch, RailResult, RailSensedCut
 from rig.store import CycleRow, RailSenseRow, Store
 from rig.workload import Writer, WriterContext
 
-MAX_CONSECUTIVE_ERRORS = 5  # a channel whose rig keeps failing stops; the others go on
 TargetOpener = Callable[[DriveNode, DriveSpec], BlockTarget]
 ReadyProbe = Callable[[DriveNode, float], int]  # (node, timeout) -> host ns ready; NotReady
 WriteCacheControl = Callable[[DriveNode, bool | None], bool | None]  # set (unless None), read
@@ -58,6 +58,25 @@ class Station:
 
 class DeadDevice(Exception):
     """The drive did not come back or did not answer."""
+
+
+class Interrupted(Exception):
+    """A stop was requested before the cycle was judged: it is recorded as `interrupted`."""
+
+
+@dataclass
+class ResumePoint:
+    """Where a drive's run continues after a stop or a crash (built by rig/resume.py)."""
+
+    drive_id: int
+    state: LbaState
+    next_seq: int
+    counted: int  # cycles recorded that count towards `cycles` (all but interrupted ones)
+    errors: int = 0
+    failing_cycles: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+    allowed_losses: int = 0
+    elapsed_s: float = 0.0  # time spent in cycles so far (the duration stop rules)
 
 
 @dataclass
@@ -99,6 +118,8 @@ class DriveSummary:
     dead: bool
     failures: dict[str, int]
     allowed_losses: int
+    interrupted: int = 0
+    stopped_by: str = ""  # the stop rule that ended this drive early, if any
 
 
 class DriveRun:
@@ -112,6 +133,8 @@ class DriveRun:
         station: Station,
         store: Store,
         progress: Callable[[str], None],
+        resume: ResumePoint | None = None,
+        on_cycle: Callable[[DriveRun, Cycle], None] | None = None,
     ) -> None:
         self.campaign = campaign
         self.campaign_id = campaign_id
@@ -120,10 +143,17 @@ class DriveRun:
         self.store = store
         self.progress = progress
         self.rng = random.Random(campaign.seed * 7919 + spec.channel)
-        self.failures: dict[str, int] = {}
-        self.allowed_losses = 0
-        self.errors = 0
-        self.cycles = 0
+        self.on_cycle = on_cycle
+        self.stop = threading.Event()
+        self.failures: dict[str, int] = dict(resume.failures) if resume else {}
+        self.allowed_losses = resume.allowed_losses if resume else 0
+        self.errors = resume.errors if resume else 0
+        self.cycles = resume.counted if resume else 0  # cycles that count towards the target
+        self.failing_cycles = resume.failing_cycles if resume else 0
+        self.interrupted = 0
+        self.next_seq = resume.next_seq if resume else 1
+        self.elapsed_s = resume.elapsed_s if resume else 0.0
+        self.stopped_by = ""
         self.dead = False
         node = station.presence.find(spec.identity)
         if node is None:
@@ -135,34 +165,40 @@ class DriveRun:
                 self.claims.enter_context(station.claim(node, campaign.name))
             self.target = station.open_target(node, spec)
             self.claims.callback(lambda: self.target.close())  # whichever target is current
-            self._prepare(node)
+            self._prepare(node, resume)
         except BaseException:
             self.claims.close()
             raise
 
-    def _prepare(self, node: DriveNode) -> None:
+    def _prepare(self, node: DriveNode, resume: ResumePoint | None) -> None:
         spec, campaign = self.spec, self.campaign
         block = self.target.block_size
         first = campaign.region_offset_mib * (1 << 20) // block
         count = min(campaign.region_mib * (1 << 20) // block, self.target.nblocks - first)
         if count <= 0:
             raise UserError(f"drive {spec.identity.label()}: test region lies beyond its end")
-        self.state = LbaState(first, count)
         # LBAs written in the last few cycles: still at risk (a drive may destage them late)
         self.recent: deque[np.ndarray] = deque(maxlen=campaign.cut.recent_cycles or None)
-        ident = asdict(node.identity)
-        self.drive_id = self.store.add_drive(
-            self.campaign_id,
-            spec.channel,
-            ident,
-            node.size_bytes,
-            block,
-            (first, count),
-            spec.profile,
-        )
-        self.tracker = self._start_health(node)
+        if resume is not None:
+            if (resume.state.first_lba, resume.state.nblocks) != (first, count):
+                raise UserError(f"drive {spec.identity.label()}: test region differs from store")
+            self.state = resume.state
+            self.drive_id = resume.drive_id
+        else:
+            self.state = LbaState(first, count)
+            ident = asdict(node.identity)
+            self.drive_id = self.store.add_drive(
+                self.campaign_id,
+                spec.channel,
+                ident,
+                node.size_bytes,
+                block,
+                (first, count),
+                spec.profile,
+            )
+        self.tracker = self._start_health(node, self.next_seq - 1)
 
-    def _start_health(self, node: DriveNode) -> HealthTracker | None:
+    def _start_health(self, node: DriveNode, after_seq: int = 0) -> HealthTracker | None:
         """Write-cache setting and the baseline snapshot, before the first cut."""
         options, station = self.campaign.health, self.station
         wanted = {"keep": None, "on": True, "off": False}[options.write_cache]
@@ -187,7 +223,11 @@ class DriveRun:
             detail = {"error": str(error)}
             self.store.add_event(self.drive_id, time.monotonic_ns(), "health_unavailable", detail)
             return None
-        self._store_snapshot(0, snapshot)
+        stored = self.store.query(
+            "SELECT 1 FROM health WHERE drive_id = ? AND after_seq = ?", (self.drive_id, after_seq)
+        )
+        if not stored:  # a resume keeps the reading taken after that cycle before the stop
+            self._store_snapshot(after_seq, snapshot)
         return tracker
 
     def _store_snapshot(self, after_seq: int, snapshot: HealthSnapshot) -> None:
@@ -215,6 +255,14 @@ class DriveRun:
         if not power.state(self.spec.channel):
             raise RigError(f"channel {self.spec.channel} is off at the start of a cycle")
         c.target = self.target
+        # Written before any I/O of the cycle: after a crash, resume finds this cycle and
+        # records it as interrupted instead of forgetting it.
+        with self.store.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO cycle_start (drive_id, seq, started_at, cut_delay_ns)"
+                " VALUES (?,?,?,?)",
+                (self.drive_id, c.seq, c.started_at, int(c.cut_delay_s * 1e9)),
+            )
         c.watch = self.station.presence.watch(self.spec.identity)
 
     def write(self, c: Cycle) -> None:
@@ -355,13 +403,21 @@ class DriveRun:
 
     # one cycle ---------------------------------------------------------------------------------
     def run_cycle(self, seq: int) -> Cycle:
+        # Each cycle's randomness derives from (seed, channel, seq) alone, so a resumed campaign
+        # draws the same cut delays and writes as one that never stopped.
+        self.rng = random.Random(f"{self.campaign.seed}/{self.spec.channel}/{seq}")
         spec = self.campaign.cut
         draw = cuts.draw(spec.strategy, spec.delay_ms, spec.after_ms, self.rng)
         c = Cycle(seq, draw.delay_s, draw.warmup_s)
         phase = ""
         try:
             for phase in self.PHASES:
+                if self.stop.is_set():
+                    raise Interrupted("stop requested")
                 getattr(self, phase)(c)
+        except Interrupted as error:
+            c.status, c.error = "interrupted", f"{phase}: {error}"
+            c.findings = []
         except DeadDevice as error:
             c.status, c.error = "dead", f"{phase}: {error}"
             c.findings.append(verify.Finding(verify.DEAD, 0, 0, -1, -1, detail={"phase": phase}))
@@ -379,7 +435,7 @@ class DriveRun:
             if c.watch is not None:
                 c.events.extend(c.watch.bus_events())
                 c.watch.close()
-        if c.status == "error" and c.edge is not None:
+        if c.status in ("error", "interrupted") and c.edge is not None:
             # maybe a cut, maybe not (power that did not go off): no counter judged across it
             c.findings = [f for f in c.findings if f.cls != verify.COUNTER_ANOMALY]
             if self.tracker is not None:
@@ -389,6 +445,12 @@ class DriveRun:
 
     def record(self, c: Cycle) -> None:
         log, result = c.log, c.result
+        if result is None and log.write_count:
+            # Verify did not complete (interrupted, rig error, dead): what this cycle's writes
+            # left is unknown, so those blocks are not judged again until rewritten (or read
+            # back by a resume), rather than reported as flying writes by a later cycle.
+            written = np.unique(_written_lbas(log)) - self.state.first_lba
+            self.state.committed[written] = UNKNOWN
         durability = c.durability
         if durability is None and c.edge is not None:  # the cycle ended before verify
             durability = c.log.durability(c.edge.host_ns, c.edge.error_ns)
@@ -423,8 +485,13 @@ class DriveRun:
         self.store.record_cycle(
             row, rows, c.events, log.to_bytes(), self.state.to_bytes(), self._rail_sense(c)
         )
+        self.elapsed_s += max(0.0, time.time() - c.started_at)
+        if c.status == "interrupted":
+            self.interrupted += 1
+            return
         self.cycles += 1
         self.errors += c.status == "error"
+        self.failing_cycles += bool(failures)
         for finding in failures:
             self.failures[finding.cls] = self.failures.get(finding.cls, 0) + 1
         self.allowed_losses += sum(1 for f in c.findings if f.cls == verify.ALLOWED_LOSS)
@@ -441,28 +508,34 @@ class DriveRun:
         return None if result is None else _rail_row(result)
 
     def run(self, stop: threading.Event) -> None:
+        self.stop = stop
         consecutive_errors = 0
+        rules = self.campaign.stop
         try:
-            for seq in range(1, self.campaign.cycles + 1):
-                if stop.is_set():
+            while self.cycles < self.campaign.cycles and not stop.is_set():
+                if reason := self._time_is_up():
+                    self._stop_drive(reason, "stopped")
                     break
+                seq, self.next_seq = self.next_seq, self.next_seq + 1
                 c = self.run_cycle(seq)
-                self.progress(self._progress_line(c))
+                if self.on_cycle is not None:
+                    self.on_cycle(self, c)
+                else:
+                    self.progress(self._progress_line(c))
                 if c.status == "dead":
                     self.dead = True
-                    self.store.set_drive_status(self.drive_id, "dead")
+                    self._stop_drive("dead device", "dead")
                     break
                 if c.stop_channel:
                     self.progress(f"ch{self.spec.channel}: stopped: {c.error}")
                     self.store.set_drive_status(self.drive_id, "stopped")
                     break
                 consecutive_errors = consecutive_errors + 1 if c.status == "error" else 0
-                if consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
-                    self.progress(
-                        f"ch{self.spec.channel}: stopped after"
-                        f" {consecutive_errors} rig errors in a row"
-                    )
-                    self.store.set_drive_status(self.drive_id, "stopped")
+                if consecutive_errors >= rules.max_consecutive_errors:
+                    self._stop_drive(f"{consecutive_errors} rig errors in a row", "stopped")
+                    break
+                if rules.max_failures and self.failing_cycles >= rules.max_failures:
+                    self._stop_drive(f"{self.failing_cycles} cycles with failures", "stopped")
                     break
         finally:
             self.close()
@@ -470,12 +543,23 @@ class DriveRun:
     def close(self) -> None:
         self.claims.close()  # closes the target, then releases the claim
 
+    def _time_is_up(self) -> str:
+        budgets = [b for b in (self.campaign.duration_s, self.campaign.stop.duration_s) if b]
+        if budgets and self.elapsed_s >= min(budgets):
+            return f"duration of {min(budgets):g} s reached"
+        return ""
+
+    def _stop_drive(self, reason: str, status: str) -> None:
+        self.stopped_by = reason
+        self.progress(f"ch{self.spec.channel}: stopped: {reason}")
+        self.store.set_drive_status(self.drive_id, status)
+
     def _progress_line(self, c: Cycle) -> str:
         found = sum(1 for f in c.findings if f.failure)
         extra = f" {c.status.upper()}: {c.error}" if c.status != "ok" else ""
         return (
             f"ch{self.spec.channel} {self.spec.identity.model:<22} cycle {c.seq:>5}"
-            f"/{self.campaign.cycles}  cut at {c.cut_delay_s * 1000:7.2f} ms"
+            f" ({self.cycles}/{self.campaign.cycles})  cut at {c.cut_delay_s * 1000:7.2f} ms"
             f"  failures {found}{extra}"
         )
 
@@ -488,6 +572,8 @@ class DriveRun:
             self.dead,
             dict(self.failures),
             self.allowed_losses,
+            self.interrupted,
+            self.stopped_by,
         )
 
 
@@ -518,16 +604,41 @@ def _rail_row(r: RailResult) -> RailSenseRow:
     )
 
 
+def _written_lbas(log: CycleLog) -> np.ndarray:
+    """Every block a cycle's writes addressed (one entry per block per write)."""
+    nblocks = log.column("nblocks")
+    within = np.arange(int(nblocks.sum())) - np.repeat(log.column("gen_offset"), nblocks)
+    return np.repeat(log.column("first_lba"), nblocks) + within
+
+
 def run_campaign(
     campaign: Campaign,
     station: Station,
     store: Store,
     progress: Callable[[str], None] = print,
     stop: threading.Event | None = None,
+    *,
+    campaign_id: int | None = None,
+    resume: dict[int, ResumePoint] | None = None,
+    on_cycle: Callable[[DriveRun, Cycle], None] | None = None,
+    on_start: Callable[[list[DriveRun]], None] | None = None,
 ) -> list[DriveSummary]:
-    """Run every drive's cycles in parallel; power goes to the safe state however this ends."""
+    """Run every drive's cycles in parallel; power goes to the safe state however this ends.
+
+    With `campaign_id` and `resume` (rig/resume.py) an existing campaign continues: each drive
+    from its `ResumePoint`, keyed by channel. `on_start` gets the drive runs before their
+    threads start (after resume's read-back of each region), `on_cycle` every recorded cycle.
+    """
     stop = stop or threading.Event()
-    campaign_id = store.new_campaign(campaign.name, campaign.source, campaign.seed, station.name)
+    if campaign_id is None:
+        campaign_id = store.new_campaign(
+            campaign.name, campaign.source, campaign.seed, station.name
+        )
+        with store.transaction() as db:
+            db.execute(
+                "UPDATE campaign SET criteria = ? WHERE id = ?",
+                (json.dumps(campaign.criteria.as_json(), sort_keys=True), campaign_id),
+            )
     status = "error"
     try:
         for spec in campaign.drives:
@@ -536,7 +647,12 @@ def run_campaign(
         runs: list[DriveRun] = []
         try:
             for spec in campaign.drives:
-                runs.append(DriveRun(campaign, campaign_id, spec, station, store, progress))
+                point = (resume or {}).get(spec.channel)
+                runs.append(
+                    DriveRun(campaign, campaign_id, spec, station, store, progress, point, on_cycle)
+                )
+            if on_start is not None:
+                on_start(runs)
         except BaseException:
             for run in runs:
                 run.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -76,12 +77,33 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    campaign = config.load(args.campaign)
-    db = args.db or f"{campaign.name}.sqlite"
-    summaries = _run(campaign, db, args.quiet)
-    _print_summaries(summaries)
-    print(f"\nstore: {db}")
-    return 1 if any(s.failures or s.dead for s in summaries) else 0
+    from rig import runner
+    from rig.progress import Progress
+
+    if bool(args.campaign) == bool(args.resume):
+        raise UserError("rig run: give a campaign file, or --resume STORE (not both)")
+    if args.resume and args.db:
+        raise UserError("rig run: --db is for a new campaign; --resume names the store")
+    progress = Progress(live=False if args.quiet else None)
+    result = runner.run(
+        _station,
+        campaign_path=args.campaign or "",
+        resume_db=args.resume or "",
+        db=args.db or "",
+        log_path=args.log or "",
+        progress=progress,
+    )
+    for line in result.finished_before:
+        print(f"already finished: {line}")
+    _print_summaries(result.summaries)
+    print(f"\nstore: {result.db}\nlog:   {result.log}")
+    if result.signal:
+        print(
+            f"stopped by {signal.Signals(result.signal).name}; continue with:"
+            f" rig run --resume {result.db}"
+        )
+        return 128 + result.signal
+    return 1 if any(s.failures or s.dead for s in result.summaries) else 0
 
 
 def cmd_drives(args: argparse.Namespace) -> int:
@@ -129,10 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--cycles", type=int, default=0, help="cuts per drive (default: 60)")
     demo.add_argument("--quiet", action="store_true", help="no per-cycle progress lines")
     demo.set_defaults(func=cmd_demo)
-    run = sub.add_parser("run", help="run a campaign file")
-    run.add_argument("campaign")
+    run = sub.add_parser("run", help="run a campaign file, or resume one from its store")
+    run.add_argument("campaign", nargs="?", help="campaign file (docs/campaign.md)")
+    run.add_argument("--resume", metavar="STORE", help="continue the store's last campaign")
     run.add_argument("--db", help="SQLite store (default: <campaign name>.sqlite)")
-    run.add_argument("--quiet", action="store_true")
+    run.add_argument("--log", help="JSON-lines run log (default: <store>.log.jsonl)")
+    run.add_argument("--quiet", action="store_true", help="plain progress lines, no live table")
     run.set_defaults(func=cmd_run)
     drives = sub.add_parser("drives", help="candidate drives, their identity and whether safe")
     drives.add_argument("--stanza", metavar="NODE", help="print the campaign stanza for NODE")

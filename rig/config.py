@@ -13,6 +13,7 @@ from typing import Any
 from rig.cuts import STRATEGIES
 from rig.errors import UserError
 from rig.identity import DriveIdentity
+from rig.verify import FAILURE_CLASSES
 from rig.workload import ENGINES, LAYOUTS, LBA_SKEWS, SIZE_MIXES, Workload
 
 STATION_KINDS = ("simulated", "relay-board", "manual")
@@ -67,6 +68,34 @@ class StationSpec:
 
 
 @dataclass(frozen=True)
+class StopRules:
+    """When a drive's channel stops before its cycle count (the other channels go on)."""
+
+    max_failures: int = 0  # cycles with a drive failure before the drive stops; 0 = never
+    max_consecutive_errors: int = 5  # rig errors in a row before the channel stops
+    duration_s: float = 0.0  # time in cycles per drive (summed across resumes); 0 = none
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """The pass criteria stored with the campaign; reports compute the verdict from them
+    (docs/schema.md, `campaign.criteria`)."""
+
+    max_failure_probability: float = 1e-3  # per cut, the upper bound must stay below this
+    confidence: float = 0.95  # one-sided confidence of that bound
+    classes: tuple[str, ...] = ()  # failure classes that count; empty = every failure class
+    min_cycles: int = 0  # judged cycles a drive needs before it can pass; 0 = from the above
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "max_failure_probability": self.max_failure_probability,
+            "confidence": self.confidence,
+            "classes": list(self.classes),
+            "min_cycles": self.min_cycles,
+        }
+
+
+@dataclass(frozen=True)
 class Campaign:
     name: str
     cycles: int
@@ -79,6 +108,9 @@ class Campaign:
     region_offset_mib: int
     source: str  # the file's text, kept in the store
     health: HealthSpec = HealthSpec()
+    stop: StopRules = StopRules()
+    criteria: Criteria = Criteria()
+    duration_s: float = 0.0  # with cycles: whichever comes first; 0 = cycles only
 
 
 class _Table:
@@ -180,6 +212,7 @@ def parse(text: str, where: str = "campaign") -> Campaign:
     head = _Table("[campaign]", root.get("campaign", dict))
     name = head.get("name", str)
     cycles = int(head.number("cycles", None, 1, 10_000_000))
+    duration_s = float(head.number("duration_s", 0.0, 0, 10 * 365 * 86400))
     seed = int(head.number("seed", 1, 0, 2**31))
     region_mib = int(head.number("region_mib", 64, 1, 2**32))
     region_offset_mib = int(head.number("region_offset_mib", 0, 0, 2**32))
@@ -244,6 +277,8 @@ def parse(text: str, where: str = "campaign") -> Campaign:
     cut_t.done()
 
     health = _health(root.get("health", dict, {}))
+    stop = _stop_rules(_Table("[stop]", root.get("stop", dict, {})))
+    criteria = _criteria(_Table("[criteria]", root.get("criteria", dict, {})))
 
     drive_list = root.get("drive", list)
     drives = tuple(_drive(i, entry, kind) for i, entry in enumerate(drive_list))
@@ -265,7 +300,44 @@ def parse(text: str, where: str = "campaign") -> Campaign:
         region_offset_mib,
         text,
         health,
+        stop,
+        criteria,
+        duration_s,
     )
+
+
+def _stop_rules(table: _Table) -> StopRules:
+    rules = StopRules(
+        max_failures=int(table.number("max_failures", 0, 0, 10_000_000)),
+        max_consecutive_errors=int(table.number("max_consecutive_errors", 5, 1, 1_000_000)),
+        duration_s=float(table.number("duration_s", 0.0, 0, 10 * 365 * 86400)),
+    )
+    table.done()
+    return rules
+
+
+def _criteria(table: _Table) -> Criteria:
+    classes = table.get("classes", list, [])
+    for cls in classes:
+        if cls not in FAILURE_CLASSES:
+            raise UserError(
+                f"campaign: [criteria].classes: '{cls}' is not a failure class"
+                f" ({', '.join(FAILURE_CLASSES)})"
+            )
+    probability = float(table.number("max_failure_probability", 1e-3, 0, 1))
+    if not 0 < probability < 1:
+        raise UserError("campaign: [criteria].max_failure_probability must lie strictly in 0..1")
+    confidence = float(table.number("confidence", 0.95, 0, 1))
+    if not 0 < confidence < 1:
+        raise UserError("campaign: [criteria].confidence must lie strictly in 0..1")
+    criteria = Criteria(
+        probability,
+        confidence,
+        tuple(classes),
+        int(table.number("min_cycles", 0, 0, 100_000_000)),
+    )
+    table.done()
+    return criteria
 
 
 def _health(data: Any) -> HealthSpec:

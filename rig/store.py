@@ -143,6 +143,19 @@ MIGRATIONS: tuple[str, ...] = (
         samples TEXT NOT NULL DEFAULT '[]'  -- JSON array: readings at edge + i * sample_dt_us
     );
     """,
+    # v5: campaigns that resume (issue 6): the pass criteria stored with the campaign, a row per
+    # cycle started (so a crash mid-cycle is found and recorded as `interrupted`), resume count
+    """
+    ALTER TABLE campaign ADD COLUMN criteria TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE campaign ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE cycle_start (
+        drive_id INTEGER NOT NULL REFERENCES drive(id),
+        seq INTEGER NOT NULL,
+        started_at REAL NOT NULL,        -- wall clock
+        cut_delay_ns INTEGER NOT NULL,
+        PRIMARY KEY (drive_id, seq)
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,0 +1,222 @@
+"""Continue a campaign from its store after a stop (SIGINT/SIGTERM) or a crash (kill, reboot).
+
+What the store holds after any exit: every recorded cycle whole (one transaction each), the
+drive's LBA state as of the last recorded cycle, and a `cycle_start` row written before the
+first I/O of every cycle. A cycle started and never recorded is the one a crash interrupted.
+
+Its writes are gone from the host's memory, so the expected state is rebuilt from the drive
+itself: the test region is flushed and read back once, and every block takes what it holds now
+as its committed generation when it reads back whole (valid, well placed, one generation),
+UNKNOWN otherwise. Nothing read here is judged: the interrupted cycle is recorded as
+`interrupted` with no findings, and blocks that differ from what the store expected are only
+counted in the record (see docs/campaign.md, "Resume"). A gap is added to every block's issued
+generation after a crash, so no generation the lost cycle may have issued is ever reused
+(ARCHITECTURE §4, decision 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from rig import config, media
+from rig.campaign import DriveRun, ResumePoint
+from rig.config import Campaign
+from rig.errors import UserError
+from rig.ledger import UNKNOWN, LbaState
+from rig.store import CycleRow, Store
+
+MIN_GENERATION_GAP = 1 << 16
+SCAN_BLOCKS = 256  # blocks per read of the resume scan
+
+
+@dataclass(frozen=True)
+class LostCycle:
+    """A cycle that started (its `cycle_start` row exists) and was never recorded."""
+
+    seq: int
+    started_at: float
+    cut_delay_ns: int
+
+
+@dataclass
+class Resumable:
+    campaign_id: int
+    campaign: Campaign  # the stored campaign, only the drives that are still active
+    points: dict[int, ResumePoint]  # by channel
+    lost: dict[int, LostCycle]  # by channel
+    gaps: dict[int, int]  # by channel: generations added to `issued` after a crash
+    finished: list[str]  # labels of drives that are dead, stopped or done
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    blocks: int
+    unreadable: int  # read errors: left as they were
+    unclear: int  # torn, corrupt or misplaced: now UNKNOWN
+    unexpected: int  # whole, but not what the store expected (and not a newer generation)
+    newer: int  # whole generations newer than the store knew (the lost cycle's writes)
+
+    def as_json(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+
+def load(store: Store) -> Resumable:
+    """Everything needed to continue the store's last campaign; a clear error if it cannot."""
+    rows = store.query("SELECT id, name, config, status FROM campaign ORDER BY id DESC LIMIT 1")
+    if not rows:
+        raise UserError(f"{store.path}: no campaign to resume")
+    head = rows[0]
+    campaign = config.parse(head["config"], f"{store.path} (stored campaign)")
+    campaign_id = int(head["id"])
+    points: dict[int, ResumePoint] = {}
+    lost: dict[int, LostCycle] = {}
+    gaps: dict[int, int] = {}
+    finished: list[str] = []
+    active = []
+    for spec in campaign.drives:
+        found = store.query(
+            "SELECT * FROM drive WHERE campaign_id = ? AND channel = ?", (campaign_id, spec.channel)
+        )
+        if not found:  # the crash came before this drive's first cycle: it starts afresh
+            active.append(spec)
+            continue
+        drive = found[0]
+        point, lost_cycle, gap = _drive_point(store, drive)
+        if drive["status"] != "active" or point.counted >= campaign.cycles:
+            finished.append(f"ch{spec.channel} {spec.identity.label()}: {drive['status']}")
+            continue
+        active.append(spec)
+        points[spec.channel] = point
+        gaps[spec.channel] = gap
+        if lost_cycle is not None:
+            lost[spec.channel] = lost_cycle
+    remaining = dataclasses.replace(campaign, drives=tuple(active))
+    return Resumable(campaign_id, remaining, points, lost, gaps, finished)
+
+
+def _drive_point(store: Store, row: sqlite3.Row) -> tuple[ResumePoint, LostCycle | None, int]:
+    drive_id = int(row["id"])
+    first, count = int(row["region_first_lba"]), int(row["region_blocks"])
+    blob = store.query("SELECT state FROM lba_state WHERE drive_id = ?", (drive_id,))
+    state = LbaState.from_bytes(first, blob[0]["state"]) if blob else LbaState(first, count)
+    totals = store.query(
+        "SELECT COALESCE(MAX(seq), 0) AS last, COALESCE(MAX(writes), 0) AS most,"
+        " SUM(status != 'interrupted') AS counted, SUM(status = 'error') AS errors,"
+        " SUM(status != 'interrupted' AND failures > 0) AS failing,"
+        " COALESCE(SUM(CASE WHEN status != 'interrupted' THEN ended_at - started_at END), 0)"
+        " AS elapsed FROM cycle WHERE drive_id = ?",
+        (drive_id,),
+    )[0]
+    by_class = store.query(
+        "SELECT f.class, f.failure, COUNT(*) AS n FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+        " WHERE c.drive_id = ? GROUP BY f.class, f.failure",
+        (drive_id,),
+    )
+    failures = {r["class"]: int(r["n"]) for r in by_class if r["failure"]}
+    allowed = sum(int(r["n"]) for r in by_class if r["class"] == "allowed_loss")
+    last = int(totals["last"])
+    started = store.query(
+        "SELECT seq, started_at, cut_delay_ns FROM cycle_start WHERE drive_id = ? AND seq > ?"
+        " ORDER BY seq DESC LIMIT 1",
+        (drive_id, last),
+    )
+    lost = LostCycle(*started[0]) if started else None
+    point = ResumePoint(
+        drive_id=drive_id,
+        state=state,
+        next_seq=(lost.seq if lost else last) + 1,
+        counted=int(totals["counted"] or 0),
+        errors=int(totals["errors"] or 0),
+        failing_cycles=int(totals["failing"] or 0),
+        failures=failures,
+        allowed_losses=allowed,
+        elapsed_s=float(totals["elapsed"]),
+    )
+    return point, lost, max(MIN_GENERATION_GAP, 4 * int(totals["most"]))
+
+
+def scan(run: DriveRun, campaign_id: int, gap: int) -> ScanResult:
+    """Flush, read the whole test region back and rebuild the committed state from it."""
+    state, target = run.state, run.target
+    target.flush()  # what reads back below is then what the drive holds durably
+    per_block = target.block_size // media.SECTOR
+    unreadable = unclear = unexpected = newer = 0
+    for start in range(0, state.nblocks, SCAN_BLOCKS):
+        count = min(SCAN_BLOCKS, state.nblocks - start)
+        rows = slice(start, start + count)
+        try:
+            data = target.read(state.first_lba + start, count)
+        except OSError:
+            unreadable += count
+            continue
+        sectors = media.parse(data)
+        valid = sectors.state.reshape(count, per_block) == media.VALID
+        ours = valid & (sectors.campaign.reshape(count, per_block) == np.uint64(campaign_id))
+        gen = np.where(ours, sectors.generation.astype(np.int64).reshape(count, per_block), 0)
+        lbas = sectors.lba.astype(np.int64).reshape(count, per_block)
+        here = np.arange(state.first_lba + start, state.first_lba + start + count)[:, None]
+        corrupt = (sectors.state.reshape(count, per_block) == media.CORRUPT).any(axis=1)
+        misplaced = (ours & (lbas != here)).any(axis=1)
+        mixed = (gen != gen[:, :1]).any(axis=1)
+        whole = ~corrupt & ~misplaced & ~mixed
+        observed = gen[:, 0]
+        committed = state.committed[rows].astype(np.int64)
+        issued = state.issued[rows].astype(np.int64)
+        known = committed != int(UNKNOWN)
+        is_newer = whole & (observed > issued)
+        newer += int(is_newer.sum())
+        unexpected += int((whole & known & ~is_newer & (observed != committed)).sum())
+        unclear += int((~whole).sum())
+        state.committed[rows] = np.where(whole, observed, int(UNKNOWN)).astype(np.uint32)
+        top = np.maximum(issued, np.where(whole, observed, 0))
+        # The gap goes where something was ever issued or is found; a block still empty after
+        # the flush stays sparse (a lost write to it never reached the media).
+        state.issued[rows] = np.where(top > 0, top + gap, 0).astype(np.uint32)
+    return ScanResult(state.nblocks, unreadable, unclear, unexpected, newer)
+
+
+def reconcile(run: DriveRun, resumable: Resumable, store: Store) -> ScanResult:
+    """Rebuild one drive's state from its region and record the interrupted cycle, if any."""
+    channel = run.spec.channel
+    lost = resumable.lost.get(channel)
+    gap = resumable.gaps.get(channel, 0) if lost else 0
+    result = scan(run, resumable.campaign_id, gap)
+    detail = {"scan": result.as_json(), "generation_gap": gap}
+    now = time.monotonic_ns()
+    if lost is not None:
+        row = CycleRow(
+            drive_id=run.drive_id,
+            seq=lost.seq,
+            status="interrupted",
+            cut_delay_ns=lost.cut_delay_ns,
+            started_at=lost.started_at,
+            error="rig stopped mid-cycle (crash or kill): not judged; region read back on resume",
+        )
+        store.record_cycle(row, [], [(now, "resume_scan", detail)], None, run.state.to_bytes())
+        run.interrupted += 1
+    else:
+        with store.transaction() as db:
+            db.execute(
+                "INSERT INTO event (drive_id, host_ns, kind, detail) VALUES (?,?,?,?)",
+                (run.drive_id, now, "resume_scan", json.dumps(detail, sort_keys=True)),
+            )
+            db.execute(
+                "INSERT OR REPLACE INTO lba_state (drive_id, after_cycle, state) VALUES (?,?,?)",
+                (run.drive_id, run.next_seq - 1, run.state.to_bytes()),
+            )
+    return result
+
+
+def mark_resumed(store: Store, campaign_id: int) -> None:
+    with store.transaction() as db:
+        db.execute(
+            "UPDATE campaign SET status = 'running', ended_at = NULL, resumes = resumes + 1"
+            " WHERE id = ?",
+            (campaign_id,),
+        )

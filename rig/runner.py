@@ -1,0 +1,217 @@
+"""`rig run`: a campaign from its file, or `--resume` from its store, unattended.
+
+- all channels in parallel (rig/campaign.py), live progress (rig/progress.py), a JSON-lines log
+  (rig/runlog.py);
+- SIGINT/SIGTERM stop safely: every drive's cycle in flight ends at its next phase boundary and
+  is recorded as `interrupted`, the store is closed consistent, power goes to the safe state;
+- `--resume STORE` continues the store's last campaign at the next cycle (rig/resume.py).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import FrameType
+
+from rig import config, resume
+from rig.campaign import Cycle, DriveRun, DriveSummary, Station, run_campaign
+from rig.config import Campaign
+from rig.errors import UserError
+from rig.progress import Progress
+from rig.runlog import RunLog
+from rig.store import Store, open_existing
+
+StationFactory = Callable[[Campaign, Store], Station]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    db: str
+    log: str
+    summaries: list[DriveSummary]
+    finished_before: list[str]  # drives a resume found dead, stopped or done
+    signal: int  # the signal that stopped the run, 0 if none
+
+
+def default_log_path(db: str) -> str:
+    return os.path.splitext(db)[0] + ".log.jsonl"
+
+
+@contextmanager
+def stop_on_signals(stop: threading.Event, on_signal: Callable[[int], None]) -> Iterator[list[int]]:
+    """SIGINT and SIGTERM set `stop` (a second one too: the stop is already under way)."""
+    received: list[int] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        # Only set the event here: the main thread may hold any other lock (progress, log)
+        # at the moment the handler runs on it; a helper thread reports the signal.
+        received.append(signum)
+        stop.set()
+
+    def report() -> None:
+        stop.wait()
+        if received:
+            on_signal(received[0])
+
+    threading.Thread(target=report, name="signal-report", daemon=True).start()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield received  # signals can only be caught on the main thread
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def wait_for_drives(station: Station, campaign: Campaign, progress: Progress) -> None:
+    """After a crash the drives may still be coming back (the board's watchdog has just put
+    power back on): wait for each, up to its return timeout, before opening it."""
+    deadline = time.monotonic() + campaign.cut.return_timeout_s
+    for spec in campaign.drives:
+        if station.presence.find(spec.identity) is not None:
+            continue
+        if not station.power.state(spec.channel):
+            station.power.on(spec.channel)
+        progress.message(f"ch{spec.channel}: waiting for {spec.identity.label()} to come back")
+        while station.presence.find(spec.identity) is None:
+            if time.monotonic() > deadline:
+                raise UserError(f"drive {spec.identity.label()} not found on the bus")
+            time.sleep(0.1)
+
+
+def run(
+    station_factory: StationFactory,
+    *,
+    campaign_path: str = "",
+    resume_db: str = "",
+    db: str = "",
+    log_path: str = "",
+    progress: Progress | None = None,
+) -> RunResult:
+    """Run a campaign file (`campaign_path`) or resume a store (`resume_db`)."""
+    progress = progress or Progress()
+    resumable: resume.Resumable | None = None
+    if resume_db:
+        store = open_existing(resume_db)
+        try:
+            resumable = resume.load(store)
+        except BaseException:
+            store.close()
+            raise
+        campaign, db = resumable.campaign, resume_db
+        if campaign.station.kind == "simulated":
+            store.close()
+            raise UserError(
+                f"{resume_db}: a simulated station's drives live inside the rig process and"
+                " are gone with it; resume needs drives that outlive it"
+            )
+    else:
+        campaign = config.load(campaign_path)
+        db = db or f"{campaign.name}.sqlite"
+        store = Store(db)
+    log = RunLog(log_path or default_log_path(db))
+    stop = threading.Event()
+    summaries: list[DriveSummary] = []
+    finished = resumable.finished if resumable else []
+
+    def on_signal(signum: int) -> None:
+        name = signal.Signals(signum).name
+        log.write("signal", signal=name)
+        progress.message(f"rig: {name}: stopping after each drive's current phase")
+
+    def on_cycle(drive: DriveRun, c: Cycle) -> None:
+        failures: dict[str, int] = {}
+        for f in c.findings:
+            if f.failure:
+                failures[f.cls] = failures.get(f.cls, 0) + 1
+        log.write(
+            "cycle",
+            channel=drive.spec.channel,
+            seq=c.seq,
+            status=c.status,
+            error=c.error,
+            cut_delay_ms=round(c.cut_delay_s * 1000, 3),
+            writes=c.log.write_count,
+            failures=failures,
+            counted=drive.cycles,
+            target=drive.campaign.cycles,
+        )
+        progress.cycle(drive, c)
+
+    def message(text: str) -> None:
+        log.write("message", text=text)
+        progress.message(text)
+
+    try:
+        with stop_on_signals(stop, on_signal) as received:
+            station = station_factory(campaign, store)
+            try:
+                if resumable is not None:
+                    wait_for_drives(station, campaign, progress)
+                    resume.mark_resumed(store, resumable.campaign_id)
+                    log.write(
+                        "resume",
+                        campaign=campaign.name,
+                        db=db,
+                        drives=[d.channel for d in campaign.drives],
+                        finished=finished,
+                    )
+                else:
+                    log.write("start", campaign=campaign.name, db=db, cycles=campaign.cycles)
+
+                def on_start(runs: list[DriveRun]) -> None:
+                    for drive in runs:
+                        if resumable is None:
+                            continue
+                        scanned = resume.reconcile(drive, resumable, store)
+                        lost = resumable.lost.get(drive.spec.channel)
+                        message(
+                            f"ch{drive.spec.channel}: resumed at cycle {drive.next_seq}"
+                            f" ({drive.cycles}/{campaign.cycles} done"
+                            + (f"; cycle {lost.seq} was interrupted" if lost else "")
+                            + f"); region read back: {scanned.as_json()}"
+                        )
+                    progress.start(runs)
+
+                summaries = run_campaign(
+                    campaign,
+                    station,
+                    store,
+                    message,
+                    stop,
+                    campaign_id=resumable.campaign_id if resumable else None,
+                    resume=resumable.points if resumable else None,
+                    on_cycle=on_cycle,
+                    on_start=on_start,
+                )
+            finally:
+                station.power.close()
+        log.write(
+            "end",
+            status="stopped" if received else "done",
+            drives=[
+                {
+                    "channel": s.channel,
+                    "cycles": s.cycles,
+                    "errors": s.errors,
+                    "interrupted": s.interrupted,
+                    "dead": s.dead,
+                    "failures": s.failures,
+                    "stopped_by": s.stopped_by,
+                }
+                for s in summaries
+            ],
+        )
+        return RunResult(db, log.path, summaries, finished, received[0] if received else 0)
+    finally:
+        progress.close()
+        store.close()
+        log.close()
