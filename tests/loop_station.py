@@ -170,6 +170,9 @@ sample_blocks = 64
 
 [stop]
 max_consecutive_errors = 1000
+
+[health]
+every = 0  # loop devices answer no health tool
 {drives}"""
 
 
