@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import json
 import random
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fixtures.fake_power import FakePowerSwitch
 from rig import config, cuts
+from rig.blockio import DirectTarget
 from rig.errors import UserError
+from rig.ledger import CycleLog, LbaState
+from rig.workload import Workload, Writer, WriterContext
 from tests.test_sim_campaign import campaign_text, run
 
 
@@ -86,3 +92,48 @@ def test_campaign_file_refuses_bad_strategies() -> None:
         config.parse(base.replace("[cut]\n", "[cut]\nafter_ms = [5, 1]\n"))
     spec = config.parse(base.replace("[cut]\n", '[cut]\nstrategy = "idle"\nafter_ms = [0, 2000]\n'))
     assert (spec.cut.strategy, spec.cut.after_ms) == ("idle", (0.0, 2000.0))
+
+
+class _Rail:
+    """A power input that only remembers when it went off."""
+
+    def __init__(self) -> None:
+        self.off_ns: int | None = None
+
+    def set_power(self, on: bool) -> None:
+        if not on and self.off_ns is None:
+            self.off_ns = time.monotonic_ns()
+
+
+@pytest.mark.parametrize("strategy", ["during_flush", "after_ack", "idle"])
+def test_triggers_read_the_native_engine_live(tmp_path: Path, strategy: str) -> None:
+    """The native engine's live signals (acknowledgements, flushes in flight) arm the triggers:
+    the same strategies on a real O_DIRECT file through the C engine."""
+    image = tmp_path / "t.img"
+    with image.open("wb") as handle:
+        handle.truncate(16 << 20)
+    target = DirectTarget(str(image))
+    rail = _Rail()
+    try:
+        state, log, stop = LbaState(0, target.nblocks), CycleLog(), threading.Event()
+        load = Workload(workers=4, write_blocks=(1, 4), flush_every=2, engine="native")
+        writer = Writer(load, WriterContext(3, target, state, log, stop), seed=1)
+        writer.start()
+        deadline = time.monotonic() + 10
+        while writer.live.acks == 0 and time.monotonic() < deadline:  # the engine is running
+            time.sleep(0.001)
+        draw = cuts.CutDraw(0.0, 0.0 if strategy == "during_flush" else 0.005)
+        pending, detail = cuts.schedule(strategy, draw, writer, stop, FakePowerSwitch({0: rail}), 0)
+        edge = pending.wait(10)
+        stop.set()
+        assert writer.join(10) and writer.engine == "native"
+        expected = {"during_flush": "flush_in_flight", "after_ack": "ack", "idle": "idle"}
+        assert detail["trigger"] == expected[strategy]
+        assert writer.live.acks > 0
+        if strategy != "during_flush":
+            assert edge.host_ns >= detail["trigger_ns"] + 5_000_000
+            assert cuts.context(log, edge.host_ns)["writes_issued_after"] == 0
+        if strategy == "after_ack":
+            assert detail["trigger_ns"] in set(log.column("complete_ns").tolist())
+    finally:
+        target.close()
