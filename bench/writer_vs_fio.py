@@ -9,7 +9,10 @@ Cases: 128 KiB sequential writes and 4 KiB random writes, queue depth 32, O_DIRE
 - rig threads: the same workload through 32 Python threads (the path for targets without a file
   descriptor), to show why the engine is in C.
 Runs are interleaved (fio, native, threads, fio, ...) and each ratio is the median of per-round
-ratios, so a slow moment of this shared machine hits both sides of a ratio alike.
+ratios, so a slow moment of this shared machine hits both sides of a ratio alike. Beside the
+throughput, the CPU seconds each spends per GB written (fio: the child's rusage; the rig: the
+process's CPU time, all threads): a figure the machine's load does not change much, and the one
+that decides who falls behind when cores are scarce.
 
 The target: a loop device (`losetup --direct-io=on`, 4 KiB sectors) over a preallocated file on
 the host disk (default, under /work) or on tmpfs (`--tmpfs`: no device time, so the CPU cost of
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -53,7 +57,8 @@ CASES = {  # name: (fio rw, block size, rig workload)
 }
 
 
-def fio_mb_s(devnode: str, rw: str, block: int, seconds: float) -> float:
+def fio_mb_s(devnode: str, rw: str, block: int, seconds: float) -> tuple[float, float]:
+    """(MB/s, CPU seconds per GB written) of one fio run."""
     args = [
         "fio",
         "--name=bench",
@@ -70,12 +75,16 @@ def fio_mb_s(devnode: str, rw: str, block: int, seconds: float) -> float:
         "--norandommap",
         "--output-format=json",
     ]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     job = json.loads(out)["jobs"][0]["write"]
-    return float(job["bw_bytes"]) / 1e6
+    return float(job["bw_bytes"]) / 1e6, cpu / (float(job["io_bytes"]) / 1e9)
 
 
-def rig_mb_s(devnode: str, load: Workload, engine: str, seconds: float) -> float:
+def rig_mb_s(devnode: str, load: Workload, engine: str, seconds: float) -> tuple[float, float]:
+    """(MB/s, CPU seconds per GB written) of the rig's writer (all its threads)."""
     target = DirectTarget(devnode)
     try:
         state = LbaState(0, target.nblocks)
@@ -83,6 +92,7 @@ def rig_mb_s(devnode: str, load: Workload, engine: str, seconds: float) -> float
         stop = threading.Event()
         load = Workload(**{**load.__dict__, "engine": engine})
         writer = Writer(load, WriterContext(1, target, state, log, stop), seed=7)
+        cpu = time.process_time()
         writer.start()
         time.sleep(0.3)  # let the batch size settle, as fio's ramp
         start_ns = time.monotonic_ns()
@@ -90,10 +100,12 @@ def rig_mb_s(devnode: str, load: Workload, engine: str, seconds: float) -> float
         end_ns = time.monotonic_ns()
         stop.set()
         writer.join(30)
+        cpu = time.process_time() - cpu
         done = log.column("complete_ns")
         inside = (done >= start_ns) & (done < end_ns) & (log.column("status") == 0)
         nbytes = int(log.column("nblocks")[inside].sum()) * target.block_size
-        return nbytes / ((end_ns - start_ns) / 1e9) / 1e6
+        everything = int(log.column("nblocks")[log.column("status") == 0].sum()) * target.block_size
+        return nbytes / ((end_ns - start_ns) / 1e9) / 1e6, cpu / (everything / 1e9)
     finally:
         target.close()
 
@@ -127,29 +139,42 @@ def main() -> None:
             print(f"# target: {devnode} over {image} ({SIZE_MIB} MiB, direct-io=on)")
             print(f"# machine: {machine()}")
             print(f"# {opts.rounds} rounds x {opts.seconds:g} s per run, interleaved")
-            header = "| case | fio MB/s | rig native MB/s | native/fio | rig threads MB/s |"
-            print(header + " threads/fio |")
-            print("|---|---|---|---|---|---|")
+            print(
+                "| case | fio MB/s | rig native MB/s | native/fio | rig threads MB/s | threads/fio"
+                " | CPU s/GB fio | CPU s/GB native | CPU s/GB threads |"
+            )
+            print("|---|---|---|---|---|---|---|---|---|")
             for name, (rw, block, load) in CASES.items():
-                fio, native, threads = [], [], []
+                runs: dict[str, list[tuple[float, float]]] = {
+                    "fio": [],
+                    "native": [],
+                    "threads": [],
+                }
                 for _ in range(opts.rounds):
-                    fio.append(fio_mb_s(devnode, rw, block, opts.seconds))
-                    native.append(rig_mb_s(devnode, load, "native", opts.seconds))
+                    runs["fio"].append(fio_mb_s(devnode, rw, block, opts.seconds))
+                    runs["native"].append(rig_mb_s(devnode, load, "native", opts.seconds))
                     if not opts.no_threads:
-                        threads.append(rig_mb_s(devnode, load, "threads", opts.seconds))
-                ratio_n = statistics.median(n / f for n, f in zip(native, fio, strict=True))
-                row = (
-                    f"| {name} | {statistics.median(fio):.0f} | {statistics.median(native):.0f}"
-                    f" | {ratio_n:.2f} |"
-                )
-                if threads:
-                    ratio_t = statistics.median(t / f for t, f in zip(threads, fio, strict=True))
-                    row += f" {statistics.median(threads):.0f} | {ratio_t:.2f} |"
-                else:
-                    row += " - | - |"
-                print(row, flush=True)
+                        runs["threads"].append(rig_mb_s(devnode, load, "threads", opts.seconds))
+                print(f"| {name} | {row(runs)} |", flush=True)
         finally:
             subprocess.run(["losetup", "-d", devnode], check=False)
+
+
+def row(runs: dict[str, list[tuple[float, float]]]) -> str:
+    """Medians of MB/s, of the per-round ratios to fio, and of CPU seconds per GB."""
+    fio = runs["fio"]
+    cells = [f"{statistics.median(m for m, _ in fio):.0f}"]
+    for engine in ("native", "threads"):
+        mine = runs[engine]
+        if not mine:
+            cells += ["-", "-"]
+            continue
+        ratio = statistics.median(m / f for (m, _), (f, _) in zip(mine, fio, strict=True))
+        cells += [f"{statistics.median(m for m, _ in mine):.0f}", f"{ratio:.2f}"]
+    for engine in ("fio", "native", "threads"):
+        mine = runs[engine]
+        cells.append(f"{statistics.median(c for _, c in mine):.2f}" if mine else "-")
+    return " | ".join(cells)
 
 
 def machine() -> str:

@@ -101,14 +101,17 @@ class ChunkedArray:
     def __setitem__(self, index: Index, values: npt.ArrayLike) -> None:
         pos = self._positions(index)
         vals = np.broadcast_to(np.asarray(values, dtype=np.uint32), pos.shape)
-        if not isinstance(index, slice) and len(np.unique(pos)) != len(pos):
-            last = len(pos) - 1 - np.unique(pos[::-1], return_index=True)[1]  # last write wins
-            pos, vals = pos[last], vals[last]
+        if not isinstance(index, slice):
+            order = np.argsort(pos, kind="stable")
+            ordered = pos[order]
+            if len(pos) > 1 and (ordered[1:] == ordered[:-1]).any():  # the last write wins
+                last = np.r_[ordered[1:] != ordered[:-1], True]
+                pos, vals = ordered[last], vals[order][last]
         rows = self._rows(pos)
         missing = rows < 0
         if missing.any():
             # only leaves that receive a non-zero value need storage
-            self._allocate(np.unique(pos[missing & (vals != 0)] >> self.LEAF_SHIFT))
+            self._allocate(_unique(pos[missing & (vals != 0)] >> self.LEAF_SHIFT))
             rows = self._rows(pos)
             keep = rows >= 0
             pos, vals, rows = pos[keep], vals[keep], rows[keep]
@@ -123,7 +126,7 @@ class ChunkedArray:
         """Storage for these (unique, unallocated) leaf numbers."""
         if len(leaves) == 0:
             return
-        groups = np.unique(leaves >> (self.GROUP_SHIFT - self.LEAF_SHIFT))
+        groups = _unique(leaves >> (self.GROUP_SHIFT - self.LEAF_SHIFT))
         new_groups = groups[self._top[groups] < 0]
         if len(new_groups):
             self._mid = _grown(self._mid, self._groups + len(new_groups), -1)
@@ -155,7 +158,7 @@ class ChunkedArray:
         which = np.searchsorted(ends, ranks, side="right")  # leaf holding each rank
         within = ranks - (ends[which] - counts[which])
         picked = np.empty(k, dtype=np.int64)
-        for leaf in np.unique(which).tolist():
+        for leaf in _unique(which).tolist():
             mine = which == leaf
             cols = np.flatnonzero(self._leaves[leaf])[within[mine]]
             picked[mine] = self._base[leaf] + cols
@@ -179,6 +182,12 @@ class ChunkedArray:
         array._leaves[: len(leaves)] = values
         array._count[: len(leaves)] = np.count_nonzero(values, axis=1)
         return array
+
+
+def _unique(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Sorted distinct values (sort-based: numpy's hash-based unique is slow on big int arrays)."""
+    ordered = np.sort(values)
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
 
 
 def _grown(array: npt.NDArray[Any], rows: int, fill: int) -> npt.NDArray[Any]:

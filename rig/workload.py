@@ -424,8 +424,8 @@ class Writer:
                 per_slot = int(min(65536, max(2, per_slot * min(4.0, max(0.25, scale)))))
         finally:
             done.set()
-            if not leaked:
-                aio.close()
+            if not leaked:  # io_destroy waits for an RCU grace period: not on the cycle's path
+                threading.Thread(target=aio.close, name="writer-aio-close", daemon=True).start()
 
     def _log_native(
         self,

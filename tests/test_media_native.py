@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
+import platform
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -94,3 +99,36 @@ def test_parse_decodes_header_fields_of_the_c_build() -> None:
     assert sectors.generation.tolist() == [7, 7, 9, 9]
     assert sectors.sector_index.tolist() == [0, 1, 0, 1]
     assert set(sectors.worker.tolist()) == {3} and set(sectors.nblocks.tolist()) == {2}
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the clones exist on x86-64 only")
+def test_the_portable_build_of_the_kernel_equals_the_reference_too(tmp_path: Path) -> None:
+    """This machine runs the x86-64-v4 clone; the plain x86-64 code other CPUs get is compiled
+    here without clones and held to the same reference."""
+    source = Path(media.__file__).with_name("native") / "media.c"
+    library = tmp_path / "libportable.so"
+    flags = ["-std=gnu11", "-O3", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror"]
+    flags += ["-DPFR_NO_CLONES", "-march=x86-64"]
+    subprocess.run(["gcc", *flags, "-o", str(library), str(source)], check=True)
+    portable = ctypes.CDLL(str(library))
+    rng = np.random.default_rng(5)
+    for block in (512, 4096):
+        gens = rng.integers(0, 1 << 32, 3, dtype=np.uint64)
+        record = media.WriteRecord(9, 77, gens, 4, 1 << 40, 1234567, media.FLAG_FUA)
+        expected = media.reference_build(record, block)
+        out = media.aligned_buffer(len(expected))
+        portable.pfr_build(
+            ctypes.c_void_p(out.ctypes.data), ctypes.c_uint32(block // 512),
+            ctypes.c_uint64(3), ctypes.c_uint64(9), ctypes.c_uint64(77),
+            ctypes.c_void_p(gens.ctypes.data), ctypes.c_uint64(4), ctypes.c_uint64(1 << 40),
+            ctypes.c_uint64(1234567), ctypes.c_uint64(media.FLAG_FUA),
+        )  # fmt: skip
+        assert np.array_equal(out, expected)
+        out[rng.integers(0, len(out), 5)] ^= 0x10
+        out[512:1024] = 0
+        state = np.empty(len(out) // 512, dtype=np.uint8)
+        portable.pfr_check(
+            ctypes.c_void_p(out.ctypes.data), ctypes.c_uint64(len(state)),
+            ctypes.c_void_p(state.ctypes.data),
+        )  # fmt: skip
+        assert np.array_equal(state, media.reference_state(out))

@@ -4,7 +4,7 @@
  * has 64-bit multiplies) and the loader picks the clone the CPU supports at run time. */
 #include "pfr.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(PFR_NO_CLONES)
 #define PFR_CLONES __attribute__((target_clones("default", "arch=x86-64-v4")))
 #else
 #define PFR_CLONES
