@@ -622,6 +622,7 @@ def run_campaign(
     resume: dict[int, ResumePoint] | None = None,
     on_cycle: Callable[[DriveRun, Cycle], None] | None = None,
     on_start: Callable[[list[DriveRun]], None] | None = None,
+    drive_loop: Callable[[DriveRun, threading.Event], None] | None = None,
 ) -> list[DriveSummary]:
     """Run every drive's cycles in parallel; power goes to the safe state however this ends.
 
@@ -658,7 +659,9 @@ def run_campaign(
                 run.close()
             raise
         threads = [
-            threading.Thread(target=r.run, args=(stop,), name=f"drive-ch{r.spec.channel}")
+            threading.Thread(
+                target=drive_loop or DriveRun.run, args=(r, stop), name=f"drive-ch{r.spec.channel}"
+            )
             for r in runs
         ]
         for thread in threads:

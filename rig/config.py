@@ -67,6 +67,24 @@ class StationSpec:
     rail_sense: RailSenseSpec | None = None
 
 
+DISCARD_KINDS = ("none", "blkdiscard", "sg_unmap", "nvme")
+
+
+@dataclass(frozen=True)
+class EnduranceSpec:
+    """Endurance mode (docs/campaign.md, "Endurance"): sustained writes in measured intervals."""
+
+    intervals: int = 0  # measured intervals per drive; 0 = until the campaign's duration_s
+    interval_s: float = 60.0  # length of one interval of sustained writes
+    verify_every: int = 1  # read back what an interval wrote after every Nth; 0 = never
+    cut_every: int = 0  # a power-cut cycle after every Nth interval; 0 = none
+    retention_every: int = 0  # a retention check after every Nth interval; 0 = none
+    retention_off_s: float = 60.0  # how long the drive stays off in a retention check
+    tbw_tb: float = 0.0  # the drive's rated endurance in TB written, for progress; 0 = unknown
+    steady_window: int = 5  # intervals in the steady-state window (SNIA PTS: 5)
+    discard: str = "none"  # trim the test region before the first interval
+
+
 @dataclass(frozen=True)
 class StopRules:
     """When a drive's channel stops before its cycle count (the other channels go on)."""
@@ -111,6 +129,7 @@ class Campaign:
     stop: StopRules = StopRules()
     criteria: Criteria = Criteria()
     duration_s: float = 0.0  # with cycles: whichever comes first; 0 = cycles only
+    endurance: EnduranceSpec | None = None  # endurance mode when the file has [endurance]
 
 
 class _Table:
@@ -279,6 +298,11 @@ def parse(text: str, where: str = "campaign") -> Campaign:
     health = _health(root.get("health", dict, {}))
     stop = _stop_rules(_Table("[stop]", root.get("stop", dict, {})))
     criteria = _criteria(_Table("[criteria]", root.get("criteria", dict, {})))
+    endurance = None
+    if "endurance" in root.data:
+        endurance = _endurance(_Table("[endurance]", root.get("endurance", dict)), kind)
+        if not endurance.intervals and not duration_s:
+            raise UserError("campaign: [endurance] needs intervals, or [campaign].duration_s")
 
     drive_list = root.get("drive", list)
     drives = tuple(_drive(i, entry, kind) for i, entry in enumerate(drive_list))
@@ -303,7 +327,28 @@ def parse(text: str, where: str = "campaign") -> Campaign:
         stop,
         criteria,
         duration_s,
+        endurance,
     )
+
+
+def _endurance(table: _Table, station_kind: str) -> EnduranceSpec:
+    spec = EnduranceSpec(
+        intervals=int(table.number("intervals", 0, 0, 100_000_000)),
+        interval_s=float(table.number("interval_s", 60.0, 0.05, 86400)),
+        verify_every=int(table.number("verify_every", 1, 0, 1_000_000)),
+        cut_every=int(table.number("cut_every", 0, 0, 1_000_000)),
+        retention_every=int(table.number("retention_every", 0, 0, 1_000_000)),
+        retention_off_s=float(table.number("retention_off_s", 60.0, 0, 365 * 86400)),
+        tbw_tb=float(table.number("tbw_tb", 0.0, 0, 1e9)),
+        steady_window=int(table.number("steady_window", 5, 2, 1000)),
+        discard=table.get("discard", str, "none"),
+    )
+    if spec.discard not in DISCARD_KINDS:
+        raise UserError(f"campaign: [endurance].discard must be one of {', '.join(DISCARD_KINDS)}")
+    if spec.discard != "none" and station_kind == "simulated":
+        raise UserError("campaign: [endurance].discard needs a block device (not simulated)")
+    table.done()
+    return spec
 
 
 def _stop_rules(table: _Table) -> StopRules:

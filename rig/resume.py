@@ -52,6 +52,7 @@ class Resumable:
     lost: dict[int, LostCycle]  # by channel
     gaps: dict[int, int]  # by channel: generations added to `issued` after a crash
     finished: list[str]  # labels of drives that are dead, stopped or done
+    crashed: bool = False  # the campaign was still `running`: no orderly stop recorded
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,8 @@ def load(store: Store) -> Resumable:
         if lost_cycle is not None:
             lost[spec.channel] = lost_cycle
     remaining = dataclasses.replace(campaign, drives=tuple(active))
-    return Resumable(campaign_id, remaining, points, lost, gaps, finished)
+    crashed = head["status"] == "running"
+    return Resumable(campaign_id, remaining, points, lost, gaps, finished, crashed)
 
 
 def _drive_point(store: Store, row: sqlite3.Row) -> tuple[ResumePoint, LostCycle | None, int]:
@@ -185,7 +187,9 @@ def reconcile(run: DriveRun, resumable: Resumable, store: Store) -> ScanResult:
     """Rebuild one drive's state from its region and record the interrupted cycle, if any."""
     channel = run.spec.channel
     lost = resumable.lost.get(channel)
-    gap = resumable.gaps.get(channel, 0) if lost else 0
+    # after a crash (the campaign still marked running), whatever ran last may have issued
+    # generations the store never saw: a cut cycle, or an endurance interval
+    gap = resumable.gaps.get(channel, 0) if lost or resumable.crashed else 0
     result = scan(run, resumable.campaign_id, gap)
     detail = {"scan": result.as_json(), "generation_gap": gap}
     now = time.monotonic_ns()

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
 
-from rig import config, resume
+from rig import config, endurance, resume
 from rig.campaign import Cycle, DriveRun, DriveSummary, Station, run_campaign
 from rig.config import Campaign
 from rig.errors import UserError
@@ -191,6 +191,7 @@ def run(
                     resume=resumable.points if resumable else None,
                     on_cycle=on_cycle,
                     on_start=on_start,
+                    drive_loop=endurance.drive_loop if campaign.endurance else None,
                 )
             finally:
                 station.power.close()

@@ -156,6 +156,31 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (drive_id, seq)
     );
     """,
+    # v6: endurance mode (issue 6): one row per measured interval of sustained writes
+    """
+    CREATE TABLE endurance_interval (
+        id INTEGER PRIMARY KEY,
+        drive_id INTEGER NOT NULL REFERENCES drive(id),
+        seq INTEGER NOT NULL,            -- 1-based per drive
+        started_at REAL NOT NULL,        -- wall clock
+        seconds REAL NOT NULL,           -- measured write time of the interval
+        writes INTEGER NOT NULL,
+        failed_writes INTEGER NOT NULL,
+        bytes_written INTEGER NOT NULL,
+        host_bytes_total INTEGER NOT NULL,  -- all host bytes written to the drive so far
+        tbw_fraction REAL,               -- host_bytes_total / rated TBW; NULL when not rated
+        mb_per_s REAL NOT NULL,          -- 1e6 bytes per second
+        iops REAL NOT NULL,
+        lat_p50_us REAL, lat_p99_us REAL, lat_p999_us REAL, lat_max_us REAL,
+        fill_fraction REAL NOT NULL,     -- share of the region holding data of this campaign
+        steady INTEGER NOT NULL,         -- 1 when the steady-state rule holds (docs/campaign.md)
+        verified_blocks INTEGER NOT NULL DEFAULT 0,
+        failures INTEGER NOT NULL DEFAULT 0,
+        kind TEXT NOT NULL DEFAULT 'write',  -- write | retention
+        detail TEXT NOT NULL DEFAULT '{}',   -- JSON: findings per class, SMART fields, ...
+        UNIQUE (drive_id, seq)
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

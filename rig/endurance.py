@@ -1,0 +1,386 @@
+"""Endurance mode: sustained writes in measured intervals, with verification, SMART polling,
+interleaved power cuts and retention checks (docs/campaign.md, "Endurance").
+
+Each interval runs the campaign's workload for `interval_s` without a cut, flushes, and stores
+one `endurance_interval` row: throughput, IOPS, write latency percentiles (p50, p99, p99.9,
+max, from the ledger's own issue/completion times), host bytes written so far and the share of
+the rated TBW, how full the region is, and whether the steady-state rule holds. Then, on their
+own cadences: the interval's writes (and a sample of older blocks) are read back and checked,
+a power-cut cycle runs (recorded as an ordinary cycle), and a retention check powers the drive
+off for `retention_off_s` and reads back every block holding data.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rig import discard, verify
+from rig.campaign import DriveRun
+from rig.config import EnduranceSpec
+from rig.errors import RigError
+from rig.health.errors import HealthToolError
+from rig.health.tracker import snapshot_fields
+from rig.ledger import UNKNOWN, CycleLog
+from rig.workload import Writer, WriterContext
+
+STEADY_RANGE = 0.20  # SNIA PTS: max - min within 20% of the window's average
+STEADY_SLOPE = 0.10  # ... and the least-squares line moves at most 10% of it over the window
+FINDINGS_KEPT = 20  # findings kept in an interval's detail (all are counted)
+
+
+def latency_us(log: CycleLog) -> tuple[float | None, float | None, float | None, float | None]:
+    """p50, p99, p99.9 and max of completed writes' latency (completion - issue), in µs."""
+    ok = log.column("status") == 0
+    latency = (log.column("complete_ns")[ok] - log.column("issue_ns")[ok]) / 1000.0
+    if len(latency) == 0:
+        return None, None, None, None
+    p50, p99, p999 = np.percentile(latency, [50, 99, 99.9])
+    return float(p50), float(p99), float(p999), float(latency.max())
+
+
+def steady_state(values: list[float], window: int) -> bool:
+    """SNIA PTS rule over the last `window` values: the range stays within 20% of the average
+    and the fitted line's excursion over the window within 10% of it."""
+    if len(values) < window:
+        return False
+    y = np.asarray(values[-window:], dtype=float)
+    mean = float(y.mean())
+    if mean <= 0:
+        return False
+    slope = float(np.polyfit(np.arange(window, dtype=float), y, 1)[0])
+    flat = y.max() - y.min() <= STEADY_RANGE * mean
+    return bool(flat and abs(slope) * (window - 1) <= STEADY_SLOPE * mean)
+
+
+Blocks = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]
+
+
+def block_writes(log: CycleLog) -> Blocks:
+    """Per block of every write: its LBA, its generation, whether the write completed."""
+    nblocks = log.column("nblocks")
+    within = np.arange(int(nblocks.sum())) - np.repeat(log.column("gen_offset"), nblocks)
+    lbas = np.repeat(log.column("first_lba"), nblocks) + within
+    ok = np.repeat(log.column("status") == 0, nblocks)
+    return lbas.astype(np.int64), log.generations().astype(np.int64), ok
+
+
+def commit_flushed(run: DriveRun, log: CycleLog) -> None:
+    """Without a read-back, the expected state after a completed flush and no cut: each block
+    holds its newest completed write; a block whose newest write failed is UNKNOWN."""
+    lbas, gens, ok = block_writes(log)
+    if len(lbas) == 0:
+        return
+    order = np.lexsort((gens, lbas))  # by block, then generation: the last of each block wins
+    lbas, gens, ok = lbas[order], gens[order], ok[order]
+    last = np.r_[lbas[1:] != lbas[:-1], True]
+    rel = lbas[last] - run.state.first_lba
+    run.state.committed[rel] = np.where(ok[last], gens[last], int(UNKNOWN)).astype(np.uint32)
+
+
+class EnduranceRun:
+    def __init__(self, run: DriveRun, spec: EnduranceSpec) -> None:
+        self.run = run
+        self.spec = spec
+        last = run.store.query(
+            "SELECT COALESCE(MAX(seq), 0) AS seq, COALESCE(MAX(host_bytes_total), 0) AS bytes"
+            " FROM endurance_interval WHERE drive_id = ?",
+            (run.drive_id,),
+        )[0]
+        self.seq = int(last["seq"])
+        self.host_bytes = int(last["bytes"])
+        rows = run.store.query(
+            "SELECT mb_per_s FROM endurance_interval WHERE drive_id = ? AND kind = 'write'"
+            " ORDER BY seq",
+            (run.drive_id,),
+        )
+        self.throughputs = [float(r["mb_per_s"]) for r in rows]
+        self.write_intervals = len(self.throughputs)
+
+    # the drive's loop ---------------------------------------------------------------------------
+    def loop(self, stop: threading.Event) -> None:
+        run = self.run
+        run.stop = stop
+        try:
+            if self.seq == 0:
+                self._prepare_region()
+            while not stop.is_set() and not self._done():
+                self._write_interval(stop)
+                n = self.write_intervals
+                cut_due = self.spec.cut_every and n % self.spec.cut_every == 0
+                can_cut = cut_due and not stop.is_set() and run.cycles < run.campaign.cycles
+                if can_cut and not self._cut():
+                    break
+                retention_due = self.spec.retention_every and n % self.spec.retention_every == 0
+                if retention_due and not stop.is_set() and not self._retention(stop):
+                    break
+        except (RigError, OSError) as error:
+            run._stop_drive(f"endurance: {error}", "stopped")
+        finally:
+            run.close()
+
+    def _done(self) -> bool:
+        if self.spec.intervals and self.write_intervals >= self.spec.intervals:
+            return True
+        if reason := self.run._time_is_up():
+            self.run.stopped_by = reason
+            return True
+        return False
+
+    def _prepare_region(self) -> None:
+        run = self.run
+        node, state = run.node, run.state
+        why = discard.misalignment(
+            state.first_lba, state.nblocks, node.logical_block, node.physical_block
+        )
+        if why:
+            run.progress(f"ch{run.spec.channel}: warning: {why}")
+            warning: dict[str, Any] = {"why": why}
+            run.store.add_event(run.drive_id, time.monotonic_ns(), "alignment_warning", warning)
+        kind = self.spec.discard
+        if kind != "none":
+            fileno = getattr(run.target, "fileno", None)
+            fd = fileno() if callable(fileno) else -1
+            started = time.monotonic_ns()
+            discard.discard(
+                kind, node.devnode, fd, state.first_lba, state.nblocks, run.target.block_size
+            )
+            detail: dict[str, Any] = {"kind": kind, "blocks": state.nblocks}
+            detail["ns"] = time.monotonic_ns() - started
+            run.store.add_event(run.drive_id, started, "discard", detail)
+            run.progress(f"ch{run.spec.channel}: discarded the test region ({kind})")
+
+    # one interval --------------------------------------------------------------------------------
+    def _write_interval(self, stop: threading.Event) -> None:
+        run = self.run
+        self.seq += 1
+        self.write_intervals += 1
+        log = CycleLog()
+        halt = threading.Event()
+        context = WriterContext(run.campaign_id, run.target, run.state, log, halt)
+        key = f"{run.campaign.seed}/{run.spec.channel}/interval {self.seq}"
+        seed = random.Random(key).randrange(1 << 30)
+        writer = Writer(run.campaign.workload, context, seed=seed)
+        started_at = time.time()
+        t0 = time.monotonic()
+        writer.start()
+        stop.wait(self.spec.interval_s)  # returns early on a stop: a short last interval
+        halt.set()
+        writer.join(30.0)
+        seconds = time.monotonic() - t0
+        flush_issue = time.monotonic_ns()
+        run.target.flush()
+        flush_done = time.monotonic_ns()
+        log.add_flush(-1, flush_issue, flush_done, 0)
+
+        block = run.target.block_size
+        ok = log.column("status") == 0
+        written = int(log.column("nblocks")[ok].sum()) * block
+        self.host_bytes += written
+        p50, p99, p999, worst = latency_us(log)
+        mb_per_s = written / seconds / 1e6 if seconds > 0 else 0.0
+        self.throughputs.append(mb_per_s)
+        steady = steady_state(self.throughputs, self.spec.steady_window)
+        detail: dict[str, Any] = {}
+        verified = failures = 0
+        if self.spec.verify_every and self.write_intervals % self.spec.verify_every == 0:
+            durability = log.durability(flush_done + 1, 0)
+            sample = run._sample_older_blocks()
+            result = verify.check(
+                run.campaign_id, run.state, log, durability, sample, run.target.read, block
+            )
+            verified, failures = result.blocks_checked, self._note_findings(result, detail)
+        else:
+            commit_flushed(run, log)
+        self._smart(detail)
+        fill = len(run.state.committed.nonzero()) / run.state.nblocks
+        tbw = self.host_bytes / (self.spec.tbw_tb * 1e12) if self.spec.tbw_tb else None
+        self._store_row(
+            started_at,
+            seconds,
+            log,
+            written,
+            tbw,
+            mb_per_s,
+            (p50, p99, p999, worst),
+            fill,
+            steady,
+            verified,
+            failures,
+            "write",
+            detail,
+        )
+        run.progress(
+            f"ch{run.spec.channel} interval {self.seq}: {mb_per_s:8.1f} MB/s"
+            f"  p99 {p99 or 0:8.0f} us  host {self.host_bytes / 1e9:8.2f} GB"
+            + (f" ({tbw * 100:.3f}% of TBW)" if tbw is not None else "")
+            + f"  fill {fill * 100:5.1f}%{'  steady' if steady else ''}"
+            + (f"  FAILURES {failures}" if failures else "")
+        )
+
+    def _note_findings(self, result: verify.CheckResult, detail: dict[str, Any]) -> int:
+        failing = [f for f in result.findings if f.failure]
+        detail["findings"] = dict(Counter(f.cls for f in result.findings))
+        detail["failures_first"] = [
+            {
+                "class": f.cls,
+                "lba": f.lba_first,
+                "count": f.lba_count,
+                "expected": f.expected_gen,
+                "observed": f.observed_gen,
+            }
+            for f in failing[:FINDINGS_KEPT]
+        ]
+        return len(failing)
+
+    def _smart(self, detail: dict[str, Any]) -> None:
+        health = self.run.station.health
+        if health is None:
+            return
+        try:
+            detail["smart"] = snapshot_fields(health(self.run.node))
+        except HealthToolError as error:
+            detail["smart_error"] = str(error)
+
+    def _store_row(
+        self,
+        started_at: float,
+        seconds: float,
+        log: CycleLog,
+        written: int,
+        tbw: float | None,
+        mb_per_s: float,
+        latency: tuple[float | None, float | None, float | None, float | None],
+        fill: float,
+        steady: bool,
+        verified: int,
+        failures: int,
+        kind: str,
+        detail: dict[str, Any],
+    ) -> None:
+        run = self.run
+        ok = int((log.column("status") == 0).sum())
+        with run.store.transaction() as db:
+            db.execute(
+                "INSERT INTO endurance_interval (drive_id, seq, started_at, seconds, writes,"
+                " failed_writes, bytes_written, host_bytes_total, tbw_fraction, mb_per_s, iops,"
+                " lat_p50_us, lat_p99_us, lat_p999_us, lat_max_us, fill_fraction, steady,"
+                " verified_blocks, failures, kind, detail)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    run.drive_id,
+                    self.seq,
+                    started_at,
+                    seconds,
+                    ok,
+                    log.write_count - ok,
+                    written,
+                    self.host_bytes,
+                    tbw,
+                    mb_per_s,
+                    ok / seconds if seconds else 0.0,
+                    *latency,
+                    fill,
+                    int(steady),
+                    verified,
+                    failures,
+                    kind,
+                    json.dumps(detail, sort_keys=True),
+                ),
+            )
+            # the expected state goes with the row, so a resume continues from it
+            db.execute(
+                "INSERT OR REPLACE INTO lba_state (drive_id, after_cycle, state) VALUES (?,?,?)",
+                (run.drive_id, run.next_seq - 1, run.state.to_bytes()),
+            )
+
+    # interleaved events ---------------------------------------------------------------------------
+    def _cut(self) -> bool:
+        """One ordinary power-cut cycle; False when the drive is dead."""
+        run = self.run
+        seq, run.next_seq = run.next_seq, run.next_seq + 1
+        c = run.run_cycle(seq)
+        if run.on_cycle is not None:
+            run.on_cycle(run, c)
+        else:
+            run.progress(run._progress_line(c))
+        if c.status == "dead":
+            run.dead = True
+            run._stop_drive("dead device", "dead")
+            return False
+        return True
+
+    def _retention(self, stop: threading.Event) -> bool:
+        """Flush, power off for retention_off_s, power on, read back every block holding data.
+        False when the drive did not come back."""
+        run = self.run
+        station, channel, cut = run.station, run.spec.channel, run.campaign.cut
+        self.seq += 1
+        started_at = time.time()
+        run.target.flush()
+        watch = station.presence.watch(run.spec.identity)
+        try:
+            run.target.close()
+            station.power.off(channel)
+            if watch.wait_gone(cut.gone_timeout_s) is None:
+                raise RigError("drive did not leave the bus when powered off for retention")
+            stop.wait(self.spec.retention_off_s)
+            station.power.on(channel)
+            node = watch.wait_back(cut.return_timeout_s)
+        finally:
+            watch.close()
+        if node is None:
+            run.dead = True
+            run._stop_drive("dead device after the retention power-off", "dead")
+            return False
+        run.node = node
+        run.target = station.open_target(node, run.spec)
+        log = CycleLog()
+        held = run.state.written()
+        result = verify.check(
+            run.campaign_id,
+            run.state,
+            log,
+            log.durability(time.monotonic_ns(), 0),
+            held,
+            run.target.read,
+            run.target.block_size,
+        )
+        detail: dict[str, Any] = {"off_s": self.spec.retention_off_s}
+        failures = self._note_findings(result, detail)
+        self._smart(detail)
+        fill = len(run.state.committed.nonzero()) / run.state.nblocks
+        tbw = self.host_bytes / (self.spec.tbw_tb * 1e12) if self.spec.tbw_tb else None
+        self._store_row(
+            started_at,
+            0.0,
+            log,
+            0,
+            tbw,
+            0.0,
+            (None, None, None, None),
+            fill,
+            False,
+            result.blocks_checked,
+            failures,
+            "retention",
+            detail,
+        )
+        run.progress(
+            f"ch{channel} retention check {self.seq}: {self.spec.retention_off_s:g} s off,"
+            f" {result.blocks_checked} blocks read back, failures {failures}"
+        )
+        return True
+
+
+def drive_loop(run: DriveRun, stop: threading.Event) -> None:
+    """The per-drive thread of an endurance campaign (run_campaign's `drive_loop`)."""
+    assert run.campaign.endurance is not None
+    EnduranceRun(run, run.campaign.endurance).loop(stop)
