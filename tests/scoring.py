@@ -10,6 +10,7 @@ judges the checker's reading of the media, not the durability rule (tests/test_l
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import sqlite3
 from collections import Counter
@@ -24,6 +25,7 @@ from fixtures.virtual_drive import VirtualDrive
 from rig import config, verify
 from rig.campaign import DriveSummary, run_campaign
 from rig.ledger import CycleLog
+from rig.power.base import Edge, PendingCut, PowerSwitch
 from rig.store import Store
 
 # what the checker must report for a block, by the kind of fault the drive injected there
@@ -138,9 +140,54 @@ read_timeout_s = 5
 {drives}"""
 
 
-def run(path: Path, text: str) -> tuple[list[DriveSummary], list[VirtualDrive], Store]:
+class _UncertainCut:
+    def __init__(self, pending: PendingCut, error_ns: int) -> None:
+        self._pending = pending
+        self._error_ns = error_ns
+
+    def wait(self, timeout_s: float) -> Edge:
+        edge = self._pending.wait(timeout_s)
+        return dataclasses.replace(edge, error_ns=edge.error_ns + self._error_ns)
+
+
+class UncertainPower:
+    """A power switch whose cut edges come with a wider error bound, like a relay board whose
+    clock mapping is loose: the checker must then excuse every completion inside the bound."""
+
+    def __init__(self, power: PowerSwitch, error_ns: int) -> None:
+        self._power = power
+        self._error_ns = error_ns
+
+    @property
+    def channels(self) -> int:
+        return self._power.channels
+
+    def on(self, channel: int) -> Edge:
+        return self._power.on(channel)
+
+    def off(self, channel: int) -> Edge:
+        return self._power.off(channel)
+
+    def cut(self, channel: int, delay_s: float, off_s: float | None = None) -> PendingCut:
+        return _UncertainCut(self._power.cut(channel, delay_s, off_s), self._error_ns)
+
+    def state(self, channel: int) -> bool:
+        return self._power.state(channel)
+
+    def safe(self) -> None:
+        self._power.safe()
+
+    def close(self) -> None:
+        self._power.close()
+
+
+def run(
+    path: Path, text: str, cut_error_ns: int = 0
+) -> tuple[list[DriveSummary], list[VirtualDrive], Store]:
     campaign = config.parse(text)
     station, drives = sim_station.build(campaign)
+    if cut_error_ns:
+        station.power = UncertainPower(station.power, cut_error_ns)
     store = Store(str(path))
     summaries = run_campaign(campaign, station, store, progress=lambda line: None)
     return summaries, drives, store

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rig import verify
@@ -56,6 +57,32 @@ def test_faults_on_blocks_at_risk_are_found_without_full_scans(tmp_path: Path) -
     result = score(tmp_path, ["lying-flush", "torn", "reorderer"], 25, full_scan_every=0)
     assert result.perfect, "\n".join(result.examples)
     assert result.tp[verify.LOST_DURABLE] and result.tp[verify.SHORN]
+
+
+def test_an_uncertain_cut_instant_excuses_losses_but_never_invents_one(tmp_path: Path) -> None:
+    """With a 3 ms error bound on every cut edge, flushes that completed just before the cut no
+    longer make their writes durable: the lying flush's losses inside the bound are not failures,
+    and every loss outside it is still found."""
+    text = scoring.campaign_text(["lying-flush"], 25)
+    _, drives, store = scoring.run(tmp_path / "uncertain.sqlite", text, cut_error_ns=3_000_000)
+    assert {r[0] for r in store.query("SELECT DISTINCT cut_error_ns FROM cycle")} == {3_000_000}
+    result = scoring.score_campaign(store, drives)
+    assert result.perfect, "\n".join(result.examples)
+    assert result.tp[verify.LOST_DURABLE] > 0
+    # the bound was really used: blocks of writes that were durable for an exact cut instant but
+    # not within the bound were lost, and (the score being perfect) not reported as failures
+    excused = 0
+    for cycle in store.query(
+        "SELECT c.seq, c.cut_ns, l.writes FROM cycle c JOIN ledger l ON l.cycle_id = c.id"
+    ):
+        log = scoring._ledger(cycle["writes"])
+        exact = log.durability(cycle["cut_ns"], 0).durable
+        bounded = log.durability(cycle["cut_ns"], 3_000_000).durable
+        lost = {e.lba for e in drives[0].core.events(cycle["seq"], ["lost_flushed"])}
+        for w in np.flatnonzero(exact & ~bounded):
+            first, count = log.column("first_lba")[w], log.column("nblocks")[w]
+            excused += len(lost & set(range(int(first), int(first + count))))
+    assert excused > 0
 
 
 @pytest.mark.slow
