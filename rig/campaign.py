@@ -367,8 +367,15 @@ class DriveRun:
             c.target.read,
             c.target.block_size,
             policy=verify.ReadPolicy(timeout_s=self.campaign.cut.read_timeout_s),
+            atomic_blocks=self._atomic_blocks(c.node or self.node, c.target.block_size),
         )
         c.findings.extend(c.result.findings)  # after the health phase's findings
+
+    @staticmethod
+    def _atomic_blocks(node: DriveNode, block_size: int) -> int:
+        """The drive's atomic unit in the rig's blocks: its physical block where it reports one
+        larger than the block the rig writes (a 512e drive: 8)."""
+        return max(1, node.physical_block // block_size)
 
     def _blocks_to_check(self, c: Cycle) -> np.ndarray:
         """Beyond this cycle's writes: recent cycles' writes, a sample of older blocks, and on

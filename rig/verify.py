@@ -168,6 +168,7 @@ def check(
     block_size: int,
     max_read_blocks: int = 256,
     policy: ReadPolicy | None = None,
+    atomic_blocks: int = 1,
 ) -> CheckResult:
     """Read back and classify this cycle's blocks plus `extra_blocks`; update `state.committed`.
 
@@ -178,7 +179,9 @@ def check(
     shorn write; a whole block older than its floor -> lost durable write (a durable write of this
     cycle) or collateral damage; zeros where older data was committed -> metadata loss (a read
     error of kind "unmapped"); a generation newer than the floor that this cycle never wrote ->
-    flying write."""
+    flying write. With `atomic_blocks` > 1 (the drive's physical block or atomic write unit, in
+    logical blocks), a write that covered a whole aligned unit must survive in it all or nothing:
+    a unit holding some of its blocks new and others old is shorn too."""
     policy = policy or ReadPolicy()
     cyc = _Cycle(log, durability)
     checked = np.unique(np.concatenate([cyc.lba, extra_blocks.astype(np.int64)]))
@@ -270,6 +273,9 @@ def check(
     new_committed = np.where(readable, new_committed, np.where(touched, int(UNKNOWN), committed))
     state.committed[idx] = new_committed.astype(np.uint32)
 
+    held = np.where(readable & ~corrupt & ~misplaced & ~mixed, gen, -1)  # -1: damaged, unread
+    if atomic_blocks > 1:
+        _atomic_tears(cyc, checked, held, klass, atomic_blocks)
     blocks = _Classified(
         checked,
         klass,
@@ -285,7 +291,6 @@ def check(
     findings.extend(_merge(blocks, cyc))
     allowed, nondurable, survived = _nondurable_outcomes(cyc, checked, obs_gen, readable, klass)
     findings.extend(allowed)
-    held = np.where(readable & ~corrupt & ~misplaced & ~mixed, gen, -1)  # -1: damaged, unread
     findings.extend(_unserializable(cyc, checked, held, klass))
     return CheckResult(findings, len(checked), nondurable, survived)
 
@@ -439,6 +444,8 @@ def _finding(run: list[int], blocks: _Classified, cyc: _Cycle) -> Finding:
     if cls == SHORN:
         detail["tear_sectors"] = (np.flatnonzero(np.diff(gens) != 0) + 1).tolist()
         detail["sector_gens"] = gens.tolist()
+        if not detail["tear_sectors"]:  # whole block old inside a unit partly written
+            detail["atomic_unit_tear"] = True
     if cls in (CORRUPTION, COLLATERAL, LOST_DURABLE) and blocks.corrupt_sector[first].any():
         detail["corrupt_sectors"] = np.flatnonzero(blocks.corrupt_sector[first]).tolist()
     if cls == FLYING:
@@ -463,6 +470,33 @@ def _finding(run: list[int], blocks: _Classified, cyc: _Cycle) -> Finding:
         int(blocks.obs_op[first]),
         detail,
     )
+
+
+def _atomic_tears(
+    cyc: _Cycle,
+    checked: npt.NDArray[np.int64],
+    held: npt.NDArray[np.int64],
+    klass: npt.NDArray[Any],
+    unit: int,
+) -> None:
+    """Mark as shorn the old blocks of every aligned atomic unit that a write of this cycle
+    covered whole, where some blocks hold that write and others something older."""
+    pos = np.searchsorted(checked, cyc.lba)
+    newest = np.zeros(len(checked), dtype=np.int64)
+    np.maximum.at(newest, pos, cyc.gen)  # a later write of this cycle over it decides instead
+    for write in range(len(cyc.op_seq)):
+        entries = np.flatnonzero(cyc.write == write)
+        lbas = cyc.lba[entries]
+        first_unit = -(-int(lbas[0]) // unit) * unit
+        for start in range(first_unit, int(lbas[-1]) + 1 - unit + 1, unit):
+            rows = pos[entries[start - lbas[0] : start - lbas[0] + unit]]
+            gens = cyc.gen[entries[start - lbas[0] : start - lbas[0] + unit]]
+            if (newest[rows] != gens).any() or (klass[rows] != "").any():
+                continue
+            new = held[rows] == gens
+            old = (held[rows] >= 0) & (held[rows] < gens)
+            if new.any() and old.any() and (new | old).all():
+                klass[rows[old]] = SHORN
 
 
 def _nondurable_outcomes(

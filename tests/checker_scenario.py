@@ -54,10 +54,14 @@ class Scenario:
             raise OSError(5, "Input/output error")
         return self.image[lba * BS : (lba + count) * BS].copy()
 
-    def check(self, cut: int, error: int = 0, extra: list[int] | None = None) -> verify.CheckResult:
+    def check(
+        self, cut: int, error: int = 0, extra: list[int] | None = None, atomic: int = 1
+    ) -> verify.CheckResult:
         durability = self.log.durability(cut, error)
         blocks = np.array(extra or [], dtype=np.int64)
-        return verify.check(CAMPAIGN, self.state, self.log, durability, blocks, self.read, BS)
+        return verify.check(
+            CAMPAIGN, self.state, self.log, durability, blocks, self.read, BS, atomic_blocks=atomic
+        )
 
 
 def failures(result: verify.CheckResult) -> list[verify.Finding]:

@@ -163,3 +163,24 @@ def test_tear_of_a_block_whose_old_content_is_unknown_is_still_found() -> None:
     s.image[3 * BS : 3 * BS + 5 * 512] = data[: 5 * 512]
     (finding,) = failures(s.check(cut=300))
     assert finding.cls == verify.SHORN and finding.detail["tear_sectors"] == [5]
+
+
+def test_a_write_surviving_in_part_inside_an_atomic_unit_is_shorn() -> None:
+    """4-block atomic unit (e.g. a 512e drive's physical block): a write covering the aligned
+    unit 4..7 that survives in blocks 4-5 only is torn; outside whole units, part survival is an
+    allowed loss."""
+    s = Scenario()
+    data = s.write(4, 4, issue=0, complete=10, land=False)  # acknowledged, not flushed
+    s.image[4 * BS : 6 * BS] = data[: 2 * BS]
+    other = s.write(10, 4, issue=0, complete=10, land=False)  # no whole aligned unit of 4
+    s.image[10 * BS : 12 * BS] = other[: 2 * BS]
+    result = s.check(cut=100, atomic=4)
+    shorn = [f for f in failures(result) if f.cls == verify.SHORN]
+    assert [(f.lba_first, f.lba_count) for f in shorn] == [(6, 1), (7, 1)]
+    assert shorn[0].detail["atomic_unit_tear"] is True
+    assert classes(result) == [verify.SHORN, verify.SHORN]  # nothing else
+    # the same image with one-block units: allowed partial survival only
+    s2 = Scenario()
+    data = s2.write(4, 4, issue=0, complete=10, land=False)
+    s2.image[4 * BS : 6 * BS] = data[: 2 * BS]
+    assert failures(s2.check(cut=100, atomic=1)) == []
