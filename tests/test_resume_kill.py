@@ -163,6 +163,8 @@ def kill_and_resume(tmp_path: Path, trials: int, cycles: int) -> None:
             keys.append(_ledger_keys(found[0]))
         every = np.concatenate(keys)
         assert len(np.unique(every)) == len(every), "a generation was issued twice for a block"
+    summary = con.execute("SELECT status, COUNT(*) FROM cycle GROUP BY 1 ORDER BY 1").fetchall()
+    print(f"kills {trials}, channels off at a kill {restored_by_watchdog}, cycles {summary}")
     failures = con.execute("SELECT class, COUNT(*) FROM finding WHERE failure = 1 GROUP BY 1")
     assert failures.fetchall() == [], "a resume invented drive failures on a perfect drive"
     status, resumes = con.execute("SELECT status, resumes FROM campaign").fetchone()
