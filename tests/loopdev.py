@@ -40,3 +40,21 @@ def mounted(devnode: str, where: Path) -> Iterator[Path]:
         yield where
     finally:
         subprocess.run(["umount", str(where)], check=False)
+
+
+def drop_partitions(devnode: str) -> None:
+    """Delete partitions added with `partx -a`; they outlive a detach and would show up on the
+    next user of the same loop index. udev may still be probing a new partition (EBUSY): retry."""
+    import os
+    import time
+
+    name = os.path.basename(devnode)
+    subprocess.run(["udevadm", "settle", "--timeout=10"], check=False, capture_output=True)
+    for _ in range(50):
+        subprocess.run(["partx", "-d", devnode], check=False, capture_output=True)
+        base = f"/sys/class/block/{name}"
+        left = [e for e in os.listdir(base) if os.path.exists(f"{base}/{e}/partition")]
+        if not left:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"partitions of {devnode} could not be deleted: {left}")

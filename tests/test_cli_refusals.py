@@ -11,7 +11,7 @@ import pytest
 
 from rig import media, safety
 from tests.cli_runner import rig
-from tests.loopdev import attached, loop_available, mounted
+from tests.loopdev import attached, drop_partitions, loop_available, mounted
 
 needs_loop = pytest.mark.skipif(bool(loop_available()), reason=loop_available() or "ok")
 
@@ -133,7 +133,7 @@ def test_partitioned_device_is_refused(tmp_path: Path) -> None:
         try:
             reasons = safety.refusal_reasons(devnode)
         finally:
-            subprocess.run(["partx", "-d", devnode], check=False, capture_output=True)
+            drop_partitions(devnode)
         assert any(r.startswith("has partitions") for r in reasons), reasons
         assert "holds a gpt signature" in reasons
 

@@ -22,7 +22,7 @@ from rig.errors import UnsafeDeviceError
 from rig.identity import DriveIdentity
 from rig.station import ToolDrives
 from tests.cli_runner import rig
-from tests.loopdev import attached, loop_available
+from tests.loopdev import attached, drop_partitions, loop_available
 from tests.test_cli_refusals import assert_one_line_refusal, manual_campaign, our_sectors
 
 needs_loop = pytest.mark.skipif(bool(loop_available()), reason=loop_available() or "ok")
@@ -229,7 +229,7 @@ def test_a_partitioned_drive_is_refused_by_the_cli_and_untouched(tmp_path: Path)
         try:
             result = rig("run", str(manual_campaign(tmp_path, LOOP, str(image))), cwd=tmp_path)
         finally:
-            subprocess.run(["partx", "-d", devnode], check=False, capture_output=True)
+            drop_partitions(devnode)
         assert_one_line_refusal(result, "refusing", devnode, "has partitions")
     assert digest(image) == before
 
