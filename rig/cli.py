@@ -1,4 +1,4 @@
-"""The `rig` command: demo, run, drives, status, report."""
+"""The `rig` command: demo, run, drives, status, report, clean-sim."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dataclasses
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rig import config
@@ -19,7 +19,11 @@ from rig.store import Store, open_existing
 DEMO_CAMPAIGN = Path(__file__).resolve().parent.parent / "fixtures" / "demo.toml"
 
 
-def _station(campaign: config.Campaign, store: Store) -> Station:
+def _station(
+    campaign: config.Campaign, store: Store, db_path: str
+) -> tuple[Station, Callable[[], None]]:
+    """The station and what to close after its power switch (the simulated twin, if any)."""
+
     def record_edge(edge: Edge) -> None:
         detail = {"channel": edge.channel, "error_ns": edge.error_ns, "mcu_us": edge.source_us}
         store.queue_event(None, edge.host_ns, "edge_on" if edge.powered else "edge_off", detail)
@@ -27,10 +31,14 @@ def _station(campaign: config.Campaign, store: Store) -> Station:
     if campaign.station.kind == "simulated":
         from fixtures import sim_station  # the simulated rig, wired in explicitly
 
-        return sim_station.build(campaign, record_edge)[0]
+        if campaign.station.twin == "simavr":
+            truth = Path(db_path).with_suffix(".truth.jsonl")
+            built, twin = sim_station.build_twin(campaign, truth, record_edge)
+            return built, twin.close
+        return sim_station.build(campaign, record_edge)[0], lambda: None
     from rig import station
 
-    return station.build(campaign, record_edge)
+    return station.build(campaign, record_edge), lambda: None
 
 
 def _print_summaries(summaries: list[DriveSummary]) -> None:
@@ -49,12 +57,15 @@ def _print_summaries(summaries: list[DriveSummary]) -> None:
 def _run(campaign: config.Campaign, db_path: str, quiet: bool) -> list[DriveSummary]:
     store = Store(db_path)
     try:
-        station = _station(campaign, store)
+        station, close_station = _station(campaign, store, db_path)
         try:
             progress = (lambda line: None) if quiet else print
             return run_campaign(campaign, station, store, progress)
         finally:
-            station.power.close()
+            try:
+                station.power.close()
+            finally:
+                close_station()
     finally:
         store.close()
 
@@ -67,9 +78,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
     campaign = config.load(str(DEMO_CAMPAIGN))
     if args.cycles:
         campaign = dataclasses.replace(campaign, cycles=args.cycles)
+    if args.in_process:
+        station = dataclasses.replace(campaign.station, twin="in-process")
+        campaign = dataclasses.replace(campaign, station=station)
     db = out / "demo.sqlite"
     db.unlink(missing_ok=True)
-    print(f"rig demo: {len(campaign.drives)} simulated drives, {campaign.cycles} cuts each")
+    where = (
+        "in-process virtual drives"
+        if campaign.station.twin == "in-process"
+        else "firmware in simavr, FUSE-served loop devices"
+    )
+    print(
+        f"rig demo: {len(campaign.drives)} simulated drives ({where}), {campaign.cycles} cuts each"
+    )
     _print_summaries(_run(campaign, str(db), args.quiet))
     report = export.write_report([str(db)], str(out))
     print(f"\nstore:  {db}\nreport: {report}")
@@ -143,6 +164,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_clean_sim(args: argparse.Namespace) -> int:
+    from fixtures.simssd import cleanup
+
+    done = cleanup.clean(everything=args.all)
+    print("\n".join(done) if done else "nothing to clean")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rig", description="SSD power-fault test rig")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -150,6 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="demo-out", help="folder for the store and the report")
     demo.add_argument("--cycles", type=int, default=0, help="cuts per drive (default: 60)")
     demo.add_argument("--quiet", action="store_true", help="no per-cycle progress lines")
+    demo.add_argument(
+        "--in-process",
+        action="store_true",
+        help="in-process virtual drives instead of the full-system twin (fast, no root needed)",
+    )
     demo.set_defaults(func=cmd_demo)
     run = sub.add_parser("run", help="run a campaign file, or resume one from its store")
     run.add_argument("campaign", nargs="?", help="campaign file (docs/campaign.md)")
@@ -171,6 +205,11 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", help="report folder (default: <first store>-report)")
     report.add_argument("--confidence", type=float, default=0.95, help="default 0.95")
     report.set_defaults(func=cmd_report)
+    clean = sub.add_parser(
+        "clean-sim", help="remove loop devices, mounts, rules and processes a simulator left"
+    )
+    clean.add_argument("--all", action="store_true", help="also simulators whose rig still runs")
+    clean.set_defaults(func=cmd_clean_sim)
     return parser
 
 

@@ -17,6 +17,7 @@ from rig.verify import FAILURE_CLASSES
 from rig.workload import ENGINES, LAYOUTS, LBA_SKEWS, SIZE_MIXES, Workload
 
 STATION_KINDS = ("simulated", "relay-board", "manual")
+SIMULATED_TWINS = ("in-process", "simavr")  # fixtures/: virtual drives, or the full-system twin
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class StationSpec:
     usb_serial: str = ""  # or by its USB serial number (udev)
     watchdog_ms: int = 5000  # relay board: host silence after which every channel goes safe
     rail_sense: RailSenseSpec | None = None
+    twin: str = "in-process"  # simulated stations: which twin (SIMULATED_TWINS)
 
 
 DISCARD_KINDS = ("none", "blkdiscard", "sg_unmap", "nvme")
@@ -246,8 +248,11 @@ def parse(text: str, where: str = "campaign") -> Campaign:
         station_t.get("port", str, ""),
         station_t.get("usb_serial", str, ""),
         *_relay_board_settings(station_t, kind),
+        twin=station_t.get("twin", str, "in-process"),
     )
     station_t.done()
+    if station.twin not in SIMULATED_TWINS:
+        raise UserError(f"campaign: [station].twin must be one of {', '.join(SIMULATED_TWINS)}")
     if kind == "relay-board" and not (station.port or station.usb_serial):
         raise UserError("campaign: a relay-board station needs [station].port or .usb_serial")
 
