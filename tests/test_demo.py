@@ -1,4 +1,5 @@
-"""`rig demo` end to end through the CLI: summary, SQLite store, HTML report; status and report."""
+"""`rig demo --in-process` end to end through the CLI: summary, SQLite store, HTML report; status
+and report. (The default demo on the full-system twin is tested in tests/sim.)"""
 
 from __future__ import annotations
 
@@ -9,7 +10,16 @@ from tests.cli_runner import rig
 
 
 def test_demo_runs_three_drives_and_reports_what_each_did(tmp_path: Path) -> None:
-    result = rig("demo", "--cycles", "50", "--out", str(tmp_path / "out"), "--quiet", cwd=tmp_path)
+    result = rig(
+        "demo",
+        "--in-process",
+        "--cycles",
+        "50",
+        "--out",
+        str(tmp_path / "out"),
+        "--quiet",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "RIGSIM Enterprise PLP" in out and "PASS" in out

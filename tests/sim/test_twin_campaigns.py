@@ -1,0 +1,178 @@
+"""Campaigns through the production CLI on the full-system twin (firmware in simavr, FUSE-served
+loop devices, real udev events), scored against the simulator's ground-truth log."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fixtures.simssd import runtime
+from rig import verify
+from tests.cli_runner import rig
+from tests.sim.twin_helpers import TwinRun, campaign_text, event_details, leftovers, run_twin
+
+CUTS = int(os.environ.get("RIG_TWIN_CUTS", "50"))
+
+
+def check_bus_seen_every_cut(run: TwinRun, channel: int) -> None:
+    """Each judged cycle: the rig recorded the drive leaving and returning, and the udev
+    monitor saw a real `remove` and `add` of its loop device."""
+    removes = {seq for seq, d in event_details(run, channel, "udev") if d["action"] == "remove"}
+    adds = {seq for seq, d in event_details(run, channel, "udev") if d["action"] == "add"}
+    for seq, status, cut, gone, back in run.cycles(channel):
+        if status != "ok":
+            continue
+        assert cut is not None and gone is not None and back is not None, seq
+        assert cut - 50_000_000 < gone < back, seq
+        assert seq in removes and seq in adds, seq
+
+
+def pin_offs(run: TwinRun, channel: int) -> list[int]:
+    """mono_ns of every power-off edge of a channel's relay pin, from the bridge."""
+    found = []
+    for line in run.pins:
+        fields = dict(p.split("=", 1) for p in line.split()[1:] if "=" in p)
+        if line.startswith("pin ") and fields["ch"] == str(channel) and fields["on"] == "0":
+            found.append(int(fields["mono_ns"]))
+    return found
+
+
+def no_failures(run: TwinRun, channel: int) -> list[tuple[int, str]]:
+    return run.rows(
+        "SELECT c.seq, f.class FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+        " JOIN drive d ON d.id = c.drive_id WHERE d.channel = ? AND f.failure = 1",
+        channel,
+    )
+
+
+def judged_before_first_error(run: TwinRun, channel: int, blocks: set[tuple[int, int]]) -> set:
+    """A rig ERROR leaves that cycle's writes unjudged; compare only the cycles before it."""
+    first = run.first_error(channel)
+    return {(seq, lba) for seq, lba in blocks if seq < first}
+
+
+def test_data_path_profiles_match_the_ground_truth(tmp_path: Path, twin: None) -> None:
+    data_path_profiles(tmp_path, CUTS)
+
+
+@pytest.mark.slow
+def test_data_path_profiles_200_cuts(tmp_path: Path, twin: None) -> None:
+    data_path_profiles(tmp_path, 200)
+
+
+def data_path_profiles(tmp_path: Path, cuts: int) -> None:
+    profiles = ["plp", "honest", "torn", "lying-flush"]
+    run = run_twin(tmp_path, campaign_text("data", profiles, cuts))
+    assert run.returncode == 1, run.stderr  # drives failed (torn, lying flush)
+    for channel in range(4):
+        cycles = run.cycles(channel)
+        assert len(cycles) == cuts
+        errors = [seq for seq, status, *_ in cycles if status != "ok"]
+        assert len(errors) <= cuts // 10, (channel, errors)  # rig errors stay rare
+        check_bus_seen_every_cut(run, channel)
+        # every cut the rig made is an edge the simulator saw on the drive's relay pin
+        offs = pin_offs(run, channel)
+        cuts_ns = [cut for _, _, cut, _, _ in cycles if cut is not None]
+        assert len(offs) == len(cuts_ns)
+        assert all(abs(a - b) < 200_000_000 for a, b in zip(offs, cuts_ns, strict=True))
+    # honest and PLP drives: no failure at all, though the honest cache lost unflushed writes
+    assert no_failures(run, 0) == [] and no_failures(run, 1) == []
+    assert any(e["kind"] == "destaged_on_power_loss" for e in run.truth if e["channel"] == 0)
+    assert any(e["kind"] == "lost_unflushed" for e in run.truth if e["channel"] == 1)
+    # torn: every torn block is found as a shorn write, at its LBA in its cycle, and no other
+    torn = judged_before_first_error(run, 2, run.truth_blocks(2, "torn"))
+    shorn = judged_before_first_error(run, 2, run.findings(2, verify.SHORN))
+    assert torn and shorn == torn
+    failing = {cls for _, cls in no_failures(run, 2) if _ < run.first_error(2)}
+    assert failing == {verify.SHORN}
+    # lying flush: every lost durable block is one the model lost after a flush
+    lost = judged_before_first_error(run, 3, run.findings(3, verify.LOST_DURABLE))
+    flushed = run.truth_blocks(3, "lost_flushed")
+    assert lost and lost <= flushed
+    assert not (run.findings(3, verify.SHORN) | run.findings(3, verify.CORRUPTION))
+
+
+def test_lifecycle_profiles(tmp_path: Path, twin: None) -> None:
+    profiles = ["brick", "renumber", "slow-return", "lying-smart"]
+    cycles = max(12, CUTS // 3)
+    run = run_twin(tmp_path, campaign_text("life", profiles, cycles))
+    assert run.returncode == 1, run.stderr
+    # brick: dies at its 6th cut; reported as a dead device; only its channel stops
+    died = [e for e in run.truth if e["channel"] == 0 and e["kind"] == "died"]
+    assert [e["cut"] for e in died] == [6]
+    brick = run.cycles(0)
+    assert brick[-1][0] == 6 and brick[-1][1] == "dead"
+    assert run.rows("SELECT status FROM drive WHERE channel = 0") == [("dead",)]
+    assert (6, verify.DEAD) in no_failures(run, 0)
+    for channel in (1, 2, 3):
+        assert len(run.cycles(channel)) == cycles
+    # renumber: back under another node after every cut, found by identity, nothing wrong
+    nodes = [d["devnode"] for _, d in sorted(event_details(run, 1, "bus_back"))]
+    assert len(nodes) >= cycles - 2 and all(a != b for a, b in itertools.pairwise(nodes))
+    assert no_failures(run, 1) == []
+    check_bus_seen_every_cut(run, 1)
+    # slow return: every 3rd power-on takes 1.5 s more; the rig waits for it by events
+    slow = {e["cut"] + 1 for e in run.truth if e["channel"] == 2 and e["kind"] == "slow_return"}
+    for seq, status, cut, _, back in run.cycles(2):
+        assert status == "ok"
+        assert cut is not None and back is not None
+        assert (back - cut > 1_500_000_000) == (seq in slow), seq
+    assert no_failures(run, 2) == []
+    # lying SMART: its unsafe-shutdown counter never moves (a counter anomaly); honest ones do
+    anomalies = {seq for seq, cls in no_failures(run, 3) if cls == verify.COUNTER_ANOMALY}
+    assert anomalies
+    assert not any(
+        cls == verify.COUNTER_ANOMALY for ch in (1, 2) for _, cls in no_failures(run, ch)
+    )
+
+
+def test_weak_plp_and_read_only_return(tmp_path: Path, twin: None) -> None:
+    profiles = ["weak-plp", "read-only"]
+    run = run_twin(tmp_path, campaign_text("weak", profiles, 10, health_every=0))
+    # weak PLP: its hold-up energy ran out with flushed data in the cache: lost durable writes,
+    # each one a block the model lost after a flush
+    lost = judged_before_first_error(run, 0, run.findings(0, verify.LOST_DURABLE))
+    assert lost and lost <= run.truth_blocks(0, "lost_flushed")
+    assert any(e["kind"] == "destaged_on_power_loss" for e in run.truth if e["channel"] == 0)
+    # read-only from its 4th cut: judged normally before, never written to again after
+    assert [e["cut"] for e in run.truth if e["kind"] == "read_only"] == [4]
+    statuses = [status for _, status, *_ in run.cycles(1)]
+    assert statuses[:3] == ["ok"] * 3 and "ok" not in statuses[3:]
+
+
+def test_clean_sim_after_kill_9_of_the_demo(tmp_path: Path, twin: None) -> None:
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "rig.cli", "demo", "--cycles", "50", "--out", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: rig, simulator daemon, simavr bridge
+    )
+    try:
+        deadline = time.monotonic() + 60
+        mine: list[Path] = []
+        while time.monotonic() < deadline and not mine:
+            mine = [
+                d
+                for d in runtime.directories()
+                if runtime.read_pid(d / "owner.pid") == demo.pid and (d / "ready.json").exists()
+            ]
+            time.sleep(0.1)
+        assert mine, "the demo's simulator did not start"
+        time.sleep(3)  # mid-campaign: drives cut and returning
+        pids = [runtime.read_pid(mine[0] / n) for n in ("daemon.pid", "bridge.pid")]
+    finally:
+        os.killpg(demo.pid, signal.SIGKILL)
+        demo.wait()
+    assert leftovers(), "a SIGKILL of everything must leave the simulator's things behind"
+    result = rig("clean-sim", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"removed {mine[0]}" in result.stdout
+    assert leftovers() == []
+    assert not any(runtime.alive(pid) for pid in pids)

@@ -1,0 +1,162 @@
+"""Running campaigns on the full-system twin through the production CLI, and scoring them
+against the simulator's ground-truth log."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fixtures import loopctl
+from fixtures.simssd import runtime
+from fixtures.simssd.twin import read_truth
+from tests.cli_runner import rig
+
+DRIVE = """
+[[drive]]
+channel = {channel}
+model = "{model}"
+serial = "TW{channel}{profile_tag}"
+wwn = "0x5000c500b000{channel:04x}"
+profile = "{profile}"
+"""
+
+
+def campaign_text(name: str, profiles: list[str], cycles: int, health_every: int = 1) -> str:
+    drives = "".join(
+        DRIVE.format(
+            channel=i,
+            profile=p,
+            model=f"RIGSIM twin {p}",
+            profile_tag=p.upper().replace("-", "")[:8],
+        )
+        for i, p in enumerate(profiles)
+    )
+    return f"""
+[campaign]
+name = "{name}"
+cycles = {cycles}
+seed = 11
+region_mib = 4
+[station]
+kind = "simulated"
+twin = "simavr"
+[workload]
+workers = 3
+write_blocks = [1, 2, 4]
+flush_every = 1
+[cut]
+delay_ms = [3, 25]
+off_ms = 5
+gone_timeout_s = 10
+return_timeout_s = 6
+sample_blocks = 64
+[health]
+every = {health_every}
+{drives}"""
+
+
+@dataclass
+class TwinRun:
+    db: sqlite3.Connection
+    truth: list[dict[str, Any]]
+    pins: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def rows(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        return self.db.execute(sql, args).fetchall()
+
+    def cycles(self, channel: int) -> list[tuple[int, str, int | None, int | None, int | None]]:
+        """(seq, status, cut_ns, gone_ns, back_ns) of one channel's cycles."""
+        return self.rows(
+            "SELECT c.seq, c.status, c.cut_ns, c.gone_ns, c.back_ns FROM cycle c"
+            " JOIN drive d ON d.id = c.drive_id WHERE d.channel = ? ORDER BY c.seq",
+            channel,
+        )
+
+    def findings(self, channel: int, cls: str) -> set[tuple[int, int]]:
+        rows = self.rows(
+            "SELECT c.seq, f.lba_first, f.lba_count FROM finding f JOIN cycle c"
+            " ON c.id = f.cycle_id JOIN drive d ON d.id = c.drive_id"
+            " WHERE d.channel = ? AND f.class = ? AND c.status = 'ok'",
+            channel,
+            cls,
+        )
+        return {(seq, first + i) for seq, first, count in rows for i in range(count)}
+
+    def cut_to_cycle(self, channel: int) -> dict[int, int]:
+        """The simulator's cut number -> the rig's cycle, paired by the edge time: the pin
+        edge the simulator saw lies within 200 ms of the cut instant the rig measured."""
+        cycles = [(seq, cut) for seq, _, cut, _, _ in self.cycles(channel) if cut is not None]
+        pairs: dict[int, int] = {}
+        for event in self.truth:
+            if not cycles or event["channel"] != channel or event["cut"] in pairs:
+                continue
+            seq, cut = min(cycles, key=lambda c: abs(c[1] - event["edge_ns"]))
+            if abs(cut - event["edge_ns"]) < 200_000_000:
+                pairs[event["cut"]] = seq
+        return pairs
+
+    def truth_blocks(self, channel: int, kind: str) -> set[tuple[int, int]]:
+        """(cycle, lba) of every block the model did `kind` to, in cycles the rig judged."""
+        pairs = self.cut_to_cycle(channel)
+        ok = {seq for seq, status, *_ in self.cycles(channel) if status == "ok"}
+        return {
+            (pairs[e["cut"]], e["lba"])
+            for e in self.truth
+            if e["channel"] == channel
+            and e["kind"] == kind
+            and e["cut"] in pairs
+            and pairs[e["cut"]] in ok
+        }
+
+    def first_error(self, channel: int) -> int:
+        """The first cycle that was not judged (a rig ERROR), or a number past the last."""
+        cycles = self.cycles(channel)
+        bad = [seq for seq, status, *_ in cycles if status == "error"]
+        return min(bad) if bad else len(cycles) + 1
+
+
+def run_twin(tmp_path: Path, text: str) -> TwinRun:
+    path = tmp_path / "twin.toml"
+    path.write_text(text)
+    db = tmp_path / "twin.sqlite"
+    result = rig("run", str(path), "--db", str(db), "--quiet", cwd=tmp_path, timeout_s=1200)
+    assert db.exists(), result.stderr
+    return TwinRun(
+        sqlite3.connect(db),
+        read_truth(db.with_suffix(".truth.jsonl")),
+        (db.with_suffix(".truth.pins.log")).read_text().splitlines()
+        if db.with_suffix(".truth.pins.log").exists()
+        else [],
+        result.returncode,
+        result.stdout,
+        result.stderr,
+    )
+
+
+def leftovers() -> list[str]:
+    """Anything a simulator made that still exists: runtime dirs, their loops, mounts, rules."""
+    found = [str(d) for d in runtime.directories()]
+    for index in loopctl.indices():
+        if loopctl.backing_file(index).startswith(str(runtime.ROOT) + "/"):
+            found.append(f"/dev/loop{index}")
+    with open("/proc/self/mounts") as handle:
+        found += [line.split()[1] for line in handle if " fuse.rigsim " in line]
+    if runtime.RULES_DIR.exists():
+        found += [str(p) for p in runtime.RULES_DIR.glob("61-rig-sim-*.rules")]
+    return found
+
+
+def event_details(run: TwinRun, channel: int, kind: str) -> list[tuple[int, dict[str, Any]]]:
+    rows = run.rows(
+        "SELECT c.seq, e.detail FROM event e JOIN cycle c ON c.id = e.cycle_id"
+        " JOIN drive d ON d.id = c.drive_id WHERE d.channel = ? AND e.kind = ?",
+        channel,
+        kind,
+    )
+    return [(seq, json.loads(detail)) for seq, detail in rows]
