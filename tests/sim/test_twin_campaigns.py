@@ -22,16 +22,21 @@ CUTS = int(os.environ.get("RIG_TWIN_CUTS", "50"))
 
 
 def check_bus_seen_every_cut(run: TwinRun, channel: int) -> None:
-    """Each judged cycle: the rig recorded the drive leaving and returning, and the udev
-    monitor saw a real `remove` and `add` of its loop device."""
-    removes = {seq for seq, d in event_details(run, channel, "udev") if d["action"] == "remove"}
-    adds = {seq for seq, d in event_details(run, channel, "udev") if d["action"] == "add"}
+    """Each judged cycle: the rig recorded the drive leaving and returning, and a udev monitor
+    saw a real `remove` of one of its nodes after the cut and an `add` of the node it came back
+    under before the rig found it again."""
+    backs = dict(
+        (seq, d["devnode"]) for seq, d in event_details(run, channel, "bus_back")
+    )  # fmt: skip
+    nodes = set(backs.values())
     for seq, status, cut, gone, back in run.cycles(channel):
         if status != "ok":
             continue
         assert cut is not None and gone is not None and back is not None, seq
         assert cut - 50_000_000 < gone < back, seq
-        assert seq in removes and seq in adds, seq
+        window = [e for e in run.udev if cut - 50_000_000 < e[0] < back + 500_000_000]
+        assert any(a == "remove" and n in nodes for _, a, n in window), seq
+        assert any(a == "add" and n == backs[seq] for _, a, n in window), seq
 
 
 def pin_offs(run: TwinRun, channel: int) -> list[int]:

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
+import threading
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pyudev
 
 from fixtures import loopctl
 from fixtures.simssd import runtime
@@ -66,6 +70,7 @@ class TwinRun:
     returncode: int
     stdout: str
     stderr: str
+    udev: list[tuple[int, str, str]] = field(default_factory=list)  # (mono ns, action, node)
 
     def rows(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         return self.db.execute(sql, args).fetchall()
@@ -121,11 +126,39 @@ class TwinRun:
         return min(bad) if bad else len(cycles) + 1
 
 
+class UdevLog:
+    """Every block-device uevent udevd sends while the campaign runs, on our own monitor."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[int, str, str]] = []
+        self._monitor = pyudev.Monitor.from_netlink(pyudev.Context())
+        self._monitor.filter_by("block")
+        self._monitor.start()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        while not self._stop.is_set():
+            device = self._monitor.poll(timeout=0.2)
+            if device is not None:
+                self.events.append((time.monotonic_ns(), device.action, device.device_node or ""))
+
+    def stop(self) -> list[tuple[int, str, str]]:
+        self._stop.set()
+        self._thread.join(5)
+        return self.events
+
+
 def run_twin(tmp_path: Path, text: str) -> TwinRun:
     path = tmp_path / "twin.toml"
     path.write_text(text)
     db = tmp_path / "twin.sqlite"
-    result = rig("run", str(path), "--db", str(db), "--quiet", cwd=tmp_path, timeout_s=1200)
+    log = UdevLog()
+    try:
+        result = rig("run", str(path), "--db", str(db), "--quiet", cwd=tmp_path, timeout_s=1200)
+    finally:
+        events = log.stop()
     assert db.exists(), result.stderr
     return TwinRun(
         sqlite3.connect(db),
@@ -136,6 +169,7 @@ def run_twin(tmp_path: Path, text: str) -> TwinRun:
         result.returncode,
         result.stdout,
         result.stderr,
+        events,
     )
 
 
