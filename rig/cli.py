@@ -93,10 +93,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     _print_summaries(_run(campaign, str(db), args.quiet))
     report = export.write_report([str(db)], str(out))
-    print(f"\nstore:  {db}\nreport: {report}")
     truth = db.with_suffix(".truth.jsonl")
     if campaign.station.twin == "simavr" and truth.exists():
-        print(f"truth:  {truth}  (what the simulated drives really did, per cut)")
+        print(f"\ntruth:  {truth}  (what the simulated drives really did, per cut)", end="")
+    print(f"\nstore:  {db}\nreport: {report}")
     return 0
 
 
