@@ -28,7 +28,9 @@ def check_bus_seen_every_cut(run: TwinRun, channel: int) -> None:
     backs = dict(
         (seq, d["devnode"]) for seq, d in event_details(run, channel, "bus_back")
     )  # fmt: skip
-    nodes = set(backs.values())
+    # its nodes: those it came back under, and the one it had at the start (which the rig's own
+    # udev event log names)
+    nodes = set(backs.values()) | {d["devnode"] for _, d in event_details(run, channel, "udev")}
     for seq, status, cut, gone, back in run.cycles(channel):
         if status != "ok":
             continue
@@ -124,7 +126,7 @@ def test_lifecycle_profiles(tmp_path: Path, twin: None) -> None:
     assert no_failures(run, 1) == []
     check_bus_seen_every_cut(run, 1)
     # slow return: every 3rd power-on takes 1.5 s more; the rig waits for it by events
-    slow = {e["cut"] + 1 for e in run.truth if e["channel"] == 2 and e["kind"] == "slow_return"}
+    slow = {e["cut"] for e in run.truth if e["channel"] == 2 and e["kind"] == "slow_return"}
     for seq, status, cut, _, back in run.cycles(2):
         assert status == "ok"
         assert cut is not None and back is not None
@@ -146,10 +148,17 @@ def test_weak_plp_and_read_only_return(tmp_path: Path, twin: None) -> None:
     lost = judged_before_first_error(run, 0, run.findings(0, verify.LOST_DURABLE))
     assert lost and lost <= run.truth_blocks(0, "lost_flushed")
     assert any(e["kind"] == "destaged_on_power_loss" for e in run.truth if e["channel"] == 0)
-    # read-only from its 4th cut: judged normally before, never written to again after
+    # read-only from its 4th cut: it comes back (found by identity, same node) but takes no
+    # write any more. (The rig does not yet turn failing writes into a finding: see
+    # docs/simulator.md, known limits.)
     assert [e["cut"] for e in run.truth if e["kind"] == "read_only"] == [4]
-    statuses = [status for _, status, *_ in run.cycles(1)]
-    assert statuses[:3] == ["ok"] * 3 and "ok" not in statuses[3:]
+    acked = run.rows(
+        "SELECT c.seq, c.writes, c.writes_acked FROM cycle c JOIN drive d ON d.id = c.drive_id"
+        " WHERE d.channel = 1 AND c.status = 'ok' ORDER BY c.seq"
+    )
+    assert [seq for seq, _, _ in acked] == list(range(1, 11))
+    assert sum(a for seq, _, a in acked if seq <= 4) > 0
+    assert all(w > 0 and a == 0 for seq, w, a in acked if seq > 4)
 
 
 def test_clean_sim_after_kill_9_of_the_demo(tmp_path: Path, twin: None) -> None:
