@@ -7,7 +7,7 @@ import dataclasses
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from rig import config
@@ -19,11 +19,7 @@ from rig.store import Store, open_existing
 DEMO_CAMPAIGN = Path(__file__).resolve().parent.parent / "fixtures" / "demo.toml"
 
 
-def _station(
-    campaign: config.Campaign, store: Store, db_path: str
-) -> tuple[Station, Callable[[], None]]:
-    """The station and what to close after its power switch (the simulated twin, if any)."""
-
+def _station(campaign: config.Campaign, store: Store) -> Station:
     def record_edge(edge: Edge) -> None:
         detail = {"channel": edge.channel, "error_ns": edge.error_ns, "mcu_us": edge.source_us}
         store.queue_event(None, edge.host_ns, "edge_on" if edge.powered else "edge_off", detail)
@@ -31,14 +27,13 @@ def _station(
     if campaign.station.kind == "simulated":
         from fixtures import sim_station  # the simulated rig, wired in explicitly
 
-        if campaign.station.twin == "simavr":
-            truth = Path(db_path).with_suffix(".truth.jsonl")
-            built, twin = sim_station.build_twin(campaign, truth, record_edge)
-            return built, twin.close
-        return sim_station.build(campaign, record_edge)[0], lambda: None
+        if campaign.station.twin == "simavr":  # closing its power switch stops the simulator
+            truth = Path(store.path).with_suffix(".truth.jsonl")
+            return sim_station.build_twin(campaign, truth, record_edge)[0]
+        return sim_station.build(campaign, record_edge)[0]
     from rig import station
 
-    return station.build(campaign, record_edge), lambda: None
+    return station.build(campaign, record_edge)
 
 
 def _print_summaries(summaries: list[DriveSummary]) -> None:
@@ -57,15 +52,12 @@ def _print_summaries(summaries: list[DriveSummary]) -> None:
 def _run(campaign: config.Campaign, db_path: str, quiet: bool) -> list[DriveSummary]:
     store = Store(db_path)
     try:
-        station, close_station = _station(campaign, store, db_path)
+        station = _station(campaign, store)
         try:
             progress = (lambda line: None) if quiet else print
             return run_campaign(campaign, station, store, progress)
         finally:
-            try:
-                station.power.close()
-            finally:
-                close_station()
+            station.power.close()
     finally:
         store.close()
 
