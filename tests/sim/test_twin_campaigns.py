@@ -111,13 +111,13 @@ def test_lifecycle_profiles(tmp_path: Path, twin: None) -> None:
     cycles = max(12, CUTS // 3)
     run = run_twin(tmp_path, campaign_text("life", profiles, cycles))
     assert run.returncode == 1, run.stderr
-    # brick: dies at its 6th cut; reported as a dead device; only its channel stops
+    # brick: dies at its 3rd cut; reported as a dead device; only its channel stops
     died = [e for e in run.truth if e["channel"] == 0 and e["kind"] == "died"]
-    assert [e["cut"] for e in died] == [6]
+    assert [e["cut"] for e in died] == [3]
     brick = run.cycles(0)
-    assert brick[-1][0] == 6 and brick[-1][1] == "dead"
+    assert brick[-1][0] == 3 and brick[-1][1] == "dead"
     assert run.rows("SELECT status FROM drive WHERE channel = 0") == [("dead",)]
-    assert (6, verify.DEAD) in no_failures(run, 0)
+    assert (3, verify.DEAD) in no_failures(run, 0)
     for channel in (1, 2, 3):
         assert len(run.cycles(channel)) == cycles
     # renumber: back under another node after every cut, found by identity, nothing wrong
