@@ -259,6 +259,10 @@ class ModelReport:
     return_ms: list[float]
     return_quantiles: dict[str, float]
     delays: list[DelayPoint]
+    # lost durable writes: ms from acknowledgement / covering flush to the cut (FAST'13 saw
+    # losses up to 700 ms after completion)
+    lost_after_ack_ms: list[float]
+    lost_after_flush_ms: list[float]
     ack_bins: list[DelayBin]
     flush_bins: list[DelayBin]
     examples: list[dict[str, Any]]  # first failure findings of each drive
@@ -422,6 +426,8 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
         return_ms=returns,
         return_quantiles=_quantiles(returns),
         delays=delays,
+        lost_after_ack_ms=sorted(a for r in runs for a, _ in r.lost_after if a is not None),
+        lost_after_flush_ms=sorted(f for r in runs for _, f in r.lost_after if f is not None),
         ack_bins=_bins([(c.ack_to_cut_ms, c.failed) for c in cuts], confidence),
         flush_bins=_bins([(c.flush_to_cut_ms, c.failed) for c in cuts], confidence),
         examples=[dict(e, drive=r.serial or r.wwn) for r in runs for e in r.examples],

@@ -100,6 +100,8 @@ class DriveRun:
     examples: list[dict[str, Any]] = field(default_factory=list)  # first failure findings
     health: list[HealthRow] = field(default_factory=list)  # snapshots, by after_seq
     anomalies: list[dict[str, Any]] = field(default_factory=list)  # counter_anomaly details
+    # per lost durable write: ms from its acknowledgement and from its covering flush to the cut
+    lost_after: list[tuple[float | None, float | None]] = field(default_factory=list)
     intervals: list[dict[str, Any]] = field(default_factory=list)  # endurance intervals, if any
     rail: list[dict[str, Any]] = field(default_factory=list)  # rail fall measurements, if any
 
@@ -124,7 +126,8 @@ KNOWN_TABLES = {
     *("campaign", "drive", "cycle", "finding", "event", "ledger", "lba_state", "health"),
     *("rail_sense", "cycle_start"),
 }
-COUNTER_ANOMALY = "counter_anomaly"  # rig.verify: a health counter that moved wrongly
+COUNTER_ANOMALY = "counter_anomaly"
+LOST_DURABLE = "lost_durable_write"  # rig.verify: a health counter that moved wrongly
 
 
 def load(paths: Iterable[str]) -> Dataset:
@@ -260,6 +263,19 @@ def _load_cuts(db: sqlite3.Connection, run: DriveRun, has_ledger: bool, has_find
                 (run.drive_id, EXAMPLES_PER_DRIVE),
             )
         ]
+        for f in db.execute(
+            "SELECT f.detail FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+            " WHERE c.drive_id = ? AND f.class = ? AND f.failure = 1",
+            (run.drive_id, LOST_DURABLE),
+        ):
+            detail = _decode(f["detail"])
+            if isinstance(detail, dict):
+                run.lost_after.append(
+                    (
+                        _ns_to_ms(detail.get("ack_to_cut_ns")),
+                        _ns_to_ms(detail.get("flush_to_cut_ns")),
+                    )
+                )
         run.anomalies = [
             dict(_decode(f["detail"]), seq=f["seq"])
             for f in db.execute(
@@ -307,6 +323,12 @@ def _load_health(db: sqlite3.Connection, drive_id: int) -> list[HealthRow]:
         if isinstance(fields, dict):
             rows.append(HealthRow(h["after_seq"], h["source"], fields))
     return rows
+
+
+def _ns_to_ms(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value) / 1e6
+    return None
 
 
 def _ms(later_ns: int | None, cut_ns: int | None) -> float | None:

@@ -214,6 +214,29 @@ def delay_chart(m: ModelReport) -> str:
     return chart.render()
 
 
+def lost_after_chart(m: ModelReport) -> str:
+    """How long after its acknowledgement and its flush each lost durable write had been safe."""
+    ack, flush = m.lost_after_ack_ms, m.lost_after_flush_ms
+    if not ack and not flush:
+        return ""
+    values = [max(v, 1e-3) for v in ack + flush]
+    chart = svg.Chart(
+        "Lost durable writes: time they had been acknowledged / flushed at the cut",
+        (min(values), max(values)),
+        (0, 1.0),
+        "ms before the cut (log)",
+        "fraction of lost durable writes",
+        xlog=True,
+    )
+    for i, (label, series) in enumerate((("since its ack", ack), ("since its flush", flush))):
+        if series:
+            n = len(series)
+            xs = [max(v, 1e-3) for v in series]
+            chart.step([xs[0], *xs], [0.0, *((k + 1) / n for k in range(n))], svg.colour(i))
+            chart.legend(f"{label} (max {series[-1]:.1f} ms)", svg.colour(i))
+    return chart.render()
+
+
 def class_chart(drives: Sequence[DriveStat]) -> str:
     """Failure findings per class per drive, stacked horizontal bars."""
     classes = [c for c in FAILURE_ORDER if any(c in d.findings for d in drives)]
@@ -725,7 +748,7 @@ def _model_section(m: ModelReport, confidence: float) -> str:
 <div class="charts">{class_chart(m.drives)}</div>
 <h3>Return time</h3>{returns}
 <h3>Outcome vs cut delay since the last acknowledgement and flush</h3>
-<div class="charts">{delay_chart(m)}</div>
+<div class="charts">{delay_chart(m)}{lost_after_chart(m)}</div>
 <div class="charts"><div>{_bins_table("by time since the last completed flush", m.flush_bins)}</div>
 <div>{_bins_table("by time since the last acknowledged write", m.ack_bins)}</div></div>
 <h3>SMART deltas and counter anomalies</h3>{health}

@@ -112,7 +112,7 @@ def build(
                                 "cuts": 1,
                             }
                             if cls == "counter_anomaly"
-                            else {"ack_to_cut_ns": 3 * MS}
+                            else {"ack_to_cut_ns": 3 * MS, "flush_to_cut_ns": 2 * MS}
                         ),
                     }
                     for i, cls in enumerate(classes)

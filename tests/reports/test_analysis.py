@@ -50,6 +50,8 @@ def test_two_stations_merge_into_one_report(tmp_path: Path) -> None:
     assert x.rig_errors == 1
     assert x.any_failure.failed == 3
     assert {d.serial: d.cuts.trials for d in x.drives} == {"X1": 12, "X2": 4}
+    # each lost durable write's time since its ack and flush, from the finding's detail
+    assert x.lost_after_ack_ms == [3.0] * 3 and x.lost_after_flush_ms == [2.0] * 3
     x1 = next(d for d in x.drives if d.serial == "X1")
     assert x1.blocks_checked == 12 * 64 and x1.full_scans == 1  # cycle 10 of station a
     assert x1.bytes_written == 13 * 3 * 4096  # the rig error's writes count as written

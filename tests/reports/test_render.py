@@ -100,6 +100,7 @@ def test_rig_report_merges_stores_into_html_json_and_csv(tmp_path: Path) -> None
     for absent in ("no health snapshots", "no endurance intervals", "no rail-sense"):
         assert absent in page
     assert "Rail fall after the off edge" in page
+    assert "Lost durable writes: time they had been acknowledged / flushed" in page
     # every drive of Model Liar failed and none of Model PLP: no model's drives disagree
     assert "The drives of this model disagree" not in page
     # each model also has a page of its own, with its comparisons but no other model's section
