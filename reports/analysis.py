@@ -72,10 +72,13 @@ DEFAULT_CRITERIA = Criteria(1e-3, 0.95, (), 0, False, "rig default")
 
 def criteria_of(campaign: Campaign) -> Criteria | None:
     """Pass criteria a campaign states: the `campaign.criteria` column (rig.config.Criteria as
-    JSON) where the store has it, else the campaign file's `[criteria]` table. Keys:
-    max_failure_probability, confidence, classes, min_cycles."""
-    table = campaign.criteria or campaign.config.get("criteria")
-    if not isinstance(table, dict) or not table:
+    JSON, store v5) where the store has it, else the campaign file's `[criteria]` table. Keys:
+    max_failure_probability, confidence, classes, min_cycles. The rig fills the column with its
+    defaults when the file has no `[criteria]`: such a campaign states none."""
+    if not isinstance(campaign.config.get("criteria"), dict):
+        return None
+    table = campaign.criteria or campaign.config["criteria"]
+    if not isinstance(table, dict):
         return None
     classes = table.get("classes", ())
     rate = table.get("max_failure_probability", table.get("max_failure_rate"))

@@ -7,6 +7,7 @@ import datetime
 import html
 import json
 import math
+import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -458,12 +459,136 @@ def _numeric_series(rows: list[dict[str, Any]]) -> dict[str, list[float]]:
     return series
 
 
+ENDURANCE_COLUMNS = {"kind", "mb_per_s", "host_bytes_total", "lat_p99_us", "steady", "seq"}
+
+
+def _num(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
 def endurance_charts(m: ModelReport) -> str:
     if not m.intervals:
         return _absent(
             "Endurance: no endurance intervals in the store (the campaign ran no endurance"
             " phase, or the store predates endurance recording)."
         )
+    if ENDURANCE_COLUMNS.issubset(m.intervals[0]):
+        return _endurance_v6(m)
+    return _generic_interval_charts(m)
+
+
+def _endurance_v6(m: ModelReport) -> str:
+    """Store v6 `endurance_interval`: throughput and latency against host bytes written (a write
+    cliff shows as the drive fills), steady state, TBW, retention checks."""
+    by_drive: dict[str, list[dict[str, Any]]] = {}
+    for row in m.intervals:
+        by_drive.setdefault(str(row["drive"]).split("|")[-1], []).append(row)
+    rows = []
+    for drive, intervals in sorted(by_drive.items()):
+        writes = [r for r in intervals if r.get("kind") == "write"]
+        retention = [r for r in intervals if r.get("kind") == "retention"]
+        last = writes[-1] if writes else intervals[-1]
+        steady = next((r["seq"] for r in writes if r.get("steady")), None)
+        speeds = [v for v in (_num(r.get("mb_per_s")) for r in writes) if v is not None]
+        p99 = [v for v in (_num(r.get("lat_p99_us")) for r in writes) if v is not None]
+        tbw = _num(last.get("tbw_fraction"))
+        fill = _num(last.get("fill_fraction"))
+        rows.append(
+            [
+                esc(drive),
+                len(writes),
+                f"{(_num(last.get('host_bytes_total')) or 0) / 1e9:.3g}",
+                "not rated" if tbw is None else f"{tbw * 100:.3g}%",
+                "n/a" if fill is None else f"{fill:.0%}",
+                "not reached" if steady is None else f"from interval {steady}",
+                f"{statistics.median(speeds):.1f}" if speeds else "n/a",
+                f"{min(speeds):.1f}" if speeds else "n/a",
+                f"{statistics.median(p99):.0f}" if p99 else "n/a",
+                f"{max(p99):.0f}" if p99 else "n/a",
+                int(sum(_num(r.get("verified_blocks")) or 0 for r in intervals)),
+                int(sum(_num(r.get("failures")) or 0 for r in intervals)),
+                f"{len(retention)} ({int(sum(_num(r.get('failures')) or 0 for r in retention))}"
+                " failing)",
+            ]
+        )
+    table = _table(
+        [
+            "drive",
+            "intervals",
+            "host GB written",
+            "TBW used",
+            "fill",
+            "steady state",
+            "MB/s median",
+            "MB/s min",
+            "p99 µs median",
+            "p99 µs max",
+            "blocks verified",
+            "failures",
+            "retention checks",
+        ],
+        rows,
+        numeric=1,
+    )
+    series = {
+        drive: [
+            r
+            for r in intervals
+            if r.get("kind") == "write"
+            and _num(r.get("host_bytes_total")) is not None
+            and _num(r.get("mb_per_s")) is not None
+        ]
+        for drive, intervals in sorted(by_drive.items())
+    }
+    points = [r for rs in series.values() for r in rs]
+    if not points:
+        return table
+    gb = [(_num(r["host_bytes_total"]) or 0) / 1e9 for r in points]
+    speeds = [_num(r["mb_per_s"]) or 0 for r in points]
+    speed = svg.Chart(
+        "Write throughput vs host data written (dots: steady state)",
+        (min(gb), max(gb)),
+        (0, max(speeds) * 1.1 or 1.0),
+        "host GB written",
+        "MB/s",
+        width=560,
+        height=260,
+    )
+    latencies = [
+        v
+        for r in points
+        for k in ("lat_p50_us", "lat_p99_us", "lat_p999_us")
+        if (v := _num(r.get(k)))
+    ]
+    latency = svg.Chart(
+        "Write latency p50 (dotted), p99 (solid), p99.9 (dashed)",
+        (min(gb), max(gb)),
+        (min(latencies or [1.0]), max(latencies or [10.0])),
+        "host GB written",
+        "µs (log)",
+        ylog=True,
+        width=560,
+        height=260,
+    )
+    for i, (drive, rs) in enumerate(series.items()):
+        if not rs:
+            continue
+        xs = [(_num(r["host_bytes_total"]) or 0) / 1e9 for r in rs]
+        speed.line(xs, [_num(r["mb_per_s"]) or 0 for r in rs], svg.colour(i))
+        steady = [(x, _num(r["mb_per_s"]) or 0) for x, r in zip(xs, rs, strict=True) if r["steady"]]
+        speed.points([x for x, _ in steady], [y for _, y in steady], svg.colour(i), "steady")
+        speed.legend(drive, svg.colour(i))
+        for key, dash in (("lat_p50_us", "2 3"), ("lat_p99_us", ""), ("lat_p999_us", "6 4")):
+            pts = [(x, v) for x, r in zip(xs, rs, strict=True) if (v := _num(r.get(key)))]
+            if pts:
+                latency.line([x for x, _ in pts], [y for _, y in pts], svg.colour(i), dash=dash)
+        latency.legend(drive, svg.colour(i))
+    return table + f'<div class="charts">{speed.render()}{latency.render()}</div>'
+
+
+def _generic_interval_charts(m: ModelReport) -> str:
     charts = []
     by_drive: dict[str, list[dict[str, Any]]] = {}
     for row in m.intervals:

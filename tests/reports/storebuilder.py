@@ -73,10 +73,16 @@ def build(
     station: str = "station-a",
     config: str = '[campaign]\nname = "qual"\n',
     seed: int = 1,
+    criteria_column: str | None = None,  # JSON for campaign.criteria (store v5), as the rig writes
 ) -> Path:
     store = Store(str(path))
     try:
         campaign = store.new_campaign(name, config, seed, station)
+        if criteria_column is not None:
+            with store.transaction() as db:
+                db.execute(
+                    "UPDATE campaign SET criteria = ? WHERE id = ?", (criteria_column, campaign)
+                )
         for spec in drives:
             drive_id = store.add_drive(
                 campaign,

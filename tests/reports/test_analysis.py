@@ -301,3 +301,26 @@ def test_ledger_columns_read_directly_equal_np_load(writes: int) -> None:
     for name in dataset.LEDGER_COLUMNS:
         assert direct[name].dtype == reference[name].dtype
         assert np.array_equal(direct[name], reference[name])
+
+
+def test_criteria_column_is_what_the_rig_validated(tmp_path: Path) -> None:
+    column = (
+        '{"classes": ["lost_durable_write"], "confidence": 0.9,'
+        ' "max_failure_probability": 0.05, "min_cycles": 0}'
+    )
+    stated = build(
+        tmp_path / "s.sqlite",
+        [DriveSpec("M", "S", ["ok"] * 30)],
+        config=CRITERIA,
+        criteria_column=column,
+    )
+    model = analysis.analyse(dataset.load([str(stated)])).models[0]
+    assert (model.criteria.max_failure_rate, model.criteria.confidence) == (0.05, 0.9)
+    assert model.criteria.stated
+    # 0 in 30 cuts: p < 0.0739 at 90%, not below 0.05; 0 in 45 would be
+    assert model.cuts_needed == 45 and model.verdict.label == "FAIL"
+    # the rig fills the column with its defaults when the file has no [criteria]
+    defaults = column.replace("0.05", "0.001").replace("0.9", "0.95")
+    unstated = build(tmp_path / "u.sqlite", [DriveSpec("M", "S", ["ok"])], criteria_column=defaults)
+    model = analysis.analyse(dataset.load([str(unstated)])).models[0]
+    assert not model.criteria.stated and "states no pass criteria" in model.criteria_note

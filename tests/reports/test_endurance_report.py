@@ -1,0 +1,48 @@
+"""The endurance section from a real endurance campaign (production campaign code on the
+simulated rig, store v6 `endurance_interval`), rendered through the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fixtures import sim_station
+from reports import analysis, dataset, html
+from rig import config, endurance
+from rig.campaign import run_campaign
+from rig.store import Store
+from tests.test_sim_campaign import campaign_text
+
+ENDURANCE = """
+[endurance]
+intervals = 5
+interval_s = 0.2
+verify_every = 2
+cut_every = 0
+retention_every = 3
+retention_off_s = 0.05
+tbw_tb = 1
+"""
+
+
+def test_endurance_intervals_become_a_table_and_charts(tmp_path: Path) -> None:
+    text = campaign_text(["plp"], cycles=10, extra="", flush_every=2)
+    campaign = config.parse(text.replace("[cut]", ENDURANCE + "[cut]"))
+    station, _ = sim_station.build(campaign)
+    store = Store(str(tmp_path / "e.sqlite"))
+    run_campaign(campaign, station, store, lambda line: None, drive_loop=endurance.drive_loop)
+    rows = store.query("SELECT * FROM endurance_interval ORDER BY seq")
+    store.close()
+    writes = [r for r in rows if r["kind"] == "write"]
+    assert len(writes) == 5 and len(rows) > len(writes)  # with a retention check
+
+    model = analysis.analyse(dataset.load([str(tmp_path / "e.sqlite")])).models[0]
+    assert [i["seq"] for i in model.intervals] == [r["seq"] for r in rows]
+    page = html.render(analysis.analyse(dataset.load([str(tmp_path / "e.sqlite")])))
+    assert "Write throughput vs host data written" in page
+    assert "Write latency p50 (dotted), p99 (solid), p99.9 (dashed)" in page
+    host_gb = f"{writes[-1]['host_bytes_total'] / 1e9:.3g}"
+    assert f'<td class="n">{host_gb}</td>' in page
+    assert f"{writes[-1]['tbw_fraction'] * 100:.3g}%" in page  # TBW used, of the rated 1 TB
+    retention = [r for r in rows if r["kind"] == "retention"]
+    assert f"{len(retention)} (0 failing)" in page
+    assert "no endurance intervals" not in page
