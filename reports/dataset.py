@@ -169,7 +169,7 @@ def _tables(db: sqlite3.Connection) -> set[str]:
 
 
 def _columns(db: sqlite3.Connection, table: str) -> set[str]:
-    return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+    return {r[1] for r in db.execute(f'PRAGMA table_info("{table}")')}
 
 
 def _parse_config(text: str) -> dict[str, Any]:
@@ -424,7 +424,7 @@ def _attach_rows(
     db: sqlite3.Connection, table: str, attr: str, runs: list[DriveRun], path: str
 ) -> None:
     by_id = {r.drive_id: r for r in runs if r.campaign.source == path}
-    for row in db.execute(f"SELECT * FROM {table} ORDER BY rowid"):
+    for row in db.execute(f'SELECT * FROM "{table}" ORDER BY rowid'):
         run = by_id.get(row["drive_id"])
         if run is None:
             continue

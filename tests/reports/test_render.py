@@ -172,18 +172,19 @@ def test_report_renders_in_headless_chromium_with_its_plots(tmp_path: Path) -> N
     assert len(colours) > 200
 
 
-def test_endurance_intervals_are_charted_when_a_store_has_them(tmp_path: Path) -> None:
-    """A store with an endurance-interval table (one row per interval and drive): every numeric
-    column becomes a chart; the other stores' drives still say they have none."""
+def test_intervals_of_another_shape_are_charted_per_column(tmp_path: Path) -> None:
+    """A store with an interval table not shaped like store v6's (one row per interval and
+    drive): every numeric column becomes a chart; the other drives still say they have none.
+    (The v6 table itself: tests/reports/test_endurance_report.py.)"""
     a, b = _stores(tmp_path)
     db = sqlite3.connect(a)
     db.execute(
-        "CREATE TABLE endurance_interval (id INTEGER PRIMARY KEY, drive_id INTEGER,"
+        'CREATE TABLE "interval" (id INTEGER PRIMARY KEY, drive_id INTEGER,'
         " seq INTEGER, mb_per_s REAL, p99_us REAL, note TEXT)"
     )
     drive_id = db.execute("SELECT id FROM drive WHERE serial = 'P1'").fetchone()[0]
     db.executemany(
-        "INSERT INTO endurance_interval (drive_id, seq, mb_per_s, p99_us, note) VALUES (?,?,?,?,?)",
+        'INSERT INTO "interval" (drive_id, seq, mb_per_s, p99_us, note) VALUES (?,?,?,?,?)',
         [(drive_id, i, 500.0 - 30 * (i > 5), 80.0 + 9 * i, "steady") for i in range(10)],
     )
     db.commit()
