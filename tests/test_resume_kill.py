@@ -115,6 +115,9 @@ def kill_and_resume(tmp_path: Path, trials: int, cycles: int) -> None:
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait(30)
+            # a cut the dead rig had scheduled still fires (cut delays are under 0.2 s): let it,
+            # so the next run's first cut is its own
+            time.sleep(0.3)
             off = [ch for ch in range(CHANNELS) if not station.powered(ch)]
             # nobody talks to the board now: only its watchdog can switch the power back on
             for ch in range(CHANNELS):
