@@ -87,7 +87,7 @@ def test_watchdog_restores_safe_state_in_time_after_the_host_goes_silent(
     board.set_safe_state(2, False)
     board.off(1)
     with board.raw_session() as raw:  # the driver stops talking: the host is silent
-        _request(raw, 1, "WDOG 300")
+        _request(raw, 1, "WDOG 1000")
         last = int(_request(raw, 2, "SYNC")["t"])  # the last request before the silence
         trip = _next_event(raw, "WDOG")
         edges = [_next_event(raw, "EDGE", 1.0) for _ in range(2)]
@@ -95,7 +95,7 @@ def test_watchdog_restores_safe_state_in_time_after_the_host_goes_silent(
             ("1", "1", "wdog"),
             ("2", "0", "wdog"),
         }
-        assert trip["silent_ms"] == "300"
+        assert trip["silent_ms"] == "1000"
         expected = {(1, True), (2, False)}
         deadline = time.monotonic() + 2
         while True:  # the twin's pin log is read by a thread of ours: give it a moment
@@ -106,10 +106,11 @@ def test_watchdog_restores_safe_state_in_time_after_the_host_goes_silent(
         assert {(p.channel, p.on) for p in pins} == expected, pins
         for pin in pins:  # the pin itself, on the firmware's clock
             silent_us = pin.clk_us - last
-            assert 299_000 <= silent_us <= 300_000 + WATCHDOG_SLACK_US[twin.kind], pin
-        assert _request(raw, 3, "ID")["trips"] == "1"
+            assert 999_000 <= silent_us <= 1_000_000 + WATCHDOG_SLACK_US[twin.kind], pin
+        # (a slow test host may let it trip again before this: it stays armed)
+        assert int(_request(raw, 3, "ID")["trips"]) >= 1
         _request(raw, 4, "WDOG 5000")
-    assert board.identity.watchdog_trips == 1
+    assert board.identity.watchdog_trips >= 1
     assert board.states().on == (True, True, False, True)
 
 
