@@ -695,9 +695,10 @@ class RelayBoard:
             raise self._broken
 
     def _begin(self) -> None:
+        """Before a public call: run a pending resynchronisation, or wait for one under way
+        (the caller must not act on the board's state half-way through it)."""
         self._check_usable()
-        if self._resync_needed:
-            self._resync()
+        self._resync()
 
     def _request(self, command: str, *args: int, timeout_s: float | None = None) -> _Reply:
         """Send one request and return its OK reply. Resends the same line (the board executes
@@ -1108,8 +1109,11 @@ class RelayBoard:
             self._resync()
 
     def _resync(self) -> None:
-        """After an MCU reset: re-identify, reapply settings, re-sync the clock, reconcile the
-        channel states and report. Switches nothing: the reset already applied the safe states."""
+        """After an MCU reset: cancel any cut the fresh board may have taken from the line,
+        re-identify, reapply settings, re-sync the clock, reconcile the channel states and
+        report. Switches nothing itself (the reset already applied the safe states), except to
+        undo a cut that was on its way across the reset and fired on the fresh board before it
+        could be cancelled."""
         with self._resync_lock:
             for _ in range(5):
                 with self._state_lock:
@@ -1123,15 +1127,30 @@ class RelayBoard:
                     before = [c.known_on for c in self._chans]
                     inflight = [ch for ch, c in enumerate(self._chans) if c.cut_inflight]
                 detected_ns = boot.rx_ns if boot is not None else time.monotonic_ns()
+                boot_on = tuple(bool(v) for v in boot.flags("on")) if boot is not None else ()
                 try:
+                    # First: a CUT in flight may have reached the fresh board (its line arrived
+                    # after the reset); cancel it before it fires.
+                    for ch in inflight:
+                        self._request("ABORT", ch)
                     identity = self._identify(1.0)
                     with self._state_lock:
                         self.identity = identity
                     self._configure()
                     self._sync_burst()
-                    for ch in inflight:
-                        self._request("ABORT", ch)
                     states = self._read_states()
+                    stale = [
+                        ch for ch in inflight if ch < len(boot_on) and states.on[ch] != boot_on[ch]
+                    ]
+                    for ch in stale:  # it fired first: back to the state the reset gave it
+                        log.warning(
+                            "relay board: a cut sent before the reset fired on channel %d"
+                            " after it; restoring the channel's boot state",
+                            ch,
+                        )
+                        self._request("SET", ch, int(boot_on[ch]))
+                    if stale:
+                        states = self._read_states()
                 except BoardResetError:
                     continue
                 except PowerError:
@@ -1143,9 +1162,7 @@ class RelayBoard:
                         continue
                     for ch in inflight:
                         self._chans[ch].cut_inflight = False
-                    boot_on = (
-                        tuple(bool(v) for v in boot.flags("on")) if boot is not None else states.on
-                    )
+                    boot_on = boot_on or states.on
                     edges = self._boot_edges(boot, epoch, before, boot_on, old_sample, detected_ns)
                 info = ResetInfo(
                     detected_ns=detected_ns,
