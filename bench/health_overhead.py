@@ -2,7 +2,7 @@
 
 Per step, the median of N runs, and its ratio to spawning /bin/true in the same run (every
 tool call pays at least a process start, so the ratio says how much is the tool itself):
-- parse: `parse_smartctl_json` over every real capture in shared/real-data/smartctl;
+- parse: `parse_smartctl_json` over every real capture in fixtures/real-data/smartctl;
 - snapshot: `smartctl_snapshot` through the fake smartctl replaying a real NVMe capture
   (process start + Python fake + parse; a real smartctl also waits for the drive);
 - cross-check: `drive_answers` on a real loop device with the real smartctl (it cannot type a
@@ -44,11 +44,7 @@ def median_s(action: Callable[[], object], runs: int) -> float:
 
 
 def real_captures() -> list[Path]:
-    for folder in REPO.parents:
-        found = sorted((folder / "shared" / "real-data" / "smartctl").glob("*.json"))
-        if found:
-            return found
-    return []
+    return sorted((REPO / "fixtures" / "real-data" / "smartctl").glob("*.json"))
 
 
 def main() -> None:

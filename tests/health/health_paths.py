@@ -11,16 +11,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _real_smartctl() -> Path:
-    """$RIG_REAL_SMARTCTL, else `shared/real-data/smartctl` beside the repository or beside
-    any folder above it (a git worktree may sit deeper than the main clone)."""
+    """$RIG_REAL_SMARTCTL (to try new captures), else the copy vendored in the repository, so a
+    clean clone in CI always runs these tests (the copy's README gives its provenance)."""
     given = os.environ.get("RIG_REAL_SMARTCTL")
-    if given:
-        return Path(given)
-    for folder in REPO.parents:
-        candidate = folder / "shared" / "real-data" / "smartctl"
-        if candidate.is_dir():
-            return candidate
-    return REPO.parent / "shared" / "real-data" / "smartctl"
+    return Path(given) if given else REPO / "fixtures" / "real-data" / "smartctl"
 
 
 REAL_SMARTCTL = _real_smartctl()
@@ -31,5 +25,5 @@ RECORDED = REPO / "fixtures" / "recorded"
 def real_file(name: str) -> Path:
     path = REAL_SMARTCTL / name
     if not path.exists():
-        pytest.skip(f"real smartctl capture {name} not found under {REAL_SMARTCTL}")
+        pytest.fail(f"real smartctl capture {name} not found under {REAL_SMARTCTL}")
     return path
