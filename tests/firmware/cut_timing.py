@@ -3,6 +3,7 @@ the pin edges the firmware twin logged. Run as a script to regenerate the tables
 docs/firmware-timing.md:
 
     .venv/bin/python -m tests.firmware.cut_timing --reps 30
+    .venv/bin/python -m tests.firmware.cut_timing --short --reps 10 --targets simavr
 
 Two figures per cut:
 - on the MCU clock: the pin's `clk_us` (the bridge/host build reading the firmware's own clock at
@@ -66,6 +67,38 @@ def measure(twin: Twin, board: RelayBoard, delay_s: float, reps: int) -> list[Cu
     return samples
 
 
+def glitch_widths(twin: Twin, board: RelayBoard, width_s: float, reps: int) -> list[int]:
+    """Widths at the pin (`clk_us` of the restore minus that of the off edge) of glitches."""
+    widths = []
+    for _ in range(reps):
+        since = time.monotonic_ns()
+        cut = board.glitch(CHANNEL, width_s, delay_s=0.001)
+        cut.wait(2.0)
+        cut.wait_restore(2.0)
+        pins = [p for p in twin.wait_pins(2, since) if p.channel == CHANNEL][:2]
+        assert [p.on for p in pins] == [False, True], pins
+        widths.append(pins[1].clk_us - pins[0].clk_us)
+    return widths
+
+
+def short(twin: Twin, board: RelayBoard, reps: int) -> None:
+    """Delays below the timer's wake-up lead, and glitch widths."""
+    print("| target | request | n | at the pin: min / median / max µs |")
+    print("|---|---|---:|---|")
+    for delay in (0.0, 50e-6):
+        errors = [s.pin_minus_at_us for s in measure(twin, board, delay, reps)]
+        print(
+            f"| {twin.kind} | cut, d = {delay * 1e6:g} µs: pin − at | {reps} | {min(errors)} / "
+            f"{statistics.median(errors):g} / {max(errors)} |"
+        )
+    for width in (10e-6, 20e-6, 30e-6, 100e-6, 1e-3):
+        got = glitch_widths(twin, board, width, reps)
+        print(
+            f"| {twin.kind} | glitch {width * 1e6:g} µs: width | {reps} | {min(got)} / "
+            f"{statistics.median(got):g} / {max(got)} |"
+        )
+
+
 def percentile(values: list[int], q: float) -> int:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -75,7 +108,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--targets", nargs="+", default=["simavr", "host"])
+    parser.add_argument("--short", action="store_true", help="short delays and glitch widths")
     args = parser.parse_args()
+    if args.short:
+        for name in args.targets:
+            twin = Twin(name)
+            try:
+                with RelayBoard(twin.pty, watchdog_ms=600_000) as board:
+                    short(twin, board, args.reps)
+            finally:
+                twin.stop()
+        return
     print(
         "| target | delay | n | pin − at: min / median / p99 / max µs "
         "| host: pin − h(at) median / max |abs| µs | driver's bound median µs |"
