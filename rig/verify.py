@@ -116,12 +116,14 @@ class _Cycle:
 class ReadPolicy:
     """How the checker reads: failing ranges are split down to single blocks; a single block is
     tried `attempts` times; a read that has not returned after `timeout_s` counts as a hang and is
-    not retried (the drive is sitting on it). `max_reads` bounds the reads spent on failures per
-    check; past it, what is left of a failing range is reported whole."""
+    not retried (the drive is sitting on it). `max_reads` bounds the extra reads spent on failing
+    ranges per check, `max_hangs` the hangs (each costs a timeout); past either, what is left is
+    reported unread (kind `skipped`) instead of read."""
 
     attempts: int = 2
     timeout_s: float | None = None
     max_reads: int = 2048
+    max_hangs: int = 16
 
 
 @dataclass(frozen=True)
@@ -208,7 +210,7 @@ def check(
     klass = np.full(len(checked), "", dtype=object)
     readable = np.ones(len(checked), dtype=bool)
     sec = _Sectors.empty(len(checked), per_block)
-    budget = [policy.max_reads]
+    budget = _Budget(policy.max_reads, policy.max_hangs)
     for first, count in runs(checked, max_read_blocks):
         start = int(np.searchsorted(checked, first))
         for part_first, part_count, outcome in _read_range(read, first, count, policy, budget):
@@ -297,7 +299,8 @@ def check(
 
 @dataclass(frozen=True)
 class ReadFailure:
-    """A range that could not be read: how (eio, timeout, hang) and after how many attempts."""
+    """A range that could not be read: how (eio, timeout, hang, skipped) and after how many
+    attempts."""
 
     kind: str
     errno: int | None
@@ -316,19 +319,39 @@ class ReadFailure:
 ReadOutcome = npt.NDArray[np.uint8] | ReadFailure
 
 
+@dataclass
+class _Budget:
+    """What a check may still spend on failing reads: reads while splitting failing ranges,
+    and reads that hang (each costs a whole timeout)."""
+
+    reads: int
+    hangs: int
+
+
 def _read_range(
-    read: BlockReader, first: int, count: int, policy: ReadPolicy, budget: list[int]
+    read: BlockReader,
+    first: int,
+    count: int,
+    policy: ReadPolicy,
+    budget: _Budget,
+    parent: ReadFailure | None = None,
 ) -> Iterator[tuple[int, int, ReadOutcome]]:
     """Read `count` blocks; a failing range is split in halves down to single blocks, so a bad
-    range is located exactly while good neighbours are still checked."""
+    range is located exactly while good neighbours are still checked. Past the budget, what is
+    left of a failing range is reported with the failure of the range it belongs to, and a range
+    not read at all (the drive hung too often) as `skipped`."""
+    if budget.hangs <= 0 or (parent is not None and budget.reads <= 0):
+        why = parent or ReadFailure("skipped", None, "not read: the drive hung too often", 0)
+        yield first, count, why
+        return
     attempts = policy.attempts if count == 1 else 1
-    outcome = _attempt(read, first, count, policy, attempts, budget)
-    if not isinstance(outcome, ReadFailure) or count == 1 or budget[0] <= 0:
+    outcome = _attempt(read, first, count, policy, attempts, budget, parent is not None)
+    if not isinstance(outcome, ReadFailure) or count == 1:
         yield first, count, outcome
         return
     half = count // 2
-    yield from _read_range(read, first, half, policy, budget)
-    yield from _read_range(read, first + half, count - half, policy, budget)
+    yield from _read_range(read, first, half, policy, budget, outcome)
+    yield from _read_range(read, first + half, count - half, policy, budget, outcome)
 
 
 def _attempt(
@@ -337,19 +360,22 @@ def _attempt(
     count: int,
     policy: ReadPolicy,
     attempts: int,
-    budget: list[int],
+    budget: _Budget,
+    splitting: bool,
 ) -> ReadOutcome:
     failure = ReadFailure("eio", None, "", 0)
     for attempt in range(1, attempts + 1):
-        budget[0] -= 1
+        if splitting or attempt > 1:
+            budget.reads -= 1
         try:
             return _timed_read(read, first, count, policy.timeout_s)
         except _Hung:
+            budget.hangs -= 1
             return ReadFailure("hang", None, f"no answer within {policy.timeout_s} s", attempt)
         except OSError as error:
             kind = "timeout" if error.errno == errno.ETIMEDOUT else "eio"
             failure = ReadFailure(kind, error.errno, str(error), attempt)
-        if budget[0] <= 0:
+        if budget.reads <= 0:
             break
     return failure
 

@@ -1,3 +1,5 @@
+import threading
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -184,3 +186,100 @@ def test_a_write_surviving_in_part_inside_an_atomic_unit_is_shorn() -> None:
     data = s2.write(4, 4, issue=0, complete=10, land=False)
     s2.image[4 * BS : 6 * BS] = data[: 2 * BS]
     assert failures(s2.check(cut=100, atomic=1)) == []
+
+
+def test_hanging_reads_are_recorded_as_hangs_and_the_check_goes_on() -> None:
+    s = Scenario()
+    s.write(0, 16, issue=0, complete=1)
+    s.flush(2, 3)
+    release = threading.Event()
+    hanging = {5, 6}
+
+    def read(lba: int, count: int) -> np.ndarray:
+        if hanging & set(range(lba, lba + count)):
+            release.wait(10)  # a drive sitting on the request
+            raise OSError(5, "gave up")
+        return s.read(lba, count)
+
+    try:
+        result = verify.check(
+            11,
+            s.state,
+            s.log,
+            s.log.durability(100, 0),
+            np.zeros(0, dtype=np.int64),
+            read,
+            BS,
+            policy=verify.ReadPolicy(timeout_s=0.05, max_hangs=20),
+        )
+    finally:
+        release.set()
+    errors = [f for f in failures(result) if f.cls == verify.READ_ERROR]
+    assert sorted((f.lba_first, f.lba_count) for f in errors) == [(5, 1), (6, 1)]
+    assert {f.detail["kind"] for f in errors} == {"hang"}
+    assert all(f.detail["attempts"] == 1 for f in errors)  # a hang is not retried
+    assert classes(result) == [verify.READ_ERROR, verify.READ_ERROR]
+
+
+def test_a_read_budget_bounds_the_time_spent_on_a_failing_drive() -> None:
+    s = Scenario()
+    s.write(0, 64, issue=0, complete=1)
+    s.flush(2, 3)
+    s.failing = set(range(64))
+    calls = []
+
+    def read(lba: int, count: int) -> np.ndarray:
+        calls.append((lba, count))
+        return s.read(lba, count)
+
+    result = verify.check(
+        11,
+        s.state,
+        s.log,
+        s.log.durability(100, 0),
+        np.zeros(0, dtype=np.int64),
+        read,
+        BS,
+        policy=verify.ReadPolicy(max_reads=10),
+    )
+    assert len(calls) <= 1 + 10  # the chunk's own read, then the budget
+    assert {f.detail["kind"] for f in failures(result)} == {"eio"}
+    covered = sorted(
+        lba for f in failures(result) for lba in range(f.lba_first, f.lba_first + f.lba_count)
+    )
+    assert covered == list(range(64))  # every block still reported, in fewer, wider ranges
+
+
+def test_a_drive_that_keeps_hanging_costs_a_bounded_number_of_timeouts() -> None:
+    s = Scenario()
+    s.write(0, 64, issue=0, complete=1)
+    s.flush(2, 3)
+    release = threading.Event()
+    calls = []
+
+    def read(lba: int, count: int) -> np.ndarray:
+        calls.append(lba)
+        release.wait(10)
+        raise OSError(5, "gave up")
+
+    try:
+        result = verify.check(
+            11,
+            s.state,
+            s.log,
+            s.log.durability(100, 0),
+            np.arange(64),
+            read,
+            BS,
+            max_read_blocks=8,  # 8 chunks
+            policy=verify.ReadPolicy(timeout_s=0.02, max_hangs=3),
+        )
+    finally:
+        release.set()
+    assert len(calls) == 3  # then the drive counts as hung: nothing more is read
+    kinds = {f.detail["kind"] for f in failures(result)}
+    assert kinds == {"hang", "skipped"}
+    covered = {
+        lba for f in failures(result) for lba in range(f.lba_first, f.lba_first + f.lba_count)
+    }
+    assert covered == set(range(64))
