@@ -138,6 +138,7 @@ class DriveRun:
     ) -> None:
         self.campaign = campaign
         self.campaign_id = campaign_id
+        self.media_id = store.media_id(campaign_id)  # what the record headers carry
         self.spec = spec
         self.station = station
         self.store = store
@@ -267,7 +268,7 @@ class DriveRun:
 
     def write(self, c: Cycle) -> None:
         assert c.target is not None
-        context = WriterContext(self.campaign_id, c.target, self.state, c.log, c.stop)
+        context = WriterContext(self.media_id, c.target, self.state, c.log, c.stop)
         c.writer = Writer(self.campaign.workload, context, seed=self.rng.randrange(1 << 30))
         c.write_start_ns = time.monotonic_ns()
         c.writer.start()
@@ -359,7 +360,7 @@ class DriveRun:
         if (after_cut & (c.log.column("status") == 0)).any():
             raise RigError("a write issued after the cut succeeded: power did not really go off")
         c.result = verify.check(
-            self.campaign_id,
+            self.media_id,
             self.state,
             c.log,
             durability,

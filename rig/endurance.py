@@ -164,7 +164,7 @@ class EnduranceRun:
         self.write_intervals += 1
         log = CycleLog()
         halt = threading.Event()
-        context = WriterContext(run.campaign_id, run.target, run.state, log, halt)
+        context = WriterContext(run.media_id, run.target, run.state, log, halt)
         key = f"{run.campaign.seed}/{run.spec.channel}/interval {self.seq}"
         seed = random.Random(key).randrange(1 << 30)
         writer = Writer(run.campaign.workload, context, seed=seed)
@@ -194,7 +194,7 @@ class EnduranceRun:
             durability = log.durability(flush_done + 1, 0)
             sample = run._sample_older_blocks()
             result = verify.check(
-                run.campaign_id, run.state, log, durability, sample, run.target.read, block
+                run.media_id, run.state, log, durability, sample, run.target.read, block
             )
             verified, failures = result.blocks_checked, self._note_findings(result, detail)
         else:
@@ -345,7 +345,7 @@ class EnduranceRun:
         log = CycleLog()
         held = run.state.written()
         result = verify.check(
-            run.campaign_id,
+            run.media_id,
             run.state,
             log,
             log.durability(time.monotonic_ns(), 0),

@@ -143,7 +143,7 @@ def _drive_point(store: Store, row: sqlite3.Row) -> tuple[ResumePoint, LostCycle
     return point, lost, max(MIN_GENERATION_GAP, 4 * int(totals["most"]))
 
 
-def scan(run: DriveRun, campaign_id: int, gap: int) -> ScanResult:
+def scan(run: DriveRun, media_id: int, gap: int) -> ScanResult:
     """Flush, read the whole test region back and rebuild the committed state from it."""
     state, target = run.state, run.target
     target.flush()  # what reads back below is then what the drive holds durably
@@ -159,7 +159,7 @@ def scan(run: DriveRun, campaign_id: int, gap: int) -> ScanResult:
             continue
         sectors = media.parse(data)
         valid = sectors.state.reshape(count, per_block) == media.VALID
-        ours = valid & (sectors.campaign.reshape(count, per_block) == np.uint64(campaign_id))
+        ours = valid & (sectors.campaign.reshape(count, per_block) == np.uint64(media_id))
         gen = np.where(ours, sectors.generation.astype(np.int64).reshape(count, per_block), 0)
         lbas = sectors.lba.astype(np.int64).reshape(count, per_block)
         here = np.arange(state.first_lba + start, state.first_lba + start + count)[:, None]
@@ -190,7 +190,7 @@ def reconcile(run: DriveRun, resumable: Resumable, store: Store) -> ScanResult:
     # after a crash (the campaign still marked running), whatever ran last may have issued
     # generations the store never saw: a cut cycle, or an endurance interval
     gap = resumable.gaps.get(channel, 0) if lost or resumable.crashed else 0
-    result = scan(run, resumable.campaign_id, gap)
+    result = scan(run, run.media_id, gap)
     detail = {"scan": result.as_json(), "generation_gap": gap}
     now = time.monotonic_ns()
     if lost is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import sqlite3
 import threading
 import time
@@ -181,8 +182,19 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (drive_id, seq)
     );
     """,
+    # v7: the id written on the media is a random nonce, not the store's row id: a fresh store on a
+    # drive that an earlier campaign wrote would reuse id 1 and take the old records for its own
+    """
+    ALTER TABLE campaign ADD COLUMN media_id INTEGER;
+    UPDATE campaign SET media_id = id;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def new_media_id() -> int:
+    """A random non-zero 63-bit id (fits SQLite's signed INTEGER and the header's u64 word)."""
+    return secrets.randbits(63) | 1
 
 
 def migrate(db: sqlite3.Connection) -> None:
@@ -298,10 +310,18 @@ class Store:
     def new_campaign(self, name: str, config: str, seed: int, station: str) -> int:
         with self.transaction() as db:
             cursor = db.execute(
-                "INSERT INTO campaign (name, config, seed, station, started_at) VALUES (?,?,?,?,?)",
-                (name, config, seed, station, time.time()),
+                "INSERT INTO campaign (name, config, seed, station, started_at, media_id)"
+                " VALUES (?,?,?,?,?,?)",
+                (name, config, seed, station, time.time(), new_media_id()),
             )
             return int(cursor.lastrowid or 0)
+
+    def media_id(self, campaign_id: int) -> int:
+        """The campaign id stored in every record header (docs/record-format.md)."""
+        rows = self.query("SELECT media_id FROM campaign WHERE id = ?", (campaign_id,))
+        if not rows or rows[0]["media_id"] is None:
+            raise UserError(f"store has no campaign {campaign_id}")
+        return int(rows[0]["media_id"])
 
     def end_campaign(self, campaign_id: int, status: str) -> None:
         with self.transaction() as db:

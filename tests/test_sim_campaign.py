@@ -121,3 +121,19 @@ def test_durable_writes_on_an_honest_drive_are_never_lost(tmp_path: Path, durabl
     assert summaries[0].failures == {}
     durable_writes = store.query("SELECT SUM(writes_durable) FROM cycle")[0][0]
     assert (durable_writes > 0) == durable
+
+
+def test_a_new_campaign_never_takes_an_earlier_campaigns_records_for_its_own(
+    tmp_path: Path,
+) -> None:
+    # Two campaigns, each in a fresh store (so both are campaign row 1), on the same drives: the
+    # second must judge the first one's leftovers as foreign data, never as its own generations.
+    campaign = config.parse(campaign_text(["honest", "honest"], cycles=30))
+    station, drives = sim_station.build(campaign)
+    first, second = Store(str(tmp_path / "a.sqlite")), Store(str(tmp_path / "b.sqlite"))
+    run_campaign(campaign, station, first, progress=lambda line: None)
+    # old data shows through where the second campaign's unflushed writes are lost
+    assert sum(e.kind == "lost_unflushed" for d in drives for e in d.core.truth) > 0
+    summaries = run_campaign(campaign, station, second, progress=lambda line: None)
+    assert all(s.cycles == 30 and not s.failures for s in summaries), summaries
+    assert first.media_id(1) != second.media_id(1)
