@@ -194,7 +194,15 @@ class EnduranceRun:
             durability = log.durability(flush_done + 1, 0)
             sample = run._sample_older_blocks()
             result = verify.check(
-                run.media_id, run.state, log, durability, sample, run.target.read, block
+                run.media_id,
+                run.state,
+                log,
+                durability,
+                sample,
+                run.target.read,
+                block,
+                policy=verify.ReadPolicy(timeout_s=run.campaign.cut.read_timeout_s),
+                atomic_blocks=run._atomic_blocks(run.node, block),
             )
             verified, failures = result.blocks_checked, self._note_findings(result, detail)
         else:
@@ -352,6 +360,8 @@ class EnduranceRun:
             held,
             run.target.read,
             run.target.block_size,
+            policy=verify.ReadPolicy(timeout_s=run.campaign.cut.read_timeout_s),
+            atomic_blocks=run._atomic_blocks(node, run.target.block_size),
         )
         detail: dict[str, Any] = {"off_s": self.spec.retention_off_s}
         failures = self._note_findings(result, detail)
