@@ -4,6 +4,7 @@ against the simulator's ground-truth log."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -22,15 +23,18 @@ DRIVE = """
 [[drive]]
 channel = {channel}
 model = "{model}"
-serial = "TW{channel}{profile_tag}"
-wwn = "0x5000c500b000{channel:04x}"
+serial = "TW{channel}{profile_tag}{run}"
+wwn = "0x5000c5{run:06x}{channel:04x}"
 profile = "{profile}"
 """
 
 
 def campaign_text(name: str, profiles: list[str], cycles: int, health_every: int = 1) -> str:
+    """Identities unique to this test process: other test sessions on the machine may run
+    simulators at the same time, and two drives answering to one identity are refused."""
     drives = "".join(
         DRIVE.format(
+            run=os.getpid() % 1_000_000,
             channel=i,
             profile=p,
             model=f"RIGSIM twin {p}",
@@ -173,16 +177,17 @@ def run_twin(tmp_path: Path, text: str) -> TwinRun:
     )
 
 
-def leftovers() -> list[str]:
-    """Anything a simulator made that still exists: runtime dirs, their loops, mounts, rules."""
-    found = [str(d) for d in runtime.directories()]
+def leftovers(directory: Path) -> list[str]:
+    """What one simulator made that still exists: its runtime dir, loops, mount, rule file.
+    (Other simulators may be running on this machine: only this one's things count.)"""
+    found = [str(directory)] if directory.exists() else []
     for index in loopctl.indices():
-        if loopctl.backing_file(index).startswith(str(runtime.ROOT) + "/"):
+        if loopctl.backing_file(index).startswith(f"{directory}/"):
             found.append(f"/dev/loop{index}")
     with open("/proc/self/mounts") as handle:
-        found += [line.split()[1] for line in handle if " fuse.rigsim " in line]
-    if runtime.RULES_DIR.exists():
-        found += [str(p) for p in runtime.RULES_DIR.glob("61-rig-sim-*.rules")]
+        found += [line.split()[1] for line in handle if line.split()[1].startswith(str(directory))]
+    if runtime.rules_path(directory).exists():
+        found.append(str(runtime.rules_path(directory)))
     return found
 
 
