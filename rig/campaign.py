@@ -439,7 +439,7 @@ class DriveRun:
         finally:
             c.stop.set()
             if c.writer is not None:
-                c.writer.join(5.0)
+                c.writer.join(5.0, raise_crash=False)  # a crash was raised in observe_loss
             if c.watch is not None:
                 c.events.extend(c.watch.bus_events())
                 c.watch.close()

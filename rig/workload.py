@@ -20,15 +20,16 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from rig import media
 from rig.blockio import BlockTarget
+from rig.errors import RigError
 from rig.ledger import NOT_DONE, CycleLog, LbaState
 from rig.native import AioContext, EngineResult, engine_run
 
@@ -290,6 +291,7 @@ class Writer:
         self._state_lock = threading.Lock()
         self.engine = ""
         self.live = Live()
+        self.crash: BaseException | None = None  # a bug in a writer thread, not an I/O error
 
     def _planners(self) -> list[SlotPlanner]:
         """One planner per slot and stripe, or one for the whole region (stream layout)."""
@@ -332,7 +334,9 @@ class Writer:
         self.engine = "native" if native else "threads"
         if native:
             self._threads.append(
-                threading.Thread(target=self._run_native, args=(planners,), name="writer-aio")
+                threading.Thread(
+                    target=self._guarded, args=(self._run_native, planners), name="writer-aio"
+                )
             )
         else:
             timer = _TimerFlush(self.workload.flush_every_ms)
@@ -340,8 +344,14 @@ class Writer:
             for slot in range(self.workload.workers):
                 self._threads.append(
                     threading.Thread(
-                        target=self._run_slot,
-                        args=(slot, planners[0] if stream else planners[slot], stream, timer),
+                        target=self._guarded,
+                        args=(
+                            self._run_slot,
+                            slot,
+                            planners[0] if stream else planners[slot],
+                            stream,
+                            timer,
+                        ),
                         name=f"writer-{slot}",
                     )
                 )
@@ -349,11 +359,23 @@ class Writer:
             thread.daemon = True
             thread.start()
 
-    def join(self, timeout_s: float) -> bool:
-        """Wait for every worker; False if some are still stuck in I/O after `timeout_s`."""
+    def _guarded(self, run: Callable[..., None], *args: Any) -> None:
+        """Keep what a writer thread raised: a thread that dies silently would leave a cycle
+        that wrote nothing and still passed."""
+        try:
+            run(*args)
+        except BaseException as error:
+            self.crash = self.crash or error
+            self.context.stop.set()  # the other writers stop too: the cycle is a rig error
+
+    def join(self, timeout_s: float, raise_crash: bool = True) -> bool:
+        """Wait for every worker; False if some are still stuck in I/O after `timeout_s`.
+        Raises RigError if a writer thread crashed (unless `raise_crash` is False: clean-up)."""
         deadline = time.monotonic() + timeout_s
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+        if self.crash is not None and raise_crash:
+            raise RigError(f"writer thread crashed: {self.crash!r}") from self.crash
         return not any(thread.is_alive() for thread in self._threads)
 
     # native engine ------------------------------------------------------------------------------

@@ -309,3 +309,47 @@ def test_campaign_file_sets_the_layout() -> None:
     assert parse(head + '[workload]\nlayout = "stream"\n' + drive).workload.layout == "stream"
     with pytest.raises(UserError, match="layout must be one of stripes, stream"):
         parse(head + '[workload]\nlayout = "zigzag"\n' + drive)
+
+
+class _BuggyTarget:
+    """A target whose write hits a bug (not an I/O error) after a few writes."""
+
+    block_size = 4096
+    nblocks = 4096
+
+    def __init__(self) -> None:
+        self.writes = 0
+
+    def write(self, lba: int, data: np.ndarray, durable: bool = False) -> None:
+        self.writes += 1
+        if self.writes > 5:
+            raise RuntimeError("bug in the target")
+
+    def read(self, lba: int, count: int) -> np.ndarray:
+        return np.zeros(count * self.block_size, dtype=np.uint8)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_writer_thread_that_crashes_is_a_rig_error_not_a_quiet_cycle() -> None:
+    from rig.errors import RigError
+
+    stop = threading.Event()
+    state, log = LbaState(0, 4096), CycleLog()
+    writer = Writer(
+        Workload(workers=2, flush_every=0),
+        WriterContext(1, _BuggyTarget(), state, log, stop),
+        seed=1,
+    )
+    writer.start()
+    deadline = time.monotonic() + 30
+    while writer.crash is None and time.monotonic() < deadline:  # no timing claim: just wait
+        time.sleep(0.01)
+    assert stop.is_set()  # the crash stopped the other writers
+    with pytest.raises(RigError, match="writer thread crashed: RuntimeError"):
+        writer.join(5.0)
+    assert writer.join(5.0, raise_crash=False)  # clean-up does not raise again
