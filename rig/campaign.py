@@ -160,6 +160,7 @@ class DriveRun:
         if node is None:
             raise UserError(f"drive {spec.identity.label()} not found on the bus")
         self.node = node
+        self.seen_size_bytes, self.seen_read_only = node.size_bytes, node.read_only
         self.claims = ExitStack()  # the drive's claim and its open target; released by close()
         try:
             if station.claim is not None:
@@ -326,12 +327,27 @@ class DriveRun:
         assert c.node is not None
         if not self.spec.identity.matches(c.node.identity):
             raise UnsafeDeviceError(f"a different drive came back on channel {self.spec.channel}")
+        c.findings.extend(self._bus_changes(c.node))
         self.target.close()
         try:
             self.target = self.station.open_target(c.node, self.spec)
         except OSError as error:
             raise DeadDevice(f"came back but cannot be opened: {error}") from error
         c.target = self.target
+
+    def _bus_changes(self, node: DriveNode) -> list[verify.Finding]:
+        """A drive that returns with another capacity or write-protected lost metadata
+        (ARCHITECTURE §4, read error / metadata loss); each change is reported once."""
+        found = []
+        if node.size_bytes != self.seen_size_bytes:
+            detail = {"kind": "capacity_changed", "bytes_before": self.seen_size_bytes}
+            detail["bytes_after"] = node.size_bytes
+            found.append(verify.Finding(verify.READ_ERROR, 0, 0, -1, -1, detail=detail))
+        if node.read_only and not self.seen_read_only:
+            detail = {"kind": "read_only", "devnode": node.devnode}
+            found.append(verify.Finding(verify.READ_ERROR, 0, 0, -1, -1, detail=detail))
+        self.seen_size_bytes, self.seen_read_only = node.size_bytes, node.read_only
+        return found
 
     def health(self, c: Cycle) -> None:
         """Write-cache setting re-applied, then a health snapshot when one is due (tracker)."""

@@ -137,3 +137,19 @@ def test_a_new_campaign_never_takes_an_earlier_campaigns_records_for_its_own(
     summaries = run_campaign(campaign, station, second, progress=lambda line: None)
     assert all(s.cycles == 30 and not s.failures for s in summaries), summaries
     assert first.media_id(1) != second.media_id(1)
+
+
+def test_a_drive_back_with_another_capacity_or_write_protected_is_reported_once(
+    tmp_path: Path,
+) -> None:
+    summaries, drives, store = run(tmp_path, campaign_text(["shrinks", "read-only"], cycles=8))
+    assert all(s.cycles == 8 for s in summaries), summaries
+    rows = store.query(
+        "SELECT d.channel, c.seq, f.detail FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+        " JOIN drive d ON d.id = c.drive_id WHERE f.class = 'read_error'"
+    )
+    seen = {(r[0], r[1], json.loads(r[2])["kind"]) for r in rows}
+    expected = {
+        (0, e.cut, e.kind) for e in drives[0].core.truth if e.kind == "capacity_changed"
+    } | {(1, e.cut, e.kind) for e in drives[1].core.truth if e.kind == "read_only"}
+    assert len(expected) == 2 and seen == expected

@@ -22,6 +22,7 @@ class DriveNode:
     logical_block: int = 512
     physical_block: int = 4096
     transport: str = ""  # sata, sas, nvme, usb, virtio, loop, ... (for people; never for matching)
+    read_only: bool = False  # the kernel reports the device write-protected (sysfs `ro`)
 
 
 class PresenceWatch(Protocol):

@@ -76,6 +76,7 @@ def node_of(device: pyudev.Device) -> DriveNode | None:
         logical,
         physical,
         transport_of(device),
+        _attr(device, "ro") == "1",
     )
 
 

@@ -4,6 +4,7 @@ loop devices, real udev events), scored against the simulator's ground-truth log
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -146,12 +147,16 @@ def test_weak_plp_and_read_only_return(tmp_path: Path, twin: None) -> None:
     # weak PLP: its hold-up energy ran out with flushed data in the cache: lost durable writes,
     # each one a block the model lost after a flush
     lost = judged_before_first_error(run, 0, run.findings(0, verify.LOST_DURABLE))
-    assert lost and lost <= run.truth_blocks(0, "lost_flushed")
+    assert lost and lost <= run.truth_blocks(0, "lost_flushed"), (run.cycles(0), run.stderr[-2000:])
     assert any(e["kind"] == "destaged_on_power_loss" for e in run.truth if e["channel"] == 0)
-    # read-only from its 4th cut: it comes back (found by identity, same node) but takes no
-    # write any more. (The rig does not yet turn failing writes into a finding: see
-    # docs/simulator.md, known limits.)
+    # read-only from its 4th cut: it comes back (found by identity, same node) write-protected,
+    # reported once as metadata loss, and takes no write any more
     assert [e["cut"] for e in run.truth if e["kind"] == "read_only"] == [4]
+    protected = run.rows(
+        "SELECT c.seq, f.detail FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+        " JOIN drive d ON d.id = c.drive_id WHERE d.channel = 1 AND f.class = 'read_error'"
+    )
+    assert [(seq, json.loads(detail)["kind"]) for seq, detail in protected] == [(4, "read_only")]
     acked = run.rows(
         "SELECT c.seq, c.writes, c.writes_acked FROM cycle c JOIN drive d ON d.id = c.drive_id"
         " WHERE d.channel = 1 AND c.status = 'ok' ORDER BY c.seq"
