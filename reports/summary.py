@@ -7,17 +7,6 @@ from dataclasses import dataclass, field
 
 from rig.store import Store
 
-FAILURE_ORDER = (
-    "lost_durable_write",
-    "unserializable_write",
-    "shorn_write",
-    "bit_corruption",
-    "flying_write",
-    "collateral_damage",
-    "read_error",
-    "dead_device",
-)
-
 
 @dataclass
 class DriveReport:

@@ -540,19 +540,8 @@ class DriveRun:
                 if reason := self._time_is_up():
                     self._stop_drive(reason, "stopped")
                     break
-                seq, self.next_seq = self.next_seq, self.next_seq + 1
-                c = self.run_cycle(seq)
-                if self.on_cycle is not None:
-                    self.on_cycle(self, c)
-                else:
-                    self.progress(self._progress_line(c))
-                if c.status == "dead":
-                    self.dead = True
-                    self._stop_drive("dead device", "dead")
-                    break
-                if c.stop_channel:
-                    self.progress(f"ch{self.spec.channel}: stopped: {c.error}")
-                    self.store.set_drive_status(self.drive_id, "stopped")
+                c = self.next_cycle()
+                if self.dead or c.stop_channel:
                     break
                 consecutive_errors = consecutive_errors + 1 if c.status == "error" else 0
                 if consecutive_errors >= rules.max_consecutive_errors:
@@ -563,6 +552,21 @@ class DriveRun:
                     break
         finally:
             self.close()
+
+    def next_cycle(self) -> Cycle:
+        """Run and report the next cycle; a dead drive or a channel stop is recorded here."""
+        seq, self.next_seq = self.next_seq, self.next_seq + 1
+        c = self.run_cycle(seq)
+        if self.on_cycle is not None:
+            self.on_cycle(self, c)
+        else:
+            self.progress(self._progress_line(c))
+        if c.status == "dead":
+            self.dead = True
+            self._stop_drive("dead device", "dead")
+        elif c.stop_channel:  # a different drive or a failed interlock after a return
+            self._stop_drive(c.error, "stopped")
+        return c
 
     def close(self) -> None:
         self.claims.close()  # closes the target, then releases the claim

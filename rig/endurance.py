@@ -311,19 +311,9 @@ class EnduranceRun:
 
     # interleaved events ---------------------------------------------------------------------------
     def _cut(self) -> bool:
-        """One ordinary power-cut cycle; False when the drive is dead."""
-        run = self.run
-        seq, run.next_seq = run.next_seq, run.next_seq + 1
-        c = run.run_cycle(seq)
-        if run.on_cycle is not None:
-            run.on_cycle(run, c)
-        else:
-            run.progress(run._progress_line(c))
-        if c.status == "dead":
-            run.dead = True
-            run._stop_drive("dead device", "dead")
-            return False
-        return True
+        """One ordinary power-cut cycle; False when the drive is dead or its channel stopped."""
+        c = self.run.next_cycle()
+        return not (self.run.dead or c.stop_channel)
 
     def _retention(self, stop: threading.Event) -> bool:
         """Flush, power off for retention_off_s, power on, read back every block holding data.

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import io
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -26,19 +25,6 @@ UNKNOWN = np.uint32(
 NOT_DONE = -1  # completion time of a request that never completed
 
 Index = npt.NDArray[np.integer[Any]] | slice | int
-_Method = TypeVar("_Method", bound=Callable[..., Any])
-
-
-def _locked(method: _Method) -> _Method:
-    """Run under the array's lock: writer threads allocate leaves while others read, and an
-    allocation swaps the directory and pool arrays (without it, reads saw half-grown pools)."""
-
-    def run(self: ChunkedArray, *args: Any, **kwargs: Any) -> Any:
-        with self._lock:
-            return method(self, *args, **kwargs)
-
-    run.__doc__ = method.__doc__
-    return run  # type: ignore[return-value]
 
 
 class ChunkedArray:
@@ -68,7 +54,6 @@ class ChunkedArray:
         self._base = np.zeros(0, dtype=np.int64)  # first position of each leaf
         self._count = np.zeros(0, dtype=np.int64)  # non-zero entries of each leaf
         self._used = 0
-        self._lock = threading.RLock()
 
     def __len__(self) -> int:
         return self.n
@@ -105,7 +90,6 @@ class ChunkedArray:
         rows[has] = self._mid[group[has], (pos[has] >> self.LEAF_SHIFT) & (self.SUBS - 1)]
         return rows
 
-    @_locked
     def __getitem__(self, index: Index) -> npt.NDArray[np.uint32]:
         pos = self._positions(index)
         rows = self._rows(pos)
@@ -114,7 +98,6 @@ class ChunkedArray:
         out[present] = self._leaves[rows[present], pos[present] & (self.LEAF - 1)]
         return out
 
-    @_locked
     def __setitem__(self, index: Index, values: npt.ArrayLike) -> None:
         pos = self._positions(index)
         vals = np.broadcast_to(np.asarray(values, dtype=np.uint32), pos.shape)
@@ -159,11 +142,9 @@ class ChunkedArray:
         self._mid[group_rows, leaves & (self.SUBS - 1)] = rows
         self._used = needed
 
-    @_locked
     def count_nonzero(self) -> int:
         return int(self._count[: self._used].sum())
 
-    @_locked
     def sample_nonzero(self, k: int, rng: np.random.Generator) -> npt.NDArray[np.int64]:
         """`k` distinct positions holding non-zero values, uniformly at random, sorted. Cost
         O(k) leaves read plus a pass over the per-leaf counts, never over the values."""
@@ -183,13 +164,11 @@ class ChunkedArray:
             picked[mine] = self._base[leaf] + cols
         return np.sort(picked)
 
-    @_locked
     def nonzero(self) -> npt.NDArray[np.int64]:
         """Sorted positions holding a non-zero value (cost: allocated leaves only)."""
         r, c = np.nonzero(self._leaves[: self._used])
         return np.sort(self._base[r] + c)
 
-    @_locked
     def to_arrays(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
         """(leaf numbers, their values): everything needed to rebuild the array."""
         return self._base[: self._used] >> self.LEAF_SHIFT, self._leaves[: self._used]
@@ -235,7 +214,10 @@ class LbaState:
         self.committed = ChunkedArray(nblocks)
         # highest generation ever issued per block; the next write uses issued + 1
         self.issued = ChunkedArray(nblocks)
-        self._reserving = threading.Lock()  # a reservation reads and then raises `issued`
+        # Writer threads reserve at once; a reservation reads and then raises `issued`, and may
+        # grow the sparse array's pool (not thread-safe by itself). Everything else runs while
+        # the writers are stopped.
+        self._reserving = threading.Lock()
 
     @property
     def nbytes(self) -> int:
@@ -243,11 +225,7 @@ class LbaState:
 
     def next_generations(self, lba: int, count: int) -> npt.NDArray[np.uint32]:
         """Reserve generations for a write of `count` blocks at `lba`."""
-        index = np.arange(lba - self.first_lba, lba - self.first_lba + count, dtype=np.int64)
-        with self._reserving:
-            gens = self.issued[index] + np.uint32(1)
-            self.issued[index] = gens
-        return gens
+        return self.reserve(np.arange(lba, lba + count, dtype=np.int64))
 
     def reserve(self, lbas: npt.NDArray[np.int64]) -> npt.NDArray[np.uint32]:
         """Generations for a batch of block writes in order (an LBA may repeat: each repeat gets

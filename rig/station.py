@@ -155,10 +155,14 @@ def build(campaign: Campaign, on_edge: Callable[[Edge], None] | None = None) -> 
     name = campaign.station.kind
     if campaign.station.kind == "relay-board":
         name = f"relay-board {campaign.station.usb_serial or campaign.station.port}"
-    drives = ToolDrives()
+    return udev_station(name, _power(campaign, on_edge), ToolDrives())
+
+
+def udev_station(name: str, power: PowerSwitch, drives: ToolDrives) -> Station:
+    """Drives found through udev and served by the real tools, on any power switch."""
     return Station(
         name,
-        _power(campaign, on_edge),
+        power,
         UdevPresence(),
         drives.open_target,
         health=drives.health,

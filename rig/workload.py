@@ -136,13 +136,12 @@ class SlotPlanner:
         first: int,
         stripe: int,
         state: LbaState,
-        state_lock: threading.Lock,
         op_seq_base: int,
         block_size: int,
         seed: int,
     ) -> None:
         self.load, self.slot, self.first, self.stripe = load, slot, first, stripe
-        self.state, self.state_lock = state, state_lock
+        self.state = state
         self.rng = np.random.default_rng(seed)
         self.sizes, self.weights = block_sizes(load, block_size)
         if stripe < int(self.sizes.max()):
@@ -194,8 +193,7 @@ class SlotPlanner:
         blocks = np.repeat(lbas, counts) + (
             np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
         )
-        with self.state_lock:  # planners of other slots share the state's chunk allocator
-            gens = self.state.reserve(blocks)
+        gens = self.state.reserve(blocks)  # atomic: planners of all slots share the state
         ops = self.op_seq + 1 + np.arange(writes, dtype=np.uint64)
         self.op_seq += writes
         gen_offset = np.cumsum(counts) - counts
@@ -288,7 +286,6 @@ class Writer:
         self._seed = seed
         self._threads: list[threading.Thread] = []
         self._op_seq_base = seed << 20  # op counts unique across cycles of a campaign
-        self._state_lock = threading.Lock()
         self.engine = ""
         self.live = Live()
         self.crash: BaseException | None = None  # a bug in a writer thread, not an I/O error
@@ -303,7 +300,6 @@ class Writer:
                 state.first_lba,
                 state.nblocks,
                 state,
-                self._state_lock,
                 self._op_seq_base,
                 self.context.target.block_size,
                 self._seed * 1000,
@@ -317,7 +313,6 @@ class Writer:
                 state.first_lba + slot * stripe,
                 stripe,
                 state,
-                self._state_lock,
                 self._op_seq_base + (slot << 40),
                 self.context.target.block_size,
                 self._seed * 1000 + slot,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 from rig import discard, media
 from rig.blockio import DirectTarget
+from tests.cli_runner import rig
 from tests.loop_station import campaign_text, loop_station, requirements
 from tests.loopdev import attached, loop_available
 
@@ -124,13 +124,7 @@ def test_endurance_on_the_loop_station_trims_first(tmp_path: Path, udevd: None) 
         campaign = tmp_path / "campaign.toml"
         campaign.write_text(text)
         db = tmp_path / "e.sqlite"
-        done = subprocess.run(
-            [sys.executable, "-m", "rig.cli", "run", str(campaign), "--db", str(db), "--quiet"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = rig("run", str(campaign), "--db", str(db), "--quiet", cwd=REPO, timeout_s=300)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         assert "discarded the test region (blkdiscard)" in done.stdout
     con = sqlite3.connect(db)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import rig
 from tests.loop_station import campaign_text, loop_station, requirements
 
 REPO = Path(__file__).resolve().parent.parent
@@ -64,13 +65,7 @@ def test_endurance_killed_mid_interval_resumes(tmp_path: Path, udevd: None) -> N
                 proc.wait(30)
         before = _intervals(db)
         assert station.wait_powered(0, 10)
-        done = subprocess.run(
-            [sys.executable, "-m", "rig.cli", "run", "--resume", str(db), "--quiet"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = rig("run", "--resume", str(db), "--quiet", cwd=REPO, timeout_s=300)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     con = sqlite3.connect(db)
     rows = con.execute(

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.cli_runner import rig
 from tests.loop_station import LoopStation, campaign_text, loop_station, requirements
 
 REPO = Path(__file__).resolve().parent.parent
@@ -128,13 +129,7 @@ def kill_and_resume(tmp_path: Path, trials: int, cycles: int) -> None:
             assert not lost, f"trial {trial}: recorded cycles changed or vanished: {lost}"
             before = after
 
-        done = subprocess.run(
-            [sys.executable, "-m", "rig.cli", "run", "--resume", str(db), "--quiet"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
+        done = rig("run", "--resume", str(db), "--quiet", cwd=REPO, timeout_s=900)
         assert done.returncode == 0, done.stdout[:3000] + done.stdout[-3000:] + done.stderr[-3000:]
         final = _read_store(db)
         assert all(final[k] == v for k, v in before.items())

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.cli_runner import rig
 from tests.loop_station import campaign_text, loop_station, requirements
 
 REPO = Path(__file__).resolve().parent.parent
@@ -64,13 +65,7 @@ def test_signal_stops_safely_and_resume_finishes(
         assert any(e["kind"] == "signal" and e["signal"] == sig.name for e in log)
         assert log[-1]["kind"] == "end" and log[-1]["status"] == "stopped"
 
-        done = subprocess.run(
-            [sys.executable, "-m", "rig.cli", "run", "--resume", str(db), "--quiet"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        done = rig("run", "--resume", str(db), "--quiet", cwd=REPO, timeout_s=600)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     con = sqlite3.connect(db)
     counted = con.execute("SELECT COUNT(*) FROM cycle WHERE status != 'interrupted'").fetchone()

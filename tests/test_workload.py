@@ -29,7 +29,7 @@ from tests.loopdev import attached, loop_available
 
 def _planner(load: Workload, stripe: int = 100_000, block: int = 4096) -> SlotPlanner:
     state = LbaState(0, stripe * 2)
-    return SlotPlanner(load, 1, stripe, stripe, state, threading.Lock(), 0, block, seed=3)
+    return SlotPlanner(load, 1, stripe, stripe, state, 0, block, seed=3)
 
 
 def test_jesd219_sizes_follow_the_standard_mix_in_512_byte_blocks() -> None:
@@ -81,7 +81,7 @@ def test_planned_generations_are_reserved_per_block() -> None:
     state = LbaState(0, 16)
     planner = SlotPlanner(
         Workload(write_blocks=(4,), sequential=True, flush_every=0),
-        0, 0, 8, state, threading.Lock(), 0, 4096, seed=1,
+        0, 0, 8, state, 0, 4096, seed=1,
     )  # fmt: skip
     plan = planner.next(3)  # blocks 0-3, 4-7, then 0-3 again
     assert plan.gens.tolist() == [1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2]

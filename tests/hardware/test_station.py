@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli_runner import rig
 
 CAMPAIGN = os.environ.get("RIG_STATION_CAMPAIGN", "")
 
@@ -24,13 +24,7 @@ pytestmark = [
 
 def test_campaign_on_the_real_station_records_every_cut(tmp_path: Path) -> None:
     db = tmp_path / "station.sqlite"
-    result = subprocess.run(
-        [sys.executable, "-m", "rig.cli", "run", CAMPAIGN, "--db", str(db)],
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        check=False,
-    )
+    result = rig("run", CAMPAIGN, "--db", str(db), cwd=Path.cwd(), timeout_s=3600)
     assert result.returncode in (0, 1), result.stderr  # 1: a drive failed, which is a finding
     store = sqlite3.connect(db)
     statuses = [row[0] for row in store.execute("SELECT status FROM cycle")]

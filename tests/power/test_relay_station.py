@@ -3,11 +3,10 @@ wiring opens the board by path, and bad input still leaves every channel untouch
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
+from tests.cli_runner import rig
 from tests.power.twins import Twin
 
 
@@ -27,12 +26,8 @@ channel = 1
 wwn = "0x5000000000000bad"
 """)
     start = time.monotonic_ns()
-    result = subprocess.run(
-        [sys.executable, "-m", "rig.cli", "run", str(campaign), "--db", str(tmp_path / "s.sqlite")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    result = rig(
+        "run", str(campaign), "--db", str(tmp_path / "s.sqlite"), cwd=tmp_path, timeout_s=120
     )
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr.strip().splitlines() == [

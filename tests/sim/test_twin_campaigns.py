@@ -168,12 +168,14 @@ def test_weak_plp_and_read_only_return(tmp_path: Path, twin: None) -> None:
 
 
 def test_clean_sim_after_kill_9_of_the_demo(tmp_path: Path, twin: None) -> None:
-    demo = subprocess.Popen(
-        [sys.executable, "-m", "rig.cli", "demo", "--cycles", "50", "--out", str(tmp_path)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # its own process group: rig, simulator daemon, simavr bridge
-    )
+    output = tmp_path / "demo.out"
+    with output.open("wb") as sink:
+        demo = subprocess.Popen(
+            [sys.executable, "-m", "rig.cli", "demo", "--cycles", "50", "--out", str(tmp_path)],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: rig, simulator daemon, simavr bridge
+        )
     try:
         deadline = time.monotonic() + 60
         mine: list[Path] = []
@@ -184,7 +186,7 @@ def test_clean_sim_after_kill_9_of_the_demo(tmp_path: Path, twin: None) -> None:
                 if runtime.read_pid(d / "owner.pid") == demo.pid and (d / "ready.json").exists()
             ]
             time.sleep(0.1)
-        assert mine, "the demo's simulator did not start"
+        assert mine, f"the demo's simulator did not start: {output.read_text()[-3000:]}"
         time.sleep(1)  # the campaign under way: drives being cut and returning
         pids = [runtime.read_pid(mine[0] / n) for n in ("daemon.pid", "bridge.pid")]
     finally:
