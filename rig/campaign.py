@@ -375,17 +375,35 @@ class DriveRun:
         after_cut = c.log.column("issue_ns") > c.edge.host_ns + c.edge.error_ns
         if (after_cut & (c.log.column("status") == 0)).any():
             raise RigError("a write issued after the cut succeeded: power did not really go off")
+        policy = verify.ReadPolicy(timeout_s=self.campaign.cut.read_timeout_s)
+        extra = self._blocks_to_check(c)
         c.result = verify.check(
             self.media_id,
             self.state,
             c.log,
             durability,
-            self._blocks_to_check(c),
+            extra,
             c.target.read,
             c.target.block_size,
-            policy=verify.ReadPolicy(timeout_s=self.campaign.cut.read_timeout_s),
+            policy=policy,
             atomic_blocks=self._atomic_blocks(c.node or self.node, c.target.block_size),
         )
+        if c.full_scan and self.state.nblocks > verify.SCAN_CHUNK_BLOCKS:
+            # a large region: the blocks this cycle did not touch, chunk by chunk
+            written = c.log.column("first_lba"), c.log.column("nblocks")
+            judged = np.concatenate(
+                [np.repeat(written[0], written[1]) + _offsets(written[1]), extra]
+            )
+            rest = verify.scan_rest(
+                self.media_id, self.state, judged, c.target.read, c.target.block_size,
+                policy=policy,
+            )  # fmt: skip
+            c.result = verify.CheckResult(
+                c.result.findings + rest.findings,
+                c.result.blocks_checked + rest.blocks_checked,
+                c.result.nondurable_writes,
+                c.result.nondurable_survived,
+            )
         c.findings.extend(c.result.findings)  # after the health phase's findings
 
     @staticmethod
@@ -404,8 +422,9 @@ class DriveRun:
             self.recent.append(this_cycle)
         every = self.campaign.cut.full_scan_every
         c.full_scan = bool(every) and c.seq % every == 0
-        if c.full_scan:
+        if c.full_scan and self.state.nblocks <= verify.SCAN_CHUNK_BLOCKS:
             return np.arange(self.state.nblocks, dtype=np.int64) + self.state.first_lba
+        # (a full scan of a larger region reads the rest in chunks after this check: `verify`)
         return np.concatenate([self._sample_older_blocks(), *recent])
 
     def _sample_older_blocks(self) -> np.ndarray:

@@ -171,6 +171,7 @@ def check(
     max_read_blocks: int = 256,
     policy: ReadPolicy | None = None,
     atomic_blocks: int = 1,
+    budget: _Budget | None = None,
 ) -> CheckResult:
     """Read back and classify this cycle's blocks plus `extra_blocks`; update `state.committed`.
 
@@ -210,7 +211,7 @@ def check(
     klass = np.full(len(checked), "", dtype=object)
     readable = np.ones(len(checked), dtype=bool)
     sec = _Sectors.empty(len(checked), per_block)
-    budget = _Budget(policy.max_reads, policy.max_hangs)
+    budget = budget or _Budget(policy.max_reads, policy.max_hangs)
     for first, count in runs(checked, max_read_blocks):
         start = int(np.searchsorted(checked, first))
         for part_first, part_count, outcome in _read_range(read, first, count, policy, budget):
@@ -295,6 +296,48 @@ def check(
     findings.extend(allowed)
     findings.extend(_unserializable(cyc, checked, held, klass))
     return CheckResult(findings, len(checked), nondurable, survived)
+
+
+SCAN_CHUNK_BLOCKS = 1 << 16  # ~20 MiB of per-block working arrays per chunk of a full scan
+
+
+def scan_rest(
+    campaign: int,
+    state: LbaState,
+    judged: npt.NDArray[np.int64],
+    read: BlockReader,
+    block_size: int,
+    max_read_blocks: int = 256,
+    policy: ReadPolicy | None = None,
+    chunk_blocks: int | None = None,
+) -> CheckResult:
+    """The rest of a full scan: every block of the region not in `judged` (the blocks `check`
+    has judged this cycle, which hold all of the cycle's writes), `chunk_blocks` at a time so
+    memory stays bounded on a region of any size. Blocks this cycle did not write are judged
+    against their committed generation alone, so an empty cycle gives them exactly the findings
+    `check` would. One read budget covers the whole scan (a dying drive is not re-tried chunk
+    after chunk). A run of damaged blocks that crosses a chunk boundary is two findings."""
+    policy = policy or ReadPolicy()
+    chunk_blocks = chunk_blocks or SCAN_CHUNK_BLOCKS
+    budget = _Budget(policy.max_reads, policy.max_hangs)
+    empty = CycleLog()
+    no_writes = empty.durability(0, 0)
+    judged = np.unique(judged.astype(np.int64))
+    findings: list[Finding] = []
+    checked = 0
+    end = state.first_lba + state.nblocks
+    for lo in range(state.first_lba, end, chunk_blocks):
+        hi = min(lo + chunk_blocks, end)
+        a, b = np.searchsorted(judged, [lo, hi])
+        blocks = np.setdiff1d(np.arange(lo, hi, dtype=np.int64), judged[a:b], assume_unique=True)
+        if len(blocks):
+            part = check(
+                campaign, state, empty, no_writes, blocks, read, block_size,
+                max_read_blocks, policy, budget=budget,
+            )  # fmt: skip
+            findings.extend(part.findings)
+            checked += part.blocks_checked
+    return CheckResult(findings, checked, 0, 0)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rig import verify
-from tests.checker_scenario import BS, Scenario, failures
+from tests.checker_scenario import BS, CAMPAIGN, Scenario, failures
 
 N = 64
 OLD = range(32, N)  # written in cycle 1 only
@@ -216,3 +216,38 @@ def test_failing_reads_are_located_exactly_and_the_rest_checked(
     assert result.blocks_checked == N
     # an unreadable block this cycle did not write keeps its expected state for the next check
     assert (s.state.committed[np.arange(N)] == 1).all()
+
+
+def _by_block_all(findings: list[verify.Finding]) -> dict[int, str]:
+    """Every per-block finding (failures and allowed outcomes), by block."""
+    found: dict[int, str] = {}
+    for f in findings:
+        if f.cls != verify.UNSERIALIZABLE:
+            found.update(dict.fromkeys(range(f.lba_first, f.lba_first + f.lba_count), f.cls))
+    return found
+
+
+@settings(max_examples=100, deadline=None)
+@given(planted(), st.sets(st.integers(0, N - 1), max_size=N // 2), st.integers(1, N))
+def test_a_chunked_full_scan_judges_like_one_check(p: Planted, extra: set[int], chunk: int) -> None:
+    """A full scan of a large region is this cycle's check plus `scan_rest` chunk by chunk: it
+    gives every block the class, and the committed state, that one check of everything gives."""
+    s = p.scenario
+    everything = np.arange(N, dtype=np.int64)
+    before = s.state.committed[everything].copy()
+    whole = s.check(cut=p.cut, extra=list(range(N)))
+    committed_whole = s.state.committed[everything].copy()
+    s.state.committed[everything] = before
+    first = s.check(cut=p.cut, extra=sorted(extra))
+    written = zip(s.log.column("first_lba").tolist(), s.log.column("nblocks").tolist(), strict=True)
+    cycle_blocks = {lba + i for lba, count in written for i in range(count)}
+    judged = np.array(sorted(cycle_blocks | extra), dtype=np.int64)
+    rest = verify.scan_rest(
+        CAMPAIGN, s.state, judged, s.read, BS, policy=verify.ReadPolicy(), chunk_blocks=chunk
+    )
+    assert _by_block_all(first.findings + rest.findings) == _by_block_all(whole.findings)
+    assert first.blocks_checked + rest.blocks_checked == whole.blocks_checked == N
+    assert (s.state.committed[everything] == committed_whole).all()
+    assert [f for f in first.findings if f.cls == verify.UNSERIALIZABLE] == [
+        f for f in whole.findings if f.cls == verify.UNSERIALIZABLE
+    ]
