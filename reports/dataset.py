@@ -285,15 +285,24 @@ def _load_cuts(db: sqlite3.Connection, run: DriveRun, has_ledger: bool, has_find
             )
             if isinstance(_decode(f["detail"]), dict)
         ]
+    # v8 stores carry the delays in the cycle row: the ledger is read only for cycles without
+    # them (recorded by an older rig), so a report over millions of cuts skips the blobs
+    has_delays = "last_ack_to_cut_ns" in _columns(db, "cycle")
+    ledger = (
+        "CASE WHEN c.last_ack_to_cut_ns IS NULL THEN l.writes END" if has_delays else "l.writes"
+    )
     ledger_sql = (
-        "SELECT c.*, l.writes AS ledger FROM cycle c LEFT JOIN ledger l ON l.cycle_id = c.id"
+        f"SELECT c.*, {ledger} AS ledger FROM cycle c LEFT JOIN ledger l ON l.cycle_id = c.id"
         if has_ledger
         else "SELECT c.*, NULL AS ledger FROM cycle c"
     )
     for c in db.execute(f"{ledger_sql} WHERE c.drive_id = ? ORDER BY c.seq", (run.drive_id,)):
         cut_ns = c["cut_ns"]
         ack_ms = flush_ms = None
-        if c["ledger"] is not None and cut_ns is not None:
+        if has_delays and c["last_ack_to_cut_ns"] is not None:
+            ack_ms = _delay_ms(c["last_ack_to_cut_ns"])
+            flush_ms = _delay_ms(c["last_flush_to_cut_ns"])
+        elif c["ledger"] is not None and cut_ns is not None:
             ack_ms, flush_ms = _last_ack_and_flush(c["ledger"], cut_ns)
         run.cuts.append(
             Cut(
@@ -361,6 +370,11 @@ def _npz_columns(blob: bytes, names: tuple[str, ...]) -> dict[str, npt.NDArray[A
             count = int(match.group(2) or 1)
             result[name] = np.frombuffer(data, dtype, count, offset=start + size)
     return result
+
+
+def _delay_ms(ns: int | None) -> float | None:
+    """A v8 delay column: -1 (nothing before the cut) and NULL read as no delay."""
+    return ns / 1e6 if ns is not None and ns >= 0 else None
 
 
 def _last_ack_and_flush(blob: bytes, cut_ns: int) -> tuple[float | None, float | None]:

@@ -8,6 +8,7 @@ cycle is still recorded). Power is put back to its safe state on every exit path
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import random
@@ -524,6 +525,9 @@ class DriveRun:
                 int(f.detail["lost_writes"]) for f in c.findings if f.cls == verify.UNSERIALIZABLE
             ),
         )
+        if c.edge is not None:
+            ack_ns, flush_ns = log.last_ack_and_flush_to_cut(c.edge.host_ns)
+            row = dataclasses.replace(row, last_ack_to_cut_ns=ack_ns, last_flush_to_cut_ns=flush_ns)
         rows = [dict(asdict(f), failure=f.failure) for f in c.findings]
         self.store.record_cycle(
             row, rows, c.events, log.to_bytes(), self.state.to_bytes(), self._rail_sense(c)

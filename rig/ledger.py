@@ -433,6 +433,21 @@ class CycleLog:
     def flush_count(self) -> int:
         return len(self.column("flush_worker"))
 
+    def last_ack_and_flush_to_cut(self, cut_ns: int) -> tuple[int, int]:
+        """Time (ns) from the last successfully acknowledged write and the last successfully
+        completed flush to a cut at `cut_ns`; -1 where there was none before it. The report's
+        "how long before the cut" figures (reports/dataset.py reads ledgers of older stores by
+        the same rule)."""
+        done, f_done = self.column("complete_ns"), self.column("flush_complete_ns")
+        acked = done[(self.column("status") == 0) & (done != NOT_DONE) & (done < cut_ns)]
+        flushed = f_done[
+            (self.column("flush_status") == 0) & (f_done != NOT_DONE) & (f_done < cut_ns)
+        ]
+        return (
+            int(cut_ns - acked.max()) if len(acked) else -1,
+            int(cut_ns - flushed.max()) if len(flushed) else -1,
+        )
+
     def durability(self, cut_ns: int, error_ns: int) -> Durability:
         """Which writes were acknowledged, and which durable, before a cut at `cut_ns` ± `error_ns`.
 

@@ -188,6 +188,12 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE campaign ADD COLUMN media_id INTEGER;
     UPDATE campaign SET media_id = id;
     """,
+    # v8: time from the last acknowledged write and the last completed flush to the cut, per
+    # cycle, so a report over millions of cuts need not decompress every ledger for them
+    """
+    ALTER TABLE cycle ADD COLUMN last_ack_to_cut_ns INTEGER;
+    ALTER TABLE cycle ADD COLUMN last_flush_to_cut_ns INTEGER;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -250,6 +256,8 @@ class CycleRow:
     failures: int = 0
     full_scan: int = 0  # 1: this cycle checked the whole test region
     unserializable_writes: int = 0  # durable writes lost behind a later survivor (FAST'13)
+    last_ack_to_cut_ns: int | None = None  # -1: no write acknowledged before the cut
+    last_flush_to_cut_ns: int | None = None  # -1: no flush completed before the cut
 
 
 class Store:

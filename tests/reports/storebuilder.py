@@ -33,14 +33,14 @@ class DriveSpec:
     rail: Sequence[dict[str, Any]] = field(default_factory=list)
 
 
-def _ledger(cut_ns: int, ack_ms: float, flush_ms: float) -> bytes:
+def _ledger(cut_ns: int, ack_ms: float, flush_ms: float) -> CycleLog:
     log = CycleLog()
     gens = np.ones(1, dtype=np.uint32)
     log.add_write(0, 1, 100, gens, cut_ns - 50 * MS, cut_ns - int(ack_ms * MS), 0, False)
     log.add_write(0, 2, 101, gens, cut_ns - 2 * MS, -1, 0, False)  # in flight at the cut
     log.add_flush(0, cut_ns - 60 * MS, cut_ns - int(flush_ms * MS), 0)
     log.add_flush(0, cut_ns - 1 * MS, cut_ns + 5 * MS, 0)  # completed after the cut: not counted
-    return log.to_bytes()
+    return log
 
 
 def _rail(spec: DriveSpec, seq: int, cut_ns: int) -> RailSenseRow | None:
@@ -74,6 +74,7 @@ def build(
     config: str = '[campaign]\nname = "qual"\n',
     seed: int = 1,
     criteria_column: str | None = None,  # JSON for campaign.criteria (store v5), as the rig writes
+    delays_in_row: bool = True,  # ack/flush-to-cut in the cycle row (v8) as the rig writes them
 ) -> Path:
     store = Store(str(path))
     try:
@@ -140,6 +141,10 @@ def build(
                     spec.delays_ms[seq - 1] if seq <= len(spec.delays_ms) else (1.0, 5.0)
                 )
                 back = None if status != "ok" else cut_ns + int(spec.return_ms * MS)
+                ledger = _ledger(cut_ns, ack_ms, flush_ms) if status != "error" else None
+                delays = (None, None)
+                if delays_in_row and ledger is not None:
+                    delays = ledger.last_ack_and_flush_to_cut(cut_ns)
                 store.record_cycle(
                     CycleRow(
                         drive_id=drive_id,
@@ -154,10 +159,12 @@ def build(
                         bytes_written=3 * 4096,
                         blocks_checked=0 if status == "error" else 64,
                         full_scan=int(seq % 10 == 0 and status == "ok"),
+                        last_ack_to_cut_ns=delays[0],
+                        last_flush_to_cut_ns=delays[1],
                     ),
                     findings if status != "error" else [],
                     [],
-                    _ledger(cut_ns, ack_ms, flush_ms) if status != "error" else None,
+                    ledger.to_bytes() if ledger is not None else None,
                     None,
                     _rail(spec, seq, cut_ns),
                 )

@@ -140,7 +140,12 @@ def test_dead_drives_are_survival_events_and_fail_the_verdict(tmp_path: Path) ->
     assert dead_at == {"A": 5, "B": 10, "C": None, "D": None}
 
 
-def test_time_since_last_ack_and_flush_comes_from_the_write_log(tmp_path: Path) -> None:
+@pytest.mark.parametrize("in_row", [True, False], ids=["v8-cycle-row", "older-ledger-only"])
+def test_time_since_last_ack_and_flush_comes_from_the_write_log(
+    tmp_path: Path, in_row: bool
+) -> None:
+    """The rig records the delays in the cycle row (v8); a store of an older rig has them only
+    in the ledger blobs, which the report then reads: the same figures either way."""
     db = build(
         tmp_path / "t.sqlite",
         [
@@ -152,6 +157,7 @@ def test_time_since_last_ack_and_flush_comes_from_the_write_log(tmp_path: Path) 
                 return_ms=123.0,
             )
         ],
+        delays_in_row=in_row,
     )
     data = dataset.load([str(db)])
     cuts = data.runs[0].cuts
@@ -324,3 +330,26 @@ def test_criteria_column_is_what_the_rig_validated(tmp_path: Path) -> None:
     unstated = build(tmp_path / "u.sqlite", [DriveSpec("M", "S", ["ok"])], criteria_column=defaults)
     model = analysis.analyse(dataset.load([str(unstated)])).models[0]
     assert not model.criteria.stated and "states no pass criteria" in model.criteria_note
+
+
+def test_the_campaign_records_the_delays_its_ledger_gives(tmp_path: Path) -> None:
+    """A real campaign fills the v8 delay columns; they equal what the report would read from
+    the cycle's ledger blob."""
+    from tests import scoring
+
+    _, _, store = scoring.run(
+        tmp_path / "delays.sqlite", scoring.campaign_text(["honest", "lying-flush"], 8)
+    )
+    rows = store.query(
+        "SELECT c.cut_ns, c.last_ack_to_cut_ns, c.last_flush_to_cut_ns, l.writes FROM cycle c"
+        " JOIN ledger l ON l.cycle_id = c.id"
+    )
+    assert len(rows) == 16
+    for row in rows:
+        assert row["last_ack_to_cut_ns"] is not None and row["last_flush_to_cut_ns"] is not None
+        from_row = (
+            dataset._delay_ms(row["last_ack_to_cut_ns"]),
+            dataset._delay_ms(row["last_flush_to_cut_ns"]),
+        )
+        assert from_row == dataset._last_ack_and_flush(row["writes"], row["cut_ns"])
+    assert any(row["last_flush_to_cut_ns"] > 0 for row in rows)
