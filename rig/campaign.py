@@ -454,11 +454,16 @@ class DriveRun:
         draw = cuts.draw(spec.strategy, spec.delay_ms, spec.after_ms, self.rng)
         c = Cycle(seq, draw.delay_s, draw.warmup_s)
         phase = ""
+        phase_ms: dict[str, float] = {}  # where the cycle's time went (event `phase_ms`)
         try:
             for phase in self.PHASES:
                 if self.stop.is_set():
                     raise Interrupted("stop requested")
-                getattr(self, phase)(c)
+                started = time.monotonic_ns()
+                try:
+                    getattr(self, phase)(c)
+                finally:
+                    phase_ms[phase] = round((time.monotonic_ns() - started) / 1e6, 3)
         except Interrupted as error:
             c.status, c.error = "interrupted", f"{phase}: {error}"
             c.findings = []
@@ -479,6 +484,7 @@ class DriveRun:
             if c.watch is not None:
                 c.events.extend(c.watch.bus_events())
                 c.watch.close()
+            c.events.append((time.monotonic_ns(), "phase_ms", phase_ms))
         if c.status in ("error", "interrupted") and c.edge is not None:
             # maybe a cut, maybe not (power that did not go off): no counter judged across it
             c.findings = [f for f in c.findings if f.cls != verify.COUNTER_ANOMALY]

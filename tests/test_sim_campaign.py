@@ -153,3 +153,22 @@ def test_a_drive_back_with_another_capacity_or_write_protected_is_reported_once(
         (0, e.cut, e.kind) for e in drives[0].core.truth if e.kind == "capacity_changed"
     } | {(1, e.cut, e.kind) for e in drives[1].core.truth if e.kind == "read_only"}
     assert len(expected) == 2 and seen == expected
+
+
+def test_each_cycle_records_where_its_time_went(tmp_path: Path) -> None:
+    """Event `phase_ms`: the wall time of every phase the cycle ran; together they
+    fit inside the cycle's own span."""
+    from rig.campaign import DriveRun
+
+    _, _, store = run(tmp_path, campaign_text(["honest"], 5))
+    rows = store.query(
+        "SELECT c.started_at, c.ended_at, e.detail FROM event e JOIN cycle c ON c.id = e.cycle_id"
+        " WHERE e.kind = 'phase_ms' ORDER BY c.seq"
+    )
+    assert len(rows) == 5
+    for row in rows:
+        phases = json.loads(row["detail"])
+        assert set(phases) == set(DriveRun.PHASES)  # (the store sorts the keys)
+        assert all(ms >= 0 for ms in phases.values())
+        assert phases["cut"] > 0 and phases["verify"] > 0
+        assert sum(phases.values()) / 1000 <= row["ended_at"] - row["started_at"] + 0.01
