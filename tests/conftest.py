@@ -1,24 +1,18 @@
-"""Shared test fixtures: a running udevd (started here only if none runs, stopped after)."""
+"""Shared test fixtures: a running udevd (started here only if none answers, stopped after)."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
-import time
 from collections.abc import Iterator
 
 import pytest
 
+from fixtures.simssd import runtime
+from fixtures.simssd.twin import ensure_udevd, stop_udevd
+
 UDEVD = "/lib/systemd/systemd-udevd"
-
-
-def _udevd_pids() -> set[int]:
-    found = subprocess.run(
-        ["pgrep", "-x", "systemd-udevd"], capture_output=True, text=True, check=False
-    )
-    return {int(pid) for pid in found.stdout.split()}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -33,19 +27,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def udevd() -> Iterator[None]:
-    """Real udev events need udevd; start one for the session if the machine has none."""
+    """Real udev events need udevd; start one for the session if none answers (the twin's own
+    start and stop: a udevd on its way out is waited for, ours is stopped and waited for)."""
     if os.geteuid() != 0 or not os.path.exists(UDEVD) or not shutil.which("udevadm"):
         pytest.skip("needs root and systemd-udevd (Debian package udev)")
-    before = _udevd_pids()
-    started: set[int] = set()
-    if not before:
-        subprocess.run([UDEVD, "--daemon"], check=True, capture_output=True)
-        deadline = time.monotonic() + 5
-        while not (started := _udevd_pids() - before) and time.monotonic() < deadline:
-            time.sleep(0.05)
+    started = ensure_udevd()
     subprocess.run(["udevadm", "settle", "--timeout=5"], check=False)
     try:
         yield
     finally:
-        for pid in started:
-            os.kill(pid, signal.SIGTERM)
+        # (a simulator of another session on this machine may still rely on it: leave it then)
+        if started and not runtime.others_running(None):
+            stop_udevd(started)
