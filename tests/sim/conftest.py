@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from fixtures.simssd import cleanup
+from fixtures.simssd import cleanup, runtime
 from fixtures.simssd.twin import BRIDGE, FIRMWARE
 from tests.loopdev import loop_available
 
@@ -22,13 +24,27 @@ def twin_unavailable() -> str:
     return loop_available()
 
 
+def _stale_since(directory: Path, since: float) -> bool:
+    """A simulator made since `since` whose rig is gone (another session's may be running)."""
+    try:
+        made = directory.stat().st_mtime
+    except FileNotFoundError:  # its daemon just finished removing it
+        return False
+    return made >= since - 1 and not runtime.alive(runtime.read_pid(directory / "owner.pid"))
+
+
 @pytest.fixture
 def twin(udevd: None) -> Iterator[None]:
-    """A test that runs the twin; whatever a failed run left behind is cleaned afterwards."""
+    """A test that runs the twin. Afterwards no simulator it started may be left behind (a
+    runtime directory, hence loops, mount, rule, processes, of a rig that is gone): a leak
+    fails the test, and whatever it left is cleaned either way."""
     reason = twin_unavailable()
     if reason:
         pytest.skip(reason)
+    since = time.time()
     try:
         yield
     finally:
-        cleanup.clean()
+        leaked = [d for d in runtime.directories() if _stale_since(d, since)]
+        cleaned = cleanup.clean()
+    assert not leaked, f"simulators left behind by the rig: {leaked}; cleaned: {cleaned}"
