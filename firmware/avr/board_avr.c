@@ -61,7 +61,14 @@ static const char *reset_cause(void)
 /* µs at the last Timer1 overflow (65536 ticks = 32768 µs). Kept in µs so reading the clock is
  * one 64-bit add, not 64-bit shifts: the core reads it in its timing spin. */
 static volatile uint64_t overflow_us;
+/* The latest reading: the clock never returns less (see board_now_us). */
+static uint64_t last_now_us;
 
+/* Monotonic by construction. A reading below the previous one can only mean an overflow that
+ * was never counted: its flag was cleared before its interrupt ran. Writing TIFR1 did that in
+ * simavr 1.6 (Debian's), which clears every Timer1 flag on any TIFR1 write; the firmware no
+ * longer writes TIFR1 after start-up, and this catches any other way. The lost period is
+ * credited so the clock stays right, not just monotonic (decisions.md, item 47). */
 uint64_t board_now_us(void)
 {
 	uint8_t sreg = SREG;
@@ -71,8 +78,16 @@ uint64_t board_now_us(void)
 	/* An overflow not yet counted by its interrupt (we may be inside another ISR). */
 	if ((TIFR1 & _BV(TOV1)) && ticks < 0x8000)
 		base += 32768U;
+	uint64_t t = base + (ticks >> 1);
+	if (t < last_now_us) {
+		overflow_us += 32768U;
+		t += 32768U;
+		if (t < last_now_us) /* more than one period lost: hold rather than step back */
+			t = last_now_us;
+	}
+	last_now_us = t;
 	SREG = sreg;
-	return base + (ticks >> 1);
+	return t;
 }
 
 ISR(TIMER1_OVF_vect)
@@ -95,12 +110,14 @@ void board_timer_arm(uint64_t when_us)
 	/* A wake time already passed (or about to be) must still fire: 16 ticks give the code
 	 * below time to write OCR1A before the counter gets there. One beyond this 32 ms period
 	 * fires early; the core then re-arms. Overflows happen at multiples of 32768 µs, so the
-	 * compare value is the wake time's low bits in ticks. */
+	 * compare value is the wake time's low bits in ticks. A stale OCF1A (a match while
+	 * disarmed) is left set on purpose: it only wakes the core early, and the core re-arms.
+	 * Clearing it (TIFR1 = _BV(OCF1A)) also cleared a pending TOV1 in simavr 1.6, losing a
+	 * clock overflow: the clock stepped back 32768 µs and the host watchdog tripped. */
 	if (wake_us < board_now_us() + 8)
 		OCR1A = (uint16_t)(TCNT1 + 16);
 	else
 		OCR1A = (uint16_t)((uint16_t)wake_us << 1);
-	TIFR1 = _BV(OCF1A);
 	TIMSK1 |= _BV(OCIE1A);
 }
 

@@ -312,6 +312,32 @@ static void test_watchdog_restores_safe_state(void)
 	CHECK(strstr(next(), "trips=1 wdog_ms=200") != NULL);
 }
 
+/* A clock that reads behind the last request (the simavr 1.6 Timer1 flag bug made the AVR
+ * board's clock step back 32768 µs) must not trip the watchdog: silence is counted from the
+ * step, never as an unsigned wrap-around. */
+static void test_watchdog_survives_a_clock_step_back(void)
+{
+	boot();
+	skip_boot();
+	fake.now_us = 500000;
+	send("1 SET 1 0");
+	next();
+	drain_events();
+	next();
+	fake.now_us = 500000 - 32768;
+	core_poll();
+	CHECK(core_events_queued() == 0 && !fake.pin[1]);
+	fake.now_us = 500000 - 32768 + 4999999;
+	core_poll();
+	CHECK(core_events_queued() == 0 && !fake.pin[1]);
+	fake.now_us = 500000 - 32768 + 5000000;
+	core_poll();
+	CHECK(fake.pin[1]);
+	drain_events();
+	CHECK(next_is("! 2 WDOG t=5467232 silent_ms=5000"));
+	CHECK(next_is("! 3 EDGE ch=1 on=1 t=5467232 why=wdog"));
+}
+
 static void test_event_gap_when_queue_overflows(void)
 {
 	boot();
@@ -403,6 +429,7 @@ int main(void)
 		{"errors_are_never_acted_on", test_errors_are_never_acted_on},
 		{"retry_replays_without_acting", test_retry_replays_without_acting},
 		{"watchdog_restores_safe_state", test_watchdog_restores_safe_state},
+		{"watchdog_survives_a_clock_step_back", test_watchdog_survives_a_clock_step_back},
 		{"event_gap_when_queue_overflows", test_event_gap_when_queue_overflows},
 		{"rail_capture_reports_fall_times", test_rail_capture_reports_fall_times},
 		{"rail_capture_ends_when_power_returns", test_rail_capture_ends_when_power_returns},

@@ -275,6 +275,7 @@ class _EdgeRecord:
 class _Channel:
     known_on: bool | None = None
     cancel_gen: int = 0
+    cancelled_by: str = ""  # what last bumped cancel_gen, for the waiter's error message
     cut_inflight: bool = False
     edges: deque[_EdgeRecord] = field(default_factory=lambda: deque(maxlen=64))
     rails: deque[tuple[int, RailResult]] = field(default_factory=lambda: deque(maxlen=16))
@@ -572,6 +573,7 @@ class RelayBoard:
                 with self._cond:
                     for chan in self._chans:
                         chan.cancel_gen += 1
+                        chan.cancelled_by = "a raw session on the port"
                         chan.cut_inflight = False
                     self._cond.notify_all()
                 self._raw = session
@@ -620,7 +622,7 @@ class RelayBoard:
         """Cancel a scheduled cut or restore; the channel stays as it is. True if one was."""
         self._check_channel(channel)
         self._begin()
-        self._cancel(channel)
+        self._cancel(channel, f"ABORT {channel}")
         return self._request("ABORT", channel).line.num("cancelled") == 1
 
     def set_safe_state(self, channel: int, on: bool) -> None:
@@ -825,7 +827,7 @@ class RelayBoard:
     def _set(self, channel: int, on: bool) -> Edge:
         self._check_channel(channel)
         self._begin()
-        self._cancel(channel)
+        self._cancel(channel, f"SET {channel} {int(on)}")
         reply = self._request("SET", channel, int(on))
         line = reply.line
         t = line.num("t")
@@ -839,10 +841,11 @@ class RelayBoard:
             mapping = self._clock.map(t, not_after_ns=line.rx_ns)
         return BoardEdge(channel, on, mapping.host_ns, mapping.error_ns, t, "set", reply.epoch)
 
-    def _cancel(self, channel: int) -> None:
-        """SET, ABORT and SAFE cancel a scheduled cut: wake its waiter."""
+    def _cancel(self, channel: int, by: str) -> None:
+        """SET and ABORT (safe() sets) cancel a scheduled cut: wake its waiter."""
         with self._cond:
             self._chans[channel].cancel_gen += 1
+            self._chans[channel].cancelled_by = by
             self._chans[channel].cut_inflight = False
             self._cond.notify_all()
 
@@ -890,8 +893,8 @@ class RelayBoard:
                     )
                 if chan.cancel_gen != cut._gen:
                     raise PowerError(
-                        f"the cut of channel {cut.channel} was cancelled (SET, ABORT, safe() "
-                        f"or the board's watchdog) before its {why} edge"
+                        f"the cut of channel {cut.channel} was cancelled by "
+                        f"{chan.cancelled_by} before its {why} edge"
                     )
                 if self._broken is not None:
                     raise self._broken
@@ -993,8 +996,17 @@ class RelayBoard:
             self._ev_next = (line.seq + 1) % 65536
             if line.word == "WDOG":
                 self.stats.watchdog_trips += 1
+                # Says whether the host really was silent: a trip while requests flowed is a
+                # firmware or clock fault, not a dead host.
+                by = (
+                    f"the board's watchdog (WDOG event #{line.seq} t={line.fields.get('t')} "
+                    f"silent_ms={line.fields.get('silent_ms')}; the host's last request was "
+                    f"written {(line.rx_ns - self._last_tx_ns) / 1e6:.1f} ms before it arrived)"
+                )
+                log.warning("relay board: %s", by)
                 for chan in self._chans:
                     chan.cancel_gen += 1
+                    chan.cancelled_by = by
                     chan.cut_inflight = False
                 self._cond.notify_all()
             self._events.put((self._epoch, self._clock, line))

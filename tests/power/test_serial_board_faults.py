@@ -155,6 +155,28 @@ def test_board_gone_silent_raises_power_timeout(proxied: Proxied) -> None:
     assert 0.2 * 3 <= elapsed < 0.2 * 3 + 1.0  # three attempts of 0.2 s (+ waiting for the lock)
 
 
+def test_watchdog_cancellation_names_the_trip(host_twin: Twin) -> None:
+    """A cut cancelled by the board's watchdog says so, with the trip's own figures: a trip
+    while the host was talking (a firmware or clock fault) must be told from a silent host."""
+    proxy = Proxy(host_twin.pty)
+    try:
+        board = RelayBoard(proxy.path, watchdog_ms=200, reply_timeout_s=2.0)
+        try:
+            pending = board.cut(1, 30.0)
+            proxy.to_board = lambda line: None  # the host falls silent for the board
+            trip = (
+                r"cancelled by the board's watchdog \(WDOG event #\d+ t=\d+ silent_ms=200; "
+                r"the host's last request was written \d+\.\d ms before it arrived\)"
+            )
+            with pytest.raises(PowerError, match=trip):
+                pending.wait(10)
+            assert board.stats.watchdog_trips == 1
+        finally:
+            board.close()
+    finally:
+        proxy.close()
+
+
 # ---- wire format and udev ----
 
 

@@ -47,6 +47,10 @@ def board(twin: Twin, edges: list[Edge]) -> Iterator[RelayBoard]:
     driver = RelayBoard(twin.pty, on_edge=edges.append)
     try:
         yield driver
+        # None of these tests resets the board or goes silent: a trip, a reset or a clock
+        # step back here is a firmware or clock fault (decisions.md, item 47), not the test's.
+        stats = driver.stats
+        assert (stats.watchdog_trips, stats.resets, stats.clock_glitches) == (0, 0, 0), stats
     finally:
         driver.close()
 
@@ -231,7 +235,7 @@ def test_safe_cancels_cuts_and_restores(twin: Twin, board: RelayBoard) -> None:
     board.safe()
     states = board.states()
     assert states.on == (True,) * 4 and states.pending == (0,) * 4
-    with pytest.raises(PowerError, match="cancelled"):
+    with pytest.raises(PowerError, match="cancelled by SET 1 1 before"):
         pending.wait(1)
 
 
