@@ -677,6 +677,7 @@ class RelayBoard:
             return {
                 "samples": float(len(clock.samples)),
                 "best_half_rtt_ns": min((s.half_ns for s in clock.samples), default=None),
+                "worst_half_rtt_ns": max((s.half_ns for s in clock.samples), default=None),
                 "latest_half_rtt_ns": latest.half_ns if latest else None,
                 "drift_ppm": clock.drift_ppm(),
                 "rate_bound_ppm": (b_max - b_min) / 2 / clock.nominal * 1e6,
