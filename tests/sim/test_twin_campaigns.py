@@ -167,11 +167,15 @@ def test_weak_plp_and_read_only_return(tmp_path: Path, twin: None) -> None:
     assert all(w > 0 and a == 0 for seq, w, a in acked if seq > 4)
 
 
-def test_clean_sim_after_kill_9_of_the_demo(tmp_path: Path, twin: None) -> None:
-    output = tmp_path / "demo.out"
+def test_clean_sim_after_kill_9_of_a_twin_run(tmp_path: Path, twin: None) -> None:
+    # The demo's drive profiles with this process's own identities: two demos at once (another
+    # session's) refuse each other's drives and end at once, leaving nothing to kill.
+    campaign = tmp_path / "campaign.toml"
+    campaign.write_text(campaign_text("kill9", ["plp", "lying-flush", "torn"], 50))
+    output = tmp_path / "rig.out"
     with output.open("wb") as sink:
-        demo = subprocess.Popen(
-            [sys.executable, "-m", "rig.cli", "demo", "--cycles", "50", "--out", str(tmp_path)],
+        run = subprocess.Popen(
+            [sys.executable, "-m", "rig.cli", "run", str(campaign), "--db", str(tmp_path / "db")],
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: rig, simulator daemon, simavr bridge
@@ -179,19 +183,22 @@ def test_clean_sim_after_kill_9_of_the_demo(tmp_path: Path, twin: None) -> None:
     try:
         deadline = time.monotonic() + 60
         mine: list[Path] = []
-        while time.monotonic() < deadline and not mine:
+        while time.monotonic() < deadline and not mine and run.poll() is None:
             mine = [
                 d
                 for d in runtime.directories()
-                if runtime.read_pid(d / "owner.pid") == demo.pid and (d / "ready.json").exists()
+                if runtime.read_pid(d / "owner.pid") == run.pid and (d / "ready.json").exists()
             ]
             time.sleep(0.1)
-        assert mine, f"the demo's simulator did not start: {output.read_text()[-3000:]}"
+        assert mine, (
+            f"the rig's simulator did not start (rig exit status {run.poll()}): "
+            f"{output.read_text()[-3000:]}"
+        )
         time.sleep(1)  # the campaign under way: drives being cut and returning
         pids = [runtime.read_pid(mine[0] / n) for n in ("daemon.pid", "bridge.pid")]
     finally:
-        os.killpg(demo.pid, signal.SIGKILL)
-        demo.wait()
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
     assert leftovers(mine[0]), "a SIGKILL of everything must leave the simulator's things behind"
     result = rig("clean-sim", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
