@@ -16,6 +16,7 @@ import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -59,6 +60,8 @@ class Score:
     fp: Counter[str] = field(default_factory=Counter)
     fn: Counter[str] = field(default_factory=Counter)
     injected: int = 0
+    unjudged: int = 0  # expected findings on blocks a rig ERROR left unjudged
+    errors: int = 0  # rig ERROR cycles
     outside_region: int = 0
     outside_scope: int = 0
     cuts: int = 0
@@ -69,6 +72,8 @@ class Score:
         self.fp.update(other.fp)
         self.fn.update(other.fn)
         self.injected += other.injected
+        self.unjudged += other.unjudged
+        self.errors += other.errors
         self.outside_region += other.outside_region
         self.outside_scope += other.outside_scope
         self.cuts += other.cuts
@@ -91,7 +96,8 @@ class Score:
             )
         lines.append(
             f"cuts {self.cuts}, injected faults {self.injected},"
-            f" truth events outside the test region {self.outside_region}"
+            f" truth events outside the test region {self.outside_region},"
+            f" rig ERROR cycles {self.errors} (faults left unjudged: {self.unjudged})"
         )
         return "\n".join(lines)
 
@@ -220,11 +226,73 @@ def _ledger(blob: bytes) -> CycleLog:
     return log
 
 
+@dataclass
+class DriveTruth:
+    """What one simulated drive did, cut by cut (cut n is the rig's cycle n: one cut per
+    cycle): the fault core's events, and what every block written since the previous power-on
+    held after each cut (`FaultCore.persisted`)."""
+
+    name: str
+    cuts: int
+    events: dict[int, list[fc.TruthEvent]]
+    persisted: dict[int, dict[int, int]]
+
+    @classmethod
+    def of_virtual(cls, drive: VirtualDrive) -> DriveTruth:
+        events: dict[int, list[fc.TruthEvent]] = {}
+        for event in drive.core.truth:
+            events.setdefault(event.cut, []).append(event)
+        return cls(drive.profile.name, drive.core.cuts, events, drive.core.persisted)
+
+    @classmethod
+    def of_twin(
+        cls,
+        name: str,
+        channel: int,
+        truth: list[dict[str, Any]],
+        persisted: dict[str, Any],
+        cut_edges: dict[int, int],
+    ) -> DriveTruth:
+        """From the twin's truth log (`<store>.truth.jsonl`) and per-cut block contents
+        (`<store>.truth.persisted.json`) of one channel. `cut_edges`: the rig's cut edge per
+        cycle (host ns); every event's cut must be the cycle whose edge it was written with,
+        so the pairing of cuts with cycles is checked, not assumed."""
+        events: dict[int, list[fc.TruthEvent]] = {}
+        for row in truth:
+            if row["channel"] != channel:
+                continue
+            event = fc.TruthEvent(row["cut"], row["kind"], row["lba"], row.get("detail", {}))
+            edge = row.get("edge_ns") or 0
+            if edge and event.cut in cut_edges:
+                assert abs(cut_edges[event.cut] - edge) < 200_000_000, (
+                    f"{name}: truth event of cut {event.cut} at {edge} is not cycle {event.cut}'s"
+                    f" cut at {cut_edges[event.cut]}"
+                )
+            events.setdefault(event.cut, []).append(event)
+        blocks = {
+            int(cut): {int(lba): int(tag) for lba, tag in held.items()}
+            for cut, held in persisted.get(str(channel), {}).items()
+        }
+        return cls(name, max(blocks, default=0), events, blocks)
+
+
 def score_drive(
-    store: Store, channel: int, drive: VirtualDrive, at_risk_only: bool = False
+    store: Store,
+    channel: int,
+    drive: VirtualDrive | DriveTruth,
+    at_risk_only: bool = False,
+    allow_errors: bool = False,
 ) -> Score:
     """With `at_risk_only`, only blocks written in this cycle or the one before are scored (the
-    checker's scope without full scans); faults elsewhere count as `outside_scope`."""
+    checker's scope without full scans); faults elsewhere count as `outside_scope`.
+
+    With `allow_errors`, a rig ERROR cycle is scored as what the rig does with it (docs/checker.md,
+    "Scoring"): it reports nothing, and leaves unjudged every block it wrote (their content is
+    unknown) and every block the drive's faults of that cut hit (their damage shows at the next
+    full scan, mixed with that cut's own). Those blocks are left out of the comparison in later
+    cycles that do not write them, until a write of a later cycle settles on them; the expected
+    findings left out are counted as `unjudged`."""
+    truth = drive if isinstance(drive, DriveTruth) else DriveTruth.of_virtual(drive)
     score = Score()
     (drv,) = store.query(
         "SELECT d.id, d.region_first_lba, d.region_blocks FROM drive d WHERE d.channel = ?",
@@ -233,20 +301,37 @@ def score_drive(
     first, count = drv["region_first_lba"], drv["region_blocks"]
     cycles = store.query(
         "SELECT c.id, c.seq, c.status, c.cut_ns, c.cut_error_ns, c.unserializable_writes,"
-        " l.writes FROM cycle c JOIN ledger l ON l.cycle_id = c.id WHERE c.drive_id = ?"
+        " l.writes FROM cycle c LEFT JOIN ledger l ON l.cycle_id = c.id WHERE c.drive_id = ?"
         " ORDER BY c.seq",
         (drv["id"],),
     )
-    assert all(c["status"] == "ok" for c in cycles), "scoring needs cycles without rig errors"
-    assert len(cycles) == drive.core.cuts, "one cut per cycle"
-    by_cut: dict[int, list[fc.TruthEvent]] = {}
-    for event in drive.core.truth:
-        by_cut.setdefault(event.cut, []).append(event)
+    assert allow_errors or all(c["status"] == "ok" for c in cycles), "a rig ERROR cycle"
+    assert len(cycles) == truth.cuts, "one cut per cycle"
     previous: set[int] = set()
+    tainted: set[int] = set()  # blocks a rig ERROR left unjudged
     for cycle in cycles:
-        events = by_cut.get(cycle["seq"], [])
-        expected, unserializable, touched = _expected(cycle, events, drive, (first, count), score)
+        events = truth.events.get(cycle["seq"], [])
+        persisted = truth.persisted.get(cycle["seq"], {})
+        written = _written(cycle["writes"])
+        if cycle["status"] != "ok":
+            assert cycle["status"] == "error" and cycle["cut_ns"] is not None, dict(cycle)
+            assert not _observed(store, cycle["id"]), "a rig ERROR cycle reported findings"
+            score.errors += 1
+            hit = {e.lba for e in events if first <= e.lba < first + count}
+            score.unjudged += len(hit)
+            tainted |= hit | {lba for lba, _ in written}
+            score.cuts += 1
+            continue
+        expected, unserializable, touched = _expected(
+            cycle, events, persisted, (first, count), score
+        )
         observed = _observed(store, cycle["id"])
+        if tainted:
+            skip = tainted - touched
+            score.unjudged += sum(lba in skip for lba in expected)
+            expected = {lba: cls for lba, cls in expected.items() if lba not in skip}
+            observed = {lba: cls for lba, cls in observed.items() if lba not in skip}
+            tainted -= {lba for lba, gen in written if persisted.get(lba) == gen}  # settled
         if at_risk_only:
             scope = touched | previous
             score.outside_scope += sum(lba not in scope for lba in expected)
@@ -264,7 +349,7 @@ def score_drive(
                 score.fp[got] += 1
             if len(score.examples) < 20:
                 score.examples.append(
-                    f"{drive.profile.name} cycle {cycle['seq']} lba {lba}: want {want}, got {got};"
+                    f"{truth.name} cycle {cycle['seq']} lba {lba}: want {want}, got {got};"
                     f" truth {[e for e in events if e.lba == lba]}"
                 )
         got_count = cycle["unserializable_writes"]
@@ -272,7 +357,7 @@ def score_drive(
             score.tp[verify.UNSERIALIZABLE] += 1
         elif unserializable or got_count:
             score.examples.append(
-                f"{drive.profile.name} cycle {cycle['seq']}: {unserializable} unserializable"
+                f"{truth.name} cycle {cycle['seq']}: {unserializable} unserializable"
                 f" writes expected, {got_count} found"
             )
             score.fn[verify.UNSERIALIZABLE] += bool(unserializable)
@@ -285,13 +370,12 @@ def score_drive(
 def _expected(
     row: sqlite3.Row,
     events: list[fc.TruthEvent],
-    drive: VirtualDrive,
+    persisted: dict[int, int],
     region: tuple[int, int],
     score: Score,
 ) -> tuple[dict[int, str], int, set[int]]:
     """The failure class the checker must report per block of this cut, and how many durable
     writes must count as unserializable."""
-    seq = row["seq"]
     log = _ledger(row["writes"])
     durability = log.durability(row["cut_ns"], row["cut_error_ns"])
     nblocks = log.column("nblocks")
@@ -323,7 +407,6 @@ def _expected(
         if cls is not None:
             expected[event.lba] = cls
 
-    persisted = drive.core.persisted.get(seq, {})
     lost_writes = np.zeros(len(nblocks), dtype=bool)
     survived = np.zeros(len(nblocks), dtype=bool)
     for i, (lba, gen) in enumerate(zip(lbas.tolist(), gens.tolist(), strict=True)):
@@ -337,6 +420,18 @@ def _expected(
         latest = log.column("issue_ns")[survived].max()
         unserializable = int((lost_writes & (log.column("complete_ns") < latest)).sum())
     return expected, unserializable, touched
+
+
+def _written(blob: bytes | None) -> set[tuple[int, int]]:
+    """(lba, generation) of every block a cycle's writes carried."""
+    if blob is None:
+        return set()
+    log = _ledger(blob)
+    nblocks = log.column("nblocks")
+    lbas = np.repeat(log.column("first_lba"), nblocks) + (
+        np.arange(int(nblocks.sum())) - np.repeat(log.column("gen_offset"), nblocks)
+    )
+    return set(zip(lbas.tolist(), log.generations().astype(np.int64).tolist(), strict=True))
 
 
 def _observed(store: Store, cycle_id: int) -> dict[int, str]:
