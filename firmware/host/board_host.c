@@ -216,6 +216,16 @@ static void board_reset(const char *cause)
 	core_init(&info);
 }
 
+/* Everything the host has written so far (the pty is non-blocking). */
+static void receive_pending(void)
+{
+	uint8_t buf[256];
+	ssize_t n;
+	while ((n = read(pty_master, buf, sizeof buf)) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			core_rx_byte(buf[i]);
+}
+
 int main(void)
 {
 	memset(nv, 0xFF, sizeof nv); /* like an erased EEPROM */
@@ -257,6 +267,12 @@ int main(void)
 			timer_deadline_us = BOARD_TIMER_OFF;
 			core_timer_due();
 		}
+		/* Bytes waiting in the pty have arrived: on the board its UART interrupt would have
+		 * taken them already. Take them before the watchdog check, or a process the host OS
+		 * did not run for a while (a loaded machine) trips while the host was talking. Not
+		 * while events wait to be written: BOOT goes out before any reply. */
+		if (!core_events_queued())
+			receive_pending();
 		core_poll();
 		flush_pin_log();
 		if (core_events_queued())
@@ -271,12 +287,8 @@ int main(void)
 		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)(wait_us * 1000)};
 		struct pollfd p = {.fd = pty_master, .events = POLLIN};
 		int ready = ppoll(&p, 1, &ts, NULL);
-		if (ready > 0 && (p.revents & POLLIN)) {
-			uint8_t buf[256];
-			ssize_t n = read(pty_master, buf, sizeof buf);
-			for (ssize_t i = 0; i < n; i++)
-				core_rx_byte(buf[i]);
-		}
+		if (ready > 0 && (p.revents & POLLIN))
+			receive_pending();
 	}
 	return 0;
 }
