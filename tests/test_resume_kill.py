@@ -63,12 +63,32 @@ def _start(args: list[str], cwd: Path) -> subprocess.Popen[bytes]:
     )
 
 
+def _runs_logged(run_log: Path) -> int:
+    """Runs that got past start-up (and resume): their "start" or "resume" line is logged."""
+    if not run_log.exists():
+        return 0
+    whole = run_log.read_text().split("\n")[:-1]  # a line being written has no newline yet
+    kinds = [json.loads(line)["kind"] for line in whole if line]
+    return sum(1 for kind in kinds if kind in ("start", "resume"))
+
+
 def _kill_at_random_moment(
-    proc: subprocess.Popen[bytes], station: LoopStation, rng: random.Random, while_off: bool
+    proc: subprocess.Popen[bytes],
+    station: LoopStation,
+    rng: random.Random,
+    while_off: bool,
+    run_log: Path,
+    runs_before: int,
 ) -> None:
-    started = time.monotonic_ns()
-    # wait for the run's first cut: the rig is past start-up and resume, cycles are running
-    assert station.wait_off_edge(started, 60), "the rig made no cut within 60 s"
+    # Wait for this run's own start (or resume) line, then its first cut: the rig is past
+    # start-up and resume, cycles are running. (An off edge alone may be the dead rig's last
+    # cut firing late on a loaded machine.)
+    deadline = time.monotonic() + 60
+    while _runs_logged(run_log) <= runs_before and time.monotonic() < deadline:
+        assert proc.poll() is None, "the run ended before it started cycles"
+        time.sleep(0.02)
+    assert _runs_logged(run_log) > runs_before, "the rig did not start within 60 s"
+    assert station.wait_off_edge(time.monotonic_ns(), 60), "the rig made no cut within 60 s"
     time.sleep(rng.uniform(0, 1.2))
     if while_off:  # right after the next off edge: the channel is off when the rig dies
         assert station.wait_off_edge(time.monotonic_ns(), 30)
@@ -109,9 +129,11 @@ def kill_and_resume(tmp_path: Path, trials: int, cycles: int) -> None:
         for trial in range(trials):
             first = ["run", str(campaign), "--db", str(db), "--quiet"]
             args = first if trial == 0 else ["run", "--resume", str(db), "--quiet"]
+            run_log = tmp_path / "run.log.jsonl"
+            runs_before = _runs_logged(run_log)
             proc = _start(args, tmp_path)
             try:
-                _kill_at_random_moment(proc, station, rng, while_off=trial % 2 == 1)
+                _kill_at_random_moment(proc, station, rng, trial % 2 == 1, run_log, runs_before)
             finally:
                 if proc.poll() is None:
                     proc.kill()
