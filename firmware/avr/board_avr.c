@@ -61,14 +61,12 @@ static const char *reset_cause(void)
 /* µs at the last Timer1 overflow (65536 ticks = 32768 µs). Kept in µs so reading the clock is
  * one 64-bit add, not 64-bit shifts: the core reads it in its timing spin. */
 static volatile uint64_t overflow_us;
-/* The latest reading: the clock never returns less (see board_now_us). */
-static uint64_t last_now_us;
 
-/* Monotonic by construction. A reading below the previous one can only mean an overflow that
- * was never counted: its flag was cleared before its interrupt ran. Writing TIFR1 did that in
- * simavr 1.6 (Debian's), which clears every Timer1 flag on any TIFR1 write; the firmware no
- * longer writes TIFR1 after start-up, and this catches any other way. The lost period is
- * credited so the clock stays right, not just monotonic (decisions.md, item 47). */
+/* Never steps back: an overflow is counted by its interrupt or, while still pending, here. That
+ * holds as long as nothing clears TOV1 but the interrupt: the firmware never writes TIFR1 after
+ * start-up (simavr 1.6, Debian's, clears every Timer1 flag on any TIFR1 write, which made this
+ * clock lose 32768 µs; decisions.md, item 47). No run-time guard here: 64-bit work costs
+ * microseconds on the AVR, and this is read between a pin write and the next (glitch widths). */
 uint64_t board_now_us(void)
 {
 	uint8_t sreg = SREG;
@@ -78,16 +76,8 @@ uint64_t board_now_us(void)
 	/* An overflow not yet counted by its interrupt (we may be inside another ISR). */
 	if ((TIFR1 & _BV(TOV1)) && ticks < 0x8000)
 		base += 32768U;
-	uint64_t t = base + (ticks >> 1);
-	if (t < last_now_us) {
-		overflow_us += 32768U;
-		t += 32768U;
-		if (t < last_now_us) /* more than one period lost: hold rather than step back */
-			t = last_now_us;
-	}
-	last_now_us = t;
 	SREG = sreg;
-	return t;
+	return base + (ticks >> 1);
 }
 
 ISR(TIMER1_OVF_vect)
