@@ -263,10 +263,13 @@ class DriveTruth:
                 continue
             event = fc.TruthEvent(row["cut"], row["kind"], row["lba"], row.get("detail", {}))
             edge = row.get("edge_ns") or 0
-            if edge and event.cut in cut_edges:
-                assert abs(cut_edges[event.cut] - edge) < 200_000_000, (
-                    f"{name}: truth event of cut {event.cut} at {edge} is not cycle {event.cut}'s"
-                    f" cut at {cut_edges[event.cut]}"
+            if edge and cut_edges:
+                # (the simulator's edge may trail the rig's mapped cut by tens of ms under load;
+                # cycles are hundreds of ms apart)
+                nearest = min(cut_edges, key=lambda seq: abs(cut_edges[seq] - edge))
+                assert nearest == event.cut, (
+                    f"{name}: truth event of cut {event.cut} at {edge} is nearest to cycle"
+                    f" {nearest}'s cut at {cut_edges[nearest]}, not cycle {event.cut}'s"
                 )
             events.setdefault(event.cut, []).append(event)
         blocks = {
