@@ -60,53 +60,6 @@ def no_failures(run: TwinRun, channel: int) -> list[tuple[int, str]]:
     )
 
 
-def judged_before_first_error(run: TwinRun, channel: int, blocks: set[tuple[int, int]]) -> set:
-    """A rig ERROR leaves that cycle's writes unjudged; compare only the cycles before it."""
-    first = run.first_error(channel)
-    return {(seq, lba) for seq, lba in blocks if seq < first}
-
-
-def test_data_path_profiles_match_the_ground_truth(tmp_path: Path, twin: None) -> None:
-    data_path_profiles(tmp_path, CUTS)
-
-
-@pytest.mark.slow
-def test_data_path_profiles_200_cuts(tmp_path: Path, twin: None) -> None:
-    data_path_profiles(tmp_path, 200)
-
-
-def data_path_profiles(tmp_path: Path, cuts: int) -> None:
-    profiles = ["plp", "honest", "torn", "lying-flush"]
-    run = run_twin(tmp_path, campaign_text("data", profiles, cuts))
-    assert run.returncode == 1, run.stderr  # drives failed (torn, lying flush)
-    for channel in range(4):
-        cycles = run.cycles(channel)
-        assert len(cycles) == cuts
-        errors = [seq for seq, status, *_ in cycles if status != "ok"]
-        assert len(errors) <= cuts // 10, (channel, errors)  # rig errors stay rare
-        check_bus_seen_every_cut(run, channel)
-        # every cut the rig made is an edge the simulator saw on the drive's relay pin
-        offs = pin_offs(run, channel)
-        cuts_ns = [cut for _, _, cut, _, _ in cycles if cut is not None]
-        assert len(offs) == len(cuts_ns)
-        assert all(abs(a - b) < 200_000_000 for a, b in zip(offs, cuts_ns, strict=True))
-    # honest and PLP drives: no failure at all, though the honest cache lost unflushed writes
-    assert no_failures(run, 0) == [] and no_failures(run, 1) == []
-    assert any(e["kind"] == "destaged_on_power_loss" for e in run.truth if e["channel"] == 0)
-    assert any(e["kind"] == "lost_unflushed" for e in run.truth if e["channel"] == 1)
-    # torn: every torn block is found as a shorn write, at its LBA in its cycle, and no other
-    torn = judged_before_first_error(run, 2, run.truth_blocks(2, "torn"))
-    shorn = judged_before_first_error(run, 2, run.findings(2, verify.SHORN))
-    assert torn and shorn == torn
-    failing = {cls for _, cls in no_failures(run, 2) if _ < run.first_error(2)}
-    assert failing == {verify.SHORN}
-    # lying flush: every lost durable block is one the model lost after a flush
-    lost = judged_before_first_error(run, 3, run.findings(3, verify.LOST_DURABLE))
-    flushed = run.truth_blocks(3, "lost_flushed")
-    assert lost and lost <= flushed
-    assert not (run.findings(3, verify.SHORN) | run.findings(3, verify.CORRUPTION))
-
-
 def cuts_are_cycles(run: TwinRun, channel: int) -> None:
     """Every cycle cut power once, and the simulator saw exactly those edges: its cut k is the
     rig's cycle k (so truth events pair with cycles by their cut number)."""
@@ -137,10 +90,21 @@ def statuses(run: TwinRun, channel: int) -> list[tuple[int, str, str]]:
     )
 
 
-def all_ok(run: TwinRun, channel: int, cuts: int) -> None:
-    """No rig ERROR: every cycle of the channel judged."""
-    bad = [row for row in statuses(run, channel) if row[1] != "ok"]
-    assert bad == [] and len(statuses(run, channel)) == cuts, (channel, bad, run.stderr[-3000:])
+# The one rig ERROR the twin is known to cause: on a loaded host the simulated MCU's clock lags
+# the wall clock, its edge falls after the rig's mapped cut, and writes succeed after "the cut"
+# (docs/simulator.md, known limits; decision 48). The rig rightly refuses to judge such a cut.
+TWIN_CLOCK_LAG = "a write issued after the cut succeeded"
+
+
+def all_ok(run: TwinRun, channel: int, cuts: int) -> set[int]:
+    """Every cycle of the channel judged, but for at most one in 20 rig ERRORs of the known
+    twin cause; returns those cycles."""
+    rows = statuses(run, channel)
+    bad = [row for row in rows if row[1] != "ok"]
+    assert len(rows) == cuts, (channel, len(rows), run.stderr[-3000:])
+    assert len(bad) <= max(1, cuts // 20), (channel, bad)
+    assert all(row[1] == "error" and TWIN_CLOCK_LAG in row[2] for row in bad), (channel, bad)
+    return {row[0] for row in bad}
 
 
 def test_lifecycle_profiles(tmp_path: Path, twin: None) -> None:
@@ -161,13 +125,14 @@ def lifecycle_profiles(tmp_path: Path, cuts: int) -> None:
     assert statuses(run, 0) == [
         (1, "ok", ""),
         (2, "ok", ""),
-        (3, "dead", "observe_return: did not return within 6 s of power-on"),
+        (3, "dead", "observe_return: did not return within 15 s of power-on"),
     ]
     assert run.rows("SELECT status FROM drive WHERE channel = 0") == [("dead",)]
     assert no_failures(run, 0) == [(3, verify.DEAD)]
     cuts_are_cycles(run, 0)
+    errors = {}
     for channel in (1, 2, 3):
-        all_ok(run, channel, cuts)
+        errors[channel] = all_ok(run, channel, cuts)
         cuts_are_cycles(run, channel)
         check_bus_seen_every_cut(run, channel)
     # renumber: back under another node after every cut, found by identity, nothing wrong
@@ -193,9 +158,11 @@ def lifecycle_profiles(tmp_path: Path, cuts: int) -> None:
             assert back - slow[seq]["power_on_ns"] >= slow[seq]["delay_ms"] * 1_000_000, seq
     assert no_failures(run, 2) == []
     # lying SMART: a counter anomaly in exactly the cycles whose cut the model did not count
-    # (every one), naming that counter; none on the honest drives
+    # (every one), naming that counter; none on the honest drives. A rig ERROR cycle judges no
+    # counter, and the reading after it is a new baseline (docs/campaign.md): neither has one.
     lied = truth_cuts(run, 3, "smart_lied")
     assert lied == list(range(1, cuts + 1))
+    lied = [cut for cut in lied if not {cut, cut - 1} & errors[3]]
     anomalies = [
         (seq, json.loads(detail)["field"])
         for seq, detail in run.rows(
@@ -268,31 +235,6 @@ def shrinks_and_read_only(tmp_path: Path, cuts: int) -> None:
     ]
     assert sum(a for seq, _, a in acked[1] if seq <= 4) > 0
     assert all(w > 0 and a == 0 for seq, w, a in acked[1] if seq > 4)
-
-
-def test_weak_plp_and_read_only_return(tmp_path: Path, twin: None) -> None:
-    profiles = ["weak-plp", "read-only"]
-    run = run_twin(tmp_path, campaign_text("weak", profiles, 10, health_every=0))
-    # weak PLP: its hold-up energy ran out with flushed data in the cache: lost durable writes,
-    # each one a block the model lost after a flush
-    lost = judged_before_first_error(run, 0, run.findings(0, verify.LOST_DURABLE))
-    assert lost and lost <= run.truth_blocks(0, "lost_flushed"), (run.cycles(0), run.stderr[-2000:])
-    assert any(e["kind"] == "destaged_on_power_loss" for e in run.truth if e["channel"] == 0)
-    # read-only from its 4th cut: it comes back (found by identity, same node) write-protected,
-    # reported once as metadata loss, and takes no write any more
-    assert [e["cut"] for e in run.truth if e["kind"] == "read_only"] == [4]
-    protected = run.rows(
-        "SELECT c.seq, f.detail FROM finding f JOIN cycle c ON c.id = f.cycle_id"
-        " JOIN drive d ON d.id = c.drive_id WHERE d.channel = 1 AND f.class = 'read_error'"
-    )
-    assert [(seq, json.loads(detail)["kind"]) for seq, detail in protected] == [(4, "read_only")]
-    acked = run.rows(
-        "SELECT c.seq, c.writes, c.writes_acked FROM cycle c JOIN drive d ON d.id = c.drive_id"
-        " WHERE d.channel = 1 AND c.status = 'ok' ORDER BY c.seq"
-    )
-    assert [seq for seq, _, _ in acked] == list(range(1, 11))
-    assert sum(a for seq, _, a in acked if seq <= 4) > 0
-    assert all(w > 0 and a == 0 for seq, w, a in acked if seq > 4)
 
 
 def test_clean_sim_after_kill_9_of_a_twin_run(tmp_path: Path, twin: None) -> None:

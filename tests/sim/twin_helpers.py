@@ -59,7 +59,7 @@ flush_every = 1
 delay_ms = [3, 25]
 off_ms = 5
 gone_timeout_s = 10
-return_timeout_s = 6
+return_timeout_s = 15  # udev has taken over 4 s to show a return on this loaded 2-core VM
 sample_blocks = 64
 [health]
 every = {health_every}
