@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 UNKNOWN = np.uint32(
     0xFFFFFFFF
-)  # committed content unknown (corrupt read): not judged until rewritten
+)  # committed content unknown (corrupt read): not judged until it reads back whole
 NOT_DONE = -1  # completion time of a request that never completed
 
 Index = npt.NDArray[np.integer[Any]] | slice | int

@@ -268,9 +268,9 @@ def check(
     klass[whole & (gen > floor) & ~in_cycle] = FLYING
 
     # new committed state: whatever a whole, well-placed block holds now; unknown otherwise
-    # (an unknown block that was not judged is known again once a write of this cycle landed
-    # on it whole)
-    settled = whole | (readable & unknown & ~corrupt & ~misplaced & ~mixed & in_cycle)
+    # (an unknown block that was not judged is known again once it reads back whole: what it
+    # holds from now on is what it must keep holding, or a later loss there goes unseen)
+    settled = whole | (readable & unknown & ~corrupt & ~misplaced & ~mixed)
     new_committed = np.where(settled, gen, int(UNKNOWN))
     # unreadable: unchanged if this cycle did not write it; else which version survived is unknown
     new_committed = np.where(readable, new_committed, np.where(touched, int(UNKNOWN), committed))
