@@ -8,7 +8,6 @@ cycle is still recorded). Power is put back to its safe state on every exit path
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import random
@@ -391,10 +390,7 @@ class DriveRun:
         )
         if c.full_scan and self.state.nblocks > verify.SCAN_CHUNK_BLOCKS:
             # a large region: the blocks this cycle did not touch, chunk by chunk
-            written = c.log.column("first_lba"), c.log.column("nblocks")
-            judged = np.concatenate(
-                [np.repeat(written[0], written[1]) + _offsets(written[1]), extra]
-            )
+            judged = np.concatenate([_written_lbas(c.log), extra])
             rest = verify.scan_rest(
                 self.media_id, self.state, judged, c.target.read, c.target.block_size,
                 policy=policy,
@@ -497,7 +493,7 @@ class DriveRun:
         log, result = c.log, c.result
         if result is None and log.write_count:
             # Verify did not complete (interrupted, rig error, dead): what this cycle's writes
-            # left is unknown, so those blocks are not judged again until rewritten (or read
+            # left is unknown, so those blocks are not judged until read back whole (or read
             # back by a resume), rather than reported as flying writes by a later cycle.
             written = np.unique(_written_lbas(log)) - self.state.first_lba
             self.state.committed[written] = UNKNOWN
@@ -505,6 +501,9 @@ class DriveRun:
         if durability is None and c.edge is not None:  # the cycle ended before verify
             durability = c.log.durability(c.edge.host_ns, c.edge.error_ns)
         failures = [f for f in c.findings if f.failure]
+        ack_ns, flush_ns = (
+            log.last_ack_and_flush_to_cut(c.edge.host_ns) if c.edge is not None else (None, None)
+        )
         row = CycleRow(
             drive_id=self.drive_id,
             seq=c.seq,
@@ -530,10 +529,9 @@ class DriveRun:
             unserializable_writes=sum(
                 int(f.detail["lost_writes"]) for f in c.findings if f.cls == verify.UNSERIALIZABLE
             ),
+            last_ack_to_cut_ns=ack_ns,
+            last_flush_to_cut_ns=flush_ns,
         )
-        if c.edge is not None:
-            ack_ns, flush_ns = log.last_ack_and_flush_to_cut(c.edge.host_ns)
-            row = dataclasses.replace(row, last_ack_to_cut_ns=ack_ns, last_flush_to_cut_ns=flush_ns)
         rows = [dict(asdict(f), failure=f.failure) for f in c.findings]
         self.store.record_cycle(
             row, rows, c.events, log.to_bytes(), self.state.to_bytes(), self._rail_sense(c)

@@ -315,7 +315,9 @@ def score_drive(
     for cycle in cycles:
         events = truth.events.get(cycle["seq"], [])
         persisted = truth.persisted.get(cycle["seq"], {})
-        written = _written(cycle["writes"])
+        log = _ledger(cycle["writes"]) if cycle["writes"] is not None else CycleLog()
+        _, lbas, gens = _blocks(log)
+        written = set(zip(lbas.tolist(), gens.tolist(), strict=True))
         if cycle["status"] != "ok":
             assert cycle["status"] == "error" and cycle["cut_ns"] is not None, dict(cycle)
             assert not _observed(store, cycle["id"]), "a rig ERROR cycle reported findings"
@@ -326,7 +328,7 @@ def score_drive(
             score.cuts += 1
             continue
         expected, unserializable, touched = _expected(
-            cycle, events, persisted, (first, count), score
+            cycle, log, events, persisted, (first, count), score
         )
         observed = _observed(store, cycle["id"])
         if tainted:
@@ -372,6 +374,7 @@ def score_drive(
 
 def _expected(
     row: sqlite3.Row,
+    log: CycleLog,
     events: list[fc.TruthEvent],
     persisted: dict[int, int],
     region: tuple[int, int],
@@ -379,14 +382,9 @@ def _expected(
 ) -> tuple[dict[int, str], int, set[int]]:
     """The failure class the checker must report per block of this cut, and how many durable
     writes must count as unserializable."""
-    log = _ledger(row["writes"])
     durability = log.durability(row["cut_ns"], row["cut_error_ns"])
     nblocks = log.column("nblocks")
-    write = np.repeat(np.arange(len(nblocks)), nblocks)
-    lbas = np.repeat(log.column("first_lba"), nblocks) + (
-        np.arange(int(nblocks.sum())) - np.repeat(log.column("gen_offset"), nblocks)
-    )
-    gens = log.generations().astype(np.int64)
+    write, lbas, gens = _blocks(log)
     durable = durability.durable[write]
     touched = set(lbas.tolist())
     top_durable: dict[int, int] = {}
@@ -425,16 +423,14 @@ def _expected(
     return expected, unserializable, touched
 
 
-def _written(blob: bytes | None) -> set[tuple[int, int]]:
-    """(lba, generation) of every block a cycle's writes carried."""
-    if blob is None:
-        return set()
-    log = _ledger(blob)
+def _blocks(log: CycleLog) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per block a cycle's writes carried: the write's index, the LBA, the generation."""
     nblocks = log.column("nblocks")
+    write = np.repeat(np.arange(len(nblocks)), nblocks)
     lbas = np.repeat(log.column("first_lba"), nblocks) + (
         np.arange(int(nblocks.sum())) - np.repeat(log.column("gen_offset"), nblocks)
     )
-    return set(zip(lbas.tolist(), log.generations().astype(np.int64).tolist(), strict=True))
+    return write, lbas, log.generations().astype(np.int64)
 
 
 def _observed(store: Store, cycle_id: int) -> dict[int, str]:

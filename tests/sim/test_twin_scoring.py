@@ -19,7 +19,7 @@ import pytest
 from rig import verify
 from rig.store import Store
 from tests import scoring
-from tests.sim.twin_helpers import DRIVE, TwinRun, run_twin
+from tests.sim.twin_helpers import TwinRun, campaign_text, run_twin
 from tests.test_scoring import FAULT_PROFILES, HONEST_PROFILES
 
 CUTS = int(os.environ.get("RIG_TWIN_CUTS", "50"))
@@ -34,40 +34,12 @@ MUST_FIND = {**FAULT_PROFILES, "weak-plp": {verify.LOST_DURABLE}}
 
 
 def scoring_campaign(name: str, profiles: list[str], cuts: int) -> str:
-    drives = "".join(
-        DRIVE.format(
-            run=os.getpid() % 1_000_000,
-            channel=i,
-            profile=p,
-            model=f"RIGSIM score {p}",
-            profile_tag=("S" + p.upper().replace("-", ""))[:8],
-        )
-        for i, p in enumerate(profiles)
-    )
-    return f"""
-[campaign]
-name = "{name}"
-cycles = {cuts}
-seed = 23
-region_mib = 2
-[station]
-kind = "simulated"
-twin = "simavr"
-[workload]
-workers = 3
-write_blocks = [1, 2, 4]
-flush_every = 2
-[cut]
-delay_ms = [2, 15]
-off_ms = 5
-gone_timeout_s = 10
-return_timeout_s = 8
-sample_blocks = 0
-full_scan_every = 1
-read_timeout_s = 5
-[health]
-every = 0
-{drives}"""
+    """A small region scanned in full after every cut: every injected fault is observable."""
+    check = "sample_blocks = 0\nfull_scan_every = 1\nread_timeout_s = 5"
+    return campaign_text(
+        name, profiles, cuts, health_every=0, label="score", seed=23, region_mib=2,
+        flush_every=2, delay_ms=(2, 15), check=check,
+    )  # fmt: skip
 
 
 def score_twin(tmp_path: Path, run: TwinRun, profiles: list[str]) -> dict[str, scoring.Score]:

@@ -29,16 +29,30 @@ profile = "{profile}"
 """
 
 
-def campaign_text(name: str, profiles: list[str], cycles: int, health_every: int = 1) -> str:
-    """Identities unique to this test process: other test sessions on the machine may run
-    simulators at the same time, and two drives answering to one identity are refused."""
+def campaign_text(
+    name: str,
+    profiles: list[str],
+    cycles: int,
+    health_every: int = 1,
+    *,
+    label: str = "twin",
+    seed: int = 11,
+    region_mib: int = 4,
+    flush_every: int = 1,
+    delay_ms: tuple[float, float] = (3, 25),
+    check: str = "sample_blocks = 64",
+) -> str:
+    """Identities unique to this test process and `label`: other test sessions on the machine may
+    run simulators at the same time, and two drives answering to one identity are refused.
+    `check`: the [cut] keys that set what the checker reads after each cut."""
+    tag = "" if label == "twin" else label[:1].upper()
     drives = "".join(
         DRIVE.format(
             run=os.getpid() % 1_000_000,
             channel=i,
             profile=p,
-            model=f"RIGSIM twin {p}",
-            profile_tag=p.upper().replace("-", "")[:8],
+            model=f"RIGSIM {label} {p}",
+            profile_tag=(tag + p.upper().replace("-", ""))[:8],
         )
         for i, p in enumerate(profiles)
     )
@@ -46,21 +60,21 @@ def campaign_text(name: str, profiles: list[str], cycles: int, health_every: int
 [campaign]
 name = "{name}"
 cycles = {cycles}
-seed = 11
-region_mib = 4
+seed = {seed}
+region_mib = {region_mib}
 [station]
 kind = "simulated"
 twin = "simavr"
 [workload]
 workers = 3
 write_blocks = [1, 2, 4]
-flush_every = 1
+flush_every = {flush_every}
 [cut]
-delay_ms = [3, 25]
+delay_ms = [{delay_ms[0]}, {delay_ms[1]}]
 off_ms = 5
 gone_timeout_s = 10
 return_timeout_s = 15  # udev has taken over 4 s to show a return on this loaded 2-core VM
-sample_blocks = 64
+{check}
 [health]
 every = {health_every}
 {drives}"""
