@@ -4,7 +4,10 @@ A node reappears as soon as the kernel enumerates the drive; the drive may still
 firmware (NOT READY, UNIT ATTENTION) for a while. The probe per kind of device:
 - `sd*` (SATA through libata, SAS): `sg_turs` (TEST UNIT READY) until it reports ready;
 - `nvme*`: `nvme id-ctrl` answers (the controller is up and its admin queue works);
-- anything else (loop, simulated): one O_DIRECT read of the first logical block.
+- anything else (loop, simulated): an O_DIRECT read of the first logical block; if that fails,
+  of the last and the middle one. A drive whose first block is unreadable (a bad range there) still
+  answers: it is ready as soon as any of these blocks reads back whole. A media error at block 0
+  is the checker's to find and record, not a reason to declare the drive dead.
 Each probe is repeated with a short pause while the answer is "not yet", up to the timeout:
 readiness is a question to the drive, there is no event for it.
 """
@@ -50,13 +53,28 @@ def probe_once(node: DriveNode, runner: Runner) -> str:
 
 def _read_probe(node: DriveNode) -> str:
     size = max(node.logical_block, 512)
+    last = max(node.size_bytes // size - 1, 0)
+    answers: list[str] = []
+    for lba in dict.fromkeys((0, last, last // 2)):  # in this order, each block once
+        answer = _read_block(node.devnode, lba, size)
+        if not answer:
+            return ""
+        if answer.startswith("open:"):
+            return answer  # the node itself is not usable: no other block will do better
+        answers.append(f"block {lba}: {answer}")
+    return "; ".join(answers)
+
+
+def _read_block(devnode: str, lba: int, size: int) -> str:
+    """'' when block `lba` read back whole, else why not."""
     buffer = mmap.mmap(-1, size)  # page aligned, as O_DIRECT needs
     try:
-        fd = os.open(node.devnode, os.O_RDONLY | os.O_DIRECT | os.O_CLOEXEC)
+        fd = os.open(devnode, os.O_RDONLY | os.O_DIRECT | os.O_CLOEXEC)
     except OSError as error:
+        buffer.close()
         return f"open: {error.strerror}"
     try:
-        got = os.preadv(fd, [buffer], 0)
+        got = os.preadv(fd, [buffer], lba * size)
         return "" if got == size else f"short read ({got} of {size} bytes)"
     except OSError as error:
         return f"read: {error.strerror}"
