@@ -30,7 +30,7 @@ from rig.errors import RigError, UnsafeDeviceError, UserError
 from rig.health.errors import HealthToolError
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import HealthReader, HealthTracker, anomaly_details, snapshot_fields
-from rig.ledger import UNKNOWN, CycleLog, Durability, LbaState
+from rig.ledger import CycleLog, Durability, LbaState, uncertain
 from rig.power.base import Edge, PendingCut, PowerSwitch, RailResult, RailSensedCut
 from rig.store import CycleRow, RailSenseRow, Store
 from rig.workload import Writer, WriterContext
@@ -496,7 +496,7 @@ class DriveRun:
             # left is unknown, so those blocks are not judged until read back whole (or read
             # back by a resume), rather than reported as flying writes by a later cycle.
             written = np.unique(_written_lbas(log)) - self.state.first_lba
-            self.state.committed[written] = UNKNOWN
+            self.state.committed[written] = uncertain(self.state.committed[written])
         durability = c.durability
         if durability is None and c.edge is not None:  # the cycle ended before verify
             durability = c.log.durability(c.edge.host_ns, c.edge.error_ns)

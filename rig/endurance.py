@@ -28,7 +28,7 @@ from rig.config import EnduranceSpec
 from rig.errors import RigError
 from rig.health.errors import HealthToolError
 from rig.health.tracker import snapshot_fields
-from rig.ledger import UNKNOWN, CycleLog
+from rig.ledger import CycleLog, uncertain
 from rig.workload import Writer, WriterContext
 
 STEADY_RANGE = 0.20  # SNIA PTS: max - min within 20% of the window's average
@@ -74,7 +74,8 @@ def block_writes(log: CycleLog) -> Blocks:
 
 def commit_flushed(run: DriveRun, log: CycleLog) -> None:
     """Without a read-back, the expected state after a completed flush and no cut: each block
-    holds its newest completed write; a block whose newest write failed is UNKNOWN."""
+    holds its newest completed write; a block whose newest write failed is uncertain (it may
+    hold that write or not, but nothing older than before)."""
     lbas, gens, ok = block_writes(log)
     if len(lbas) == 0:
         return
@@ -82,7 +83,8 @@ def commit_flushed(run: DriveRun, log: CycleLog) -> None:
     lbas, gens, ok = lbas[order], gens[order], ok[order]
     last = np.r_[lbas[1:] != lbas[:-1], True]
     rel = lbas[last] - run.state.first_lba
-    run.state.committed[rel] = np.where(ok[last], gens[last], int(UNKNOWN)).astype(np.uint32)
+    unsure = uncertain(run.state.committed[rel])  # a failed write: no older than before
+    run.state.committed[rel] = np.where(ok[last], gens[last], unsure).astype(np.uint32)
 
 
 class EnduranceRun:

@@ -19,10 +19,31 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-UNKNOWN = np.uint32(
-    0xFFFFFFFF
-)  # committed content unknown (corrupt read): not judged until it reads back whole
+# A block's committed generation (< 2^31), or UNCERTAIN | floor: its content is not known (an
+# unreadable block a write was in flight to, a damaged read, a cycle left unjudged) but it may
+# not go back past `floor`, the generation it was last known to hold. UNKNOWN: nothing known.
+UNCERTAIN = np.uint32(0x80000000)
+UNKNOWN = np.uint32(0xFFFFFFFF)
 NOT_DONE = -1  # completion time of a request that never completed
+
+
+def uncertain(committed: npt.NDArray[Any]) -> npt.NDArray[np.uint32]:
+    """The state of blocks whose content just became unknown: each keeps as its floor the
+    generation it was last known to hold (a block already uncertain keeps its floor)."""
+    c = np.asarray(committed, dtype=np.int64)
+    return np.where(c >= int(UNCERTAIN), c, c | int(UNCERTAIN)).astype(np.uint32)
+
+
+def is_uncertain(committed: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
+    return np.asarray(committed, dtype=np.int64) >= int(UNCERTAIN)
+
+
+def known_floor(committed: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    """The oldest generation each block may hold: its committed one, or an uncertain block's
+    floor (0 for UNKNOWN)."""
+    c = np.asarray(committed, dtype=np.int64)
+    return np.where(c == int(UNKNOWN), 0, c & ~int(UNCERTAIN))
+
 
 Index = npt.NDArray[np.integer[Any]] | slice | int
 
@@ -241,6 +262,11 @@ class LbaState:
         unique = ordered[starts]
         with self._reserving:
             base = self.issued[unique]
+            if int(base.max()) + int(lengths.max()) >= int(UNCERTAIN):
+                raise OverflowError(
+                    "a block of the test region reached 2^31 writes, the limit of its"
+                    " generation: start a new campaign (a new campaign id) on this drive"
+                )
             self.issued[unique] = base + lengths.astype(np.uint32)
         gens = np.empty(len(rel), dtype=np.uint32)
         gens[order] = np.repeat(base, lengths) + (rank + 1).astype(np.uint32)

@@ -28,7 +28,7 @@ from rig import config, media
 from rig.campaign import DriveRun, ResumePoint
 from rig.config import Campaign
 from rig.errors import UserError
-from rig.ledger import UNKNOWN, LbaState
+from rig.ledger import UNKNOWN, LbaState, is_uncertain
 from rig.store import CycleRow, Store
 
 MIN_GENERATION_GAP = 1 << 16
@@ -170,7 +170,7 @@ def scan(run: DriveRun, media_id: int, gap: int) -> ScanResult:
         observed = gen[:, 0]
         committed = state.committed[rows].astype(np.int64)
         issued = state.issued[rows].astype(np.int64)
-        known = committed != int(UNKNOWN)
+        known = ~is_uncertain(committed)
         is_newer = whole & (observed > issued)
         newer += int(is_newer.sum())
         unexpected += int((whole & known & ~is_newer & (observed != committed)).sum())

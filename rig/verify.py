@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rig import media
-from rig.ledger import UNKNOWN, CycleLog, Durability, LbaState
+from rig.ledger import CycleLog, Durability, LbaState, is_uncertain, known_floor, uncertain
 
 LOST_DURABLE = "lost_durable_write"
 UNSERIALIZABLE = "unserializable_write"
@@ -190,12 +190,14 @@ def check(
     checked = np.unique(np.concatenate([cyc.lba, extra_blocks.astype(np.int64)]))
     idx = checked - state.first_lba
     committed = state.committed[idx].astype(np.int64)
+    unknown = is_uncertain(committed)
 
-    # floor: newest durable generation of this cycle, else the committed one
+    # floor: newest durable generation of this cycle, else the committed one (for a block whose
+    # content is unknown: the oldest generation it may hold)
     pos = np.searchsorted(checked, cyc.lba)
     touched = np.zeros(len(checked), dtype=bool)
     touched[pos] = True
-    floor = committed.copy()
+    floor = known_floor(committed)
     floor_write = np.full(len(checked), NO_OP, dtype=np.int64)
     durable_pos, durable_gen = pos[cyc.durable], cyc.gen[cyc.durable]
     has_durable = np.zeros(len(checked), dtype=bool)
@@ -235,7 +237,6 @@ def check(
     obs_gen = np.where(readable, gen, -1)
     obs_op = np.where(ours[:, 0], sec.op[:, 0], NO_OP)
     obs_worker = np.where(ours[:, 0], sec.worker[:, 0], NO_OP)
-    unknown = committed == int(UNKNOWN)
     judged = readable & ~(unknown & ~has_durable)
     # A block whose old content is unknown (an earlier finding) is still judged for damage to
     # this cycle's write (torn, corrupt, misplaced) once some sector carries one of its
@@ -259,8 +260,12 @@ def check(
 
     whole = judged & ~corrupt & ~misplaced & ~mixed
     in_cycle = np.isin(checked << 32 | gen, cyc.keys)
-    older = whole & (gen < floor)
-    unmapped = older & (gen == 0) & ~has_durable & (committed > 0)
+    # A block whose content is unknown and that no durable write of this cycle reached is not
+    # judged against one generation, but it may still not go back past its floor: older than
+    # that, it lost data it was known to hold.
+    sound_unknown = readable & unknown & ~has_durable & ~corrupt & ~misplaced & ~mixed
+    older = (whole | sound_unknown) & (gen < floor)
+    unmapped = older & (gen == 0) & ~has_durable & (floor > 0)
     klass[older & has_durable] = LOST_DURABLE
     klass[older & ~has_durable & ~unmapped] = COLLATERAL
     klass[unmapped] = READ_ERROR
@@ -271,9 +276,10 @@ def check(
     # (an unknown block that was not judged is known again once it reads back whole: what it
     # holds from now on is what it must keep holding, or a later loss there goes unseen)
     settled = whole | (readable & unknown & ~corrupt & ~misplaced & ~mixed)
-    new_committed = np.where(settled, gen, int(UNKNOWN))
+    unsure = uncertain(committed)  # keeps the floor: what it was last known to hold
+    new_committed = np.where(settled, gen, unsure)
     # unreadable: unchanged if this cycle did not write it; else which version survived is unknown
-    new_committed = np.where(readable, new_committed, np.where(touched, int(UNKNOWN), committed))
+    new_committed = np.where(readable, new_committed, np.where(touched, unsure, committed))
     state.committed[idx] = new_committed.astype(np.uint32)
 
     held = np.where(readable & ~corrupt & ~misplaced & ~mixed, gen, -1)  # -1: damaged, unread

@@ -3,7 +3,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rig.ledger import NOT_DONE, ChunkedArray, CycleLog, LbaState
+from rig.ledger import (
+    NOT_DONE,
+    UNCERTAIN,
+    UNKNOWN,
+    ChunkedArray,
+    CycleLog,
+    LbaState,
+    is_uncertain,
+    known_floor,
+    uncertain,
+)
 
 
 def _log(writes: list[tuple[int, int, int, bool]], flushes: list[tuple[int, int, int]]) -> CycleLog:
@@ -50,6 +60,25 @@ def test_lba_state_reserves_increasing_generations_and_round_trips() -> None:
     again = LbaState.from_bytes(1000, state.to_bytes())
     assert np.array_equal(again.issued[:], state.issued[:])
     assert np.array_equal(again.committed[:], state.committed[:])
+
+
+def test_an_uncertain_block_keeps_the_generation_it_was_last_known_to_hold_as_its_floor() -> None:
+    committed = np.array([0, 5, 41, int(UNCERTAIN) | 9, int(UNKNOWN)], dtype=np.uint32)
+    assert is_uncertain(committed).tolist() == [False, False, False, True, True]
+    assert known_floor(committed).tolist() == [0, 5, 41, 9, 0]
+    unsure = uncertain(committed)
+    assert is_uncertain(unsure).all()
+    assert known_floor(unsure).tolist() == [0, 5, 41, 9, 0]  # the floor survives, twice too
+    assert np.array_equal(uncertain(unsure), unsure)
+
+
+def test_generations_stop_short_of_the_uncertain_flag() -> None:
+    state = LbaState(0, 4)
+    state.issued[2] = int(UNCERTAIN) - 2
+    assert state.next_generations(2, 1).tolist() == [int(UNCERTAIN) - 1]
+    with pytest.raises(OverflowError, match="2\\^31 writes"):
+        state.next_generations(2, 1)
+    assert state.issued[2] == int(UNCERTAIN) - 1  # nothing reserved by the refused write
 
 
 times = st.integers(0, 1000)

@@ -167,6 +167,51 @@ def test_tear_of_a_block_whose_old_content_is_unknown_is_still_found() -> None:
     assert finding.cls == verify.SHORN and finding.detail["tear_sectors"] == [5]
 
 
+def test_a_block_of_unknown_content_may_not_go_back_past_what_it_was_known_to_hold() -> None:
+    """An unreadable block with a write in flight: which version survived is unknown, but the
+    durable one before it may not be lost. Found on the twin (fragile FTL): the drive later
+    reverted such a block to a generation older than its last durable one."""
+    s = Scenario()
+    s.write(7, 1, issue=0, complete=1)
+    s.flush(2, 3)
+    assert classes(s.check(cut=10)) == []
+    oldest = s.image[7 * BS : 8 * BS].copy()  # generation 1
+    s.new_cycle()
+    s.write(7, 1, issue=20, complete=21)
+    s.flush(22, 23)
+    assert classes(s.check(cut=30)) == []  # generation 2 is durable: the floor
+    s.new_cycle()
+    s.write(7, 1, issue=40, land=False)  # in flight at the cut ...
+    s.failing = {7}  # ... and the block is unreadable: its content is unknown now
+    assert classes(s.check(cut=50)) == [verify.READ_ERROR]
+    s.new_cycle()
+    s.failing = set()
+    s.image[7 * BS : 8 * BS] = oldest  # back to generation 1: older than the floor
+    (finding,) = failures(s.check(cut=70, extra=[7]))
+    assert (finding.cls, finding.lba_first) == (verify.COLLATERAL, 7)
+    assert (finding.expected_gen, finding.observed_gen) == (2, 1)
+    # what it holds now is known again: the same content at the next check is no new finding
+    s.new_cycle()
+    assert classes(s.check(cut=90, extra=[7])) == []
+
+
+def test_a_block_of_unknown_content_that_holds_its_floor_or_the_write_in_flight_is_fine() -> None:
+    for survivor in ("floor", "in flight"):
+        s = Scenario()
+        s.write(7, 1, issue=0, complete=1)
+        s.flush(2, 3)
+        s.check(cut=10)
+        s.new_cycle()
+        data = s.write(7, 1, issue=20, land=False)
+        s.failing = {7}
+        s.check(cut=30)
+        s.new_cycle()
+        s.failing = set()
+        if survivor == "in flight":
+            s.image[7 * BS : 8 * BS] = data
+        assert classes(s.check(cut=50, extra=[7])) == [], survivor
+
+
 def test_a_write_surviving_in_part_inside_an_atomic_unit_is_shorn() -> None:
     """4-block atomic unit (e.g. a 512e drive's physical block): a write covering the aligned
     unit 4..7 that survives in blocks 4-5 only is torn; outside whole units, part survival is an
