@@ -150,7 +150,10 @@ LineFilter = Callable[[bytes], bytes | None]  # a whole line with its "\n"; None
 
 
 class Proxy:
-    """Driver <-> proxy pty <-> twin pty, line by line, with filters in both directions."""
+    """Driver <-> proxy pty <-> twin pty, line by line, with filters in both directions.
+
+    One thread per direction: a write blocked on a full pty (a slow simulated UART on a loaded
+    host) must not stop the other direction from being read, or both ends wait on each other."""
 
     def __init__(self, target_pty: str) -> None:
         self.master, self._slave, self.path = _raw_pty()
@@ -159,31 +162,35 @@ class Proxy:
         self.to_driver: LineFilter | None = None
         self.to_board: LineFilter | None = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._pump, args=(self.master, self.board, True), daemon=True),
+            threading.Thread(target=self._pump, args=(self.board, self.master, False), daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
 
-    def _run(self) -> None:
-        bufs = {self.master: b"", self.board: b""}
+    def _pump(self, source: int, sink: int, to_board: bool) -> None:
+        buf = b""
         while not self._stop.is_set():
-            ready, _, _ = select.select([self.master, self.board], [], [], 0.05)
-            for fd in ready:
-                try:
-                    data = os.read(fd, 4096)
-                except OSError:
-                    continue
-                bufs[fd] += data
-                while b"\n" in bufs[fd]:
-                    line, bufs[fd] = bufs[fd].split(b"\n", 1)
-                    line += b"\n"
-                    to_board = fd == self.master
-                    flt = self.to_board if to_board else self.to_driver
-                    out = flt(line) if flt is not None else line
-                    if out is not None:
-                        os.write(self.board if to_board else self.master, out)
+            ready, _, _ = select.select([source], [], [], 0.05)
+            if not ready:
+                continue
+            try:
+                buf += os.read(source, 4096)
+            except OSError:
+                continue
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                flt = self.to_board if to_board else self.to_driver
+                out = flt(line + b"\n") if flt is not None else line + b"\n"
+                if out is not None:
+                    with contextlib.suppress(OSError):  # closed under us at the end of a test
+                        os.write(sink, out)
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join(2.0)
+        for thread in self._threads:
+            thread.join(2.0)
         for fd in (self.master, self._slave, self.board):
             with contextlib.suppress(OSError):
                 os.close(fd)
