@@ -243,7 +243,10 @@ def check(
     # generations.
     sector_keys = checked[:, None] << 32 | sector_gen
     carries_new = np.isin(sector_keys, cyc.keys) & ours & (sec.lba == checked[:, None])
-    rejudged = readable & unknown & ~has_durable & carries_new.any(axis=1)
+    # ... and for a flying write of this cycle: a sector written by this cycle for another LBA
+    # does not belong there, whatever the block held before
+    lands_new = np.isin(sec.lba << 32 | sector_gen, cyc.keys) & ours & (sec.lba != checked[:, None])
+    rejudged = readable & unknown & ~has_durable & (carries_new | lands_new).any(axis=1)
 
     # Old damage (an earlier finding) still there, untouched by this cycle's durable write:
     # that write is lost, whatever the old damage looks like.
