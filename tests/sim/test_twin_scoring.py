@@ -2,7 +2,7 @@
 through the production CLI (`rig run`: relay-board driver against the firmware in simavr,
 FUSE-served loop devices, udev), findings compared with the simulator's ground truth per class
 and per LBA (tests/scoring.py; docs/checker.md, "Scoring"). 50 cuts per profile in CI
-(`RIG_TWIN_CUTS`), 200 with `-m slow`.
+(`RIG_TWIN_CUTS`), 200 with `-m slow`; `RIG_TWIN_SEED` picks other faults.
 
 Each campaign scans its small region in full after every cut, so every fault the drive injected
 is observable and must be reported, at its block, as its class; honest and PLP drives must give
@@ -23,6 +23,7 @@ from tests.sim.twin_helpers import TwinRun, campaign_text, run_twin
 from tests.test_scoring import FAULT_PROFILES, HONEST_PROFILES
 
 CUTS = int(os.environ.get("RIG_TWIN_CUTS", "50"))
+SEED = int(os.environ.get("RIG_TWIN_SEED", "23"))  # another seed: other faults, same rules
 # four drives per campaign: the relay board has four channels
 GROUPS = {
     "honest-and-everything": ["plp", "honest", "write-through", "everything"],
@@ -37,7 +38,7 @@ def scoring_campaign(name: str, profiles: list[str], cuts: int) -> str:
     """A small region scanned in full after every cut: every injected fault is observable."""
     check = "sample_blocks = 0\nfull_scan_every = 1\nread_timeout_s = 5"
     return campaign_text(
-        name, profiles, cuts, health_every=0, label="score", seed=23, region_mib=2,
+        name, profiles, cuts, health_every=0, label="score", seed=SEED, region_mib=2,
         flush_every=2, delay_ms=(2, 15), check=check,
     )  # fmt: skip
 
