@@ -406,7 +406,10 @@ class DriveRun:
     @staticmethod
     def _atomic_blocks(node: DriveNode, block_size: int) -> int:
         """The drive's atomic unit in the rig's blocks: its physical block where it reports one
-        larger than the block the rig writes (a 512e drive: 8)."""
+        larger than the block the rig writes (a 512e drive: 8). For NVMe the kernel sets the
+        physical block to min(NPWG, NAWUPF or AWUPF) from identify (the logical block without
+        NPWG): never above the power-fail atomic unit, so a tear found inside it is real; a larger
+        AWUPF goes unused (fewer tears found, none invented)."""
         return max(1, node.physical_block // block_size)
 
     def _blocks_to_check(self, c: Cycle) -> np.ndarray:
