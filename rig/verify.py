@@ -245,8 +245,15 @@ def check(
     carries_new = np.isin(sector_keys, cyc.keys) & ours & (sec.lba == checked[:, None])
     # ... and for a flying write of this cycle: a sector written by this cycle for another LBA
     # does not belong there, whatever the block held before
-    lands_new = np.isin(sec.lba << 32 | sector_gen, cyc.keys) & ours & (sec.lba != checked[:, None])
-    rejudged = readable & unknown & ~has_durable & (carries_new | lands_new).any(axis=1)
+    # (only rows of unknown, misplaced blocks are looked at: few, and the check stays cheap)
+    open_rows = readable & unknown & ~has_durable
+    lands_new = np.zeros(len(checked), dtype=bool)
+    stray = np.flatnonzero(open_rows & misplaced)
+    if len(stray):
+        keys = sec.lba[stray] << 32 | sector_gen[stray]
+        away = ours[stray] & (sec.lba[stray] != checked[stray, None])
+        lands_new[stray] = (np.isin(keys, cyc.keys) & away).any(axis=1)
+    rejudged = open_rows & (carries_new.any(axis=1) | lands_new)
 
     # Old damage (an earlier finding) still there, untouched by this cycle's durable write:
     # that write is lost, whatever the old damage looks like.
