@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,6 +71,9 @@ def drive_over(image: BadBlocksImage, where: Path) -> Iterator[DriveNode]:
     server = FuseServer(str(where), {"disk.img": image}, name="probetest", workers=4)
     try:
         with attached(where / "disk.img", sector_size=BLOCK) as devnode:
+            # udev's probe of the new device (blkid) reads it too: let it finish first, so the
+            # reads a test sees are the readiness probe's own
+            subprocess.run(["udevadm", "settle", "--timeout=10"], check=False, capture_output=True)
             yield DriveNode(DRIVE, devnode, BLOCKS * BLOCK, BLOCK, BLOCK, "loop")
     finally:
         server.stop()
