@@ -30,8 +30,7 @@ NOT_DONE = -1  # completion time of a request that never completed
 def uncertain(committed: npt.NDArray[Any]) -> npt.NDArray[np.uint32]:
     """The state of blocks whose content just became unknown: each keeps as its floor the
     generation it was last known to hold (a block already uncertain keeps its floor)."""
-    c = np.asarray(committed, dtype=np.int64)
-    return np.where(c >= int(UNCERTAIN), c, c | int(UNCERTAIN)).astype(np.uint32)
+    return np.asarray(committed, dtype=np.uint32) | UNCERTAIN  # the flag is set once; UNKNOWN stays
 
 
 def is_uncertain(committed: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:

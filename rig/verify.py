@@ -273,7 +273,7 @@ def check(
     # A block whose content is unknown and that no durable write of this cycle reached is not
     # judged against one generation, but it may still not go back past its floor: older than
     # that, it lost data it was known to hold.
-    sound_unknown = readable & unknown & ~has_durable & ~corrupt & ~misplaced & ~mixed
+    sound_unknown = open_rows & ~corrupt & ~misplaced & ~mixed
     older = (whole | sound_unknown) & (gen < floor)
     unmapped = older & (gen == 0) & ~has_durable & (floor > 0)
     klass[older & has_durable] = LOST_DURABLE
@@ -285,7 +285,7 @@ def check(
     # new committed state: whatever a whole, well-placed block holds now; unknown otherwise
     # (an unknown block that was not judged is known again once it reads back whole: what it
     # holds from now on is what it must keep holding, or a later loss there goes unseen)
-    settled = whole | (readable & unknown & ~corrupt & ~misplaced & ~mixed)
+    settled = whole | sound_unknown
     unsure = uncertain(committed)  # keeps the floor: what it was last known to hold
     new_committed = np.where(settled, gen, unsure)
     # unreadable: unchanged if this cycle did not write it; else which version survived is unknown
