@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from rig import cuts, verify
+from rig import cuts, intent, verify
 from rig.blockio import BlockTarget
 from rig.bus.base import DriveNode, Presence, PresenceWatch
 from rig.bus.ready import NotReady
@@ -199,6 +199,11 @@ class DriveRun:
                 spec.profile,
             )
         self.tracker = self._start_health(node, self.next_seq - 1)
+        # Endurance intervals write outside cycles, so only a cut campaign keeps an intent log.
+        where = None if campaign.endurance else intent.path_for(self.store.path, self.drive_id)
+        self.intent = intent.IntentLog(where, self.drive_id) if where else None
+        if self.intent is not None:
+            self.claims.callback(self.intent.close)
 
     def _start_health(self, node: DriveNode, after_seq: int = 0) -> HealthTracker | None:
         """Write-cache setting and the baseline snapshot, before the first cut."""
@@ -257,6 +262,8 @@ class DriveRun:
         if not power.state(self.spec.channel):
             raise RigError(f"channel {self.spec.channel} is off at the start of a cycle")
         c.target = self.target
+        if self.intent is not None:  # first: a crash before the row below leaves it empty
+            self.intent.begin(c.seq)
         # Written before any I/O of the cycle: after a crash, resume finds this cycle and
         # records it as interrupted instead of forgetting it.
         with self.store.transaction() as db:
@@ -269,7 +276,8 @@ class DriveRun:
 
     def write(self, c: Cycle) -> None:
         assert c.target is not None
-        context = WriterContext(self.media_id, c.target, self.state, c.log, c.stop)
+        sink = self.intent.add if self.intent is not None else None
+        context = WriterContext(self.media_id, c.target, self.state, c.log, c.stop, sink)
         c.writer = Writer(self.campaign.workload, context, seed=self.rng.randrange(1 << 30))
         c.write_start_ns = time.monotonic_ns()
         c.writer.start()

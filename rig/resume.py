@@ -20,11 +20,13 @@ import dataclasses
 import json
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
-from rig import config, media
+from rig import config, intent, media
 from rig.campaign import DriveRun, ResumePoint
 from rig.config import Campaign
 from rig.errors import UserError
@@ -33,6 +35,7 @@ from rig.store import CycleRow, Store
 
 MIN_GENERATION_GAP = 1 << 16
 SCAN_BLOCKS = 256  # blocks per read of the resume scan
+Runs = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]  # region-relative (start, length)
 
 
 @dataclass(frozen=True)
@@ -62,8 +65,9 @@ class ScanResult:
     unclear: int  # torn, corrupt or misplaced: now UNKNOWN
     unexpected: int  # whole, but not what the store expected (and not a newer generation)
     newer: int  # whole generations newer than the store knew (the lost cycle's writes)
+    scope: str = "region"  # what was read: "region", or "intent" (the last cycle's ranges)
 
-    def as_json(self) -> dict[str, int]:
+    def as_json(self) -> dict[str, int | str]:
         return dataclasses.asdict(self)
 
 
@@ -143,14 +147,42 @@ def _drive_point(store: Store, row: sqlite3.Row) -> tuple[ResumePoint, LostCycle
     return point, lost, max(MIN_GENERATION_GAP, 4 * int(totals["most"]))
 
 
-def scan(run: DriveRun, media_id: int, gap: int) -> ScanResult:
-    """Flush, read the whole test region back and rebuild the committed state from it."""
+def blocks_at_risk(run: DriveRun) -> Runs | None:
+    """Region-relative (start, length) runs the last cycle begun may have written, from its
+    intent log; None when the log cannot say (none, another boot, overflow, endurance)."""
+    log = run.intent
+    if log is None:
+        return None
+    last = run.next_seq - 1  # the lost (or last recorded) cycle
+    found = log.ranges(last)
+    if found is None:
+        # begun, and the crash came before its `cycle_start` row: it issued nothing
+        ahead = log.ranges(last + 1)
+        if ahead is None or len(ahead[0]):
+            return None
+        found = ahead
+    starts, lengths = intent.merged_runs(found[0] - run.state.first_lba, found[1])
+    inside = (starts >= 0) & (starts + lengths <= run.state.nblocks)
+    if not inside.all():  # not this region's ranges: do not trust the log
+        return None
+    return starts, lengths
+
+
+def _chunks(runs: Runs) -> Iterator[tuple[int, int]]:
+    for start, length in zip(runs[0].tolist(), runs[1].tolist(), strict=True):
+        for at in range(start, start + length, SCAN_BLOCKS):
+            yield at, min(SCAN_BLOCKS, start + length - at)
+
+
+def scan(run: DriveRun, media_id: int, gap: int, only: Runs | None = None) -> ScanResult:
+    """Flush, read back the test region (or only the runs `only` of it) and rebuild the
+    committed state of what was read."""
     state, target = run.state, run.target
     target.flush()  # what reads back below is then what the drive holds durably
     per_block = target.block_size // media.SECTOR
     unreadable = unclear = unexpected = newer = 0
-    for start in range(0, state.nblocks, SCAN_BLOCKS):
-        count = min(SCAN_BLOCKS, state.nblocks - start)
+    whole_region = (np.zeros(1, dtype=np.int64), np.full(1, state.nblocks, dtype=np.int64))
+    for start, count in _chunks(whole_region if only is None else only):
         rows = slice(start, start + count)
         try:
             data = target.read(state.first_lba + start, count)
@@ -180,7 +212,9 @@ def scan(run: DriveRun, media_id: int, gap: int) -> ScanResult:
         # The gap goes where something was ever issued or is found; a block still empty after
         # the flush stays sparse (a lost write to it never reached the media).
         state.issued[rows] = np.where(top > 0, top + gap, 0).astype(np.uint32)
-    return ScanResult(state.nblocks, unreadable, unclear, unexpected, newer)
+    read = state.nblocks if only is None else int(only[1].sum())
+    scope = "region" if only is None else "intent"
+    return ScanResult(read, unreadable, unclear, unexpected, newer, scope)
 
 
 def reconcile(run: DriveRun, resumable: Resumable, store: Store) -> ScanResult:
@@ -190,7 +224,7 @@ def reconcile(run: DriveRun, resumable: Resumable, store: Store) -> ScanResult:
     # after a crash (the campaign still marked running), whatever ran last may have issued
     # generations the store never saw: a cut cycle, or an endurance interval
     gap = resumable.gaps.get(channel, 0) if lost or resumable.crashed else 0
-    result = scan(run, run.media_id, gap)
+    result = scan(run, run.media_id, gap, blocks_at_risk(run))
     detail = {"scan": result.as_json(), "generation_gap": gap}
     now = time.monotonic_ns()
     if lost is not None:

@@ -139,9 +139,11 @@ class SlotPlanner:
         op_seq_base: int,
         block_size: int,
         seed: int,
+        intent: IntentSink | None = None,
     ) -> None:
         self.load, self.slot, self.first, self.stripe = load, slot, first, stripe
         self.state = state
+        self.intent = intent
         self.rng = np.random.default_rng(seed)
         self.sizes, self.weights = block_sizes(load, block_size)
         if stripe < int(self.sizes.max()):
@@ -190,6 +192,8 @@ class SlotPlanner:
     def _fresh(self, writes: int) -> Plan:
         counts = self.rng.choice(self.sizes, writes, p=self.weights)
         lbas = self.first + self._offsets(counts)
+        if self.intent is not None:  # before any of these can be issued
+            self.intent(lbas, counts)
         blocks = np.repeat(lbas, counts) + (
             np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
         )
@@ -265,6 +269,10 @@ class DescriptorTarget(Protocol):
     def fileno(self) -> int: ...
 
 
+# (first LBAs, blocks) of writes about to be planned: the intent log (rig/intent.py)
+IntentSink = Callable[[npt.NDArray[np.int64], npt.NDArray[np.int64]], None]
+
+
 @dataclass(frozen=True)
 class WriterContext:
     campaign: int
@@ -272,6 +280,7 @@ class WriterContext:
     state: LbaState
     log: CycleLog
     stop: threading.Event
+    intent: IntentSink | None = None  # told every write's range before it can be issued
 
 
 class Writer:
@@ -303,6 +312,7 @@ class Writer:
                 self._op_seq_base,
                 self.context.target.block_size,
                 self._seed * 1000,
+                self.context.intent,
             )
             return [planner]
         stripe = state.nblocks // load.workers
@@ -316,6 +326,7 @@ class Writer:
                 self._op_seq_base + (slot << 40),
                 self.context.target.block_size,
                 self._seed * 1000 + slot,
+                self.context.intent,
             )
             for slot in range(load.workers)
         ]

@@ -78,5 +78,7 @@ def test_endurance_killed_mid_interval_resumes(tmp_path: Path, udevd: None) -> N
         assert host_total == total and failures == 0
     scan = con.execute("SELECT detail FROM event WHERE kind = 'resume_scan'").fetchall()
     assert len(scan) == 1 and '"generation_gap": 65536' in scan[0][0]
+    # endurance intervals write outside cycles: no intent log, the whole region is read back
+    assert '"scope": "region"' in scan[0][0]
     assert con.execute("SELECT status, resumes FROM campaign").fetchone() == ("done", 1)
     con.close()

@@ -189,6 +189,12 @@ def kill_and_resume(tmp_path: Path, trials: int, cycles: int) -> None:
     assert failures.fetchall() == [], "a resume invented drive failures on a perfect drive"
     status, resumes = con.execute("SELECT status, resumes FROM campaign").fetchone()
     assert (status, resumes) == ("done", trials)
+    # every kill left the rig's intent log in the page cache (same boot): each resume read back
+    # only what the last cycle planned, never the whole region
+    scan_rows = con.execute("SELECT detail FROM event WHERE kind = 'resume_scan'").fetchall()
+    scans = [json.loads(detail)["scan"] for (detail,) in scan_rows]
+    assert len(scans) == trials * CHANNELS
+    assert all(scan["scope"] == "intent" for scan in scans), scans
     con.close()
     log = [json.loads(line) for line in (tmp_path / "run.log.jsonl").read_text().splitlines()]
     assert sum(1 for entry in log if entry["kind"] == "resume") == trials

@@ -72,4 +72,15 @@ def test_signal_stops_safely_and_resume_finishes(
     assert counted == (CYCLES,)
     assert con.execute("SELECT COUNT(*) FROM finding WHERE failure = 1").fetchone() == (0,)
     assert con.execute("SELECT status, resumes FROM campaign").fetchone() == ("done", 1)
+    # the resume read back the interrupted cycle's ranges from its intent log, not the region
+    (detail,) = con.execute("SELECT detail FROM event WHERE kind = 'resume_scan'").fetchone()
+    scan = json.loads(detail)["scan"]
+    written = _written_blocks(cols)
+    assert scan["scope"] == "intent" and scan["blocks"] >= len(written) > 0, scan
     con.close()
+
+
+def _written_blocks(cols: np.lib.npyio.NpzFile) -> np.ndarray:
+    nblocks = cols["nblocks"].astype(np.int64)
+    within = np.arange(int(nblocks.sum())) - np.repeat(np.cumsum(nblocks) - nblocks, nblocks)
+    return np.unique(np.repeat(cols["first_lba"], nblocks) + within)
