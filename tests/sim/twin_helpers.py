@@ -16,6 +16,7 @@ import pyudev
 
 from fixtures import loopctl
 from fixtures.simssd import runtime
+from fixtures.simssd.cleanup import unbound_nodes
 from fixtures.simssd.twin import read_truth
 from tests.cli_runner import rig
 
@@ -202,6 +203,8 @@ def leftovers(directory: Path) -> list[str]:
         found += [line.split()[1] for line in handle if line.split()[1].startswith(str(directory))]
     if runtime.rules_path(directory).exists():
         found.append(str(runtime.rules_path(directory)))
+    if not runtime.others_running(directory):  # (else unbound nodes may be another's)
+        found += [f"/dev/loop{index} (unbound)" for index in unbound_nodes()]
     return found
 
 
