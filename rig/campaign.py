@@ -588,6 +588,8 @@ class DriveRun:
                 if rules.max_failures and self.failing_cycles >= rules.max_failures:
                     self._stop_drive(f"{self.failing_cycles} cycles with failures", "stopped")
                     break
+            if self.intent is not None and not stop.is_set():  # finished: no resume reads it
+                self.intent.path.unlink(missing_ok=True)
         finally:
             self.close()
 

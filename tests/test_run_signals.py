@@ -78,6 +78,7 @@ def test_signal_stops_safely_and_resume_finishes(
     written = _written_blocks(cols)
     assert scan["scope"] == "intent" and scan["blocks"] >= len(written) > 0, scan
     con.close()
+    assert not list(tmp_path.glob("run.sqlite.intent-*")), "a finished drive keeps no intent log"
 
 
 def _written_blocks(cols: np.lib.npyio.NpzFile) -> np.ndarray:
