@@ -135,6 +135,9 @@ class Twin:
             except subprocess.TimeoutExpired:
                 self.proc.kill()  # this PID only
                 self.proc.wait(5.0)
+        reader = getattr(self, "_reader", None)  # (none when the twin failed to start)
+        if reader is not None:
+            reader.join(5.0)  # it reads to the end first: closing under it raises in its thread
         if self.proc.stdout is not None:
             with contextlib.suppress(Exception):
                 self.proc.stdout.close()
