@@ -75,8 +75,9 @@ def test_full_scans_of_a_large_region_in_chunks_score_exactly(
 def test_an_uncertain_cut_instant_excuses_losses_but_never_invents_one(tmp_path: Path) -> None:
     """With a 3 ms error bound on every cut edge, flushes that completed just before the cut no
     longer make their writes durable: the lying flush's losses inside the bound are not failures,
-    and every loss outside it is still found."""
-    text = scoring.campaign_text(["lying-flush"], 25)
+    and every loss outside it is still found. 80 cuts: a flush completes inside the bound in
+    about one cut in eight, so 25 cuts saw none about one run in 25 (main's CI run under load)."""
+    text = scoring.campaign_text(["lying-flush"], 80)
     _, drives, store = scoring.run(tmp_path / "uncertain.sqlite", text, cut_error_ns=3_000_000)
     assert {r[0] for r in store.query("SELECT DISTINCT cut_error_ns FROM cycle")} == {3_000_000}
     result = scoring.score_campaign(store, drives)
