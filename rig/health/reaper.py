@@ -113,7 +113,8 @@ def main(argv: list[str]) -> int:
     if os.WIFSIGNALED(status):  # die the same way, so the caller sees the signal
         sig = os.WTERMSIG(status)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        signal.signal(sig, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL cannot be handled anyway
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
         return 128 + sig  # a signal that does not end a process by default
     return os.waitstatus_to_exitcode(status)
