@@ -73,3 +73,18 @@ def capture(
 def from_drivedb(model: str, values: dict[int, tuple[int, int]]) -> str:
     family, presets = drivedb(model)
     return capture(model, values, family, {**DEFAULT_NAMES, **presets})
+
+
+SAMSUNG_PM893 = "sat-Samsung_based_SSDs-SAMSUNG_MZ7L3240HCHQ-00A07-sda.json"
+
+
+def without_drivedb_entry(name: str, attr_id: int) -> str:
+    """The real capture `name` as a smartctl without the model's drive-database entry prints
+    it: no model family, and attribute `attr_id` under the default name Unknown_Attribute."""
+    doc = json.loads(real_file(name).read_text())
+    for row in doc["ata_smart_attributes"]["table"]:
+        if row["id"] == attr_id:
+            row["name"] = "Unknown_Attribute"
+    doc.pop("model_family", None)
+    doc["in_smartctl_database"] = False
+    return json.dumps(doc, indent=1)

@@ -117,7 +117,9 @@ def run_one(parser: str, text: str, reference: HealthSnapshot | None, counts: Co
         else:
             TEXT_PARSERS[parser](text)
     except ToolOutputError as error:
-        assert not error.unexpected, f"{parser}: parser slip caught by the safety net: {error}"
+        assert not getattr(error, "unexpected", False), (
+            f"{parser}: parser slip caught by the safety net: {error}"
+        )
         counts["typed errors"] += 1
         return
     counts["parsed"] += 1
