@@ -107,6 +107,7 @@ class WearReading(Enum):
 
     NORMALIZED_REMAINING = "normalised value = percent of life left"
     RAW_REMAINING = "raw value = percent of life left"
+    RAW_USED = "raw value = percent of life used"
 
 
 # Phison firmware (Kingston KC400, Corsair, Patriot, PNY...) keeps 231's normalised value at 100
@@ -126,6 +127,7 @@ class WearAttr:
 WEAR_ATTRS: tuple[WearAttr, ...] = (
     WearAttr(233, "Media_Wearout_Indicator", WearReading.NORMALIZED_REMAINING),  # Intel
     WearAttr(177, "Wear_Leveling_Count", WearReading.NORMALIZED_REMAINING),  # Samsung
+    WearAttr(202, "Perc_Rated_Life_Used", WearReading.RAW_USED),  # Crucial/Micron m4 era
     WearAttr(173, "Wear_Leveling_Count", WearReading.NORMALIZED_REMAINING),  # Crucial/Micron m4
     WearAttr(202, "Percent_Lifetime_Remain", WearReading.NORMALIZED_REMAINING),  # Micron
     WearAttr(245, "Percent_Life_Remaining", WearReading.NORMALIZED_REMAINING),  # Dell S3520
@@ -402,10 +404,12 @@ def ata_percentage_used(
             continue
         if wear.family is not None and not wear.family.search(family):
             continue
-        left = attr.raw if wear.reading is WearReading.RAW_REMAINING else attr.normalized
+        normalised = wear.reading is WearReading.NORMALIZED_REMAINING
+        value = attr.normalized if normalised else attr.raw
         # 0..100 only: some firmware reports sentinels (e.g. 253) before the value is known
-        if left is not None and 0 <= left <= 100:
-            return 100 - left, attr
+        if value is None or not 0 <= value <= 100:
+            continue
+        return (value if wear.reading is WearReading.RAW_USED else 100 - value), attr
     return None
 
 

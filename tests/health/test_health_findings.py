@@ -260,6 +260,16 @@ def test_silicon_motion_wear_from_169_raw_and_uncorrectables_from_160() -> None:
     assert snap.reported_uncorrectable == 3
 
 
+def test_crucial_m4_wear_from_202_raw_percent_used() -> None:
+    _, presets = drivedb("M4-CT256M4SSD2")
+    assert presets[202] == "Perc_Rated_Life_Used"
+    snap = parse_smartctl_json(from_drivedb("M4-CT256M4SSD2", {202: (97, 3), 173: (96, 120)}))
+    assert (snap.percentage_used, snap.percentage_used_source) == (
+        3,
+        "ata:202:Perc_Rated_Life_Used",
+    )
+
+
 def test_sandforce_style_231_still_reads_the_normalised_value() -> None:
     names = {231: "SSD_Life_Left"}
     snap = parse_smartctl_json(capture("X", {231: (91, 0)}, "SandForce Driven SSDs", names))
