@@ -281,6 +281,8 @@ def _status_anomalies(before: HealthSnapshot, after: HealthSnapshot) -> list[Cou
     b_ex, a_ex = before.smartctl_exit, after.smartctl_exit
     if a_ex is not None:
         newly = a_ex.health_bits & ~(b_ex or SmartctlExit(0))
+        if found and found[-1].field == "smart_passed":
+            newly &= ~SmartctlExit.DISK_FAILING  # the same news, already reported as FAILED
         if newly:
             named = "; ".join(text for bit, text in EXIT_BIT_NAMES.items() if newly & bit)
             found.append(

@@ -43,8 +43,8 @@ class Runner(Protocol):
 
 # Per stream: far above any health tool's answer; a flood beyond it is drained, not kept.
 MAX_OUTPUT_BYTES = 16 << 20
-# After a kill: how long to collect what the pipes still hold before closing our ends.
-DRAIN_AFTER_KILL_S = 0.2
+# After the kill: how long to wait for the reaper's exit status (SIGKILL is immediate).
+REAP_AFTER_KILL_S = 0.2
 REAPER = Path(__file__).with_name("reaper.py")
 
 
@@ -153,7 +153,7 @@ def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
     with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=DRAIN_AFTER_KILL_S)
+        proc.wait(timeout=REAP_AFTER_KILL_S)
 
 
 def _read_status(fd: int) -> str:

@@ -370,6 +370,15 @@ def test_new_smartctl_health_exit_bit(bit: SmartctlExit) -> None:
     ).ok
 
 
+def test_disk_failing_bit_with_smart_status_failed_is_one_anomaly() -> None:
+    before = parse_smartctl_json(text(NVME))
+    after = _clean_cut(before, smart_passed=False, smartctl_exit=SmartctlExit.DISK_FAILING)
+    assert [a.field for a in diff_snapshots(before, after).anomalies] == ["smart_passed"]
+    # the exit bit alone (smart_status not printed) is still reported
+    alone = _clean_cut(before, smart_passed=None, smartctl_exit=SmartctlExit.DISK_FAILING)
+    assert [a.field for a in diff_snapshots(before, alone).anomalies] == ["smartctl_exit"]
+
+
 def test_nvme_drive_swapped_for_one_with_the_same_serial() -> None:
     before = parse_smartctl_json(text(NVME))
     assert before.identity.wwn is None and before.power_on_hours is not None
