@@ -216,6 +216,9 @@ class DriveHealth:
     # (cuts since the first snapshot, rise of the unsafe-shutdown counter): one per cut if honest
     unsafe_rise: list[tuple[int, float]]
     anomalies: dict[str, int]  # counter -> anomalies found (counter_anomaly findings)
+    # where the unsafe-shutdown count was read ("ata:174:Unsafe_Shutdown_Count"); None: this
+    # model has no such counter (or smartctl could not name it), so no cut was judged by it
+    unsafe_source: str | None = None
 
 
 @dataclass
@@ -514,6 +517,7 @@ def _health(run: DriveRun) -> DriveHealth | None:
         deltas,
         rise,
         anomalies,
+        next((str(s) for h in run.health if (s := h.fields.get("unsafe_shutdowns_source"))), None),
     )
 
 

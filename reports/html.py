@@ -15,6 +15,7 @@ from reports import svg
 from reports.analysis import (
     FAILURE_ORDER,
     DelayBin,
+    DriveHealth,
     DriveStat,
     ModelReport,
     Proportion,
@@ -324,6 +325,7 @@ def health_section(m: ModelReport) -> str:
         ["campaign", *(esc(h.campaign) for h in m.health)],
         ["source", *(esc(h.source) for h in m.health)],
         ["snapshots / cuts covered", *(f"{h.snapshots} / {h.cuts}" for h in m.health)],
+        ["unsafe-shutdown counter", *(_unsafe_counter(h) for h in m.health)],
     ]
     for f in fields:
         cells: list[object] = [esc(f)]
@@ -370,6 +372,17 @@ def health_section(m: ModelReport) -> str:
         f'<div class="charts">{unsafe_chart(m)}</div>'
         f"<h4>Counter anomalies ({len(m.anomalies)})</h4>{anomalies}"
     )
+
+
+UNSAFE_COUNTER_MISSING = "counter not available"
+
+
+def _unsafe_counter(h: DriveHealth) -> str:
+    """Where the unsafe-shutdown rule read its counter, or why no cut of this drive was judged
+    by it (a model without the counter, or one smartctl's drive database does not name)."""
+    if h.unsafe_source:
+        return esc(h.unsafe_source)
+    return f'<b class="FAIL">{UNSAFE_COUNTER_MISSING}</b>: cuts not judged by this rule'
 
 
 HEALTH_ORDER = (

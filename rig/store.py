@@ -457,7 +457,12 @@ class Store:
         fields: dict[str, Any],
         raw: str,
     ) -> None:
-        """One health snapshot; `raw` is kept compressed (read it with `health_raw`)."""
+        """One health snapshot; `raw` is kept compressed (read it with `health_raw`).
+
+        Never fails on what a health parser returns: numbers too wide for JSON are kept as hex
+        text, other values as their text, and raw text that is not valid Unicode (a lone
+        surrogate) is kept with backslash escapes.
+        """
         with self.transaction() as db:
             db.execute(
                 "INSERT INTO health (drive_id, after_seq, host_ns, source, fields, raw)"
@@ -467,8 +472,8 @@ class Store:
                     after_seq,
                     host_ns,
                     source,
-                    json.dumps(fields, sort_keys=True),
-                    zlib.compress(raw.encode(), 6),
+                    json.dumps(_json_safe(fields), sort_keys=True, default=str),
+                    zlib.compress(raw.encode("utf-8", errors="backslashreplace"), 6),
                 ),
             )
 
@@ -481,6 +486,18 @@ class Store:
             pass  # writes what is still queued
         with self._lock:
             self._db.close()
+
+
+def _json_safe(value: Any) -> Any:
+    """`value` with every int that JSON text cannot carry safely (beyond 128 bits: Python
+    refuses to print ints over 4,300 digits) as hex text."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >> 128:
+        return hex(value)
+    return value
 
 
 def open_existing(path: str) -> Store:

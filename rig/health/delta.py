@@ -1,14 +1,24 @@
 """Before/after comparison of two snapshots of one drive, and the counter-anomaly rules.
 
 `cuts` is the number of power cuts between the two snapshots (1 when health is read around
-every cut; N when the campaign reads it every N cuts). Rules, per ARCHITECTURE §4:
+every cut; N when the campaign reads it every N cuts; never 0: a delta is taken across cuts).
+Rules, per ARCHITECTURE §4 (docs/health.md gives the table):
+- the drive is the same one: model, serial and WWN unchanged; without a WWN on both sides, a
+  capacity that changed or power-on hours that went back mean another drive with the same
+  serial (an NVMe swap). Another drive's counters are not compared;
 - unsafe_shutdowns rises by exactly `cuts` (0: the drive did not notice the cut, or counted it
   as a clean shutdown; more: extra resets or brown-outs; less than before: counter lost);
   a model without such a counter is "not reported", never an anomaly;
 - power_cycles rises by exactly `cuts`;
-- media errors, uncorrectables, reallocations and CRC errors do not rise (and never fall);
-- no critical-warning bit newly set; SMART status does not turn to failed;
-- identity, capacity and block sizes do not change.
+- media errors, uncorrectables, reallocations, CRC errors and error-log entries do not rise
+  (and never fall); pending sectors may fall;
+- lifetime totals (power-on hours, bytes written) never fall; percentage used never falls;
+  available spare never drops;
+- no critical-warning bit newly set; SMART status does not turn to failed; no smartctl health
+  exit bit (3-7) newly set;
+- a counter read from a different attribute or page set than before (its `*_source` changed,
+  e.g. a SCSI error-counter page missing) is "not reported" for that delta, never compared;
+- a fixed-width counter that wraps (65535 -> 0 of a 16-bit one) has risen, not been reset.
 """
 
 from __future__ import annotations
@@ -31,19 +41,31 @@ MUST_NOT_RISE = (
     "offline_uncorrectable",
     "pending_sectors",
     "crc_errors",
+    "error_log_entries",
 )
 MAY_FALL = frozenset({"pending_sectors"})
 # Lifetime totals that can only grow.
-MONOTONIC = ("power_on_hours", "host_bytes_written", "data_units_written", "error_log_entries")
-COUNTERS = (
-    "power_cycles",
-    "unsafe_shutdowns",
-    *MUST_NOT_RISE,
-    *MONOTONIC,
-    "percentage_used",
-)
+MONOTONIC = ("power_on_hours", "host_bytes_written", "data_units_written", "percentage_used")
+COUNTERS = ("power_cycles", "unsafe_shutdowns", *MUST_NOT_RISE, *MONOTONIC)
+# Fields read from a vendor attribute or a set of log pages: compared only from the same one.
+SOURCED = {
+    "unsafe_shutdowns": "unsafe_shutdowns_source",
+    "media_errors": "media_errors_source",
+    "percentage_used": "percentage_used_source",
+    "host_bytes_written": "host_bytes_written_source",
+}
 IDENTITY_FIELDS = ("model", "serial", "wwn", "firmware")
 GEOMETRY_FIELDS = ("capacity_bytes", "logical_block_size", "physical_block_size")
+# Widths a drive's counter may have; a wrap is recognised only from the top 1/256 of the range
+# to the bottom 1/256 (anything else that went down is a reset or another drive).
+WRAP_WIDTHS = (16, 32, 48, 64)
+EXIT_BIT_NAMES = {
+    SmartctlExit.DISK_FAILING: "SMART status DISK FAILING",
+    SmartctlExit.PREFAIL_AT_THRESHOLD: "a prefail attribute reached its threshold",
+    SmartctlExit.PAST_THRESHOLD: "an attribute was at or below its threshold",
+    SmartctlExit.ERROR_LOG: "the device error log has records",
+    SmartctlExit.SELFTEST_LOG: "the self-test log has errors",
+}
 
 
 @dataclass(frozen=True)
@@ -60,9 +82,12 @@ class CounterChange:
     field: str
     before: int
     after: int
+    modulus: int = 0  # 2**width when the counter wrapped between the snapshots
 
     @property
     def delta(self) -> int:
+        if self.modulus:
+            return (self.after - self.before) % self.modulus
         return self.after - self.before
 
 
@@ -84,9 +109,21 @@ class HealthDelta:
         return None
 
 
+def wrap_modulus(before: int, after: int) -> int:
+    """2**width if `before` -> `after` is a fixed-width counter wrapping past zero, else 0."""
+    if after >= before:
+        return 0
+    for bits in WRAP_WIDTHS:
+        top = 1 << bits
+        if before < top:
+            edge = top >> 8
+            return top if before >= top - edge and after < edge else 0
+    return 0
+
+
 def diff_snapshots(before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1) -> HealthDelta:
-    if cuts < 0:
-        raise ValueError("cuts must be >= 0")
+    if isinstance(cuts, bool) or not isinstance(cuts, int) or cuts < 1:
+        raise ValueError(f"cuts must be an integer >= 1, not {cuts!r}")
     anomalies: list[CounterAnomaly] = []
     not_reported: list[str] = []
 
@@ -95,49 +132,111 @@ def diff_snapshots(before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1)
         if b is not None and a is not None and b != a:
             what = "identity" if name in IDENTITY_FIELDS else "geometry"
             anomalies.append(CounterAnomaly(name, b, a, "unchanged", f"{what} changed across cut"))
-    if any(a.field in ("model", "serial", "wwn") for a in anomalies):
+    replaced = _replaced(before, after)
+    if replaced is not None:
         # Another drive: comparing its counters with this one's would only add noise.
+        anomalies.append(replaced)
         return HealthDelta(cuts, (), tuple(anomalies), ())
 
     changes: list[CounterChange] = []
-    for name in COUNTERS:
+    compared: dict[str, tuple[int, int]] = {}
+    for name in (*COUNTERS, "available_spare"):
         b, a = getattr(before, name), getattr(after, name)
+        source = SOURCED.get(name)
+        moved_source = source and getattr(before, source) != getattr(after, source)
+        if moved_source and b is not None and a is not None:
+            not_reported.append(name)  # read from another attribute or page set
+            continue
         if b is not None and a is not None:
-            changes.append(CounterChange(name, b, a))
+            changes.append(CounterChange(name, b, a, wrap_modulus(b, a)))
+            compared[name] = (b, a)
         elif b is not None:
             anomalies.append(
                 CounterAnomaly(name, b, a, "still reported", "reported before the cut, not after")
             )
 
     for name, rule in (("unsafe_shutdowns", "unsafe-shutdown"), ("power_cycles", "power-cycle")):
-        b, a = getattr(before, name), getattr(after, name)
-        if b is None and a is None:
+        if name in compared:
+            anomaly = _exact_rise(name, rule, *compared[name], cuts)
+            if anomaly is not None:
+                anomalies.append(anomaly)
+        elif getattr(before, name) is None and getattr(after, name) is None:
             not_reported.append(name)
-            continue
-        if b is None or a is None:
-            continue  # already flagged (lost) above, or appeared: nothing to compare
-        anomaly = _exact_rise(name, rule, b, a, cuts)
-        if anomaly is not None:
-            anomalies.append(anomaly)
+        # otherwise already flagged (lost) above, appeared, or read from another source
 
     for name in MUST_NOT_RISE:
-        b, a = getattr(before, name), getattr(after, name)
-        if b is None or a is None:
+        if name not in compared:
             continue
-        if a > b:
+        b, a = compared[name]
+        rise = _rise(b, a)
+        if rise > 0:
+            wrapped = " (the counter wrapped)" if a < b else ""
             anomalies.append(
-                CounterAnomaly(name, b, a, f"<= {b}", f"rose by {a - b} across {_cuts(cuts)}")
+                CounterAnomaly(
+                    name, b, a, f"<= {b}", f"rose by {rise} across {_cuts(cuts)}{wrapped}"
+                )
             )
-        elif a < b and name not in MAY_FALL:
+        elif rise < 0 and name not in MAY_FALL:
             anomalies.append(CounterAnomaly(name, b, a, f">= {b}", "lifetime counter went down"))
 
     for name in MONOTONIC:
-        b, a = getattr(before, name), getattr(after, name)
-        if b is not None and a is not None and a < b:
-            anomalies.append(CounterAnomaly(name, b, a, f">= {b}", "lifetime counter went down"))
+        if name in compared and _rise(*compared[name]) < 0:
+            b, a = compared[name]
+            reason = "wear indicator went down" if name == "percentage_used" else None
+            anomalies.append(
+                CounterAnomaly(name, b, a, f">= {b}", reason or "lifetime counter went down")
+            )
+
+    if "available_spare" in compared:
+        b, a = compared["available_spare"]
+        if a < b:
+            threshold = after.available_spare_threshold
+            below = f" (threshold {threshold})" if threshold is not None else ""
+            anomalies.append(
+                CounterAnomaly(
+                    "available_spare",
+                    b,
+                    a,
+                    f">= {b}",
+                    f"available spare dropped by {b - a} points across {_cuts(cuts)}{below}",
+                )
+            )
 
     anomalies.extend(_status_anomalies(before, after))
     return HealthDelta(cuts, tuple(changes), tuple(anomalies), tuple(not_reported))
+
+
+def _rise(b: int, a: int) -> int:
+    modulus = wrap_modulus(b, a)
+    return (a - b) % modulus if modulus else a - b
+
+
+def _replaced(before: HealthSnapshot, after: HealthSnapshot) -> CounterAnomaly | None:
+    """A summary anomaly when `after` is of another drive than `before`, else None."""
+    b_id, a_id = before.identity, after.identity
+    for name in ("wwn", "serial", "model"):
+        b, a = getattr(b_id, name), getattr(a_id, name)
+        if b is not None and a is not None and b != a:
+            return CounterAnomaly("drive_replaced", b, a, f"same {name}", f"{name} changed")
+    if b_id.wwn is not None and a_id.wwn is not None:
+        return None  # same WWN: the same drive, whatever its counters did
+    # No WWN to go by (NVMe without EUI-64/NGUID, some USB bridges): the same serial on a drive
+    # of another capacity, or with fewer power-on hours, is another drive.
+    b_cap, a_cap = b_id.capacity_bytes, a_id.capacity_bytes
+    if b_cap is not None and a_cap is not None and b_cap != a_cap:
+        return CounterAnomaly(
+            "drive_replaced", b_cap, a_cap, "same capacity", "same serial, another capacity"
+        )
+    b_poh, a_poh = before.power_on_hours, after.power_on_hours
+    if b_poh is not None and a_poh is not None and _rise(b_poh, a_poh) < 0:
+        return CounterAnomaly(
+            "drive_replaced",
+            b_poh,
+            a_poh,
+            f"power-on hours >= {b_poh}",
+            "same serial, power-on hours went back",
+        )
+    return None
 
 
 def _cuts(cuts: int) -> str:
@@ -145,8 +244,9 @@ def _cuts(cuts: int) -> str:
 
 
 def _exact_rise(name: str, rule: str, b: int, a: int, cuts: int) -> CounterAnomaly | None:
-    rise = a - b
-    expected = f"+{cuts} (= {b + cuts})"
+    rise = _rise(b, a)
+    modulus = wrap_modulus(b, a)
+    expected = f"+{cuts} (= {(b + cuts) % modulus if modulus else b + cuts})"
     if rise == cuts:
         return None
     if rise < 0:
@@ -180,15 +280,18 @@ def _status_anomalies(before: HealthSnapshot, after: HealthSnapshot) -> list[Cou
         )
     b_ex, a_ex = before.smartctl_exit, after.smartctl_exit
     if a_ex is not None:
-        newly = a_ex & ~(b_ex or SmartctlExit(0)) & SmartctlExit.PREFAIL_AT_THRESHOLD
+        newly = a_ex.health_bits & ~(b_ex or SmartctlExit(0))
+        if found and found[-1].field == "smart_passed":
+            newly &= ~SmartctlExit.DISK_FAILING  # the same news, already reported as FAILED
         if newly:
+            named = "; ".join(text for bit, text in EXIT_BIT_NAMES.items() if newly & bit)
             found.append(
                 CounterAnomaly(
                     "smartctl_exit",
                     None if b_ex is None else int(b_ex),
                     int(a_ex),
-                    "no new prefail bit",
-                    "a prefail attribute reached its threshold",
+                    "no new health bit (3-7)",
+                    f"newly set: {named}",
                 )
             )
     return found

@@ -8,9 +8,14 @@ the drive's doing; the campaign decides with what else it knows (bus presence, I
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
+from typing import ParamSpec, TypeVar
 
 from rig.errors import RigError
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class HealthToolError(Exception):
@@ -48,3 +53,47 @@ class ToolUsageError(ToolFailed, RigError):
 
 class ToolOutputError(HealthToolError):
     """The tool's output is garbage, truncated, or not in the expected shape."""
+
+    # True when a parser's last line of defence (`total_parser`) caught an untyped exception:
+    # still a typed answer for the campaign, but a gap in the parser that a test must find.
+    unexpected = False
+
+
+# What a parser of untrusted text can raise when some input reaches a path it did not check.
+PARSER_SLIPS = (
+    ValueError,
+    TypeError,
+    ArithmeticError,
+    LookupError,
+    AttributeError,
+    RecursionError,
+    UnicodeError,
+)
+
+
+def total_parser(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Make a parser total: its own typed errors pass, any slip becomes ToolOutputError.
+
+    The parsers check every field they read, so this should never fire; if it does, the cycle
+    still gets a typed health error (never an internal error), and the fuzz test, which fails
+    on `unexpected`, points at the gap.
+    """
+
+    def wrap(parse: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(parse)
+        def total(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return parse(*args, **kwargs)
+            except HealthToolError:
+                raise
+            except PARSER_SLIPS as exc:
+                error = ToolOutputError(
+                    f"{what}: output in a shape the parser does not handle"
+                    f" ({type(exc).__name__}: {str(exc)[:80]})"
+                )
+                error.unexpected = True
+                raise error from exc
+
+        return total
+
+    return wrap

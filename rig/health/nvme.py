@@ -8,13 +8,12 @@ critical_warning field becomes an object with a "value" member; both shapes are 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rig.health.counters import as_uint, counter
-from rig.health.errors import ToolFailed, ToolOutputError
+from rig.health.counters import as_uint, counter, load_json_object
+from rig.health.errors import ToolFailed, ToolOutputError, total_parser
 from rig.health.smart import NVME_DATA_UNIT_BYTES
 from rig.health.snapshot import HealthSnapshot, SmartIdentity
 from rig.health.tools import Runner, ToolResult, first_line
@@ -60,14 +59,7 @@ class NvmeSmartLog:
 
 
 def _load(text: str, what: str) -> Mapping[str, Any]:
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        head = text[:60].replace("\n", " ")
-        raise ToolOutputError(f"nvme {what}: output is not JSON: {head!r}") from exc
-    if not isinstance(doc, dict):
-        raise ToolOutputError(f"nvme {what}: JSON is a {type(doc).__name__}, not an object")
-    return doc
+    return load_json_object(text, f"nvme {what}")
 
 
 def _text(value: Any) -> str | None:
@@ -75,44 +67,52 @@ def _text(value: Any) -> str | None:
     return value.strip() or None if isinstance(value, str) else None
 
 
+@total_parser("nvme id-ctrl")
 def parse_nvme_id_ctrl(text: str) -> NvmeIdCtrl:
+    """Identify Controller from `nvme id-ctrl -o json`; ToolOutputError for anything else.
+
+    Widths are the Identify Controller fields' (NVMe base spec): a value that does not fit is
+    None, never a wrapped or huge number.
+    """
     doc = _load(text, "id-ctrl")
     if "sn" not in doc and "mn" not in doc:
         raise ToolOutputError("nvme id-ctrl: JSON has neither sn nor mn")
-    vwc = as_uint(doc.get("vwc"))
+    vwc = as_uint(doc.get("vwc"), 8)
     return NvmeIdCtrl(
-        vid=as_uint(doc.get("vid")),
-        ssvid=as_uint(doc.get("ssvid")),
+        vid=as_uint(doc.get("vid"), 16),
+        ssvid=as_uint(doc.get("ssvid"), 16),
         serial=_text(doc.get("sn")),
         model=_text(doc.get("mn")),
         firmware=_text(doc.get("fr")),
-        ieee_oui=as_uint(doc.get("ieee")),
-        cntlid=as_uint(doc.get("cntlid")),
-        version=as_uint(doc.get("ver")),
+        ieee_oui=as_uint(doc.get("ieee"), 24),
+        cntlid=as_uint(doc.get("cntlid"), 16),
+        version=as_uint(doc.get("ver"), 32),
         total_capacity=counter(doc, "tnvmcap"),
         unallocated_capacity=counter(doc, "unvmcap"),
-        namespaces=as_uint(doc.get("nn")),
+        namespaces=as_uint(doc.get("nn"), 32),
         volatile_write_cache=None if vwc is None else bool(vwc & 1),
-        awupf=as_uint(doc.get("awupf")),
-        awun=as_uint(doc.get("awun")),
+        awupf=as_uint(doc.get("awupf"), 16),
+        awun=as_uint(doc.get("awun"), 16),
         subnqn=_text(doc.get("subnqn")),
     )
 
 
+@total_parser("nvme smart-log")
 def parse_nvme_smart_log(text: str) -> NvmeSmartLog:
+    """SMART / Health log from `nvme smart-log -o json`; ToolOutputError for anything else."""
     doc = _load(text, "smart-log")
     if "critical_warning" not in doc:
         raise ToolOutputError("nvme smart-log: JSON has no critical_warning")
     warning = doc.get("critical_warning")
     if isinstance(warning, Mapping):  # -H (human readable) form
         warning = warning.get("value")
-    kelvin = as_uint(doc.get("temperature"))
+    kelvin = as_uint(doc.get("temperature"), 16)  # a word in the log page
     return NvmeSmartLog(
-        critical_warning=as_uint(warning),
+        critical_warning=as_uint(warning, 8),
         temperature_c=None if not kelvin else kelvin - KELVIN_OFFSET,  # 0 K: not reported
-        available_spare=as_uint(doc.get("avail_spare")),
-        available_spare_threshold=as_uint(doc.get("spare_thresh")),
-        percentage_used=as_uint(doc.get("percent_used")),
+        available_spare=as_uint(doc.get("avail_spare"), 8),
+        available_spare_threshold=as_uint(doc.get("spare_thresh"), 8),
+        percentage_used=as_uint(doc.get("percent_used"), 8),
         data_units_read=counter(doc, "data_units_read"),
         data_units_written=counter(doc, "data_units_written"),
         host_read_commands=counter(doc, "host_read_commands"),
@@ -148,6 +148,7 @@ def snapshot_from_nvme(id_ctrl: NvmeIdCtrl, log: NvmeSmartLog, raw: str = "") ->
         unsafe_shutdowns=log.unsafe_shutdowns,
         unsafe_shutdowns_source=None if log.unsafe_shutdowns is None else "nvme:unsafe_shutdowns",
         media_errors=log.media_errors,
+        media_errors_source=None if log.media_errors is None else "nvme:media_errors",
         critical_warning=log.critical_warning,
         percentage_used=log.percentage_used,
         percentage_used_source=None if log.percentage_used is None else "nvme:percent_used",

@@ -10,7 +10,7 @@ import enum
 import re
 from dataclasses import dataclass
 
-from rig.health.errors import ToolFailed, ToolOutputError
+from rig.health.errors import ToolFailed, ToolOutputError, total_parser
 from rig.health.tools import Runner, first_line
 
 # sg3_utils(8) EXIT STATUS values that matter for a readiness probe.
@@ -46,6 +46,7 @@ def _field(text: str, label: str) -> str | None:
     return match.group(1).strip() or None
 
 
+@total_parser("sg_inq")
 def parse_sg_inq(text: str) -> ScsiInquiry:
     if "Vendor identification:" not in text and "Product identification:" not in text:
         raise ToolOutputError("sg_inq: output has no vendor/product identification")
@@ -60,6 +61,7 @@ def parse_sg_inq(text: str) -> ScsiInquiry:
 _DESIGNATOR = re.compile(r"^\s*designator type: ([^,]+),\s+code set: (\S+)")
 
 
+@total_parser("sg_vpd")
 def parse_sg_vpd_di(text: str) -> list[Designator]:
     """Designators of `sg_vpd --page=di`, in printed order, with their association."""
     if "Device Identification VPD page" not in text:

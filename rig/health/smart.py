@@ -2,41 +2,141 @@
 
 ATA attribute numbers are not a standard: the same number means different things on different
 models (192 is an unsafe-shutdown count on Intel SSDs and Power-Off_Retract_Count on hard disks;
-233 is a wear indicator on Intel and Total_LBAs_Written on Dell-branded S3520s). So every ATA
-field below is mapped from (id, name) pairs as smartctl's drive database names them, in a fixed
-order of preference, and the attribute used is recorded in the snapshot (`*_source`). The
-table and the reasoning are in docs/health.md.
+197 is Current_Pending_Sector on most drives and Not_In_Use on Phison ones; 233 is a wear
+indicator on Intel and Total_LBAs_Written on Dell-branded S3520s). So every ATA field below is
+mapped from (id, name) pairs as smartctl's drive database names them (its presets show in the
+JSON as the names and as `model_family`), in a fixed order of preference, and the attribute used
+is recorded in the snapshot (`*_source`). An attribute smartctl could not name (no drive-database
+entry: `Unknown_Attribute`, or a default name such as `Power-Off_Retract_Count` on an SSD) is
+never read. The table and the reasoning are in docs/health.md.
+
+The parser is total: any text gives a HealthSnapshot or raises ToolOutputError.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from enum import Enum
 from typing import Any
 
-from rig.health.counters import as_uint, counter, get_path
-from rig.health.errors import ToolOutputError
+from rig.health.counters import (
+    UINT64_MAX,
+    as_int,
+    as_uint,
+    counter,
+    get_path,
+    load_json_object,
+)
+from rig.health.errors import ToolOutputError, total_parser
 from rig.health.snapshot import HealthSnapshot, SmartctlExit, SmartIdentity
 
 NVME_DATA_UNIT_BYTES = 512_000  # NVMe: one data unit = 1000 * 512 bytes
 
-# Unsafe-shutdown counters, in order of preference.
-UNSAFE_SHUTDOWN_NAMES = frozenset({"Unsafe_Shutdown_Count", "Unexpect_Power_Loss_Ct"})
+# Unsafe-shutdown counters: these ids, under one of these drive-database names.
+UNSAFE_SHUTDOWN_IDS = (174, 192)
+UNSAFE_SHUTDOWN_NAMES = frozenset(
+    {
+        "Unsafe_Shutdown_Count",  # Intel, Phison (Kingston KC400)
+        "Unexpect_Power_Loss_Ct",  # Micron/Crucial
+        "Unexpected_Pwr_Loss_Ct",
+        "Unexpected_Pwr_Loss_Cnt",
+        "Unexpected_Power_Loss",
+        "Unexpect_PwrLoss_Ct",
+        "Unexpect_Power_Loss",
+        "Pwr_Cycle_Ct_Unplanned",
+        "Unclean_Shutdown_Ct",
+    }
+)
+# Samsung SATA has no 174/192; 235 counts recoveries from sudden power-off (real-data README).
 SAMSUNG_POR_RECOVERY = (235, "POR_Recovery_Count")
 HDD_RETRACT_NAME = "Power-Off_Retract_Count"
+UNNAMED = frozenset({"Unknown_Attribute", "Unknown_SSD_Attribute", "Unknown_HDD_Attribute"})
 
-# Wear attributes whose normalised value is "percent of rated life remaining" (100 = new).
-# percentage_used = 100 - normalised. Preference order as listed.
-WEAR_REMAINING_ATTRS: tuple[tuple[int, str], ...] = (
-    (233, "Media_Wearout_Indicator"),  # Intel
-    (177, "Wear_Leveling_Count"),  # Samsung (raw = average P/E cycles, not a percent)
-    (202, "Percent_Lifetime_Remain"),  # Micron/Crucial (raw = percent used)
-    (231, "SSD_Life_Left"),  # SandForce-based, Kingston, ADATA...
-    (245, "Percent_Life_Remaining"),  # Dell-branded Intel S3520
-    (169, "Remaining_Lifetime_Perc"),
+# Counters that keep one meaning under several names; an id under any other name is not read
+# (a Kingston KC400 names 197 Not_In_Use).
+NamedIds = tuple[tuple[int, frozenset[str]], ...]
+REALLOCATED: NamedIds = (
+    (
+        5,
+        frozenset(
+            {
+                "Reallocated_Sector_Ct",
+                "Retired_Block_Count",
+                "Reallocated_Block_Count",
+                "Reallocate_NAND_Blk_Cnt",
+            }
+        ),
+    ),
 )
+REPORTED_UNCORRECTABLE: NamedIds = (
+    (
+        187,
+        frozenset(
+            {
+                "Reported_Uncorrect",
+                "Uncorrectable_Error_Cnt",  # Intel S3520/S4510, Samsung
+                "Uncorrectable_ECC_Ct",
+                "Reported_UE_Counts",
+            }
+        ),
+    ),
+    (160, frozenset({"Uncorrectable_Error_Cnt"})),  # Silicon Motion, Innodisk, StorFly
+    (195, frozenset({"Uncorrectable_Error_Cnt"})),  # Dell-branded Intel S3520
+)
+PENDING: NamedIds = (
+    (197, frozenset({"Current_Pending_Sector", "Pending_Sector_Count", "Current_Pending_ECC_Cnt"})),
+)
+OFFLINE_UNCORRECTABLE: NamedIds = (
+    (198, frozenset({"Offline_Uncorrectable", "Uncorrectable_Sector_Ct"})),
+)
+CRC_ERRORS: NamedIds = (
+    (
+        199,
+        frozenset(
+            {"UDMA_CRC_Error_Count", "CRC_Error_Count", "SATA_CRC_Error_Count", "SATA_CRC_Error"}
+        ),
+    ),
+)
+POWER_CYCLES: NamedIds = ((12, frozenset({"Power_Cycle_Count"})),)
+
+
+class WearReading(Enum):
+    """How a wear attribute says how much of the rated life is left."""
+
+    NORMALIZED_REMAINING = "normalised value = percent of life left"
+    RAW_REMAINING = "raw value = percent of life left"
+    RAW_USED = "raw value = percent of life used"
+
+
+# Phison firmware (Kingston KC400, Corsair, Patriot, PNY...) keeps 231's normalised value at 100
+# and counts the life left in the raw value.
+PHISON_FAMILY = re.compile(r"^Phison Driven")
+
+
+@dataclass(frozen=True)
+class WearAttr:
+    id: int
+    name: str
+    reading: WearReading
+    family: re.Pattern[str] | None = None  # only on drives of this smartctl model family
+
+
+# percentage_used = 100 - life left. First match wins.
+WEAR_ATTRS: tuple[WearAttr, ...] = (
+    WearAttr(233, "Media_Wearout_Indicator", WearReading.NORMALIZED_REMAINING),  # Intel
+    WearAttr(177, "Wear_Leveling_Count", WearReading.NORMALIZED_REMAINING),  # Samsung
+    WearAttr(202, "Perc_Rated_Life_Used", WearReading.RAW_USED),  # Crucial/Micron m4 era
+    WearAttr(173, "Wear_Leveling_Count", WearReading.NORMALIZED_REMAINING),  # Crucial/Micron m4
+    WearAttr(202, "Percent_Lifetime_Remain", WearReading.NORMALIZED_REMAINING),  # Micron
+    WearAttr(245, "Percent_Life_Remaining", WearReading.NORMALIZED_REMAINING),  # Dell S3520
+    WearAttr(169, "Remaining_Lifetime_Perc", WearReading.RAW_REMAINING),  # Silicon Motion
+    WearAttr(231, "SSD_Life_Left", WearReading.RAW_REMAINING, PHISON_FAMILY),  # Kingston KC400
+    WearAttr(231, "SSD_Life_Left", WearReading.NORMALIZED_REMAINING),  # SandForce and others
+)
+# Kept for callers of the previous table: (id, name) in order of preference.
+WEAR_REMAINING_ATTRS: tuple[tuple[int, str], ...] = tuple((w.id, w.name) for w in WEAR_ATTRS)
 
 # Host-write attributes by name; a unit stated in the name wins over "LBAs" (see module doc).
 _MIB = 1 << 20
@@ -45,8 +145,18 @@ WRITE_ATTRS_BY_UNIT: tuple[tuple[str, int | None], ...] = (
     ("Host_Writes_GiB", 1 << 30),
     ("Lifetime_Writes_GiB", 1 << 30),
     ("Host_Writes_MiB", _MIB),
-    ("Total_LBAs_Written", None),  # None: times the logical block size
+    ("Total_LBAs_Written", None),  # None: times the logical block size (but see INTEL_FAMILY)
 )
+# Total_LBAs_Written is read from these ids only (233 carries the name on Dell S3520s, where
+# it is a copy of 225 in 32 MiB units).
+LBAS_WRITTEN_IDS = (241, 246)
+# Intel counts 241 in 32 MiB units on every SATA SSD it made; where smartctl's entry does not
+# name 241 (Dell-certified S3520), the default name Total_LBAs_Written would read 66 MB for 4 TB.
+INTEL_FAMILY = re.compile(r"\bIntel\b")
+
+_GIGABYTES = re.compile(r"([0-9]{1,20})(?:\.([0-9]{0,9}))?", re.ASCII)
+_HEX_ID = re.compile(r"(?:0x)?([0-9a-f]{1,32})", re.ASCII)
+_NGUID = re.compile(r"[0-9a-f]{32}", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -57,16 +167,17 @@ class AtaAttribute:
     raw: int | None
 
 
+@total_parser("smartctl")
 def parse_smartctl_json(text: str) -> HealthSnapshot:
     """A HealthSnapshot from the JSON text of `smartctl --json ...` (any of -i, -a, -x).
 
-    Raises ToolOutputError when the text is not a smartctl JSON object with a device section.
+    Raises ToolOutputError when the text is not a smartctl JSON object with a device section,
+    and for nothing else.
     """
-    doc = _load(text)
-    protocol = get_path(doc, "device", "protocol")
-    if not isinstance(protocol, str):
-        messages = get_path(doc, "smartctl", "messages") or []
-        detail = "; ".join(str(m.get("string", m)) for m in messages if isinstance(m, Mapping))
+    doc = load_json_object(text, "smartctl")
+    protocol = _str(get_path(doc, "device", "protocol"))
+    if protocol is None:
+        detail = "; ".join(_messages(doc))
         raise ToolOutputError(
             f"smartctl JSON has no device section{': ' + detail if detail else ''}"
         )
@@ -75,8 +186,8 @@ def parse_smartctl_json(text: str) -> HealthSnapshot:
         "identity": identity,
         "source": "smartctl",
         "smart_passed": _bool(get_path(doc, "smart_status", "passed")),
-        "power_on_hours": as_uint(get_path(doc, "power_on_time", "hours")),
-        "temperature_c": _int(get_path(doc, "temperature", "current")),
+        "power_on_hours": as_uint(get_path(doc, "power_on_time", "hours"), 64),
+        "temperature_c": as_int(get_path(doc, "temperature", "current"), 16),
         "smartctl_exit": _exit_status(doc),
         "raw": text,
     }
@@ -93,32 +204,21 @@ def parse_smartctl_json(text: str) -> HealthSnapshot:
 def smartctl_messages(text: str) -> list[str]:
     """The `smartctl.messages[].string` lines of an output; [] if it is not JSON."""
     try:
-        doc = json.loads(text)
-    except ValueError:
+        doc = load_json_object(text, "smartctl")
+    except ToolOutputError:
         return []
+    return _messages(doc)
+
+
+def _messages(doc: Mapping[str, Any]) -> list[str]:
     messages = get_path(doc, "smartctl", "messages")
     if not isinstance(messages, list):
         return []
-    return [str(m["string"]) for m in messages if isinstance(m, Mapping) and "string" in m]
-
-
-def _load(text: str) -> Mapping[str, Any]:
-    if not text.strip():
-        raise ToolOutputError("smartctl printed nothing")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        head = text[:60].replace("\n", " ")
-        raise ToolOutputError(
-            f"smartctl output is not JSON (truncated or garbage) at char {exc.pos}: {head!r}"
-        ) from exc
-    if not isinstance(doc, dict):
-        raise ToolOutputError(f"smartctl JSON is a {type(doc).__name__}, not an object")
-    return doc
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return [
+        m["string"][:200]
+        for m in messages
+        if isinstance(m, Mapping) and isinstance(m.get("string"), str)
+    ]
 
 
 def _bool(value: Any) -> bool | None:
@@ -130,15 +230,19 @@ def _str(value: Any) -> str | None:
 
 
 def _exit_status(doc: Mapping[str, Any]) -> SmartctlExit | None:
-    status = _int(get_path(doc, "smartctl", "exit_status"))
-    return None if status is None else SmartctlExit(status & 0xFF)
+    status = as_uint(get_path(doc, "smartctl", "exit_status"), 8)  # an exit status is 0..255
+    return None if status is None else SmartctlExit(status)
+
+
+def _family(doc: Mapping[str, Any]) -> str:
+    return _str(doc.get("model_family")) or ""
 
 
 # --- identity -------------------------------------------------------------------------------
 
 
 def _identity(doc: Mapping[str, Any], protocol: str) -> SmartIdentity:
-    rotation = _int(doc.get("rotation_rate"))
+    rotation = as_uint(doc.get("rotation_rate"), 16)
     if rotation is not None:
         # ATA and SCSI both define 1 as "non-rotating medium"; smartctl prints 0 for it.
         is_ssd: bool | None = rotation in (0, 1)
@@ -155,9 +259,9 @@ def _identity(doc: Mapping[str, Any], protocol: str) -> SmartIdentity:
         serial=_str(doc.get("serial_number")),
         wwn=_wwn(doc),
         firmware=firmware,
-        capacity_bytes=as_uint(get_path(doc, "user_capacity", "bytes")),
-        logical_block_size=_int(doc.get("logical_block_size")),
-        physical_block_size=_int(doc.get("physical_block_size")),
+        capacity_bytes=as_uint(get_path(doc, "user_capacity", "bytes"), 64),
+        logical_block_size=_block_size(doc.get("logical_block_size")),
+        physical_block_size=_block_size(doc.get("physical_block_size")),
         protocol=protocol,
         transport=_str(get_path(doc, "device", "type")),
         rotation_rate=rotation,
@@ -165,30 +269,32 @@ def _identity(doc: Mapping[str, Any], protocol: str) -> SmartIdentity:
     )
 
 
+def _block_size(value: Any) -> int | None:
+    size = as_uint(value, 32)
+    return size or None  # 0 bytes is no block size
+
+
 def _wwn(doc: Mapping[str, Any]) -> str | None:
     ata = doc.get("wwn")
     if isinstance(ata, Mapping):
-        naa, oui, ident = (_int(ata.get(k)) for k in ("naa", "oui", "id"))
+        # ATA IDENTIFY words 108-111: NAA (4 bits) | IEEE OUI (24) | unique id (36)
+        naa, oui, ident = (as_uint(ata.get(k), b) for k, b in (("naa", 4), ("oui", 24), ("id", 36)))
         if naa is not None and oui is not None and ident is not None:
-            # ATA IDENTIFY words 108-111: NAA (4 bits) | IEEE OUI (24) | unique id (36)
-            value = (naa << 60) | (oui << 36) | (ident & ((1 << 36) - 1))
-            return f"naa.{value:016x}"
+            return f"naa.{(naa << 60) | (oui << 36) | ident:016x}"
     lu_id = _str(doc.get("logical_unit_id"))
-    if lu_id:
-        digits = lu_id.lower().removeprefix("0x")
-        if digits and all(c in "0123456789abcdef" for c in digits):
-            return f"naa.{digits}"
+    if lu_id and (match := _HEX_ID.fullmatch(lu_id.lower())):
+        return f"naa.{match.group(1)}"
     namespaces = doc.get("nvme_namespaces")
     if isinstance(namespaces, list) and namespaces and isinstance(namespaces[0], Mapping):
         ns = namespaces[0]
         eui = ns.get("eui64")
         if isinstance(eui, Mapping):
-            oui, ext = _int(eui.get("oui")), _int(eui.get("ext_id"))
+            oui, ext = as_uint(eui.get("oui"), 24), as_uint(eui.get("ext_id"), 40)
             if oui is not None and ext is not None:
                 return f"eui.{(oui << 40) | ext:016x}"
-        nguid = _str(ns.get("nguid"))
-        if nguid:
-            return "eui." + nguid.lower().replace("-", "")
+        nguid = (_str(ns.get("nguid")) or "").lower().replace("-", "")
+        if _NGUID.fullmatch(nguid):
+            return "eui." + nguid
     return None
 
 
@@ -201,26 +307,30 @@ def _nvme_fields(doc: Mapping[str, Any]) -> dict[str, Any]:
     written = counter(log, "data_units_written")
     power_cycles = counter(log, "power_cycles")
     if power_cycles is None:
-        power_cycles = as_uint(doc.get("power_cycle_count"))
-    power_on = counter(log, "power_on_hours")
+        power_cycles = as_uint(doc.get("power_cycle_count"), 64)
+    unsafe = counter(log, "unsafe_shutdowns")
+    media = counter(log, "media_errors")
+    wear = as_uint(log.get("percentage_used"), 8)  # one byte in the log page
     fields: dict[str, Any] = {
         "power_cycles": power_cycles,
-        "unsafe_shutdowns": counter(log, "unsafe_shutdowns"),
-        "unsafe_shutdowns_source": "nvme:unsafe_shutdowns" if "unsafe_shutdowns" in log else None,
-        "media_errors": counter(log, "media_errors"),
-        "critical_warning": as_uint(log.get("critical_warning")),
-        "percentage_used": as_uint(log.get("percentage_used")),
-        "percentage_used_source": "nvme:percentage_used" if "percentage_used" in log else None,
+        "unsafe_shutdowns": unsafe,
+        "unsafe_shutdowns_source": None if unsafe is None else "nvme:unsafe_shutdowns",
+        "media_errors": media,
+        "media_errors_source": None if media is None else "nvme:media_errors",
+        "critical_warning": as_uint(log.get("critical_warning"), 8),
+        "percentage_used": wear,
+        "percentage_used_source": None if wear is None else "nvme:percentage_used",
         "data_units_written": written,
         "host_bytes_written": None if written is None else written * NVME_DATA_UNIT_BYTES,
         "host_bytes_written_source": None if written is None else "nvme:data_units_written",
-        "available_spare": as_uint(log.get("available_spare")),
-        "available_spare_threshold": as_uint(log.get("available_spare_threshold")),
+        "available_spare": as_uint(log.get("available_spare"), 8),
+        "available_spare_threshold": as_uint(log.get("available_spare_threshold"), 8),
         "error_log_entries": counter(log, "num_err_log_entries"),
     }
+    power_on = counter(log, "power_on_hours")
     if power_on is not None:
         fields["power_on_hours"] = power_on
-    temp = _int(log.get("temperature"))  # smartctl converts the log's Kelvin to Celsius
+    temp = as_int(log.get("temperature"), 16)  # smartctl converts the log's Kelvin to Celsius
     if temp is not None:
         fields["temperature_c"] = temp
     return fields
@@ -235,14 +345,17 @@ def ata_attributes(doc: Mapping[str, Any]) -> dict[int, AtaAttribute]:
     if not isinstance(table, list):
         return attrs
     for row in table:
-        if not isinstance(row, Mapping) or _int(row.get("id")) is None:
+        if not isinstance(row, Mapping):
             continue
-        attr_id = int(row["id"])
+        attr_id = as_uint(row.get("id"), 8)  # attribute ids are one byte; 0 is "unused"
+        name = row.get("name")
+        if not attr_id or not isinstance(name, str):
+            continue
         attrs[attr_id] = AtaAttribute(
             id=attr_id,
-            name=str(row.get("name", "")),
-            normalized=_int(row.get("value")),
-            raw=as_uint(get_path(row, "raw", "value")),
+            name=name,
+            normalized=as_uint(row.get("value"), 8),
+            raw=as_uint(get_path(row, "raw", "value"), 64),
         )
     return attrs
 
@@ -251,51 +364,68 @@ def _src(attr: AtaAttribute) -> str:
     return f"ata:{attr.id}:{attr.name}"
 
 
-def _raw(attrs: Mapping[int, AtaAttribute], attr_id: int) -> int | None:
-    attr = attrs.get(attr_id)
+def _named(attrs: Mapping[int, AtaAttribute], choices: NamedIds) -> AtaAttribute | None:
+    """The first attribute present under an id and one of the names its meaning has."""
+    for attr_id, names in choices:
+        attr = attrs.get(attr_id)
+        if attr is not None and attr.raw is not None and attr.name in names:
+            return attr
+    return None
+
+
+def _raw(attrs: Mapping[int, AtaAttribute], choices: NamedIds) -> int | None:
+    attr = _named(attrs, choices)
     return None if attr is None else attr.raw
 
 
 def ata_unsafe_shutdowns(
-    attrs: Mapping[int, AtaAttribute], rotation_rate: int | None
+    attrs: Mapping[int, AtaAttribute], rotation_rate: int | None = None
 ) -> AtaAttribute | None:
-    """The attribute that counts unsafe shutdowns on this drive, or None if it has none."""
-    for attr_id in (174, 192):
-        attr = attrs.get(attr_id)
-        if attr is None or attr.raw is None:
+    """The attribute that counts unsafe shutdowns on this drive, or None if it has none.
+
+    Only a drive-database name says so. 192 under smartctl's default name
+    Power-Off_Retract_Count counts head retracts on a disk; on an SSD it means the drive is not
+    in the database, and whatever the vendor counts there is not guessed (`rotation_rate` is
+    kept in the signature for callers; it no longer changes the answer).
+    """
+    del rotation_rate
+    unsafe = tuple((attr_id, UNSAFE_SHUTDOWN_NAMES) for attr_id in UNSAFE_SHUTDOWN_IDS)
+    por_id, por_name = SAMSUNG_POR_RECOVERY
+    return _named(attrs, (*unsafe, (por_id, frozenset({por_name}))))
+
+
+def ata_percentage_used(
+    attrs: Mapping[int, AtaAttribute], family: str = ""
+) -> tuple[int, AtaAttribute] | None:
+    """(percent of rated life used, the attribute read), or None."""
+    for wear in WEAR_ATTRS:
+        attr = attrs.get(wear.id)
+        if attr is None or attr.name != wear.name:
             continue
-        if attr.name in UNSAFE_SHUTDOWN_NAMES:
-            return attr
-        # An SSD without a drive-database entry gets smartctl's default name for 192; an SSD
-        # has no heads to retract, and vendors reuse 192 for unexpected power loss. Only when
-        # the drive itself says it does not rotate: on a hard disk 192 is a head retract count.
-        if attr_id == 192 and attr.name == HDD_RETRACT_NAME and rotation_rate == 0:
-            return attr
-    attr = attrs.get(SAMSUNG_POR_RECOVERY[0])
-    if attr is not None and attr.name == SAMSUNG_POR_RECOVERY[1] and attr.raw is not None:
-        return attr
-    return None
-
-
-def ata_percentage_used(attrs: Mapping[int, AtaAttribute]) -> AtaAttribute | None:
-    for attr_id, name in WEAR_REMAINING_ATTRS:
-        attr = attrs.get(attr_id)
+        if wear.family is not None and not wear.family.search(family):
+            continue
+        normalised = wear.reading is WearReading.NORMALIZED_REMAINING
+        value = attr.normalized if normalised else attr.raw
         # 0..100 only: some firmware reports sentinels (e.g. 253) before the value is known
-        if attr is None or attr.name != name or attr.normalized is None:
+        if value is None or not 0 <= value <= 100:
             continue
-        if 0 <= attr.normalized <= 100:
-            return attr
+        return (value if wear.reading is WearReading.RAW_USED else 100 - value), attr
     return None
 
 
 def ata_host_bytes_written(
-    attrs: Mapping[int, AtaAttribute], logical_block_size: int | None
+    attrs: Mapping[int, AtaAttribute], logical_block_size: int | None, family: str = ""
 ) -> tuple[int, AtaAttribute] | None:
     for name, unit in WRITE_ATTRS_BY_UNIT:
         for attr in sorted(attrs.values(), key=lambda a: a.id):
             if attr.name != name or attr.raw is None:
                 continue
-            size = unit if unit is not None else logical_block_size
+            size = unit
+            if unit is None:
+                if attr.id not in LBAS_WRITTEN_IDS:
+                    continue
+                size = 32 * _MIB if attr.id == 241 and INTEL_FAMILY.search(family) else None
+                size = size or logical_block_size
             if size is None:
                 continue
             return attr.raw * size, attr
@@ -304,25 +434,24 @@ def ata_host_bytes_written(
 
 def _ata_fields(doc: Mapping[str, Any], identity: SmartIdentity) -> dict[str, Any]:
     attrs = ata_attributes(doc)
-    unsafe = ata_unsafe_shutdowns(attrs, identity.rotation_rate)
-    wear = ata_percentage_used(attrs)
-    written = ata_host_bytes_written(attrs, identity.logical_block_size)
-    power_cycles = as_uint(doc.get("power_cycle_count"))
+    family = _family(doc)
+    unsafe = ata_unsafe_shutdowns(attrs)
+    wear = ata_percentage_used(attrs, family)
+    written = ata_host_bytes_written(attrs, identity.logical_block_size, family)
+    power_cycles = as_uint(doc.get("power_cycle_count"), 64)
     if power_cycles is None:
-        power_cycles = _raw(attrs, 12)
+        power_cycles = _raw(attrs, POWER_CYCLES)
     return {
         "power_cycles": power_cycles,
         "unsafe_shutdowns": None if unsafe is None else unsafe.raw,
         "unsafe_shutdowns_source": None if unsafe is None else _src(unsafe),
-        "reallocated_sectors": _raw(attrs, 5),
-        "reported_uncorrectable": _raw(attrs, 187),
-        "pending_sectors": _raw(attrs, 197),
-        "offline_uncorrectable": _raw(attrs, 198),
-        "crc_errors": _raw(attrs, 199),
-        "percentage_used": None
-        if wear is None or wear.normalized is None
-        else 100 - wear.normalized,
-        "percentage_used_source": None if wear is None else _src(wear),
+        "reallocated_sectors": _raw(attrs, REALLOCATED),
+        "reported_uncorrectable": _raw(attrs, REPORTED_UNCORRECTABLE),
+        "pending_sectors": _raw(attrs, PENDING),
+        "offline_uncorrectable": _raw(attrs, OFFLINE_UNCORRECTABLE),
+        "crc_errors": _raw(attrs, CRC_ERRORS),
+        "percentage_used": None if wear is None else wear[0],
+        "percentage_used_source": None if wear is None else _src(wear[1]),
         "host_bytes_written": None if written is None else written[0],
         "host_bytes_written_source": None if written is None else _src(written[1]),
     }
@@ -330,22 +459,27 @@ def _ata_fields(doc: Mapping[str, Any], identity: SmartIdentity) -> dict[str, An
 
 # --- SCSI -----------------------------------------------------------------------------------
 
+SCSI_ERROR_PAGES = ("read", "write", "verify")
+
 
 def _scsi_fields(doc: Mapping[str, Any]) -> dict[str, Any]:
     log = doc.get("scsi_error_counter_log")
     log = log if isinstance(log, Mapping) else {}
-    uncorrected = [
-        as_uint(get_path(log, direction, "total_uncorrected_errors"))
-        for direction in ("read", "write", "verify")
-    ]
-    known = [u for u in uncorrected if u is not None]
+    pages = {
+        page: as_uint(get_path(log, page, "total_uncorrected_errors"), 64)
+        for page in SCSI_ERROR_PAGES
+    }
+    known = {page: value for page, value in pages.items() if value is not None}
     written = _scsi_gigabytes(get_path(log, "write", "gigabytes_processed"))
-    wear = as_uint(doc.get("scsi_percentage_used_endurance_indicator"))
+    wear = as_uint(doc.get("scsi_percentage_used_endurance_indicator"), 8)
     return {
         # SCSI has no power-cycle or unsafe-shutdown counter in its standard log pages; the
         # start-stop cycle counter counts spindle starts, which is not the same thing.
-        "media_errors": sum(known) if known else None,
-        "reallocated_sectors": as_uint(doc.get("scsi_grown_defect_list")),
+        # media_errors is a sum over the error-counter pages the drive returned this time; the
+        # source names them, so a delta compares only sums over the same pages.
+        "media_errors": sum(known.values()) if known else None,
+        "media_errors_source": "scsi:" + "+".join(known) if known else None,
+        "reallocated_sectors": as_uint(doc.get("scsi_grown_defect_list"), 32),
         "host_bytes_written": written,
         "host_bytes_written_source": None if written is None else "scsi:write.gigabytes_processed",
         "percentage_used": wear,
@@ -354,15 +488,15 @@ def _scsi_fields(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _scsi_gigabytes(value: Any) -> int | None:
-    """smartctl prints SCSI 'gigabytes processed' (10**9 bytes) as a decimal string."""
+    """smartctl prints SCSI 'gigabytes processed' (10**9 bytes) as a decimal string ("127.3")."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return value * 10**9
+        whole = as_uint(value, 64)
+        return None if whole is None else whole * 10**9
     if not isinstance(value, str):
         return None
-    try:
-        amount = Decimal(value.strip())
-    except InvalidOperation:
+    match = _GIGABYTES.fullmatch(value.strip())
+    if match is None:
         return None
-    if not amount.is_finite() or amount < 0:
-        return None
-    return int(amount * 10**9)
+    whole, fraction = int(match.group(1)), match.group(2) or ""
+    amount = whole * 10**9 + int(fraction.ljust(9, "0"))
+    return amount if amount <= UINT64_MAX * 10**9 else None

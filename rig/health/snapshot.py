@@ -95,6 +95,9 @@ class HealthSnapshot:
     unsafe_shutdowns: int | None = None
     unsafe_shutdowns_source: str | None = None  # e.g. "ata:174:Unexpect_Power_Loss_Ct"
     media_errors: int | None = None  # NVMe media_errors; SCSI total uncorrected errors
+    media_errors_source: str | None = (
+        None  # SCSI: the error-counter pages summed ("scsi:read+write")
+    )
     reallocated_sectors: int | None = None  # ATA 5; SCSI grown defect list length
     reported_uncorrectable: int | None = None  # ATA 187
     offline_uncorrectable: int | None = None  # ATA 198

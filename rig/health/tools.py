@@ -1,7 +1,8 @@
 """Running health tools: one small runner, and the smartctl invocations.
 
-Every tool is run from an argument list (never a shell), with a timeout, in its own process
-group so a hung tool and anything it spawned are killed together. The runner takes PATH from
+Every tool is run from an argument list (never a shell), with a timeout, under a small reaper
+process (rig/health/reaper.py) so that a hung tool and anything it spawned, even a child that
+left its session, are killed together. The runner takes PATH from
 its environment, which is how the tests put fake executables in front of the real ones.
 """
 
@@ -9,14 +10,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import shutil
 import signal
 import subprocess
+import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from rig.health.errors import ToolFailed, ToolMissing, ToolTimeout, ToolUsageError
+from rig.health.reaper import kill_tree
 from rig.health.smart import parse_smartctl_json, smartctl_messages
 from rig.health.snapshot import HealthSnapshot, SmartctlExit, SmartIdentity
 
@@ -35,9 +41,23 @@ class Runner(Protocol):
     def run(self, argv: Sequence[str], timeout_s: float | None = None) -> ToolResult: ...
 
 
+# Per stream: far above any health tool's answer; a flood beyond it is drained, not kept.
+MAX_OUTPUT_BYTES = 16 << 20
+# After the kill: how long to wait for the reaper's exit status (SIGKILL is immediate).
+REAP_AFTER_KILL_S = 0.2
+REAPER = Path(__file__).with_name("reaper.py")
+
+
 @dataclass(frozen=True)
 class ToolRunner:
-    """Runs a tool and returns what it said; raises only when it could not run or hung."""
+    """Runs a tool and returns what it said; raises only when it could not run or hung.
+
+    The tool runs under a small reaper process (rig/health/reaper.py, a child subreaper), so
+    every process it spawns stays below one pid however it detached; at the timeout that whole
+    tree is stopped and killed, and the call returns within the timeout plus a fraction of a
+    second even if something still held our pipes (they are read against the deadline and
+    closed, never waited on). docs/decisions.md says why this and not a cgroup.
+    """
 
     timeout_s: float = DEFAULT_TIMEOUT_S
     env: Mapping[str, str] | None = field(default=None, repr=False)  # None: inherit
@@ -51,23 +71,33 @@ class ToolRunner:
         if exe is None:
             raise ToolMissing(f"{args[0]}: not found on PATH", args)
         limit = self.timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + limit
+        status_r, status_w = os.pipe()
         try:
             proc = subprocess.Popen(
-                [exe, *args[1:]],
+                [sys.executable, "-I", "-S", str(REAPER), str(status_w), exe, *args[1:]],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=env,
-                start_new_session=True,  # own process group: kill the tool and its children
+                pass_fds=(status_w,),
+                start_new_session=True,  # own session and group: no terminal signals reach it
             )
-        except OSError as exc:  # e.g. not executable, bad interpreter
+        except OSError as exc:
+            os.close(status_r)
             raise ToolMissing(f"{args[0]}: cannot execute: {exc}", args) from exc
+        finally:
+            os.close(status_w)
         try:
-            out, err = proc.communicate(timeout=limit)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            proc.communicate()
-            raise ToolTimeout(f"{args[0]}: no answer within {limit:g} s", args, limit) from None
+            out, err, finished = _collect(proc, deadline)
+            if not finished:
+                _kill_tree(proc)
+                raise ToolTimeout(f"{args[0]}: no answer within {limit:g} s", args, limit)
+            failure = _read_status(status_r)
+        finally:
+            os.close(status_r)
+        if failure:
+            raise ToolMissing(f"{args[0]}: {failure}", args)
         return ToolResult(
             argv=args,
             exit_code=proc.returncode,
@@ -76,9 +106,62 @@ class ToolRunner:
         )
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):  # it may have exited meanwhile
+def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, bytes, bool]:
+    """Both streams until EOF and the process's exit, or the deadline: (out, err, finished).
+
+    The pipes are closed on return either way, so nothing that still holds their other ends
+    (a descendant that escaped) can make us wait.
+    """
+    assert proc.stdout is not None and proc.stderr is not None
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    sizes = dict.fromkeys(chunks, 0)
+    open_fds = set(chunks)
+    with selectors.DefaultSelector() as sel:
+        for fd in open_fds:
+            sel.register(fd, selectors.EVENT_READ)
+        while open_fds:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            for key, _ in sel.select(left):
+                fd = int(key.fd)
+                data = os.read(fd, 1 << 16)
+                if not data:
+                    sel.unregister(fd)
+                    open_fds.discard(fd)
+                elif sizes[fd] < MAX_OUTPUT_BYTES:
+                    chunks[fd].append(data[: MAX_OUTPUT_BYTES - sizes[fd]])
+                    sizes[fd] += len(data)
+    finished = not open_fds
+    if finished:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            finished = False
+    proc.stdout.close()
+    proc.stderr.close()
+    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd]), finished
+
+
+def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    """The tool and everything below the reaper: stopped, killed, then the reaper itself."""
+    with contextlib.suppress(OSError):
+        kill_tree(proc.pid)
+    with contextlib.suppress(ProcessLookupError):  # its group too, if the tree walk missed one
         os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=REAP_AFTER_KILL_S)
+
+
+def _read_status(fd: int) -> str:
+    """What the reaper wrote on its status pipe (only when it could not run the tool)."""
+    data = b""
+    while chunk := os.read(fd, 4096):
+        data += chunk
+    return data.decode("utf-8", errors="replace")
 
 
 def first_line(text: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from rig.bus.base import DriveNode
 from rig.health.delta import HealthDelta, diff_snapshots
-from rig.health.errors import HealthToolError
+from rig.health.errors import PARSER_SLIPS, HealthToolError, ToolOutputError
 from rig.health.snapshot import HealthSnapshot
 
 HealthReader = Callable[[DriveNode], HealthSnapshot]
@@ -64,9 +64,24 @@ class HealthTracker:
         self.cuts_since = 0
         self.uncertain = False  # a cycle since the last snapshot may or may not have cut power
 
+    def _read(self, node: DriveNode) -> HealthSnapshot:
+        """One reading; whatever the reader raises about the drive's answer is a typed error.
+
+        The parsers are total, so a slip here is a reader outside them (a station's own health
+        callable): still the answer's fault for the record, never an internal error of a cycle.
+        """
+        try:
+            return self.read(node)
+        except HealthToolError:
+            raise
+        except PARSER_SLIPS as exc:
+            error = ToolOutputError(f"health reading failed: {type(exc).__name__}: {exc}")
+            error.unexpected = True
+            raise error from exc
+
     def baseline(self, node: DriveNode) -> HealthSnapshot:
         """The first snapshot, before any cut. Raises HealthToolError if the drive cannot answer."""
-        self.last = self.read(node)
+        self.last = self._read(node)
         self.cuts_since = 0
         self.uncertain = False
         return self.last
@@ -87,9 +102,10 @@ class HealthTracker:
         if self.cuts_since < self.every:
             return None, None, []
         try:
-            snapshot = self.read(node)
+            snapshot = self._read(node)
         except HealthToolError as error:
-            return None, None, [(0, "health_error", {"error": str(error)})]
+            detail = {"error": str(error), "kind": type(error).__name__}
+            return None, None, [(0, "health_error", detail)]
         events: list[Event] = []
         delta = None
         if self.last is None or self.uncertain:

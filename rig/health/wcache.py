@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from rig.health.errors import ToolFailed, ToolOutputError
+from rig.health.errors import ToolFailed, ToolOutputError, total_parser
 from rig.health.tools import Runner, first_line
 
 CacheTool = Literal["hdparm", "sdparm", "nvme"]
@@ -58,11 +58,16 @@ def set_argv(tool: CacheTool, dev: str, enabled: bool, save: bool = False) -> li
     ]
 
 
-_HDPARM = re.compile(r"write-caching\s*=\s*(\d+|not supported)")
-_SDPARM = re.compile(r"^WCE\s+(-?\d+)(?:\s+\[(.*)\])?", re.MULTILINE)
-_NVME_GET = re.compile(r"get-feature:0x0*6 \([^)]*\),\s*Current value:\s*(?:0x)?([0-9a-fA-F]+)")
+# ASCII digits only (\d also matches other scripts' digits), and never more than a flag needs.
+_HDPARM = re.compile(r"write-caching\s*=\s*([0-9]{1,10}|not supported)", re.ASCII)
+_SDPARM = re.compile(r"^WCE\s+(-?[0-9]{1,10})(?:\s+\[(.*)\])?", re.MULTILINE | re.ASCII)
+_NVME_GET = re.compile(
+    r"get-feature:0x0*6 \([^)]*\),\s*Current value:\s*(?:0x)?([0-9a-fA-F]{1,16})", re.ASCII
+)
+_FLAG = re.compile(r"-?[0-9]{1,10}", re.ASCII)
 
 
+@total_parser("hdparm -W")
 def parse_hdparm_w(text: str) -> WriteCacheState:
     matches = _HDPARM.findall(text)
     if not matches:
@@ -73,6 +78,7 @@ def parse_hdparm_w(text: str) -> WriteCacheState:
     return WriteCacheState(enabled=int(value) != 0, tool="hdparm")
 
 
+@total_parser("sdparm --get=WCE")
 def parse_sdparm_wce(text: str) -> WriteCacheState:
     match = _SDPARM.search(text)
     if match is None:
@@ -89,7 +95,7 @@ def parse_sdparm_wce(text: str) -> WriteCacheState:
             return None
         if value in ("y", "n"):
             return value == "y"
-        return value.lstrip("-").isdigit() and int(value) > 0
+        return bool(_FLAG.fullmatch(value)) and int(value) > 0
 
     return WriteCacheState(
         enabled=int(match.group(1)) > 0,
@@ -100,6 +106,7 @@ def parse_sdparm_wce(text: str) -> WriteCacheState:
     )
 
 
+@total_parser("nvme get-feature")
 def parse_nvme_vwc(text: str) -> WriteCacheState:
     match = _NVME_GET.search(text)
     if match is None:

@@ -34,7 +34,7 @@ def test_a_failed_reading_is_an_event_and_the_next_compares_over_both_cuts() -> 
     first = t.after_cut(NODE)
     assert first[0] is None and first[1] is None
     assert [(kind, d) for _, kind, d in first[2]] == [
-        ("health_error", {"error": "smartctl: no answer"})
+        ("health_error", {"error": "smartctl: no answer", "kind": "ToolTimeout"})
     ]
     snapshot, delta, events = t.after_cut(NODE)
     assert snapshot is not None and delta is not None and events == []
