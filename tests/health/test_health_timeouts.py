@@ -44,31 +44,48 @@ def daemon_pidfile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ig
     if path.exists():  # never leave it running, even when the test failed
         pid = int(path.read_text())
         try:  # only if that pid is still our fake (pids are reused)
-            ours = b"smartctl" in Path(f"/proc/{pid}/cmdline").read_bytes()
-            if ours:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if b"smartctl" in cmdline or cmdline.startswith(b"sleep\0" + HUNG_S.encode()):
                 os.kill(pid, 9)
         except (FileNotFoundError, ProcessLookupError):
             pass
 
 
+HUNG_S = "30"
+# A hung smartctl in sh, not the Python fake: it must have left its daemon before the timeout,
+# and a Python start-up alone took over 0.5 s on a loaded 2-core machine (the daemon was never
+# made and the test proved nothing). setsid: the daemon stays the tool's child in a session of
+# its own; double: the subshell that started it exits at once, so it is orphaned (re-parented).
+HUNG_TOOL = f"""#!/bin/sh
+PATH=/usr/bin:/bin
+daemon='echo $$ > "$FAKE_DAEMON_PIDFILE.tmp"; mv "$FAKE_DAEMON_PIDFILE.tmp" "$FAKE_DAEMON_PIDFILE"'
+if [ "$HOW" = setsid ]; then
+  setsid sh -c "$daemon; exec sleep {HUNG_S}" &
+else
+  (setsid sh -c "$daemon; exec sleep {HUNG_S}" &)
+fi
+exec sleep {HUNG_S}
+"""
+
+
 @pytest.mark.parametrize("how", ["setsid", "double"])
-@pytest.mark.parametrize("timeout_s", [0.5, 1.0])
+@pytest.mark.parametrize("timeout_s", [1.0, 2.0])
 def test_hung_tool_with_a_daemonised_child_returns_in_time_and_both_die(
-    fake_tools: ToolRunner,
-    monkeypatch: pytest.MonkeyPatch,
-    daemon_pidfile: Path,
-    how: str,
-    timeout_s: float,
+    tmp_path: Path, daemon_pidfile: Path, how: str, timeout_s: float
 ) -> None:
-    monkeypatch.setenv("FAKE_SMARTCTL_OUTPUT", str(real_file(INTEL_SATA)))
-    monkeypatch.setenv("FAKE_SMARTCTL_DAEMON", f"{how}:30")
-    monkeypatch.setenv("FAKE_SMARTCTL_SLEEP", "30")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "smartctl").write_text(HUNG_TOOL)
+    (bindir / "smartctl").chmod(0o755)
+    env = {"PATH": str(bindir), "HOW": how, "FAKE_DAEMON_PIDFILE": str(daemon_pidfile)}
+    runner = ToolRunner(timeout_s=10.0, env=env)
     start = time.monotonic()
     with pytest.raises(ToolTimeout) as err:
-        smartctl_snapshot("/dev/sdm", fake_tools, timeout_s=timeout_s)
+        smartctl_snapshot("/dev/sdm", runner, timeout_s=timeout_s)
     elapsed = time.monotonic() - start
     assert err.value.timeout_s == timeout_s
     assert elapsed < timeout_s + GRACE_S, f"returned after {elapsed:.2f} s"
+    assert daemon_pidfile.exists(), "the hung tool did not leave its daemon before the timeout"
     assert _gone(int(daemon_pidfile.read_text())), "the daemonised child outlived the timeout"
 
 
