@@ -139,8 +139,12 @@ def crc16(data: bytes) -> int:
 
 
 def frame(body: str) -> bytes:
-    """`body` with `*CRC` and the newline appended."""
+    """`body` with `*CRC` and the newline appended. A body with a byte outside 0x20..0x7E is
+    refused (`ValueError`): the board answers such a line `- ERR frame`, and a `\r` in it is
+    exactly what an older firmware dropped before executing the rest."""
     raw = body.encode("ascii")
+    if not all(0x20 <= b <= 0x7E for b in raw):
+        raise ValueError(f"request body not printable ASCII: {body!r}")
     return raw + b"*%04X\n" % crc16(raw)
 
 
@@ -178,7 +182,7 @@ class Line:
 
 def parse_line(raw: bytes, rx_ns: int = 0) -> Line:
     """Check and split one line (without its newline) from the board."""
-    raw = raw.rstrip(b"\r")
+    raw = raw.removesuffix(b"\r")  # one, right before the newline (PROTOCOL.md 1)
     if len(raw) > MAX_LINE or any(b < 0x20 or b > 0x7E for b in raw):
         raise BadLine("overlong or non-printable line")
     text = raw.decode("ascii")
@@ -356,7 +360,7 @@ class RawSession:
         """The next line with its checksum verified and `*CRC` removed; `BadLine` if it fails."""
         raw = self.read_raw(timeout_s)
         parse_line(raw)
-        return raw.rstrip(b"\r").decode("ascii").rpartition("*")[0]
+        return raw.removesuffix(b"\r").decode("ascii").rpartition("*")[0]
 
     def drain(self, quiet_s: float = 0.2) -> list[bytes]:
         """Every line that arrives until none did for `quiet_s`."""

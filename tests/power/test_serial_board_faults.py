@@ -198,6 +198,17 @@ def test_parse_reply_event_and_garbage() -> None:
             parse_line(bad)
 
 
+def test_carriage_return_only_right_before_the_newline() -> None:
+    line = frame("3 OK t=12").rstrip(b"\n")
+    assert parse_line(line + b"\r").fields["t"] == "12"
+    for bad in (line + b"\r\r", line[:4] + b"\r" + line[4:]):
+        with pytest.raises(BadLine):
+            parse_line(bad)
+    for body in ("5\r SET 0 0", "6 WDOG 5\r0", "1 SYNC\n", "1 ID\x7f"):
+        with pytest.raises(ValueError, match="not printable"):
+            frame(body)
+
+
 @dataclass
 class FakeUdevDevice:
     device_node: str | None
