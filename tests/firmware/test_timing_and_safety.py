@@ -11,8 +11,9 @@ import time
 
 import pytest
 
-from rig.power.serial_board import RawSession, RelayBoard, frame
+from rig.power.relay import RelayBoard, frame
 from tests.firmware.cut_timing import BOUND_US, DELAYS_S, measure
+from tests.power.raw_session import RawSession, raw_session
 from tests.power.twins import Pin, Twin
 
 # The host build is a Linux process on a shared, loaded machine: it is checked for order (never
@@ -86,7 +87,7 @@ def test_watchdog_restores_safe_state_in_time_after_the_host_goes_silent(
 ) -> None:
     board.set_safe_state(2, False)
     board.off(1)
-    with board.raw_session() as raw:  # the driver stops talking: the host is silent
+    with raw_session(board) as raw:  # the driver stops talking: the host is silent
         _request(raw, 1, "WDOG 1000")
         last = int(_request(raw, 2, "SYNC")["t"])  # the last request before the silence
         trip = _next_event(raw, "WDOG")
@@ -117,7 +118,7 @@ def test_watchdog_restores_safe_state_in_time_after_the_host_goes_silent(
 def test_garbage_never_switches_a_channel(twin: Twin, board: RelayBoard) -> None:
     rng = random.Random(1234)
     valid_lines = ["SET 1 0", "CUT 2 0 0", "SET 3 0", "SAFE 1 0", "WDOG 50"]
-    with board.raw_session() as raw:
+    with raw_session(board) as raw:
         for _ in range(300):
             kind = rng.randrange(4)
             if kind == 0:

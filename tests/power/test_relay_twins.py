@@ -21,8 +21,8 @@ from collections.abc import Iterator
 import pytest
 
 from rig.errors import PowerError
-from rig.power.base import Edge, PowerSwitch
-from rig.power.serial_board import BoardEdge, BoardResetError, RailResult, RelayBoard, ResetInfo
+from rig.power.base import Edge, PowerSwitch, RailResult
+from rig.power.relay import BoardEdge, BoardResetError, RelayBoard, ResetInfo
 from tests.power.twins import Pin, Twin
 
 SLACK_NS = {"host": 50_000, "simavr": 300_000}

@@ -1,6 +1,6 @@
 """Faults on the wire: a board speaking another protocol (a fake peer on a real pty), corrupted
 replies and requests and a silent board (a line proxy in front of the host-build twin), and the
-wire format and udev lookup on their own."""
+udev lookup of the port. The line format on its own: test_relay_wire.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from rig.errors import PowerError, PowerTimeoutError, ProtocolMismatchError
 from rig.power.base import Edge
-from rig.power.serial_board import BadLine, RelayBoard, crc16, find_port, frame, parse_line
+from rig.power.relay import RelayBoard, find_port
 from tests.power.twins import FakePeer, Proxy, Twin, corrupt
 
 ID_V1 = (  # the previous protocol: its BOOT has no t=
@@ -177,36 +177,7 @@ def test_watchdog_cancellation_names_the_trip(host_twin: Twin) -> None:
         proxy.close()
 
 
-# ---- wire format and udev ----
-
-
-def test_crc_check_value() -> None:
-    assert crc16(b"123456789") == 0x29B1
-    assert frame("7 SYNC") == b"7 SYNC*99B5\n"
-
-
-def test_parse_reply_event_and_garbage() -> None:
-    reply = parse_line(frame("3 OK t=12 on=1,0,1,1").rstrip(b"\n"))
-    assert (reply.event, reply.seq, reply.word, reply.fields["t"]) == (False, 3, "OK", "12")
-    assert reply.flags("on") == (1, 0, 1, 1)
-    nack = parse_line(frame("- ERR crc").rstrip(b"\n"))
-    assert (nack.seq, nack.word, nack.args) == (None, "ERR", ("crc",))
-    event = parse_line(frame("! 9 EDGE ch=2 on=0 t=5 why=cut").rstrip(b"\n"))
-    assert (event.event, event.seq, event.word, event.num("t")) == (True, 9, "EDGE", 5)
-    for bad in (b"3 OK t=12*0000", b"3 OK t=12", b"\x01\x02*AAAA", b"x" * 300):
-        with pytest.raises(BadLine):
-            parse_line(bad)
-
-
-def test_carriage_return_only_right_before_the_newline() -> None:
-    line = frame("3 OK t=12").rstrip(b"\n")
-    assert parse_line(line + b"\r").fields["t"] == "12"
-    for bad in (line + b"\r\r", line[:4] + b"\r" + line[4:]):
-        with pytest.raises(BadLine):
-            parse_line(bad)
-    for body in ("5\r SET 0 0", "6 WDOG 5\r0", "1 SYNC\n", "1 ID\x7f"):
-        with pytest.raises(ValueError, match="not printable"):
-            frame(body)
+# ---- finding the port ----
 
 
 @dataclass
