@@ -29,6 +29,7 @@ from rig.power.relay.model import (
     BoardEdge,
     BoardIdentity,
     BoardRefusedError,
+    BoardResetError,
     BootEvent,
     ChannelStates,
     CutTicket,
@@ -170,13 +171,18 @@ class RelayBoard:
         off_us = 0 if off_s is None else max(1, round(off_s * 1e6))
         if not 0 <= delay_us <= DURATION_MAX_US or not 0 <= off_us <= DURATION_MAX_US:
             raise ValueError(f"cut delay {delay_s} s / off {off_s} s out of range")
-        self._session.begin()
-        self._link.request("SYNC")  # fresh sample (and reset detection) just before the cut
-        gen, rail_config = self._state.cut_begins(channel)
+        epoch = self._session.begin()
+        # A fresh sample (and reset detection) just before the cut.
+        self._link.request("SYNC", epoch=epoch)
+        gen, rail_config = self._state.cut_begins(channel, epoch)
         try:
-            reply = self._link.request("CUT", channel, delay_us, off_us)
+            reply = self._link.request("CUT", channel, delay_us, off_us, epoch=epoch)
         except BoardRefusedError:
             self._state.set_cut_inflight(channel, False)
+            raise
+        except BoardResetError as e:
+            if not e.sent:  # never left: nothing for the resync to abort
+                self._state.set_cut_inflight(channel, False)
             raise
         ticket = CutTicket(channel, reply.epoch, reply.line.num("t"), gen)
         return SerialPendingCut(self._state, ticket, reply.line.num("at"), rail_config)
@@ -208,21 +214,19 @@ class RelayBoard:
     # ---- more of the board ----
 
     def states(self) -> ChannelStates:
-        self._session.begin()
-        return self._session.read_states()
+        return self._session.read_states(epoch=self._session.begin())
 
     def abort(self, channel: int) -> bool:
         """Cancel a scheduled cut or restore; the channel stays as it is. True if one was."""
         self._check_channel(channel)
-        self._session.begin()
+        epoch = self._session.begin()
         self._state.cancel(channel, f"ABORT {channel}")
-        return self._link.request("ABORT", channel).line.num("cancelled") == 1
+        return self._link.request("ABORT", channel, epoch=epoch).line.num("cancelled") == 1
 
     def set_safe_state(self, channel: int, on: bool) -> None:
         """The state the board applies at boot and on watchdog (kept in its EEPROM)."""
         self._check_channel(channel)
-        self._session.begin()
-        self._link.request("SAFE", channel, int(on))
+        self._link.request("SAFE", channel, int(on), epoch=self._session.begin())
 
     def configure_rail(
         self, channel: int, hi: int, lo: int, window_ms: int, samples: int = 0
@@ -230,20 +234,18 @@ class RelayBoard:
         """Rail-sense thresholds in ADC counts (0 disables), capture window and how many samples
         to report. Re-applied by the driver after an MCU reset."""
         self._check_channel(channel)
-        self._session.begin()
-        self._link.request("RAIL", channel, hi, lo, window_ms, samples)
+        epoch = self._session.begin()
+        self._link.request("RAIL", channel, hi, lo, window_ms, samples, epoch=epoch)
         self._state.set_rail_config(channel, (hi, lo, window_ms, samples))
 
     def adc(self, channel: int) -> int:
         """One rail-sense reading now (0..1023)."""
         self._check_channel(channel)
-        self._session.begin()
-        return self._link.request("ADC", channel).line.num("v")
+        return self._link.request("ADC", channel, epoch=self._session.begin()).line.num("v")
 
     def sync(self) -> Mapping:
         """Run a sync burst now; return the mapping of the board's current time."""
-        self._session.begin()
-        self._session.sync_burst()
+        self._session.sync_burst(epoch=self._session.begin())
         return self._state.map_latest()
 
     @property
@@ -293,9 +295,9 @@ class RelayBoard:
 
     def _set(self, channel: int, on: bool) -> Edge:
         self._check_channel(channel)
-        self._session.begin()
+        epoch = self._session.begin()
         self._state.cancel(channel, f"SET {channel} {int(on)}")
-        reply = self._link.request("SET", channel, int(on))
+        reply = self._link.request("SET", channel, int(on), epoch=epoch)
         line = reply.line
         t = line.num("t")
         if line.num("edge"):

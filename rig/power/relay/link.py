@@ -70,16 +70,22 @@ class Link:
 
     # ---- the caller's side ----
 
-    def request(self, command: str, *args: int, timeout_s: float | None = None) -> Reply:
+    def request(
+        self, command: str, *args: int, timeout_s: float | None = None, epoch: int | None = None
+    ) -> Reply:
         """Send one request and return its OK reply (every reply with `t=` is a sync sample of
         the clock). Raises `PowerTimeoutError`, `PowerError`, `BoardRefusedError` or
-        `BoardResetError` (the board reset while it was outstanding)."""
+        `BoardResetError` (the board reset while it was outstanding). With `epoch` (the clock
+        epoch a public call began in), a request the board reset before is not sent at all
+        (`BoardResetError`): it belongs to a board the driver has not resynchronised with."""
         self._state.check_usable()
         timeout_s = self._reply_timeout_s if timeout_s is None else timeout_s
         with self._io_lock:
             self._seq = (self._seq + 1) % 65536
             body, wire = request_line(self._seq, command, args)
             slot = Slot(self._seq)
+            if epoch is not None and self._state.epoch != epoch:
+                raise BoardResetError(f"relay board reset before {body!r} was sent", sent=False)
             epoch = self._state.epoch
             self._slot = slot
             try:

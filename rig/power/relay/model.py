@@ -16,7 +16,12 @@ WHY_BOOT = "boot"  # edges the driver infers from a BOOT event (safe state appli
 
 class BoardResetError(PowerError):
     """The board reset while a request was in flight: it may or may not have been carried out
-    before the reset (the reset itself puts every channel in its safe state)."""
+    before the reset (the reset itself puts every channel in its safe state). `sent` is False
+    when the reset came before the request was written: it was not carried out."""
+
+    def __init__(self, message: str, *, sent: bool = True) -> None:
+        super().__init__(message)
+        self.sent = sent
 
 
 class BoardRefusedError(PowerError):

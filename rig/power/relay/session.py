@@ -54,11 +54,18 @@ class Session:
         # How long the line may stay idle before a heartbeat: set from the board's watchdog.
         self.heartbeat_ns = int(min(sync_interval_s, 1.0) * 1e9)
 
-    def begin(self) -> None:
+    def begin(self) -> int:
         """Before a public call: run a pending resynchronisation, or wait for one under way
-        (the caller must not act on the board's state half-way through it)."""
-        self._state.check_usable()
-        self.resync()
+        (the caller must not act on the board's state half-way through it). Returns the clock
+        epoch the call's requests belong to (`Link.request(epoch=)`): a reset after this
+        point fails them unsent instead of letting them reach a board not yet resynchronised
+        with."""
+        while True:
+            self._state.check_usable()
+            self.resync()
+            epoch = self._state.epoch
+            if not self._state.resync_needed:
+                return epoch
 
     # ---- open ----
 
@@ -123,9 +130,9 @@ class Session:
         for ch, config in self._state.rail_configs():
             self._link.request("RAIL", ch, *config)
 
-    def sync_burst(self) -> None:
+    def sync_burst(self, epoch: int | None = None) -> None:
         for _ in range(self._burst_n):
-            self._link.request("SYNC")
+            self._link.request("SYNC", epoch=epoch)
         self.last_burst_ns = time.monotonic_ns()
 
     def keep_alive(self) -> None:
@@ -137,8 +144,8 @@ class Session:
         elif now - self._link.last_tx_ns >= self.heartbeat_ns:
             self._link.request("SYNC")
 
-    def read_states(self) -> ChannelStates:
-        states = ChannelStates.from_reply(self._link.request("STATE").line)
+    def read_states(self, epoch: int | None = None) -> ChannelStates:
+        states = ChannelStates.from_reply(self._link.request("STATE", epoch=epoch).line)
         self._state.apply_states(states)
         return states
 

@@ -318,9 +318,12 @@ class BoardState:
             chan.cut_inflight = False
             self._cond.notify_all()
 
-    def cut_begins(self, channel: int) -> tuple[int, RailConfig | None]:
-        """A CUT is about to go out: the channel's cancel generation and rail configuration."""
+    def cut_begins(self, channel: int, epoch: int) -> tuple[int, RailConfig | None]:
+        """A CUT of `epoch` is about to go out: the channel's cancel generation and rail
+        configuration. `BoardResetError` (not sent) if the board reset since."""
         with self._cond:
+            if epoch != self._epoch:
+                raise BoardResetError("relay board reset before the cut was sent", sent=False)
             chan = self._chans[channel]
             chan.cut_inflight = True
             return chan.cancel_gen, chan.rail_config
