@@ -169,7 +169,8 @@ class BoardState:
         edges the reset caused: channels whose state differs from what the driver last knew.
         They happened after the last line of the old epoch was sent (lower bound) and before
         the BOOT line arrived, and no later than BOOT's `t`, when every channel drives its safe
-        state (upper bound, by extrapolation)."""
+        state (upper bound, by extrapolation; not used if it contradicts the lower bound: the
+        new clock is then wrong, and the causal bound is the honest one)."""
         with self._cond:
             if self._epoch != ticket.epoch:
                 return None
@@ -181,7 +182,9 @@ class BoardState:
             boot_us = ticket.boot.opt_num("t") if ticket.boot is not None else None
             if boot_us is not None:
                 with contextlib.suppress(ClockError):
-                    hi = min(hi, self._clock.map(boot_us).hi_ns)
+                    mapped = self._clock.map(boot_us).hi_ns
+                    if mapped >= lo:
+                        hi = min(hi, mapped)
             lo = min(lo, hi)
             edges = []
             for ch, was in enumerate(ticket.before):
