@@ -288,8 +288,9 @@ class RelayBoard:
                     yield write
                 finally:
                     self._reader.divert(None)
+                    self._session.aside_ended(watch.last_evseq, watch.boot)
         finally:
-            self._session.after_aside(watch.last_evseq, watch.boot)
+            self._session.after_aside(watch.boot is not None)
 
     # ---- internals ----
 

@@ -241,13 +241,19 @@ class Session:
 
     # ---- after standing aside ----
 
-    def after_aside(self, last_evseq: int | None, boot: Line | None) -> None:
-        """The driver takes the line back: after a reset seen meanwhile, the full
-        resynchronisation (`on_reset`); otherwise the board is read again."""
+    def aside_ended(self, last_evseq: int | None, boot: Line | None) -> None:
+        """What went past while the driver stood aside, booked before anyone else may write
+        (the wire still held): a request queued meanwhile (a heartbeat) then goes out in the
+        new clock epoch, never as one of the old epoch answered by the fresh board."""
         if last_evseq is not None:
             self._state.events_seen_up_to(last_evseq)
         if boot is not None:
             self._state.declare_reset("boot event", boot)
+
+    def after_aside(self, boot_seen: bool) -> None:
+        """The driver has the line back: after a reset seen meanwhile, the full
+        resynchronisation (`on_reset`); otherwise the board is read again."""
+        if boot_seen:
             self.resync()
             return
         self.reread()
