@@ -266,13 +266,14 @@ class RelayBoard:
     def stand_aside(self, on_line: LineListener) -> Iterator[Callable[[bytes], None]]:
         """The line to someone else (a diagnostic console, the protocol's conformance test in
         tests/): yields a writer of raw bytes, and every line the board sends goes to
-        `on_line(raw, rx_ns)`, unparsed. Meanwhile the driver sends nothing (no heartbeats: the
-        board's watchdog keeps counting, and trips if the line stays silent for `wdog_ms`) and
-        interprets nothing. Cuts scheduled through the driver before are no longer followed
-        (their waiters get `PowerError`). Afterwards the driver re-reads the board: after a
-        reset seen meanwhile, the full resynchronisation (`on_reset`); otherwise identity, its
-        own settings, the clock and the channel states. Edges caused meanwhile are not
-        reported to `on_edge`: the line's user saw them."""
+        `on_line(raw, rx_ns)`, unparsed, on the reader thread (keep it short). Meanwhile the
+        driver sends nothing (no heartbeats: the board's watchdog keeps counting, and trips if
+        the line stays silent for `wdog_ms`) and interprets nothing. Cuts scheduled through
+        the driver before are no longer followed (their waiters get `PowerError`). Afterwards
+        the driver re-reads the board: after a reset seen meanwhile, the full
+        resynchronisation (`on_reset`); otherwise identity, its own settings, the clock and the
+        channel states. Edges caused meanwhile are not reported to `on_edge`: the line's user
+        saw them."""
         self._session.begin()
         watch = AsideWatch()
 
