@@ -23,7 +23,7 @@ from rig.health.wcache import CacheTool, read_write_cache, set_write_cache
 from rig.identity import DriveIdentity
 from rig.power.base import Edge, PowerSwitch
 from rig.power.manual import ManualSwitch
-from rig.power.serial_board import RelayBoard
+from rig.power.relay import RelayBoard
 
 
 class ToolDrives:

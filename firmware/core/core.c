@@ -85,6 +85,8 @@ static uint16_t wdog_trips;
 static char line[PROTO_MAX_REQUEST];
 static uint8_t line_len;
 static bool line_overlong, line_bad_byte;
+/* A \r was received and held back: ignored if the \n follows, a framing error otherwise. */
+static bool line_cr;
 
 /* The reply or event being written, and the last reply kept for retried requests. */
 static char out[PROTO_MAX_LINE + 6];
@@ -764,8 +766,6 @@ static void handle_line(const char *s, uint8_t len)
 
 void core_rx_byte(uint8_t byte)
 {
-	if (byte == '\r')
-		return;
 	if (byte == '\n') {
 		if (line_overlong)
 			send_framing_error("long");
@@ -774,9 +774,16 @@ void core_rx_byte(uint8_t byte)
 		else if (line_len)
 			handle_line(line, line_len);
 		line_len = 0;
-		line_overlong = line_bad_byte = false;
+		line_overlong = line_bad_byte = line_cr = false;
 		return;
 	}
+	/* Only a \r right before the \n is ignored (PROTOCOL.md 1): one anywhere else is a byte
+	 * outside 0x20..0x7E, and dropping it would execute the rest of the line. */
+	if (line_cr)
+		line_bad_byte = true;
+	line_cr = byte == '\r';
+	if (line_cr)
+		return;
 	if (line_len == PROTO_MAX_REQUEST) {
 		line_overlong = true; /* discard up to the newline */
 		return;
@@ -848,7 +855,7 @@ void core_init(const struct core_board_info *info)
 	wdog_trips = 0;
 	last_request_us = board_now_us();
 	line_len = 0;
-	line_overlong = line_bad_byte = false;
+	line_overlong = line_bad_byte = line_cr = false;
 	have_last = false;
 	/* BOOT's t: every channel is driving its safe state from this instant on. */
 	push_event(EV_BOOT, 0, false, 0, last_request_us);

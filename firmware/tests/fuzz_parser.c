@@ -1,6 +1,8 @@
 /* Mutation fuzz driver for the line parser and dispatch (no libFuzzer needed; build with ASan and
  * UBSan). Feeds mutated valid requests and raw noise for a bounded time, interleaved with timer
- * and ADC activity, and checks that every line the core writes is framed and checksummed.
+ * and ADC activity, and checks that every line the core writes is framed and checksummed, and
+ * that a request carrying a byte outside 0x20..0x7E (a \r anywhere but before the \n) is refused
+ * and changes nothing.
  * Usage: fuzz_parser <seconds> [seed] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +75,55 @@ static void mutate_and_send(void)
 		core_rx_byte('\n');
 }
 
+/* A byte a request line must never carry: outside 0x20..0x7E and not the line's end. Mostly
+ * \r, the one control byte the parser handles specially (ignored only right before \n). */
+static uint8_t bad_byte(void)
+{
+	if (rnd() % 2)
+		return '\r';
+	uint8_t b;
+	do
+		b = (uint8_t)rnd();
+	while ((b >= 0x20 && b <= 0x7E) || b == '\n');
+	return b;
+}
+
+/* Oracle: a request with bad bytes inside it (its checksum computed without them, as a parser
+ * that dropped them would check it) is answered "- ERR frame" (or "- ERR long") and changes
+ * nothing; a \r right before the \n, though, is ignored. */
+static void send_with_bad_bytes(void)
+{
+	char body[128], line[160];
+	const char *seed = seeds[rnd() % (sizeof seeds / sizeof seeds[0])];
+	size_t len = (size_t)snprintf(body, sizeof body, "%s*%04X", seed,
+				      proto_crc16(seed, (uint8_t)strlen(seed)));
+	core_rx_byte('\n'); /* end whatever partial line an earlier action left */
+	check_output();
+	size_t at = rnd() % len; /* never at the end: there a \r is allowed */
+	int extra = 1 + (int)(rnd() % 2);
+	memcpy(line, body, at);
+	for (int i = 0; i < extra; i++)
+		line[at + (size_t)i] = (char)bad_byte();
+	memcpy(line + at + extra, body + at, len - at);
+	len += (size_t)extra;
+	if (rnd() % 4 == 0)
+		line[len++] = '\r';
+	unsigned writes = fake.pin_writes;
+	uint8_t queued = core_events_queued();
+	for (size_t i = 0; i < len; i++)
+		core_rx_byte((uint8_t)line[i]);
+	core_rx_byte('\n');
+	const char *reply = fake_next_line();
+	bool refused = reply != NULL && (strncmp(reply, "- ERR frame*", 12) == 0 ||
+					 strncmp(reply, "- ERR long*", 11) == 0);
+	if (!refused || fake_next_line() != NULL || fake.pin_writes != writes ||
+	    core_events_queued() != queued) {
+		fprintf(stderr, "a line with a byte outside 0x20..0x7E was not refused: %.*s -> %s\n",
+			(int)len, line, reply ? reply : "(no reply)");
+		abort();
+	}
+}
+
 int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 5.0;
@@ -89,9 +140,11 @@ int main(int argc, char **argv)
 	uint8_t adc_ch = 0;
 	while (time(NULL) < end) {
 		for (int i = 0; i < 1000; i++, iterations++) {
-			uint32_t action = rnd() % 16;
+			uint32_t action = rnd() % 17;
 			if (action < 10) {
 				mutate_and_send();
+			} else if (action == 16) {
+				send_with_bad_bytes();
 			} else if (action < 12) {
 				for (int n = (int)(rnd() % 100); n > 0; n--)
 					core_rx_byte((uint8_t)rnd());

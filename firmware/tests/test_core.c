@@ -265,6 +265,53 @@ static void test_errors_are_never_acted_on(void)
 	CHECK(next_is(""));
 }
 
+/* Sends `body` with a carriage return inserted before byte `at`, and the checksum of `body`
+ * without it (what a parser that silently drops the \r would accept). */
+static void send_with_cr_at(const char *body, size_t at)
+{
+	char framed[128];
+	size_t len = strlen(body);
+	snprintf(framed, sizeof framed, "%.*s\r%s*%04X\n", (int)at, body, body + at,
+		 proto_crc16(body, (uint8_t)len));
+	send_raw(framed);
+}
+
+static void test_carriage_return_only_before_newline(void)
+{
+	boot();
+	skip_boot();
+	unsigned writes = fake.pin_writes;
+	/* A \r anywhere but right before the \n is a byte outside 0x20..0x7E: refused. */
+	send_with_cr_at("5 SET 0 0", 1);
+	CHECK(next_is("- ERR frame"));
+	send_with_cr_at("6 WDOG 50", 8);
+	CHECK(next_is("- ERR frame"));
+	send_with_cr_at("7 SET 1 0", 0);
+	CHECK(next_is("- ERR frame"));
+	send_raw("8 SET 2 0*\r");
+	send_raw("0000\n");
+	CHECK(next_is("- ERR frame"));
+	send_raw("9 SYNC\r\r\n");
+	CHECK(next_is("- ERR frame"));
+	send_raw("\r\r\n");
+	CHECK(next_is("- ERR frame"));
+	CHECK(fake.pin_writes == writes);
+	CHECK(!core_events_queued());
+	send("10 STATE");
+	CHECK(next_is("10 OK t=1000 on=1,1,1,1 safe=1,1,1,1 pend=0,0,0,0"));
+	send("11 ID");
+	CHECK(strstr(next(), " wdog_ms=5000") != NULL);
+	/* Right before the \n it is ignored, on a request and on an empty line. */
+	char framed[64];
+	snprintf(framed, sizeof framed, "12 SET 3 0*%04X\r\n", proto_crc16("12 SET 3 0", 10));
+	send_raw(framed);
+	CHECK(next_is("12 OK t=1000 ch=3 on=0 edge=1"));
+	send_raw("\r\n");
+	drain_events();
+	CHECK(next_is("! 1 EDGE ch=3 on=0 t=1000 why=set"));
+	CHECK(next_is(""));
+}
+
 static void test_retry_replays_without_acting(void)
 {
 	boot();
@@ -427,6 +474,7 @@ int main(void)
 		 test_short_glitch_restores_before_bookkeeping},
 		{"cut_refusals", test_cut_refusals},
 		{"errors_are_never_acted_on", test_errors_are_never_acted_on},
+		{"carriage_return_only_before_newline", test_carriage_return_only_before_newline},
 		{"retry_replays_without_acting", test_retry_replays_without_acting},
 		{"watchdog_restores_safe_state", test_watchdog_restores_safe_state},
 		{"watchdog_survives_a_clock_step_back", test_watchdog_survives_a_clock_step_back},

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rig.power.serial_board import RelayBoard
+from rig.power.relay import RelayBoard
 from tests.power.conftest import firmware_built, twin  # noqa: F401  (fixtures used here)
 from tests.power.twins import Twin
 

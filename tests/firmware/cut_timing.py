@@ -20,7 +20,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from rig.power.serial_board import RelayBoard
+from rig.power.relay import RelayBoard
 from tests.power.twins import Pin, Twin
 
 DELAYS_S = [0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0]

@@ -1,5 +1,5 @@
 """Reads the executable examples of firmware/PROTOCOL.md (section 5) and runs them through the
-production driver's raw session (`RelayBoard.raw_session()`)."""
+production driver standing aside (`tests.power.raw_session`, over `RelayBoard.stand_aside()`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rig.power.serial_board import RawSession
+from tests.power.raw_session import RawSession
 
 PROTOCOL_MD = Path(__file__).resolve().parents[2] / "firmware" / "PROTOCOL.md"
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from rig.power.serial_board import RelayBoard
+from rig.power.relay import RelayBoard
 from tests.power.conftest import _require
 from tests.power.twins import Twin
 

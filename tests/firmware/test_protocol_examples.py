@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rig.power.serial_board import PROTOCOL_VERSION, RelayBoard
+from rig.power.relay import PROTOCOL_VERSION, RelayBoard
 from tests.firmware.protocol_examples import PROTOCOL_MD, Example, load_examples, pattern, run
+from tests.power.raw_session import raw_session
 from tests.power.twins import Twin
 
 EXAMPLES = load_examples()
@@ -25,7 +26,7 @@ def test_the_runner_fails_on_a_wrong_line(twin: Twin, board: RelayBoard, tmp_pat
     """The harness can fail: a block whose expected reply is wrong does not pass."""
     wrong = tmp_path / "wrong.md"
     wrong.write_text("```example\n> 1 STATE\n< 1 OK t={t} on=0,0,0,0 safe={s} pend={p}\n```\n")
-    with board.raw_session() as raw, pytest.raises(AssertionError, match="got '1 OK t="):
+    with raw_session(board) as raw, pytest.raises(AssertionError, match="got '1 OK t="):
         run(load_examples(wrong)[0], raw)
     assert pattern("1 OK t={t} ch=2").fullmatch("1 OK t=17 ch=2")
     assert not pattern("1 OK t={t} ch=2").fullmatch("1 OK t=17 ch=3")
@@ -39,7 +40,7 @@ def test_example(example: Example, twin: Twin, board: RelayBoard) -> None:
     assert boot.reset_cause == "power" and boot.mcu_us is not None
     if twin.kind == "simavr":  # the AVR's start-up on its own clock (PROTOCOL.md 2.1)
         assert 50 <= boot.mcu_us <= 1000, boot
-    with board.raw_session() as raw:
+    with raw_session(board) as raw:
         run(example, raw)
     # The driver takes over again after the block.
     assert board.states().pending == (0,) * 4

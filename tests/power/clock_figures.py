@@ -14,7 +14,7 @@ import statistics
 import sys
 import time
 
-from rig.power.serial_board import RelayBoard
+from rig.power.relay import RelayBoard
 from tests.power.twins import Twin
 
 

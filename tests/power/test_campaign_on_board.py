@@ -24,7 +24,7 @@ from rig.bus.base import DriveNode
 from rig.campaign import Station, run_campaign
 from rig.config import DriveSpec
 from rig.power.base import Edge
-from rig.power.serial_board import RelayBoard
+from rig.power.relay import RelayBoard
 from rig.store import Store
 from tests.power.twins import Pin, Proxy, Twin
 
@@ -92,7 +92,7 @@ def test_noise_and_an_mcu_reset_mid_campaign_switch_nothing_unasked(
         with noise_lock:
             return (_noise(rng) + b"\n" + line) if rng.random() < 0.3 else line
 
-    proxy.to_board = to_board  # (noise towards the host: tests/power/test_serial_board_faults.py)
+    proxy.to_board = to_board  # (noise towards the host: tests/power/test_relay_faults.py)
     campaign = _campaign(proxy.path)
     edges: list[Edge] = []
     cut_edges = threading.Semaphore(0)

@@ -7,7 +7,8 @@ import pytest
 
 from rig import config, station
 from rig.errors import UserError
-from rig.power.serial_board import RelayBoard, SerialPendingCut
+from rig.power.relay import RelayBoard, SerialPendingCut
+from tests.power.raw_session import raw_session
 from tests.power.twins import Twin
 
 
@@ -66,7 +67,7 @@ def test_station_applies_watchdog_and_rail_sense_at_connect(host_twin: Twin) -> 
     board = built.power
     try:
         assert isinstance(board, RelayBoard)
-        with board.raw_session() as raw:  # what the board itself says
+        with raw_session(board) as raw:  # what the board itself says
             raw.send("1 ID")
             assert " wdog_ms=1500" in raw.read_line()
         pending = board.cut(2, 0.001)

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rig.power.serial_board import crc16, frame
+from rig.power.relay import crc16, frame
 
 REPO = Path(__file__).resolve().parents[2]
 FIRMWARE = REPO / "firmware"

@@ -21,8 +21,9 @@ from collections.abc import Iterator
 import pytest
 
 from rig.errors import PowerError
-from rig.power.base import Edge, PowerSwitch
-from rig.power.serial_board import BoardEdge, BoardResetError, RailResult, RelayBoard, ResetInfo
+from rig.power.base import Edge, PowerSwitch, RailResult
+from rig.power.relay import BoardEdge, BoardResetError, RelayBoard, ResetInfo
+from tests.power.raw_session import raw_session
 from tests.power.twins import Pin, Twin
 
 SLACK_NS = {"host": 50_000, "simavr": 300_000}
@@ -59,10 +60,14 @@ def board(twin: Twin, edges: list[Edge]) -> Iterator[RelayBoard]:
 def _slack_ns(twin: Twin, around_ns: int) -> int:
     """How the twin logs, plus (simavr) how much the simulator stalled around that time: the
     sync samples the mapping rests on are at most a sync interval (2 s) away."""
+    return _slack_over(twin, around_ns - 2_500_000_000, around_ns + 500_000_000)
+
+
+def _slack_over(twin: Twin, from_ns: int, to_ns: int) -> int:
+    """`_slack_ns` for a mapping whose samples lie anywhere in [from_ns, to_ns]."""
     if twin.kind != "simavr":
         return SLACK_NS[twin.kind]
-    stall_us = twin.stall_us(around_ns - 2_500_000_000, around_ns + 500_000_000)
-    return SLACK_NS[twin.kind] + 1000 * (stall_us + LAG_REPORT_US)
+    return SLACK_NS[twin.kind] + 1000 * (twin.stall_us(from_ns, to_ns) + LAG_REPORT_US)
 
 
 def _useful_ns(twin: Twin, board: RelayBoard, around_ns: int) -> float:
@@ -264,5 +269,34 @@ def test_rail_sense_reports_the_fall(twin: Twin, edges: list[Edge]) -> None:
         assert result.edge_us == cut.wait(0).source_us
         assert rails == [result]
         board.on(2)
+    finally:
+        board.close()
+
+
+def test_a_reset_while_standing_aside_is_resynchronised_once(twin: Twin) -> None:
+    """The board resets while the driver stands aside (a raw session) for longer than a
+    heartbeat period, so a heartbeat is queued for the line: the driver books the BOOT before
+    that heartbeat may go out, resynchronises once, and bounds the reset's edge correctly."""
+    edges: list[Edge] = []
+    # Heartbeats every 100 ms; the reset at once gives the fresh board its default 5 s watchdog.
+    board = RelayBoard(twin.pty, on_edge=edges.append, watchdog_ms=400)
+    try:
+        board.off(2)
+        with raw_session(board) as raw:
+            asked_ns = twin.reset()
+            boot = raw.read_line(3.0)
+            assert " BOOT " in boot, boot
+            time.sleep(0.3)  # a heartbeat waits for the line
+        done_ns = time.monotonic_ns()
+        assert [r.reason for r in board.resets] == ["boot event"]
+        assert board.stats.resets == 1
+        boot_edges = board.resets[0].boot_edges
+        assert [(e.channel, e.powered, e.why) for e in boot_edges] == [(2, True, "boot")]
+        # The new epoch's clock is sampled only after the session: a simulator that stalled
+        # and caught up meanwhile bends the mapping of BOOT's t by that much.
+        slack = _slack_over(twin, asked_ns - 2_500_000_000, done_ns + 500_000_000)
+        assert boot_edges[0].host_ns - boot_edges[0].error_ns <= twin.resets[0] + slack
+        assert boot_edges[0].host_ns + boot_edges[0].error_ns >= asked_ns - slack
+        assert board.states().on == (True,) * 4
     finally:
         board.close()

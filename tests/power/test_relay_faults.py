@@ -1,6 +1,6 @@
 """Faults on the wire: a board speaking another protocol (a fake peer on a real pty), corrupted
 replies and requests and a silent board (a line proxy in front of the host-build twin), and the
-wire format and udev lookup on their own."""
+udev lookup of the port. The line format on its own: test_relay_wire.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from rig.errors import PowerError, PowerTimeoutError, ProtocolMismatchError
 from rig.power.base import Edge
-from rig.power.serial_board import BadLine, RelayBoard, crc16, find_port, frame, parse_line
+from rig.power.relay import BoardResetError, RelayBoard, find_port
 from tests.power.twins import FakePeer, Proxy, Twin, corrupt
 
 ID_V1 = (  # the previous protocol: its BOOT has no t=
@@ -177,25 +177,7 @@ def test_watchdog_cancellation_names_the_trip(host_twin: Twin) -> None:
         proxy.close()
 
 
-# ---- wire format and udev ----
-
-
-def test_crc_check_value() -> None:
-    assert crc16(b"123456789") == 0x29B1
-    assert frame("7 SYNC") == b"7 SYNC*99B5\n"
-
-
-def test_parse_reply_event_and_garbage() -> None:
-    reply = parse_line(frame("3 OK t=12 on=1,0,1,1").rstrip(b"\n"))
-    assert (reply.event, reply.seq, reply.word, reply.fields["t"]) == (False, 3, "OK", "12")
-    assert reply.flags("on") == (1, 0, 1, 1)
-    nack = parse_line(frame("- ERR crc").rstrip(b"\n"))
-    assert (nack.seq, nack.word, nack.args) == (None, "ERR", ("crc",))
-    event = parse_line(frame("! 9 EDGE ch=2 on=0 t=5 why=cut").rstrip(b"\n"))
-    assert (event.event, event.seq, event.word, event.num("t")) == (True, 9, "EDGE", 5)
-    for bad in (b"3 OK t=12*0000", b"3 OK t=12", b"\x01\x02*AAAA", b"x" * 300):
-        with pytest.raises(BadLine):
-            parse_line(bad)
+# ---- finding the port ----
 
 
 @dataclass
@@ -224,3 +206,62 @@ def test_find_opens_the_board(host_twin: Twin) -> None:
         assert board.identity.board == "host"
     finally:
         board.close()
+
+
+# ---- a reset between a public call's start and its request ----
+
+
+class RebootingPeer:
+    """A scripted board on a fake peer whose clock restarts (an MCU reset whose BOOT line was
+    lost) when `reboot_at_next_sync` is set: the next SYNC answers t=1, from the new epoch."""
+
+    ID = "OK proto=2 fw=0.2.0 build=x board=fake ch=4 clk_hz=16000000 reset=power trips=0 wdog_ms=0"
+
+    def __init__(self) -> None:
+        self.start_ns = time.monotonic_ns()
+        self.reboot_at_next_sync = False
+        self.peer = FakePeer(self.answer)
+
+    def now_us(self) -> int:
+        return (time.monotonic_ns() - self.start_ns) // 1000
+
+    def answer(self, seq: int, cmd: str, args: list[str]) -> str:
+        if cmd == "SYNC" and self.reboot_at_next_sync:
+            self.reboot_at_next_sync = False
+            self.start_ns = time.monotonic_ns()
+            return f"{seq} OK t=1"
+        t = self.now_us()
+        replies = {
+            "ID": self.ID,
+            "SYNC": f"OK t={t}",
+            "STATE": f"OK t={t} on=1,1,1,1 safe=1,1,1,1 pend=0,0,0,0",
+            "CUT": f"OK t={t} at={t + 5_000_000} ch={args[0] if args else 0}",
+            "ABORT": f"OK ch={args[0] if args else 0} cancelled=1",
+        }
+        return f"{seq} {replies.get(cmd, 'ERR unknown')}"
+
+
+def test_a_reset_before_the_cut_is_sent_refuses_the_cut() -> None:
+    """cut() checks for a reset, then sends SYNC and CUT: a reset noticed in between (the SYNC's
+    clock went back) must not let the CUT reach the fresh board before the driver has
+    resynchronised (it would be aborted by the resync and its waiter left to time out, and the
+    channel states the resync compares with would already be the new ones)."""
+    fake = RebootingPeer()
+    try:
+        board = RelayBoard(fake.peer.path, reply_timeout_s=0.5, sync_interval_s=60)
+        try:
+            fake.reboot_at_next_sync = True
+            with pytest.raises(BoardResetError):
+                board.cut(0, 5.0)
+            assert not any(" CUT " in body for body in fake.peer.received), fake.peer.received
+            deadline = time.monotonic() + 5
+            while not board.resets and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert [r.reason for r in board.resets] == ["clock went backwards"]
+            assert board.resets[0].cuts_lost == ()
+            board.cut(1, 5.0)  # after the resync the driver works again
+            assert any(" CUT 1 " in body for body in fake.peer.received)
+        finally:
+            board.close()
+    finally:
+        fake.peer.close()

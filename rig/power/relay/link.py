@@ -1,0 +1,208 @@
+"""Requests on the wire: sequence numbers, one request outstanding at a time, resends and the
+matching of replies (posted by the reader thread) to the request that waits for them.
+
+The board executes a `seq`+CRC once and replays its reply, so the same line is resent unchanged
+after a timeout, a `- ERR crc|frame|long`, or a line that failed its checksum when no reply
+followed within a short grace (it may have been an event, not our reply).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import serial
+
+from rig.errors import PowerError, PowerTimeoutError
+from rig.power.clocksync import SyncSample
+from rig.power.relay.model import BoardRefusedError, BoardResetError
+from rig.power.relay.state import BoardState
+from rig.power.relay.wire import Line, request_line
+
+log = logging.getLogger(__name__)
+
+
+class Slot:
+    """The one outstanding request; the reader thread posts what it heard."""
+
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+        self.outcomes: queue.Queue[tuple[str, Line | None, int]] = queue.Queue()
+
+
+@dataclass(frozen=True)
+class Reply:
+    line: Line
+    lo_ns: int  # host time the request was first sent
+    epoch: int
+
+
+class Link:
+    """The write side of the port and the request/reply exchange. Thread-safe: callers queue on
+    one lock (the wire), held for a whole exchange, resends included."""
+
+    def __init__(
+        self,
+        ser: serial.Serial,
+        port: str,
+        state: BoardState,
+        reply_timeout_s: float,
+        retries: int,
+    ) -> None:
+        self.port = port  # the port's name, for messages
+        self._ser = ser
+        self._state = state
+        self._stats = state.stats
+        self._reply_timeout_s = reply_timeout_s
+        self._retries = retries
+        self._io_lock = threading.Lock()
+        # Random start: a new process never repeats the previous one's last seq+line, which
+        # the board would replay instead of executing.
+        self._seq = secrets.randbelow(65536)
+        self._slot: Slot | None = None
+        self.last_tx_ns = 0  # host time the last request was written
+
+    # ---- the caller's side ----
+
+    def request(
+        self, command: str, *args: int, timeout_s: float | None = None, epoch: int | None = None
+    ) -> Reply:
+        """Send one request and return its OK reply (every reply with `t=` is a sync sample of
+        the clock). Raises `PowerTimeoutError`, `PowerError`, `BoardRefusedError` or
+        `BoardResetError` (the board reset while it was outstanding). With `epoch` (the clock
+        epoch a public call began in), a request the board reset before is not sent at all
+        (`BoardResetError`): it belongs to a board the driver has not resynchronised with."""
+        self._state.check_usable()
+        timeout_s = self._reply_timeout_s if timeout_s is None else timeout_s
+        with self._io_lock:
+            self._seq = (self._seq + 1) % 65536
+            body, wire = request_line(self._seq, command, args)
+            slot = Slot(self._seq)
+            if epoch is not None and self._state.epoch != epoch:
+                raise BoardResetError(f"relay board reset before {body!r} was sent", sent=False)
+            epoch = self._state.epoch
+            self._slot = slot
+            try:
+                line, first_ns, line_epoch = self._exchange(slot, body, wire, epoch, timeout_s)
+            finally:
+                self._slot = None
+            if line_epoch != epoch:
+                raise BoardResetError(f"relay board reset during {body!r}")
+            if line.word != "OK":
+                raise BoardRefusedError(body, line.args[0] if line.args else line.word)
+            if "t" in line.fields:
+                self._state.add_sample(SyncSample(line.num("t"), first_ns, line.rx_ns), line_epoch)
+            return Reply(line, first_ns, line_epoch)
+
+    def _exchange(
+        self, slot: Slot, body: str, wire: bytes, epoch: int, timeout_s: float
+    ) -> tuple[Line, int, int]:
+        """Send `wire` until a reply comes: (reply, host time of the first send, its epoch)."""
+        first_ns: int | None = None
+        resends = timeouts = bad = 0
+        while True:
+            if self._state.epoch != epoch:
+                raise BoardResetError(f"relay board reset during {body!r}")
+            sent_ns = time.monotonic_ns()
+            self._write(wire)
+            self.last_tx_ns = sent_ns
+            if first_ns is None:
+                first_ns = sent_ns
+            self._stats.requests += 1
+            kind, line, line_epoch = self._await_outcome(slot, timeout_s)
+            if kind == "reply":
+                assert line is not None
+                return line, first_ns, line_epoch
+            if kind == "timeout":
+                timeouts += 1
+                self._stats.timeouts += 1
+            else:
+                bad += 1
+            if resends >= self._retries:
+                if timeouts and not bad:
+                    raise PowerTimeoutError(
+                        f"relay board did not answer {body!r} in {timeout_s:.3f} s "
+                        f"({resends + 1} attempts)"
+                    )
+                raise PowerError(
+                    f"no valid reply to {body!r} after {resends + 1} attempts "
+                    f"({bad} corrupted or refused lines, {timeouts} timeouts)"
+                )
+            resends += 1
+            self._stats.retries += 1
+            log.info("relay board: resending %r (%s)", body, kind)
+
+    def _await_outcome(self, slot: Slot, timeout_s: float) -> tuple[str, Line | None, int]:
+        """The reply, or why to resend. After a line that failed its checksum the reply may
+        still come (that line may have been an event): wait a short grace before resending."""
+        deadline = time.monotonic() + timeout_s
+        grace_until: float | None = None
+        while True:
+            now = time.monotonic()
+            limit = deadline if grace_until is None else min(deadline, grace_until)
+            broken = self._state.broken
+            if broken is not None:
+                raise broken
+            try:
+                kind, line, epoch = slot.outcomes.get(timeout=max(0.0, min(limit - now, 0.1)))
+            except queue.Empty:
+                now = time.monotonic()
+                if grace_until is not None and now >= grace_until:
+                    return "bad", None, self._state.epoch
+                if now >= deadline:
+                    return "timeout", None, self._state.epoch
+                continue
+            if kind in ("reply", "nack"):
+                return kind, line, epoch
+            # A corrupted line: ours or an event's. Give the real reply a moment.
+            if grace_until is None:
+                grace_until = time.monotonic() + min(0.05, timeout_s / 4)
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self._ser.write(data)
+            self._ser.flush()
+        except (serial.SerialException, OSError) as e:
+            self.port_failed(e)
+            raise self._state.broken or PowerError(str(e)) from e
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[Callable[[bytes], None]]:
+        """The wire to oneself (no request goes out meanwhile): yields a writer of raw bytes."""
+        with self._io_lock:
+            yield self._write
+
+    # ---- the reader's side ----
+
+    def deliver(self, line: Line) -> None:
+        """A reply line (an `OK`/`ERR` with our seq, or a `- ERR` the board could not
+        attribute) for the request outstanding, if any."""
+        slot = self._slot
+        if line.seq is None:
+            self._stats.nacks += 1
+            if slot is not None:
+                slot.outcomes.put(("nack", line, self._state.epoch))
+        elif slot is not None and line.seq == slot.seq:
+            slot.outcomes.put(("reply", line, self._state.epoch))
+        else:
+            self._stats.stale_replies += 1
+
+    def bad_line(self) -> None:
+        """A line that failed its checksum or framing: maybe our reply."""
+        self._stats.bad_lines += 1
+        slot = self._slot
+        if slot is not None:
+            slot.outcomes.put(("bad", None, self._state.epoch))
+
+    def port_failed(self, cause: Exception) -> None:
+        """The port is lost: fail the request outstanding and every later one."""
+        self._state.fail(PowerError(f"relay board port {self.port} failed: {cause}"))
+        slot = self._slot
+        if slot is not None:
+            slot.outcomes.put(("bad", None, self._state.epoch))
