@@ -9,6 +9,12 @@ every cut; N when the campaign reads it every N cuts). Rules, per ARCHITECTURE Â
 - media errors, uncorrectables, reallocations and CRC errors do not rise (and never fall);
 - no critical-warning bit newly set; SMART status does not turn to failed;
 - identity, capacity and block sizes do not change.
+
+A device whose power-cycle count reads 0 keeps no power accounting (a running device has been
+powered on at least once): QEMU's emulated NVMe and ATA disks are such devices. Its power-cycle
+and unsafe-shutdown counts are then "not reported", never anomalies, and its totals are per
+device instance (QEMU starts them again when the device is added back), so a total that falls is
+not judged either; a counter that rises (media errors...) still is.
 """
 
 from __future__ import annotations
@@ -99,6 +105,7 @@ def diff_snapshots(before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1)
         # Another drive: comparing its counters with this one's would only add noise.
         return HealthDelta(cuts, (), tuple(anomalies), ())
 
+    unaccounted = before.power_cycles == 0 or after.power_cycles == 0
     changes: list[CounterChange] = []
     for name in COUNTERS:
         b, a = getattr(before, name), getattr(after, name)
@@ -111,7 +118,7 @@ def diff_snapshots(before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1)
 
     for name, rule in (("unsafe_shutdowns", "unsafe-shutdown"), ("power_cycles", "power-cycle")):
         b, a = getattr(before, name), getattr(after, name)
-        if b is None and a is None:
+        if (b is None and a is None) or unaccounted:
             not_reported.append(name)
             continue
         if b is None or a is None:
@@ -128,12 +135,15 @@ def diff_snapshots(before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1)
             anomalies.append(
                 CounterAnomaly(name, b, a, f"<= {b}", f"rose by {a - b} across {_cuts(cuts)}")
             )
-        elif a < b and name not in MAY_FALL:
+        elif a < b and name not in MAY_FALL and not unaccounted:
             anomalies.append(CounterAnomaly(name, b, a, f">= {b}", "lifetime counter went down"))
 
     for name in MONOTONIC:
         b, a = getattr(before, name), getattr(after, name)
         if b is not None and a is not None and a < b:
+            if unaccounted:
+                not_reported.append(name)
+                continue
             anomalies.append(CounterAnomaly(name, b, a, f">= {b}", "lifetime counter went down"))
 
     anomalies.extend(_status_anomalies(before, after))
