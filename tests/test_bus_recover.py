@@ -274,3 +274,18 @@ def test_hot_plug_slots_wait_for_removal_only(sysfs: Sysfs, tmp_path: Path) -> N
         fake, "rescan", sysfs=str(sysfs.root), probe=lambda n: probed.append(n) or "EIO"
     )
     assert presence.watch(IDENT).wait_gone(0.2) is None and not probed
+
+
+def test_a_change_event_of_the_stale_node_is_no_return(sysfs: Sysfs, tmp_path: Path) -> None:
+    """udev sends `change` when a writer closes a disk (the rig closes its target after a cut):
+    for a stale node that still does not answer, that is not the drive coming back (seen in the
+    guest: the rig then checked a drive that failed every read, and reported read errors)."""
+    fake, _ = fixed_nvme(tmp_path)
+    probed = []
+    presence = RecoveringPresence(
+        fake, "none", sysfs=str(sysfs.root), probe=lambda n: probed.append(n) or "EIO"
+    )
+    watch = presence.watch(IDENT)
+    assert watch.wait_gone(2.0) is not None
+    fake.back = lambda: True  # udev keeps reporting the stale node (change events)
+    assert watch.wait_back(0.5) is None and len(probed) > 1

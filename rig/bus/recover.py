@@ -259,6 +259,7 @@ class RecoveringWatch:
         self._wait_s = wait_s
         self._probe = probe
         self._stale = False
+        self._removed = False  # recovery removed the stale device
         self._events: list[Event] = []
 
     def _answer(self, node: DriveNode) -> str:
@@ -295,7 +296,7 @@ class RecoveringWatch:
         deadline = time.monotonic() + timeout_s
         while (left := deadline - time.monotonic()) > 0:
             node = self._inner.wait_back(min(left, SLICE_S) if self._stale else left)
-            if node is not None:
+            if node is not None and self._accept(node):
                 return node
             if self._stale and self._stale_answers():  # the stale node answers again: back
                 found = self._presence.find(self._identity)
@@ -303,6 +304,15 @@ class RecoveringWatch:
                     self._events.append((time.monotonic_ns(), "bus_stale_answers", {}))
                     return found
         return None
+
+    def _accept(self, node: DriveNode) -> bool:
+        """A udev event of the stale node itself is no return (udev sends `change` whenever a
+        writer closes a disk, the rig's own close included): that node is back only if it
+        answers reads. A new device, or any after recovery removed the stale one, is."""
+        stale = self._node
+        if not self._stale or stale is None or self._removed or node.devnode != stale.devnode:
+            return True
+        return not self._answer(node)
 
     def _stale_answers(self) -> bool:
         stale = self._node
@@ -327,6 +337,7 @@ class RecoveringWatch:
             if stale:
                 still = os.path.exists(stale)
                 step("node_gone", {"devnode": stale}, "node still present" if still else "")
+                self._removed = not still
         else:
             step("remove", {"path": where.device}, "")  # the host had removed it already
 
