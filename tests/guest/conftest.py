@@ -1,5 +1,5 @@
-"""The guest tier: one QEMU guest (stock Debian kernel, TCG) per test session serves every test
-here; it needs qemu-system-x86, linux-image-amd64, busybox-static, virtme-ng and the built
+"""The guest tier: one QEMU guest (stock Debian kernel, TCG) serves every test of a module (and
+is ended after it, so the rest of the suite does not share the machine with it); it needs qemu-system-x86, linux-image-amd64, busybox-static, virtme-ng and the built
 firmware (make setup installs them all) and skips, saying which is missing, only where one is."""
 
 from __future__ import annotations
@@ -32,15 +32,15 @@ def guest_unavailable() -> str:
     return unavailable()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def guest_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("guest")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def guest_station(guest_workdir: Path) -> Iterator[GuestStation]:
-    """The booted station, shared by the tier's tests; ended (guest, bridge, NBD servers) when
-    the session ends, whatever the tests did."""
+    """The booted station, shared by a module's tests; ended (guest, bridge, NBD servers) after
+    the module, whatever the tests did."""
     reason = guest_unavailable()
     if reason:
         pytest.skip(reason)
