@@ -1,6 +1,7 @@
-"""The guest tier: one QEMU guest (stock Debian kernel, TCG) serves every test of a module (and
-is ended after it, so the rest of the suite does not share the machine with it); it needs qemu-system-x86, linux-image-amd64, busybox-static, virtme-ng and the built
-firmware (make setup installs them all) and skips, saying which is missing, only where one is."""
+"""The guest tier: one QEMU guest (stock Debian kernel, TCG) serves every test of a module and is
+ended after it (the rest of the suite does not share the machine with it). It needs
+qemu-system-x86, linux-image-amd64, busybox-static, virtme-ng and the built firmware (make setup
+installs them all) and skips, saying which is missing, only where one is."""
 
 from __future__ import annotations
 

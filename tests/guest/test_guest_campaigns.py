@@ -50,112 +50,115 @@ def hold_open(station: GuestStation, serial: str) -> str:
     return pid
 
 
-def check_campaign(run: GuestRun, cuts: int) -> None:
-    """Every drive: all its cuts judged, findings exactly the truth's, honest drives clean."""
+def check_campaign(run: GuestRun, channel: int, cuts: int) -> None:
+    """All the drive's cuts judged, its findings exactly the truth's, honest drives clean."""
     result = run.run
     assert result.returncode in (0, 1), result.stderr[-3000:]
     station = result.rows("SELECT station FROM campaign")
-    assert station == [(f"relay-board {BOARD_SERIAL}",)]
-    report = []
-    for channel in CHANNELS:
-        profile = PROFILES[channel]
-        cycles = result.cycles(channel)
-        statuses = [status for _, status, *_ in cycles]
-        assert len(cycles) == cuts and statuses == ["ok"] * cuts, (
-            channel,
-            result.rows(
-                "SELECT c.seq, c.status, c.error FROM cycle c JOIN drive d ON d.id = c.drive_id"
-                " WHERE d.channel = ? AND c.status != 'ok'",
-                channel,
-            ),
-            result.stderr[-2000:],
-        )
-        store = Store(str(run.db))
-        try:
-            truth = run.drive_truth(channel, profile)
-            score = scoring.score_drive(store, channel, truth, allow_errors=False)
-        finally:
-            store.close()
-        report.append(f"ch{channel} {profile}:\n{score.table()}")
-        assert score.cuts == cuts
-        assert score.perfect, f"{profile}:\n{score.table()}\n" + "\n".join(score.examples)
-        failures = result.rows(
-            "SELECT f.class, COUNT(*) FROM finding f JOIN cycle c ON c.id = f.cycle_id"
-            " JOIN drive d ON d.id = c.drive_id WHERE d.channel = ? AND f.failure = 1"
-            " GROUP BY f.class",
-            channel,
-        )
-        if profile in HONEST:
-            assert failures == [], (profile, failures)
-        assert verify.COUNTER_ANOMALY not in dict(failures), (profile, failures)
-    print("\n\n".join(report))
+    assert station == [(f"relay-board {BOARD_SERIAL}",)]  # the board found by its USB identity
+    profile = PROFILES[channel]
+    cycles = result.cycles(channel)
+    statuses = [status for _, status, *_ in cycles]
+    assert len(cycles) == cuts and statuses == ["ok"] * cuts, (
+        result.rows("SELECT c.seq, c.status, c.error FROM cycle c WHERE c.status != 'ok'"),
+        result.stderr[-2000:],
+    )
+    store = Store(str(run.db))
+    try:
+        truth = run.drive_truth(channel, profile)
+        score = scoring.score_drive(store, channel, truth, allow_errors=False)
+    finally:
+        store.close()
+    print(f"\nch{channel} {profile}:\n{score.table()}")
+    assert score.cuts == cuts
+    assert score.perfect, f"{profile}:\n{score.table()}\n" + "\n".join(score.examples)
+    failures = result.rows(
+        "SELECT f.class, COUNT(*) FROM finding f WHERE f.failure = 1 GROUP BY f.class"
+    )
+    if profile in HONEST:
+        assert failures == [], (profile, failures)
+    assert verify.COUNTER_ANOMALY not in dict(failures), (profile, failures)
+    # health was read from the real tools, and what QEMU does not count is said, not judged
+    if station_bus(channel) != "scsi":  # (the SCSI disk has no SMART at all)
+        assert result.rows("SELECT COUNT(*) FROM health")[0][0] == cuts + 1
+        said = event_rows(result, channel, "health_not_reported")
+        assert said and "power_cycles" in said[0][1]["fields"], said
 
 
-def check_bus(run: GuestRun) -> None:
+def station_bus(channel: int) -> str:
+    return next(d.slot for d in STATION_DRIVES if d.channel == channel).split("-")[0]
+
+
+def check_bus(run: GuestRun, channel: int) -> None:
     """Fixed slots: each cut left a stale node, and recovery (remove, rescan) brought the drive
     back; hot-plug slots: the kernel's own removal and return, no recovery."""
-    for channel in CHANNELS:
-        stale = event_rows(run.run, channel, "bus_stale")
-        steps = [d["step"] for _, d in event_rows(run.run, channel, "bus_recover")]
-        cuts = len(run.run.cycles(channel))
-        if channel in FIXED:
-            assert len(stale) == cuts, (channel, stale)
-            assert steps.count("rescan") == cuts and steps.count("remove") == cuts, steps
-            oks = [d["ok"] for _, d in event_rows(run.run, channel, "bus_recover")]
-            assert all(oks), event_rows(run.run, channel, "bus_recover")
-        else:
-            assert not stale and not steps, (channel, stale, steps)
+    stale = event_rows(run.run, channel, "bus_stale")
+    recover = event_rows(run.run, channel, "bus_recover")
+    steps = [d["step"] for _, d in recover]
+    cuts = len(run.run.cycles(channel))
+    if channel in FIXED:
+        assert len(stale) == cuts, stale
+        assert steps.count("rescan") == cuts and steps.count("remove") == cuts, steps
+        assert all(d["ok"] for _, d in recover), recover
+    else:
+        assert not stale and not steps, (stale, steps)
 
 
-def print_timings(run: GuestRun, station: GuestStation) -> None:
-    lines = [f"campaign: {run.seconds:.0f} s in the guest ({CUTS} cuts per drive)"]
-    for channel in CHANNELS:
-        gone, back = timings(run.run, channel)
-        slot = station.drives[channel].spec.slot
+def print_timings(run: GuestRun, station: GuestStation, channel: int, cuts: int) -> None:
+    gone, back = timings(run.run, channel)
 
-        def stats(values: list[float]) -> str:
-            if not values:
-                return "-"
-            return (
-                f"median {statistics.median(values):.2f} s"
-                f" (min {min(values):.2f}, max {max(values):.2f})"
-            )
+    def stats(values: list[float]) -> str:
+        if not values:
+            return "-"
+        low, high = min(values), max(values)
+        return f"median {statistics.median(values):.2f} s (min {low:.2f}, max {high:.2f})"
 
-        lines.append(f"{slot:<13} departure {stats(gone)}; return {stats(back)}")
-    print("\n" + "\n".join(lines))
+    slot = station.drives[channel].spec.slot
+    print(
+        f"\n{slot}: campaign {run.seconds:.0f} s in the guest ({cuts} cuts);"
+        f" departure {stats(gone)}; return after power-on {stats(back)}"
+    )
 
 
-def test_campaigns_in_the_guest_match_the_ground_truth_per_transport(
-    guest_station: GuestStation, guest_workdir: Path
+@pytest.mark.parametrize("channel", CHANNELS, ids=[d.slot for d in STATION_DRIVES])
+def test_a_campaign_in_the_guest_matches_the_ground_truth(
+    guest_station: GuestStation, guest_workdir: Path, channel: int
 ) -> None:
-    holder = hold_open(guest_station, "GHN0001")
+    """One short campaign per transport, one after the other (four drives at once made the
+    board's USB serial link in the guest stall past the driver's 1 s write timeout)."""
+    holder = hold_open(guest_station, "GHN0001") if channel == 0 else ""
+    name = f"guest-ch{channel}"
     try:
-        text = campaign_text("guest-score", guest_station, CHANNELS, CUTS)
-        run = run_campaign(guest_station, guest_workdir, "guest-score", text)
+        run = run_campaign(guest_station, guest_workdir, name, campaign_text(
+            name, guest_station, [channel], CUTS))  # fmt: skip
     finally:
-        assert guest_station.guest is not None
-        guest_station.guest.sh(f"kill {holder}")
-    print_timings(run, guest_station)
-    check_campaign(run, CUTS)
-    check_bus(run)
-    # the hot-plug NVMe came back under another name while the old one was held open, and the
-    # rig followed it by identity
-    nodes = {d["devnode"] for _, d in event_rows(run.run, 0, "bus_back")}
-    assert len(nodes) >= 2, nodes
+        if holder:
+            assert guest_station.guest is not None
+            guest_station.guest.sh(f"kill {holder}")
+    print_timings(run, guest_station, channel, CUTS)
+    check_campaign(run, channel, CUTS)
+    check_bus(run, channel)
+    if channel == 0:  # came back under another name while the old one was held open, and the
+        # rig followed it by identity
+        nodes = {d["devnode"] for _, d in event_rows(run.run, 0, "bus_back")}
+        assert len(nodes) >= 2, nodes
     assert not guest_station.errors()
 
 
 @pytest.mark.slow
-def test_100_cuts_per_drive_in_the_guest_match_the_ground_truth(
-    guest_station: GuestStation, guest_workdir: Path
+@pytest.mark.parametrize("channel", CHANNELS, ids=[d.slot for d in STATION_DRIVES])
+def test_100_cuts_in_the_guest_match_the_ground_truth(
+    guest_station: GuestStation, guest_workdir: Path, channel: int
 ) -> None:
-    text = campaign_text("guest-score-100", guest_station, CHANNELS, 100, seed=17)
-    run = run_campaign(guest_station, guest_workdir, "guest-score-100", text, timeout_s=4 * 3600)
-    print_timings(run, guest_station)
-    check_campaign(run, 100)
-    check_bus(run)
-    torn = run.drive_truth(0, "torn")
-    assert any(e.kind == "torn" for events in torn.events.values() for e in events)
+    name = f"guest-ch{channel}-100"
+    text = campaign_text(name, guest_station, [channel], 100, seed=17)
+    run = run_campaign(guest_station, guest_workdir, name, text, timeout_s=4 * 3600)
+    print_timings(run, guest_station, channel, 100)
+    check_campaign(run, channel, 100)
+    check_bus(run, channel)
+    if PROFILES[channel] == "torn":
+        truth = run.drive_truth(channel, "torn")
+        assert any(e.kind == "torn" for events in truth.events.values() for e in events)
 
 
 def test_a_drive_that_needs_a_rescan_is_dead_without_recovery(
