@@ -8,6 +8,7 @@ depth. Timestamps are taken by the caller around each request (see `rig.workload
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from typing import Protocol
@@ -85,13 +86,17 @@ class DirectTarget:
         flags = os.RWF_DSYNC if durable else 0
         done = os.pwritev(self._fd, [data.data], lba * self._block_size, flags)
         if done != len(data):
-            raise OSError(5, f"short write at block {lba}: {done} of {len(data)} bytes")
+            raise OSError(errno.EIO, f"short write at block {lba}: {done} of {len(data)} bytes")
 
     def read(self, lba: int, count: int) -> npt.NDArray[np.uint8]:
         buffer = aligned_buffer(count * self._block_size)
         done = os.preadv(self._fd, [buffer.data], lba * self._block_size)
         if done != len(buffer):
-            raise OSError(5, f"short read at block {lba}: {done} of {len(buffer)} bytes")
+            if os.lseek(self._fd, 0, os.SEEK_END) == 0:
+                # The kernel sets a removed disk's capacity to 0 (reads end at once; writes get
+                # ENOSPC): the drive left the bus under this descriptor, no media error.
+                raise OSError(errno.ENODEV, f"{self.path}: the device left the bus")
+            raise OSError(errno.EIO, f"short read at block {lba}: {done} of {len(buffer)} bytes")
         return buffer
 
     def flush(self) -> None:

@@ -10,6 +10,7 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
+from rig.bus.recover import DEFAULT_WAIT_S, RECOVER_MODES
 from rig.cuts import STRATEGIES
 from rig.errors import UserError
 from rig.identity import DriveIdentity
@@ -67,6 +68,8 @@ class StationSpec:
     watchdog_ms: int = 5000  # relay board: host silence after which every channel goes safe
     rail_sense: RailSenseSpec | None = None
     twin: str = "in-process"  # simulated stations: which twin (SIMULATED_TWINS)
+    recover: str = "none"  # bus recovery of drives not back after power-on (rig/bus/recover.py)
+    recover_wait_s: tuple[tuple[str, float], ...] = ()  # per transport, before recovering
 
 
 DISCARD_KINDS = ("none", "blkdiscard", "sg_unmap", "nvme")
@@ -249,10 +252,14 @@ def parse(text: str, where: str = "campaign") -> Campaign:
         station_t.get("usb_serial", str, ""),
         *_relay_board_settings(station_t, kind),
         twin=station_t.get("twin", str, "in-process"),
+        recover=_choice(station_t, "recover", RECOVER_MODES),
+        recover_wait_s=_recover_waits(station_t),
     )
     station_t.done()
     if station.twin not in SIMULATED_TWINS:
         raise UserError(f"campaign: [station].twin must be one of {', '.join(SIMULATED_TWINS)}")
+    if station.recover != "none" and kind == "simulated" and station.twin == "in-process":
+        raise UserError("campaign: [station].recover needs drives on a real bus (not in-process)")
     if kind == "relay-board" and not (station.port or station.usb_serial):
         raise UserError("campaign: a relay-board station needs [station].port or .usb_serial")
 
@@ -334,6 +341,28 @@ def parse(text: str, where: str = "campaign") -> Campaign:
         duration_s,
         endurance,
     )
+
+
+def _recover_waits(station_t: _Table) -> tuple[tuple[str, float], ...]:
+    """[station].recover_wait_s: seconds after power-on before a drive that is not back is
+    recovered; one number for every transport, or a table of them (nvme, sata, sas, scsi)."""
+    if "recover_wait_s" not in station_t.data:
+        return ()
+    value = station_t.get("recover_wait_s", (int, float, dict))
+    table = value if isinstance(value, dict) else dict.fromkeys(DEFAULT_WAIT_S, value)
+    waits = []
+    for transport, seconds in table.items():
+        if transport not in DEFAULT_WAIT_S:
+            raise UserError(
+                f"campaign: [station].recover_wait_s: '{transport}' is not a transport"
+                f" ({', '.join(DEFAULT_WAIT_S)})"
+            )
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+            raise UserError(f"campaign: [station].recover_wait_s.{transport} must be seconds")
+        if not 0 <= seconds <= 3600:
+            raise UserError(f"campaign: [station].recover_wait_s.{transport} is outside 0..3600")
+        waits.append((transport, float(seconds)))
+    return tuple(waits)
 
 
 def _endurance(table: _Table, station_kind: str) -> EnduranceSpec:

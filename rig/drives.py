@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rig import locks, safety
 from rig.bus.base import DriveNode
+from rig.bus.recover import hotplug_label, locate
 from rig.health import crosscheck
 from rig.health.tools import Runner
 
@@ -26,20 +27,27 @@ def refusal_reasons(node: DriveNode, runner: Runner, lock_dir: str = locks.LOCK_
     return reasons
 
 
-def table(nodes: list[DriveNode], runner: Runner, lock_dir: str = locks.LOCK_DIR) -> list[str]:
+def table(
+    nodes: list[DriveNode], runner: Runner, lock_dir: str = locks.LOCK_DIR, sysfs: str = "/sys"
+) -> list[str]:
     lines = [
         f"{'node':<14} {'size':>10} {'transport':<9} {'model':<28} {'serial':<24} "
-        f"{'firmware':<9} {'wwn':<22} safe"
+        f"{'firmware':<9} {'wwn':<22} {'hot-plug':<8} safe"
     ]
     for node in nodes:
         reasons = refusal_reasons(node, runner, lock_dir)
         ident = node.identity
         verdict = "yes" if not reasons else f"no: {'; '.join(reasons)}"
+        hotplug = hotplug_label(locate(node.devnode, sysfs))
         lines.append(
             f"{node.devnode:<14} {node.size_bytes / 1e9:>8.1f}GB {node.transport[:9]:<9} "
             f"{ident.model[:28]:<28} {ident.serial[:24]:<24} {ident.firmware[:9]:<9} "
-            f"{ident.wwn[:22]:<22} {verdict}"
+            f"{ident.wwn[:22]:<22} {hotplug:<8} {verdict}"
         )
+    lines.append(
+        "hot-plug: whether the drive's slot can hot-plug (no: after a cut it returns only"
+        ' through bus recovery, [station] recover = "rescan"; -: not on a PCI or SCSI bus)'
+    )
     return lines
 
 
@@ -47,11 +55,14 @@ def _toml(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def stanza(node: DriveNode, channel: int = 0) -> str:
+def stanza(node: DriveNode, channel: int = 0, sysfs: str = "/sys") -> str:
     """The [[drive]] block that names this drive by identity (WWN and serial + model)."""
     ident = node.identity
+    where = locate(node.devnode, sysfs)
+    slot = f"; hot-plug {hotplug_label(where)} ({where.why})" if where is not None else ""
+    size = f"{node.size_bytes / 1e9:.1f} GB"
     lines = [
-        f"# {node.devnode} now; {node.size_bytes / 1e9:.1f} GB, {node.transport or 'unknown'}",
+        f"# {node.devnode} now; {size}, {node.transport or 'unknown'}{slot}",
         "[[drive]]",
         f"channel = {channel}",
         f"model = {_toml(ident.model)}",

@@ -10,6 +10,7 @@ from rig import locks, safety
 from rig.blockio import BlockTarget, DirectTarget
 from rig.bus.base import DriveNode
 from rig.bus.ready import wait_ready
+from rig.bus.recover import RecoveringPresence
 from rig.bus.udev import UdevPresence
 from rig.campaign import Station
 from rig.config import Campaign, DriveSpec
@@ -155,15 +156,20 @@ def build(campaign: Campaign, on_edge: Callable[[Edge], None] | None = None) -> 
     name = campaign.station.kind
     if campaign.station.kind == "relay-board":
         name = f"relay-board {campaign.station.usb_serial or campaign.station.port}"
-    return udev_station(name, _power(campaign, on_edge), ToolDrives())
+    spec = campaign.station
+    recovery = RecoveringPresence(UdevPresence(), spec.recover, dict(spec.recover_wait_s))
+    return udev_station(name, _power(campaign, on_edge), ToolDrives(), recovery)
 
 
-def udev_station(name: str, power: PowerSwitch, drives: ToolDrives) -> Station:
-    """Drives found through udev and served by the real tools, on any power switch."""
+def udev_station(
+    name: str, power: PowerSwitch, drives: ToolDrives, presence: RecoveringPresence | None = None
+) -> Station:
+    """Drives found through udev and served by the real tools, on any power switch; departures
+    of stale nodes and bus recovery as `presence` says (rig/bus/recover.py; none by default)."""
     return Station(
         name,
         power,
-        UdevPresence(),
+        presence or RecoveringPresence(UdevPresence()),
         drives.open_target,
         health=drives.health,
         ready=drives.ready,

@@ -45,6 +45,15 @@ FAILURE_CLASSES = (
 )
 
 NO_OP = -1
+# What a read gets from a drive that left the bus under the checker (rig/blockio.py makes a
+# removed disk's empty reads ENODEV; ENXIO: a device node without its device): the drive is gone,
+# which is no read error of its media. The check stops (`DriveGone`), and the cycle is a rig
+# ERROR whose blocks stay unjudged.
+GONE_ERRNOS = frozenset({errno.ENODEV, errno.ENXIO})
+
+
+class DriveGone(OSError):
+    """The drive left the bus while the checker read it."""
 
 
 @dataclass(frozen=True)
@@ -432,6 +441,8 @@ def _attempt(
             budget.hangs -= 1
             return ReadFailure("hang", None, f"no answer within {policy.timeout_s} s", attempt)
         except OSError as error:
+            if error.errno in GONE_ERRNOS:
+                raise DriveGone(error.errno, f"drive gone during the check: {error}") from error
             kind = "timeout" if error.errno == errno.ETIMEDOUT else "eio"
             failure = ReadFailure(kind, error.errno, str(error), attempt)
         if budget.reads <= 0:

@@ -48,10 +48,11 @@ def probe_once(node: DriveNode, runner: Runner) -> str:
         raise  # a set-up fault of the host, not a drive that is not ready
     except HealthToolError as error:
         return str(error)
-    return _read_probe(node)
+    return read_probe(node)
 
 
-def _read_probe(node: DriveNode) -> str:
+def read_probe(node: DriveNode) -> str:
+    """'' when one of the first, last and middle blocks reads back whole, else what failed."""
     size = max(node.logical_block, 512)
     last = max(node.size_bytes // size - 1, 0)
     answers: list[str] = []

@@ -48,7 +48,11 @@ def identity_of(device: pyudev.Device) -> DriveIdentity:
         return DriveIdentity("Linux loop device", _attr(device, "loop/backing_file"))
     model = _decode_enc(props.get("ID_MODEL_ENC", "")) or props.get("ID_MODEL", "")
     model = model or _attr(device, "device/model")
-    serial = props.get("ID_SERIAL_SHORT", "") or _attr(device, "device/serial")
+    # SCSI disks: udev's ID_SERIAL_SHORT is the VPD 0x83 designator (the NAA WWN when there is
+    # one); the unit serial number the drive reports (VPD 0x80, what sg_inq shows) is
+    # ID_SCSI_SERIAL
+    serial = props.get("ID_SCSI_SERIAL", "") or props.get("ID_SERIAL_SHORT", "")
+    serial = serial or _attr(device, "device/serial")
     wwn = props.get("ID_WWN_WITH_EXTENSION", "") or props.get("ID_WWN", "")
     wwn = wwn or _attr(device, "wwid")
     firmware = props.get("ID_REVISION", "") or _attr(device, "device/firmware_rev")

@@ -19,6 +19,12 @@ Rules, per ARCHITECTURE §4 (docs/health.md gives the table):
 - a counter read from a different attribute or page set than before (its `*_source` changed,
   e.g. a SCSI error-counter page missing) is "not reported" for that delta, never compared;
 - a fixed-width counter that wraps (65535 -> 0 of a 16-bit one) has risen, not been reset.
+
+A device whose power-cycle count reads 0 keeps no power accounting (a running device has been
+powered on at least once): QEMU's emulated NVMe and ATA disks are such devices. Its power-cycle
+and unsafe-shutdown counts are then "not reported", never anomalies, and its totals are per
+device instance (QEMU starts them again when the device is added back), so a total that falls is
+not judged either; a counter that rises (media errors...) still is.
 """
 
 from __future__ import annotations
@@ -138,6 +144,7 @@ def diff_snapshots(before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1)
         anomalies.append(replaced)
         return HealthDelta(cuts, (), tuple(anomalies), ())
 
+    unaccounted = before.power_cycles == 0 or after.power_cycles == 0
     changes: list[CounterChange] = []
     compared: dict[str, tuple[int, int]] = {}
     for name in (*COUNTERS, "available_spare"):
@@ -156,7 +163,9 @@ def diff_snapshots(before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1)
             )
 
     for name, rule in (("unsafe_shutdowns", "unsafe-shutdown"), ("power_cycles", "power-cycle")):
-        if name in compared:
+        if unaccounted and name not in not_reported:
+            not_reported.append(name)  # a device that keeps no power accounting
+        elif name in compared:
             anomaly = _exact_rise(name, rule, *compared[name], cuts)
             if anomaly is not None:
                 anomalies.append(anomaly)
@@ -176,11 +185,14 @@ def diff_snapshots(before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1)
                     name, b, a, f"<= {b}", f"rose by {rise} across {_cuts(cuts)}{wrapped}"
                 )
             )
-        elif rise < 0 and name not in MAY_FALL:
+        elif rise < 0 and name not in MAY_FALL and not unaccounted:
             anomalies.append(CounterAnomaly(name, b, a, f">= {b}", "lifetime counter went down"))
 
     for name in MONOTONIC:
         if name in compared and _rise(*compared[name]) < 0:
+            if unaccounted:  # a per-instance total, started again when the device came back
+                not_reported.append(name)
+                continue
             b, a = compared[name]
             reason = "wear indicator went down" if name == "percentage_used" else None
             anomalies.append(

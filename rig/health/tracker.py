@@ -63,6 +63,7 @@ class HealthTracker:
         self.last: HealthSnapshot | None = None
         self.cuts_since = 0
         self.uncertain = False  # a cycle since the last snapshot may or may not have cut power
+        self.not_reported: tuple[str, ...] = ()  # last said in a `health_not_reported` event
 
     def _read(self, node: DriveNode) -> HealthSnapshot:
         """One reading; whatever the reader raises about the drive's answer is a typed error.
@@ -112,6 +113,9 @@ class HealthTracker:
             events.append((0, "health_rebaseline", {"cuts_since": self.cuts_since}))
         else:
             delta = diff_snapshots(self.last, snapshot, self.cuts_since)
+            if delta.not_reported != self.not_reported:  # said once, and again when it changes
+                self.not_reported = delta.not_reported
+                events.append((0, "health_not_reported", {"fields": list(delta.not_reported)}))
         self.last, self.cuts_since, self.uncertain = snapshot, 0, False
         return snapshot, delta, events
 
