@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 APT_PACKAGES := python3-venv gcc libc6-dev make pkg-config util-linux fdisk e2fsprogs udev fuse3 libfuse3-dev \
 	gcc-avr avr-libc binutils-avr avrdude simavr libsimavr-dev \
 	fio smartmontools sg3-utils nvme-cli \
-	chromium
+	chromium chromium-driver postgresql
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 NATIVE_LIB := rig/native/libpfr.so
