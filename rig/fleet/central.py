@@ -564,6 +564,17 @@ class CentralStore:
         self._commit()
         return rows
 
+    def finding_groups(self, station: str, uid: int, channel: int) -> list[Row]:
+        """Findings per cycle, class and failure flag: count and blocks."""
+        rows = self._all(
+            "SELECT seq, class, failure, count(*) AS n, sum(lba_count) AS blocks"
+            " FROM fleet.finding WHERE station = %s AND campaign_uid = %s AND channel = %s"
+            " GROUP BY seq, class, failure",
+            (station, uid, channel),
+        )
+        self._commit()
+        return rows
+
     def health_of(self, station: str, uid: int, channel: int) -> list[Row]:
         rows = self._all(
             "SELECT after_seq, source, fields FROM fleet.health WHERE station = %s"

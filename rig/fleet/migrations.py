@@ -160,7 +160,7 @@ CREATE TABLE fleet.finding (
     failure integer NOT NULL,
     lba_first bigint NOT NULL, lba_count bigint NOT NULL,
     expected_gen bigint NOT NULL, observed_gen bigint NOT NULL,
-    expected_op integer NOT NULL, observed_op integer NOT NULL,
+    expected_op bigint NOT NULL, observed_op bigint NOT NULL,
     detail text NOT NULL,
     PRIMARY KEY (station, campaign_uid, channel, seq, ordinal),
     FOREIGN KEY (station, campaign_uid, channel, seq)
