@@ -31,6 +31,7 @@ th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .DEAD{color:#fff;background:#b00;font-weight:bold}
 .verdict{display:inline-block;padding:4px 12px;border-radius:4px;color:#fff;font-weight:bold}
 .verdict.PASS{background:#2a2}.verdict.FAIL{background:#c22}
+.verdict.NOT-YET-DEMONSTRATED{background:#c70}.NOT-YET-DEMONSTRATED{color:#a50;font-weight:bold}
 .absent{color:#777;font-style:italic}.note{color:#555;font-size:13px}
 code{font-size:12px;word-break:break-all}.charts{display:flex;flex-wrap:wrap;gap:12px}
 section.model{border-left:4px solid #ccc;padding-left:14px;margin-top:2em}
@@ -650,7 +651,7 @@ def _summary_table(report: Report) -> str:
                 f"{m.drive_level.failed}/{m.drive_level.trials}",
                 m.drives_dead,
                 m.rig_errors,
-                f'<span class="verdict {m.verdict.label}">{m.verdict.label}</span>'
+                f'<span class="verdict {m.verdict.css}">{m.verdict.label}</span>'
                 f'<br><span class="note">{esc("; ".join(m.verdict.reasons))}</span>'
                 f'<br><span class="note">criteria: {esc(m.criteria.describe())}'
                 f" ({p.failed}/{p.trials} counted)</span>",
@@ -750,7 +751,7 @@ def _drive_rows(m: ModelReport) -> list[list[object]]:
                 d.rig_errors + d.interrupted,
                 "alive" if d.dead_at_cut is None else f"dead at cut {d.dead_at_cut}",
                 _ms(d.median_return_ms),
-                f'<span class="{d.verdict}">{d.verdict}</span>',
+                f'<span class="{d.verdict.replace(" ", "-")}">{d.verdict}</span>',
             ]
         )
     return rows
@@ -760,13 +761,19 @@ def _model_section(m: ModelReport, confidence: float) -> str:
     c = f"{confidence:.0%}"
     crit = m.criteria
     verdict = (
-        f'<p><span class="verdict {m.verdict.label}">{m.verdict.label}</span> against the'
+        f'<p><span class="verdict {m.verdict.css}">{m.verdict.label}</span> against the'
         f" criteria: {esc(crit.describe())}. <span class='note'>{esc(m.criteria_note)}.</span></p>"
         f"<ul>{''.join(f'<li>{esc(r)}</li>' for r in m.verdict.reasons)}</ul>"
         f'<p class="note">Success-run: {m.cuts_needed} failure-free cuts demonstrate'
         f" p &lt; {crit.max_failure_rate:g} at {crit.confidence:.0%}"
         f" (n = ln(1 − C) / ln(R)). Reliability shown by these cuts:"
-        f" R ≥ {_pct(m.reliability_demonstrated, 6)}.</p>"
+        f" R ≥ {_pct(m.reliability_demonstrated, 6)}."
+        + (
+            f" <b>{m.verdict.cuts_needed} more failure-free cuts</b> are needed to reach the claim."
+            if m.verdict.cuts_needed
+            else ""
+        )
+        + "</p>"
     )
     firmware = _table(
         ["firmware", "failing cuts", "cuts", "rate", f"{c} upper", "two-sided interval"],

@@ -269,7 +269,7 @@ class StationAgent:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # the agent alone decides when a campaign stops
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - only a prctl, no locks taken
+            preexec_fn=_die_with_parent,  # only a prctl: takes no lock
         )
         out.close()
         self.children[local.submission_id] = child

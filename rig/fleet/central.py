@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
 from rig.errors import UserError
@@ -60,6 +61,15 @@ def drive_key(model: str, serial: str, wwn: str) -> str:
     return f"wwn:{normalise_wwn(wwn)}" if wwn else f"sn:{model}|{serial}"
 
 
+def with_link_options(dsn: str) -> str:
+    """The DSN with the link options it does not set itself."""
+    try:
+        given = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as error:
+        raise UserError(f"central database: not a libpq DSN ({error})") from error
+    return make_conninfo("", **{**LINK_OPTIONS, **given})
+
+
 def station_role(station: str) -> str:
     return f"rig_station_{station}"
 
@@ -80,7 +90,7 @@ class CentralStore:
         self.dsn = dsn
         try:
             self._db = psycopg.connect(
-                dsn, row_factory=dict_row, autocommit=autocommit, **LINK_OPTIONS
+                with_link_options(dsn), row_factory=dict_row, autocommit=autocommit
             )
         except psycopg.OperationalError as error:
             raise CentralUnavailable(str(error).strip().splitlines()[0]) from error
@@ -103,7 +113,7 @@ class CentralStore:
         self, query: str | sql.Composed, args: Sequence[Any] | dict[str, Any] = ()
     ) -> list[Row]:
         with self._db.cursor() as cur:
-            cur.execute(query, args)  # type: ignore[arg-type]
+            cur.execute(query, args)
             return cur.fetchall() if cur.description else []
 
     def _one(self, query: str, args: Sequence[Any] | dict[str, Any] = ()) -> Row | None:
@@ -149,7 +159,7 @@ class CentralStore:
                 db.execute("SELECT pg_advisory_xact_lock(816001)")
                 if self.schema_version() > number:
                     continue
-                db.execute(MIGRATIONS[number])  # type: ignore[arg-type]
+                db.execute(MIGRATIONS[number])
                 db.execute("INSERT INTO fleet.schema_version (version) VALUES (%s)", (number + 1,))
         self._commit()
         return self.schema_version()

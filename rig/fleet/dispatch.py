@@ -19,7 +19,7 @@ import procrastinate
 
 from rig import config
 from rig.errors import UserError
-from rig.fleet.central import LINK_OPTIONS, CentralStore, drive_key
+from rig.fleet.central import CentralStore, drive_key, with_link_options
 
 START_TASK = "rig.fleet.start_campaign"
 STOP_TASK = "rig.fleet.stop_campaign"
@@ -45,7 +45,7 @@ def queue_of(station: str) -> str:
 
 def make_app(dsn: str) -> procrastinate.App:
     connector = procrastinate.PsycopgConnector(
-        conninfo=dsn, kwargs=dict(LINK_OPTIONS), min_size=1, max_size=4
+        conninfo=with_link_options(dsn), min_size=1, max_size=4
     )
     app = procrastinate.App(connector=connector)
     app.add_tasks_from(tasks, namespace="")
