@@ -263,18 +263,35 @@ class CycleRow:
 class Store:
     """One SQLite file. Thread-safe: one connection guarded by a lock (writes are batched)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, read_only: bool = False) -> None:
+        """`read_only`: a reader beside the rig that writes the store (the dashboard): it never
+        migrates or writes, and refuses a store newer than this rig."""
         self.path = path
+        self.read_only = read_only
         try:
-            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            if read_only:
+                uri = f"file:{os.path.abspath(path)}?mode=ro"
+                self._db = sqlite3.connect(
+                    uri, uri=True, check_same_thread=False, isolation_level=None
+                )
+            else:
+                self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+                self._db.execute("PRAGMA journal_mode=WAL")
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as error:
             raise UserError(f"{path}: not a rig store ({error})") from error
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
         self._lock = threading.Lock()
         self._queued_events: list[tuple[int | None, int, str, str]] = []
         self._queue_lock = threading.Lock()  # never held across SQLite work
+        if read_only:
+            if version != SCHEMA_VERSION:
+                self._db.close()
+                raise UserError(
+                    f"{path}: store has schema v{version}; this rig reads v{SCHEMA_VERSION}"
+                )
+            return
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
         migrate(self._db)
 
     @contextmanager
@@ -541,6 +558,27 @@ class Store:
             (campaign_id, after_id, limit),
         )
 
+    def progress_rows(self, since: float) -> list[sqlite3.Row]:
+        """Per drive: cycles, cuts (ok or dead), rig errors, cycles with a failure, cycles
+        ended after `since` (wall clock), the last end (the dashboard's progress)."""
+        return self.query(
+            "SELECT d.id AS drive_id, d.campaign_id, d.channel, COUNT(c.id) AS cycles,"
+            " COALESCE(SUM(c.status IN ('ok', 'dead')), 0) AS cuts,"
+            " COALESCE(SUM(c.status = 'error'), 0) AS rig_errors,"
+            " COALESCE(SUM(c.failures > 0), 0) AS failing,"
+            " COALESCE(SUM(c.ended_at > ?), 0) AS recent, MAX(c.ended_at) AS last_ended"
+            " FROM drive d LEFT JOIN cycle c ON c.drive_id = d.id GROUP BY d.id",
+            (since,),
+        )
+
+    def failure_counts(self) -> list[sqlite3.Row]:
+        """Failure findings per campaign and class."""
+        return self.query(
+            "SELECT d.campaign_id, f.class, COUNT(*) AS n FROM finding f"
+            " JOIN cycle c ON c.id = f.cycle_id JOIN drive d ON d.id = c.drive_id"
+            " WHERE f.failure = 1 GROUP BY d.campaign_id, f.class"
+        )
+
     def latest_campaign(self) -> sqlite3.Row | None:
         rows = self.query("SELECT * FROM campaign ORDER BY id DESC LIMIT 1")
         return rows[0] if rows else None
@@ -557,8 +595,9 @@ class Store:
         )
 
     def close(self) -> None:
-        with self.transaction():
-            pass  # writes what is still queued
+        if not self.read_only:
+            with self.transaction():
+                pass  # writes what is still queued
         with self._lock:
             self._db.close()
 

@@ -98,6 +98,11 @@ class CentralStore:
     def close(self) -> None:
         self._db.close()
 
+    @property
+    def closed(self) -> bool:
+        """Closed, or broken by a lost link: open a new one."""
+        return bool(self._db.closed or self._db.broken)
+
     def __enter__(self) -> CentralStore:
         return self
 
