@@ -355,6 +355,7 @@ class StationAgent:
         registered = False
         next_heartbeat = next_retry = 0.0
         agent = f"{socket.gethostname()} pid {os.getpid()}"
+        last_error = ""
         while not self.stopping.is_set() and not until():
             self._supervise()  # first: campaigns never wait for the network
             try:
@@ -368,15 +369,17 @@ class StationAgent:
                     central.heartbeat(self.config.station, agent)
                     next_heartbeat = now + 5.0
                 self._report(central)
+                if last_error:
+                    log.info("central database reachable again")
+                    last_error = ""
                 if now >= next_retry:
                     next_retry = now + 10.0
                     self._retry_stalled()
             except Exception as error:  # the link or the server: campaigns go on regardless
-                log.warning(
-                    "central database: %s: %s",
-                    type(error).__name__,
-                    (str(error).strip().splitlines() or [""])[0],
-                )
+                why = f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0]}"
+                if why != last_error:
+                    log.warning("central database: %s", why)
+                last_error = why
                 if central is not None:
                     with contextlib.suppress(Exception):
                         central.close()

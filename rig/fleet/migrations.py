@@ -239,6 +239,7 @@ def _grants_and_policies() -> str:
         "GRANT USAGE ON SEQUENCE fleet.submission_id_seq TO rig_dispatch;",
         "GRANT UPDATE ON fleet.submission, fleet.claim TO rig_station;",
         "GRANT UPDATE (last_seen, agent) ON fleet.station TO rig_station;",
+        "GRANT DELETE ON fleet.inventory TO rig_station;",
     ]
     # readers and dispatchers see every row; a station only its own
     for table in (*STATION_TABLES, "station", "submission", "claim"):
