@@ -22,6 +22,10 @@ from reports.dataset import (
 from rig.fleet.central import CentralStore
 
 Filter = Callable[[dict[str, Any]], bool]
+EXAMPLE_COLUMNS = (
+    *("class", "failure", "lba_first", "lba_count", "expected_gen", "observed_gen"),
+    *("expected_op", "observed_op", "detail"),
+)
 
 
 def load(
@@ -99,8 +103,9 @@ def _fill(central: CentralStore, run: DriveRun, station: str, uid: int, channel:
             run.blocks[f["class"]] = run.blocks.get(f["class"], 0) + int(f["blocks"] or 0)
         else:
             run.allowed_losses += f["n"]
+    # the store's columns of a finding (less its row ids, which are the station's own)
     run.examples = [
-        {"cycle": f["seq"], **{k: decode(v) for k, v in f.items() if k != "station"}}
+        {"cycle": f["seq"], **{k: decode(f[k]) for k in EXAMPLE_COLUMNS}}
         for f in central.findings_of(
             station, uid, channel, failures_only=True, limit=EXAMPLES_PER_DRIVE
         )
