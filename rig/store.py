@@ -559,10 +559,12 @@ class Store:
         )
 
     def progress_rows(self, since: float) -> list[sqlite3.Row]:
-        """Per drive: cycles, cuts (ok or dead), rig errors, cycles with a failure, cycles
+        """Per drive: cycles (less interrupted ones, which are run again), cuts (ok or dead),
+        rig errors, cycles with a failure, cycles
         ended after `since` (wall clock), the last end (the dashboard's progress)."""
         return self.query(
-            "SELECT d.id AS drive_id, d.campaign_id, d.channel, COUNT(c.id) AS cycles,"
+            "SELECT d.id AS drive_id, d.campaign_id, d.channel,"
+            " COALESCE(SUM(c.status <> 'interrupted'), 0) AS cycles,"
             " COALESCE(SUM(c.status IN ('ok', 'dead')), 0) AS cuts,"
             " COALESCE(SUM(c.status = 'error'), 0) AS rig_errors,"
             " COALESCE(SUM(c.failures > 0), 0) AS failing,"

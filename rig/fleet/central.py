@@ -519,10 +519,12 @@ class CentralStore:
         return rows
 
     def progress_rows(self, recent_s: float) -> list[Row]:
-        """Per drive of every campaign: cycles, cuts, rig errors, failing cycles, and cycles
-        ended within the last `recent_s` seconds (for the rate)."""
+        """Per drive of every campaign: cycles (less those a crash cut short: the campaign runs
+        them again), cuts, rig errors, failing cycles, and cycles ended within the last
+        `recent_s` seconds (for the rate)."""
         rows = self._all(
-            "SELECT station, campaign_uid, channel, count(*) AS cycles,"
+            "SELECT station, campaign_uid, channel,"
+            " count(*) FILTER (WHERE status <> 'interrupted') AS cycles,"
             " count(*) FILTER (WHERE status IN ('ok', 'dead')) AS cuts,"
             " count(*) FILTER (WHERE status = 'error') AS rig_errors,"
             " count(*) FILTER (WHERE failures > 0) AS failing,"
