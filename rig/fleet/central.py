@@ -406,14 +406,27 @@ class CentralStore:
         station: str,
         rows: Sequence[Sequence[Any]],
     ) -> None:
+        """Rows in bulk: COPY into a temporary table of the same shape, then one INSERT ...
+        SELECT that keeps rows already there (the natural keys) and checks the row-level
+        policy once per statement rather than once per row."""
         if not rows:
             return
-        query = sql.SQL("INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING").format(
-            sql.Identifier("fleet", table),
-            sql.SQL(", ").join(sql.Identifier(c) for c in ("station", *columns)),
-            sql.SQL(", ").join(sql.Placeholder() * (len(columns) + 1)),
+        stage = sql.Identifier(f"stage_{table}")
+        names = sql.SQL(", ").join(sql.Identifier(c) for c in ("station", *columns))
+        cur.execute(
+            sql.SQL(
+                "CREATE TEMP TABLE IF NOT EXISTS {} (LIKE {} INCLUDING DEFAULTS)"
+                " ON COMMIT DELETE ROWS"
+            ).format(stage, sql.Identifier("fleet", table))
         )
-        cur.executemany(query, [(station, *row) for row in rows])
+        with cur.copy(sql.SQL("COPY {} ({}) FROM STDIN").format(stage, names)) as copy:
+            for row in rows:
+                copy.write_row((station, *row))
+        cur.execute(
+            sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} ON CONFLICT DO NOTHING").format(
+                sql.Identifier("fleet", table), names, names, stage
+            )
+        )
 
     # -- dispatch -------------------------------------------------------------------------------
 
@@ -618,6 +631,17 @@ class CentralStore:
         )
         self._commit()
         return rows
+
+    def replication_lags(self, station: str) -> list[float]:
+        """Seconds from each cycle's end on the station to its arrival here (same clock only
+        when the station and the server share a host: the replication bench)."""
+        rows = self._all(
+            "SELECT extract(epoch FROM replicated_at) - ended_at AS lag FROM fleet.cycle"
+            " WHERE station = %s ORDER BY local_id",
+            (station,),
+        )
+        self._commit()
+        return [float(r["lag"]) for r in rows]
 
     def cycle_keys(self, station: str) -> list[Row]:
         """(campaign, channel, seq, status, failures, findings) of every cycle of a station: the

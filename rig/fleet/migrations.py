@@ -248,8 +248,10 @@ def _grants_and_policies() -> str:
             f"ALTER TABLE fleet.{table} ENABLE ROW LEVEL SECURITY;",
             f"CREATE POLICY read_all ON fleet.{table} FOR SELECT TO rig_reader, rig_dispatch"
             " USING (true);",
+            # (SELECT ...): evaluated once per statement (an InitPlan), not once per row
             f"CREATE POLICY own_rows ON fleet.{table} TO rig_station"
-            f" USING ({own} = fleet.my_station()) WITH CHECK ({own} = fleet.my_station());",
+            f" USING ({own} = (SELECT fleet.my_station()))"
+            f" WITH CHECK ({own} = (SELECT fleet.my_station()));",
         ]
     parts += [
         "CREATE POLICY dispatch ON fleet.submission FOR INSERT TO rig_dispatch WITH CHECK (true);",
@@ -272,8 +274,8 @@ def _grants_and_policies() -> str:
         "CREATE POLICY all_jobs ON public.procrastinate_jobs TO rig_dispatch, rig_reader"
         " USING (true) WITH CHECK (true);",
         "CREATE POLICY own_queue ON public.procrastinate_jobs TO rig_station"
-        " USING (queue_name = 'station:' || fleet.my_station())"
-        " WITH CHECK (queue_name = 'station:' || fleet.my_station());",
+        " USING (queue_name = 'station:' || (SELECT fleet.my_station()))"
+        " WITH CHECK (queue_name = 'station:' || (SELECT fleet.my_station()));",
     ]
     return "\n".join(parts)
 
