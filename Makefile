@@ -14,7 +14,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 NATIVE_LIB := rig/native/libpfr.so
 NATIVE_SRC := $(wildcard rig/native/*.c) $(wildcard rig/native/*.h)
 
-.PHONY: setup demo test lint typecheck firmware native clean-sim
+.PHONY: setup demo fleet-demo test lint typecheck firmware native clean-sim
 setup: $(VENV)/.installed firmware native
 
 .apt-installed: Makefile
@@ -41,6 +41,10 @@ firmware: .apt-installed
 
 demo: setup
 	$(VENV)/bin/rig demo
+
+# A fleet on this machine: PostgreSQL, three simulated stations and the dashboard (Ctrl-C stops)
+fleet-demo: setup
+	$(VENV)/bin/rig fleet demo
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

@@ -34,11 +34,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from fixtures import pgcluster  # noqa: E402
 from rig.fleet import dispatch  # noqa: E402
 from rig.fleet.central import CentralStore  # noqa: E402
 from rig.fleet.replicator import ReplicatorLoop, StoreSource, replicate_store  # noqa: E402
 from rig.store import CycleRow, Store  # noqa: E402
-from tests.fleet import pgcluster  # noqa: E402
 
 CYCLE_FIELDS = [f for f in CycleRow.__dataclass_fields__ if f not in ("drive_id", "seq")]
 
@@ -182,6 +182,15 @@ def main() -> None:
                 admin.migrate()
                 for s in range(max(counts) + 1):
                     admin.add_station(f"st{s}", "x")
+            # warm-up (not measured): the server's first WAL segments, catalog caches
+            warm = work / "warm.sqlite"
+            build_store(warm, rows, 400)
+            with CentralStore(pg.dsn()) as admin:
+                admin.add_station("warm", "x")
+            store = Store(str(warm))
+            with CentralStore(pg.dsn("rig_station_warm")) as central:
+                replicate_store(store, central, "warm")
+            store.close()
             print()
             print(
                 f"{'stations':>8} {'cycles':>8} {'wall s':>8} {'cycles/s':>9} "

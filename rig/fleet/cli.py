@@ -136,6 +136,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from fixtures import fleet_demo  # the simulated fleet, wired in explicitly
+
+    return fleet_demo.run(Path(args.out), args.cycles, args.port, args.until_done)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from rig.fleet import dashboard
 
@@ -197,6 +203,15 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.set_defaults(func=cmd_stop)
     p = central(commands.add_parser("status", help="stations, campaigns and their progress"))
     p.set_defaults(func=cmd_status)
+
+    p = commands.add_parser(
+        "demo", help="a fleet on this machine: PostgreSQL, three simulated stations, dashboard"
+    )
+    p.add_argument("--out", default="fleet-demo-out", help="folder for the stations' files")
+    p.add_argument("--cycles", type=int, default=400, help="cuts per drive (default 400)")
+    p.add_argument("--port", type=int, default=8080, help="the dashboard's port")
+    p.add_argument("--until-done", action="store_true", help="stop when the campaigns end")
+    p.set_defaults(func=cmd_demo)
 
     serve = sub.add_parser("serve", help="the live dashboard (fleet or one station's store)")
     serve.add_argument("--central", help="central PostgreSQL to read (a reader role)")

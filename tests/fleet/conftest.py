@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from fixtures import pgcluster
 from rig.fleet import dispatch
 from rig.fleet.central import CentralStore
-from tests.fleet import pgcluster
 
 
 @pytest.fixture(scope="module")

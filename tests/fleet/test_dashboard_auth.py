@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fixtures.pgcluster import Cluster
 from rig.fleet.central import CentralStore
 from rig.fleet.dashboard import create_app
 from rig.fleet.views import CentralView
-from tests.fleet.pgcluster import Cluster
 
 TOKEN = "s3cret-token-of-the-lab-0123"
 DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "demo.toml"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.pgcluster import free_port
 from tests.fleet import browser
-from tests.fleet.pgcluster import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -30,15 +30,16 @@ from pathlib import Path
 
 import pytest
 
+from fixtures import pgcluster
+from fixtures.fleet_demo import PLP, SIM_STATION, inventory, sim_campaign, sim_drives
 from rig.fleet.central import CentralStore
 from rig.store import Store
-from tests.fleet import browser, netns, pgcluster
+from tests.fleet import browser, netns
 from tests.fleet.test_dashboard_browser import end, wait_http
 from tests.loop_station import loop_station
 from tests.loop_station import requirements as loop_requirements
 
 REPO = Path(__file__).resolve().parents[2]
-PLP, LIAR, TORN = "RIGSIM Enterprise PLP", "RIGSIM Lying Flush", "RIGSIM Torn Writer"
 
 
 @dataclass(frozen=True)
@@ -60,54 +61,6 @@ def wait_for(what: str, condition: Callable[[], object], timeout_s: float) -> No
             return
         time.sleep(0.5)
     raise TimeoutError(f"waited {timeout_s:.0f} s for {what}")
-
-
-def sim_drives(station: str) -> list[dict[str, str]]:
-    tag = station[0].upper()
-    return [
-        {"model": PLP, "serial": f"SIM{tag}PLP1", "wwn": "", "profile": "plp"},
-        {
-            "model": LIAR if station == "alpha" else TORN,
-            "serial": f"SIM{tag}BAD2",
-            "wwn": "",
-            "profile": "lying-flush" if station == "alpha" else "torn",
-        },
-    ]
-
-
-def sim_campaign(station: str, cycles: int) -> str:
-    drives = "".join(
-        f'\n[[drive]]\nchannel = {i}\nmodel = "{d["model"]}"\nserial = "{d["serial"]}"\n'
-        f'profile = "{d["profile"]}"\n'
-        for i, d in enumerate(sim_drives(station))
-    )
-    return f"""[campaign]
-name = "fleet-{station}"
-cycles = {cycles}
-seed = {len(station) * 7}
-region_mib = 8
-
-[station]
-kind = "simulated"
-twin = "in-process"
-
-[workload]
-workers = 4
-write_blocks = [1, 2, 4, 8]
-flush_every = 2
-
-[cut]
-delay_ms = [5, 40]
-off_ms = 10
-sample_blocks = 128
-{drives}"""
-
-
-def inventory(drives: list[dict[str, str]]) -> str:
-    return "".join(
-        f'[[drive]]\nmodel = "{d["model"]}"\nserial = "{d["serial"]}"\nwwn = "{d.get("wwn", "")}"\n'
-        for d in drives
-    )
 
 
 class Fleet:
@@ -219,9 +172,8 @@ def fleet(tmp_path: Path, udevd: None) -> Iterator[tuple[Fleet, object]]:
 def run_fleet(fleet: Fleet, station: object, plan: Plan, shots: Path) -> None:
     from tests.loop_station import campaign_text as loop_campaign
 
-    sim_table = '[station]\nkind = "simulated"\ntwin = "in-process"\n'
-    fleet.start_agent("alpha", sim_table, sim_drives("alpha"))
-    fleet.start_agent("gamma", sim_table, sim_drives("gamma"))
+    fleet.start_agent("alpha", SIM_STATION, sim_drives("alpha"))
+    fleet.start_agent("gamma", SIM_STATION, sim_drives("gamma"))
     beta_text = loop_campaign(station, plan.loop_cycles, watchdog_ms=3000)  # type: ignore[arg-type]
     beta_table = beta_text[beta_text.index("[station]") : beta_text.index("[workload]")]
     images = station.images  # type: ignore[attr-defined]
@@ -367,7 +319,7 @@ def _alive(pids: list[int]) -> bool:
 def shoot_overview(fleet: Fleet, shots: Path) -> None:
     """The fleet overview in Chromium (the dashboard reads PostgreSQL as a reader, over the
     server's socket); kept as docs/fleet-overview.png when RIG_DOCS_SHOTS names a folder."""
-    from tests.fleet.pgcluster import free_port
+    from fixtures.pgcluster import free_port
 
     port = free_port()
     with open(fleet.tmp / "serve.log", "wb") as log:

@@ -11,6 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from fixtures.pgcluster import Cluster
 from reports import analysis, dataset
 from reports import central as report_central
 from rig.errors import UserError
@@ -19,7 +20,6 @@ from rig.fleet.central import CentralStore
 from rig.fleet.replicator import next_batch, replicate_store
 from rig.store import Store
 from tests.cli_runner import rig
-from tests.fleet.pgcluster import Cluster
 
 
 @pytest.fixture(scope="module")
