@@ -909,8 +909,8 @@ failing cut, each drive counted once) are shown beside it; when drives of one mo
 trust the drive-level figure.</li>
 <li>Survival: Kaplan-Meier over drives, time in cuts, a dead device is an event at the cut it died
 on, a drive still alive is censored at its cut count (scipy.stats.ecdf); band: log-log.</li>
-<li>Model vs model: Fisher's exact test (two-sided, scipy.stats) on cuts with vs without the outcome (any
-failure, and each class), Holm-corrected over every test.</li>
+<li>Model vs model: Fisher's exact test (two-sided, scipy.stats) on cuts with vs without the
+outcome (any failure, and each class), Holm-corrected over every test.</li>
 <li>Time since the last acknowledgement / flush: from each cut's stored write log, the last write
 completion and last flush completion before the cut edge on the host clock.</li></ul>"""
 
