@@ -8,6 +8,7 @@ import os
 import secrets
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
@@ -163,6 +164,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _one_line(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A database refusal (a role without the right, a constraint) is one line and exit 2."""
+
+    def run(args: argparse.Namespace) -> int:
+        import psycopg
+
+        try:
+            return func(args)
+        except psycopg.Error as error:
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            raise UserError(f"central database: {first}") from error
+
+    return run
+
+
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     fleet = sub.add_parser("fleet", help="many stations: central database, agents, dispatch")
     commands = fleet.add_subparsers(dest="fleet_command", required=True)
@@ -174,35 +190,35 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         return parser
 
     p = central(commands.add_parser("init-db", help="create or upgrade the central schema"))
-    p.set_defaults(func=cmd_init_db)
+    p.set_defaults(func=_one_line(cmd_init_db))
     p = central(commands.add_parser("add-station", help="a station and its database role"))
     p.add_argument("name")
     p.add_argument("--password", help="default: a random one, printed")
-    p.set_defaults(func=cmd_add_station)
+    p.set_defaults(func=_one_line(cmd_add_station))
     p = central(commands.add_parser("add-user", help="a reader or dispatch login role"))
     p.add_argument("name")
     p.add_argument("--kind", choices=("reader", "dispatch"), default="reader")
     p.add_argument("--password", help="default: a random one, printed")
-    p.set_defaults(func=cmd_add_user)
+    p.set_defaults(func=_one_line(cmd_add_user))
     p = central(commands.add_parser("agent", help="run this station's agent"))
     p.add_argument("--station", required=True)
     p.add_argument("--home", required=True, help="folder for the station's campaigns")
     p.add_argument("--inventory", help="TOML [[drive]] list (default: the drives udev sees)")
     p.add_argument("--station-table", help="TOML file with this station's [station] table")
     p.add_argument("--ledgers", action="store_true", help="replicate ledger blobs too")
-    p.set_defaults(func=cmd_agent)
+    p.set_defaults(func=_one_line(cmd_agent))
     p = central(commands.add_parser("replicate", help="ship stores to the central database"))
     p.add_argument("db", nargs="+")
     p.add_argument("--ledgers", action="store_true", help="replicate ledger blobs too")
-    p.set_defaults(func=cmd_replicate)
+    p.set_defaults(func=_one_line(cmd_replicate))
     p = central(commands.add_parser("submit", help="submit a campaign file to the fleet"))
     p.add_argument("campaign")
-    p.set_defaults(func=cmd_submit)
+    p.set_defaults(func=_one_line(cmd_submit))
     p = central(commands.add_parser("stop", help="stop a submitted campaign"))
     p.add_argument("submission", type=int)
-    p.set_defaults(func=cmd_stop)
+    p.set_defaults(func=_one_line(cmd_stop))
     p = central(commands.add_parser("status", help="stations, campaigns and their progress"))
-    p.set_defaults(func=cmd_status)
+    p.set_defaults(func=_one_line(cmd_status))
 
     p = commands.add_parser(
         "demo", help="a fleet on this machine: PostgreSQL, three simulated stations, dashboard"
@@ -211,7 +227,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--cycles", type=int, default=400, help="cuts per drive (default 400)")
     p.add_argument("--port", type=int, default=8080, help="the dashboard's port")
     p.add_argument("--until-done", action="store_true", help="stop when the campaigns end")
-    p.set_defaults(func=cmd_demo)
+    p.set_defaults(func=_one_line(cmd_demo))
 
     serve = sub.add_parser("serve", help="the live dashboard (fleet or one station's store)")
     serve.add_argument("--central", help="central PostgreSQL to read (a reader role)")
@@ -220,4 +236,4 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     serve.add_argument("--token-file", help="the token that submit and stop requests must carry")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
-    serve.set_defaults(func=cmd_serve)
+    serve.set_defaults(func=_one_line(cmd_serve))
