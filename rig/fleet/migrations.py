@@ -5,6 +5,11 @@ Every row a station writes carries its station's name, and row-level security le
 role (a member of rig_station) see and write only rows of its own station. rig_reader reads all;
 rig_dispatch submits and stops campaigns. procrastinate's queue (schema applied before ours) gets
 the same rule: a station's worker sees only the jobs of its own queue, `station:<name>`.
+
+Rows of a cycle (findings, rail sense, ledger) carry no foreign key to `fleet.cycle`: the
+replicator writes them in the cycle's own transaction, and a key check per finding row against the
+largest table was planned on a fresh database while it was empty (a sequential scan, cached by
+the connection): catching up a backlog slowed quadratically until autovacuum analyzed the table.
 """
 
 from __future__ import annotations
@@ -162,9 +167,7 @@ CREATE TABLE fleet.finding (
     expected_gen bigint NOT NULL, observed_gen bigint NOT NULL,
     expected_op bigint NOT NULL, observed_op bigint NOT NULL,
     detail text NOT NULL,
-    PRIMARY KEY (station, campaign_uid, channel, seq, ordinal),
-    FOREIGN KEY (station, campaign_uid, channel, seq)
-        REFERENCES fleet.cycle(station, campaign_uid, channel, seq)
+    PRIMARY KEY (station, campaign_uid, channel, seq, ordinal)
 );
 CREATE TABLE fleet.event (
     station text NOT NULL,
@@ -202,9 +205,7 @@ CREATE TABLE fleet.rail_sense (
     hi_threshold integer NOT NULL, lo_threshold integer NOT NULL, window_ms integer NOT NULL,
     v0 integer, hi_us bigint, lo_us bigint, min_v integer,
     end_reason text NOT NULL, sample_dt_us integer, samples text NOT NULL,
-    PRIMARY KEY (station, campaign_uid, channel, seq),
-    FOREIGN KEY (station, campaign_uid, channel, seq)
-        REFERENCES fleet.cycle(station, campaign_uid, channel, seq)
+    PRIMARY KEY (station, campaign_uid, channel, seq)
 );
 CREATE TABLE fleet.endurance_interval (
     station text NOT NULL,
@@ -223,9 +224,7 @@ CREATE TABLE fleet.ledger (                 -- optional: replicated when the sta
     channel integer NOT NULL,
     seq integer NOT NULL,
     writes bytea NOT NULL,
-    PRIMARY KEY (station, campaign_uid, channel, seq),
-    FOREIGN KEY (station, campaign_uid, channel, seq)
-        REFERENCES fleet.cycle(station, campaign_uid, channel, seq)
+    PRIMARY KEY (station, campaign_uid, channel, seq)
 );
 """
 
