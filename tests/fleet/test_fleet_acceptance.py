@@ -50,7 +50,7 @@ class Plan:
     kills: int  # kill -9 of beta's agent
 
 
-QUICK = Plan(sim_cycles=60, loop_cycles=24, cut_s=8.0, kills=1)
+QUICK = Plan(sim_cycles=100, loop_cycles=24, cut_s=8.0, kills=1)
 LONG = Plan(sim_cycles=400, loop_cycles=120, cut_s=45.0, kills=3)
 
 
@@ -237,8 +237,6 @@ def run_fleet(fleet: Fleet, station: object, plan: Plan, shots: Path) -> None:
     again = fleet.rig("fleet", "submit", str(fleet.tmp / "alpha.toml"), "--central", operator)
     assert again.returncode == 2 and "already claimed" in again.stderr
     wait_for("alpha's first cycles centrally", lambda: len(fleet.central_keys("alpha")) >= 10, 120)
-    if not browser.requirements():  # the fleet overview while they run, in headless Chromium
-        shoot_overview(fleet, shots)
     link = fleet.lab.links["alpha"]
     link.down()
     try:
@@ -251,6 +249,8 @@ def run_fleet(fleet: Fleet, station: object, plan: Plan, shots: Path) -> None:
     finally:
         link.up()
     cut_ended = time.monotonic()
+    if not browser.requirements():  # the fleet overview, in headless Chromium
+        shoot_overview(fleet, shots)
 
     wait_for("all three campaigns to finish", lambda: finished("alpha", "beta", "gamma"), 600)
     # alpha caught up after its link came back, beta after its restart
