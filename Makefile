@@ -9,13 +9,13 @@ APT_PACKAGES := python3-venv gcc libc6-dev make pkg-config util-linux fdisk e2fs
 	gcc-avr avr-libc binutils-avr avrdude simavr libsimavr-dev \
 	fio smartmontools sg3-utils nvme-cli \
 	qemu-system-x86 linux-image-amd64 busybox-static \
-	chromium
+	chromium chromium-driver postgresql
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 NATIVE_LIB := rig/native/libpfr.so
 NATIVE_SRC := $(wildcard rig/native/*.c) $(wildcard rig/native/*.h)
 
-.PHONY: setup demo test lint typecheck firmware native clean-sim
+.PHONY: setup demo fleet-demo test lint typecheck firmware native clean-sim
 setup: $(VENV)/.installed firmware native
 
 .apt-installed: Makefile
@@ -42,6 +42,10 @@ firmware: .apt-installed
 
 demo: setup
 	$(VENV)/bin/rig demo
+
+# A fleet on this machine: PostgreSQL, three simulated stations and the dashboard (Ctrl-C stops)
+fleet-demo: setup
+	$(VENV)/bin/rig fleet demo
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

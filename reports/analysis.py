@@ -167,7 +167,9 @@ class DriveStat:
     full_scans: int  # cuts whose check read the whole test region
     dead_at_cut: int | None  # cumulative cut count at which the drive died
     median_return_ms: float | None
-    verdict: str  # PASS | FAIL | DEAD
+    # DEAD | FAIL (a failure finding) | PASS (none, and its own cuts reach the claim) |
+    # NOT YET DEMONSTRATED (none so far, too few cuts alone for the claim)
+    verdict: str
 
 
 @dataclass
@@ -238,11 +240,20 @@ class RailStat:
 MAX_RAIL_CURVES = 12
 
 
+PASS, FAIL, NOT_YET = "PASS", "FAIL", "NOT YET DEMONSTRATED"
+
+
 @dataclass
 class Verdict:
     passed: bool
-    label: str  # PASS | FAIL
+    label: str  # PASS | FAIL | NOT YET DEMONSTRATED
     reasons: list[str]
+    cuts_needed: int = 0  # NOT YET DEMONSTRATED: more failure-free cuts that reach the claim
+
+    @property
+    def css(self) -> str:
+        """A class name for the label (no spaces)."""
+        return self.label.replace(" ", "-")
 
 
 @dataclass
@@ -386,7 +397,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
     ]
     counted = set(criteria.classes)
     criteria_failed = sum(bool(c.failure_classes & counted) if counted else c.failed for c in cuts)
-    drives = _drives(runs, confidence)
+    drives = _drives(runs, confidence, criteria)
     any_failure = proportion(sum(c.failed for c in cuts), len(cuts), confidence)
     crit = proportion(criteria_failed, len(cuts), criteria.confidence)
     returns = [c.return_ms for c in cuts if c.return_ms is not None and c.status == "ok"]
@@ -447,7 +458,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
     )
 
 
-def _drives(runs: list[DriveRun], confidence: float) -> list[DriveStat]:
+def _drives(runs: list[DriveRun], confidence: float, criteria: Criteria) -> list[DriveStat]:
     by_key: dict[str, list[DriveRun]] = {}
     for r in runs:
         by_key.setdefault(r.key, []).append(r)
@@ -483,10 +494,19 @@ def _drives(runs: list[DriveRun], confidence: float) -> list[DriveStat]:
                 full_scans=sum(c.full_scan for c in cuts),
                 dead_at_cut=dead_at,
                 median_return_ms=statistics.median(returns) if returns else None,
-                verdict="DEAD" if dead_at is not None else ("FAIL" if failed else "PASS"),
+                verdict=_drive_verdict(dead_at, failed, len(cuts), criteria),
             )
         )
     return result
+
+
+def _drive_verdict(dead_at: int | None, failed: int, cuts: int, criteria: Criteria) -> str:
+    if dead_at is not None:
+        return "DEAD"
+    if failed:
+        return FAIL
+    shown = cuts and stats.clopper_pearson_upper(0, cuts, criteria.confidence)
+    return PASS if cuts and shown < criteria.max_failure_rate else NOT_YET
 
 
 def _health(run: DriveRun) -> DriveHealth | None:
@@ -597,38 +617,59 @@ def _bins(points: list[tuple[float | None, bool]], confidence: float) -> list[De
 
 
 def _verdict(criteria: Criteria, crit: Proportion, dead: int, drives: list[DriveStat]) -> Verdict:
-    reasons = []
-    passed = True
+    """PASS: the pooled upper bound is below the claim, every drive has its cuts, no dead drive
+    (where dead drives count). FAIL: a dead drive, or failures enough that even the lower bound
+    lies above the claim (the rate is shown to be too high). Otherwise NOT YET DEMONSTRATED, with
+    the failure-free cuts still needed to reach the claim."""
+    reasons: list[str] = []
+    failed = False
+    needed_total = stats.trials_to_demonstrate(
+        crit.failed, criteria.max_failure_rate, criteria.confidence
+    )
+    needed = max(0, needed_total - crit.trials)
     if crit.trials == 0:
-        return Verdict(False, "FAIL", ["no cuts recorded"])
-    assert crit.upper is not None
-    if crit.upper < criteria.max_failure_rate:
         reasons.append(
-            f"{crit.failed} failing cuts in {crit.trials}: p < {crit.upper:.3g} per cut at"
-            f" {criteria.confidence:.0%}, below {criteria.max_failure_rate:g}"
+            f"no cuts recorded; {needed} failure-free cuts are needed for"
+            f" p < {criteria.max_failure_rate:g} at {criteria.confidence:.0%}"
         )
     else:
-        passed = False
-        needed = stats.success_run_trials(1.0 - criteria.max_failure_rate, criteria.confidence)
-        if crit.failed == 0:
+        assert crit.upper is not None
+        lower = stats.clopper_pearson_lower(crit.failed, crit.trials, criteria.confidence)
+        if crit.upper < criteria.max_failure_rate:
             reasons.append(
-                f"not demonstrated: 0 failing cuts in {crit.trials} shows only"
-                f" p < {crit.upper:.3g} at {criteria.confidence:.0%};"
-                f" {needed} failure-free cuts are needed for p < {criteria.max_failure_rate:g}"
+                f"{crit.failed} failing cuts in {crit.trials}: p < {crit.upper:.3g} per cut at"
+                f" {criteria.confidence:.0%}, below {criteria.max_failure_rate:g}"
+            )
+        elif lower > criteria.max_failure_rate:
+            failed = True
+            reasons.append(
+                f"{crit.failed} failing cut(s) in {crit.trials}: p > {lower:.3g} per cut at"
+                f" {criteria.confidence:.0%}, above {criteria.max_failure_rate:g}"
             )
         else:
             reasons.append(
-                f"{crit.failed} failing cut(s) in {crit.trials}: p < {crit.upper:.3g} per cut at"
-                f" {criteria.confidence:.0%}, not below {criteria.max_failure_rate:g}"
+                f"not demonstrated: {crit.failed} failing cut(s) in {crit.trials} shows only"
+                f" p < {crit.upper:.3g} at {criteria.confidence:.0%};"
+                f" {needed} more failure-free cuts ({needed_total} in all) are needed for"
+                f" p < {criteria.max_failure_rate:g}"
             )
     if dead and criteria.counts_dead:
-        passed = False
+        failed = True
         reasons.append(f"{dead} dead drive(s): a drive that died fails the model")
     short = [d for d in drives if d.cuts.trials < criteria.min_cycles]
     if short:
-        passed = False
+        needed = max(needed, sum(criteria.min_cycles - d.cuts.trials for d in short))
         reasons.append(
             f"{len(short)} drive(s) with fewer than the {criteria.min_cycles} cuts each drive"
             f" needs: {', '.join(f'{d.serial or d.wwn} ({d.cuts.trials})' for d in short)}"
         )
-    return Verdict(passed, "PASS" if passed else "FAIL", reasons)
+    if failed:
+        return Verdict(False, FAIL, reasons, 0)
+    if (
+        crit.trials
+        and crit.upper is not None
+        and crit.upper < criteria.max_failure_rate
+        and (not short)
+    ):
+        return Verdict(True, PASS, reasons, 0)
+    return Verdict(False, NOT_YET, reasons, max(needed, 1))

@@ -458,3 +458,60 @@ def _decode(value: Any) -> Any:
         except json.JSONDecodeError:
             return value
     return value
+
+
+# -- for readers of other sources (reports/central.py: the fleet's PostgreSQL) ------------------
+
+
+def cut_from_row(c: Any, classes: frozenset[str]) -> Cut:
+    """A cut from a cycle row that has the v8 delay columns (any mapping of the cycle table's
+    columns), with the failure classes its findings showed."""
+    cut_ns = c["cut_ns"]
+    return Cut(
+        seq=c["seq"],
+        status=c["status"],
+        cut_delay_ms=c["cut_delay_ns"] / 1e6,
+        failure_classes=classes,
+        return_ms=_ms(c["back_ns"], cut_ns),
+        gone_ms=_ms(c["gone_ns"], cut_ns),
+        ack_to_cut_ms=_delay_ms(c["last_ack_to_cut_ns"]),
+        flush_to_cut_ms=_delay_ms(c["last_flush_to_cut_ns"]),
+        started_at=c["started_at"],
+        bytes_written=c["bytes_written"],
+        blocks_checked=c["blocks_checked"],
+        full_scan=bool(c["full_scan"]),
+    )
+
+
+def decode(value: Any) -> Any:
+    """A column that may hold JSON text, decoded (as the store loader decodes it)."""
+    return _decode(value)
+
+
+def lost_after(detail: Any) -> tuple[float | None, float | None] | None:
+    """(ack, flush) to cut in ms from a lost durable write finding's detail."""
+    detail = _decode(detail)
+    if not isinstance(detail, dict):
+        return None
+    return _ns_to_ms(detail.get("ack_to_cut_ns")), _ns_to_ms(detail.get("flush_to_cut_ns"))
+
+
+def merge(parts: Iterable[Dataset]) -> Dataset:
+    """Datasets of several sources as one; a campaign found in two of them (a station's store
+    given beside the central database it replicated to) is refused rather than counted twice."""
+    merged = Dataset(sources=[], campaigns=[], runs=[])
+    seen: dict[tuple[object, ...], str] = {}
+    for part in parts:
+        for campaign in part.campaigns:
+            identity = (campaign.name, campaign.seed, campaign.started_at)
+            if identity in seen and seen[identity] != campaign.source:
+                raise UserError(
+                    f"campaign {campaign.name!r} started at {campaign.started_at:.0f} is in"
+                    f" {seen[identity]} and in {campaign.source}; give each once"
+                )
+            seen[identity] = campaign.source
+        merged.sources += part.sources
+        merged.campaigns += part.campaigns
+        merged.runs += part.runs
+        merged.unread_tables.update(part.unread_tables)
+    return merged

@@ -237,7 +237,11 @@ def write_csvs(report: Report, data: dataset.Dataset, out: Path) -> list[Path]:
 
 def write_report(db_paths: Sequence[str], out_dir: str, confidence: float = 0.95) -> str:
     """Build the report of the given stores into `out_dir`; returns the HTML file's path."""
-    data = dataset.load(db_paths)
+    return write_dataset_report(dataset.load(db_paths), out_dir, confidence)
+
+
+def write_dataset_report(data: dataset.Dataset, out_dir: str, confidence: float = 0.95) -> str:
+    """Build the report of a dataset (stores, the central database, or both merged)."""
     report = analysis.analyse(data, confidence)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

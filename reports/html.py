@@ -32,6 +32,7 @@ th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .DEAD{color:#fff;background:#b00;font-weight:bold}
 .verdict{display:inline-block;padding:4px 12px;border-radius:4px;color:#fff;font-weight:bold}
 .verdict.PASS{background:#2a2}.verdict.FAIL{background:#c22}
+.verdict.NOT-YET-DEMONSTRATED{background:#c70;color:#fff}.NOT-YET-DEMONSTRATED{color:#a50;font-weight:bold}
 .absent{color:#777;font-style:italic}.note{color:#555;font-size:13px}
 code{font-size:12px;word-break:break-all}.charts{display:flex;flex-wrap:wrap;gap:12px}
 section.model{border-left:4px solid #ccc;padding-left:14px;margin-top:2em}
@@ -663,7 +664,7 @@ def _summary_table(report: Report) -> str:
                 f"{m.drive_level.failed}/{m.drive_level.trials}",
                 m.drives_dead,
                 m.rig_errors,
-                f'<span class="verdict {m.verdict.label}">{m.verdict.label}</span>'
+                f'<span class="verdict {m.verdict.css}">{m.verdict.label}</span>'
                 f'<br><span class="note">{esc("; ".join(m.verdict.reasons))}</span>'
                 f'<br><span class="note">criteria: {esc(m.criteria.describe())}'
                 f" ({p.failed}/{p.trials} counted)</span>",
@@ -763,7 +764,7 @@ def _drive_rows(m: ModelReport) -> list[list[object]]:
                 d.rig_errors + d.interrupted,
                 "alive" if d.dead_at_cut is None else f"dead at cut {d.dead_at_cut}",
                 _ms(d.median_return_ms),
-                f'<span class="{d.verdict}">{d.verdict}</span>',
+                f'<span class="{d.verdict.replace(" ", "-")}">{d.verdict}</span>',
             ]
         )
     return rows
@@ -773,13 +774,19 @@ def _model_section(m: ModelReport, confidence: float) -> str:
     c = f"{confidence:.0%}"
     crit = m.criteria
     verdict = (
-        f'<p><span class="verdict {m.verdict.label}">{m.verdict.label}</span> against the'
+        f'<p><span class="verdict {m.verdict.css}">{m.verdict.label}</span> against the'
         f" criteria: {esc(crit.describe())}. <span class='note'>{esc(m.criteria_note)}.</span></p>"
         f"<ul>{''.join(f'<li>{esc(r)}</li>' for r in m.verdict.reasons)}</ul>"
         f'<p class="note">Success-run: {m.cuts_needed} failure-free cuts demonstrate'
         f" p &lt; {crit.max_failure_rate:g} at {crit.confidence:.0%}"
         f" (n = ln(1 − C) / ln(R)). Reliability shown by these cuts:"
-        f" R ≥ {_pct(m.reliability_demonstrated, 6)}.</p>"
+        f" R ≥ {_pct(m.reliability_demonstrated, 6)}."
+        + (
+            f" <b>{m.verdict.cuts_needed} more failure-free cuts</b> are needed to reach the claim."
+            if m.verdict.cuts_needed
+            else ""
+        )
+        + "</p>"
     )
     firmware = _table(
         ["firmware", "failing cuts", "cuts", "rate", f"{c} upper", "two-sided interval"],
@@ -897,13 +904,16 @@ def _model_section(m: ModelReport, confidence: float) -> str:
 
 
 METHODS = """<h2>Method</h2><ul class="note">
-<li>Built from the SQLite stores only, opened read-only; several stores merge, and a drive is the
-same physical drive (model and serial, else WWN) in every campaign and station.</li>
+<li>Built from the SQLite stores (opened read-only) or the fleet's central database; several
+sources merge, and a drive is the same physical drive (model and serial, else WWN) in every
+campaign and station.</li>
 <li>A cut is a cycle whose power cut reached the drive (status ok, or dead). Rig errors and
 interrupted cycles are shown but never counted as cuts or failures. A failing cut has at least one
 failure finding; allowed losses of unflushed writes are not failures.</li>
-<li>Bounds are exact one-sided Clopper-Pearson upper bounds (beta quantile by bisection on the
-regularized incomplete beta); intervals are two-sided exact at the same confidence.
+<li>Bounds are exact one-sided Clopper-Pearson upper bounds (beta quantiles from scipy.stats);
+intervals are two-sided exact at the same confidence. Verdict: PASS when the upper bound is below
+the claim; FAIL when the lower bound is above it or a drive died; otherwise NOT YET DEMONSTRATED,
+with the failure-free cuts still needed.
 The reliability shown is 1 − the upper bound; with zero failures it equals the success-run value
 (1 − C)<sup>1/n</sup>.</li>
 <li>Cuts on one drive are not independent: the pooled per-cut bound assumes they are
@@ -911,9 +921,9 @@ exchangeable across drives. Each drive's own bound and the drive-level count (dr
 failing cut, each drive counted once) are shown beside it; when drives of one model disagree,
 trust the drive-level figure.</li>
 <li>Survival: Kaplan-Meier over drives, time in cuts, a dead device is an event at the cut it died
-on, a drive still alive is censored at its cut count; band: Greenwood variance, log-log.</li>
-<li>Model vs model: Fisher's exact test (two-sided) on cuts with vs without the outcome (any
-failure, and each class), Holm-corrected over every test.</li>
+on, a drive still alive is censored at its cut count (scipy.stats.ecdf); band: log-log.</li>
+<li>Model vs model: Fisher's exact test (two-sided, scipy.stats) on cuts with vs without the
+outcome (any failure, and each class), Holm-corrected over every test.</li>
 <li>Time since the last acknowledgement / flush: from each cut's stored write log, the last write
 completion and last flush completion before the cut edge on the host clock.</li></ul>"""
 

@@ -1,54 +1,24 @@
-"""The statistics a reliability report needs, implemented here (no scipy at run time).
+"""The statistics a reliability report needs, from scipy.stats at run time: a certification file
+cites a library its reader already trusts. The project's own implementation of the same figures
+(tests/reports/own_stats.py) is kept as the tests' cross-check, beside published values.
 
-- regularized incomplete beta I_x(a, b) by its continued fraction (modified Lentz), and the beta
-  quantile by bisection on it: slow but it cannot diverge, and a report computes a few hundred;
-- Clopper-Pearson exact binomial bounds, the success-run theorem (cuts needed with zero failures),
-  the reliability demonstrated;
-- Fisher's exact test for 2x2 tables (two-sided, as scipy and R: tables no more likely than the
-  observed one), Holm's step-down adjustment;
-- Kaplan-Meier with Greenwood's variance and a log-log (Kalbfleisch-Prentice) confidence band.
-
-Checked against scipy and published values in tests/reports/test_stats.py.
+- Clopper-Pearson exact binomial bounds (beta quantiles), the success-run theorem (cuts needed
+  with zero failures) and the cuts needed with k failures, the reliability demonstrated;
+- Fisher's exact test for 2x2 tables (two-sided, scipy.stats.fisher_exact), Holm's step-down
+  adjustment (a few lines: scipy has no Holm);
+- Kaplan-Meier (scipy.stats.ecdf on censored data) with its log-log (Kalbfleisch-Prentice)
+  confidence band, and Greenwood's variance for the exported tables.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-_EPS = 1e-16
-_TINY = 1e-300
-
-
-def _log_beta(a: float, b: float) -> float:
-    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
-
-
-def _beta_cf(x: float, a: float, b: float) -> float:
-    """Continued fraction of the incomplete beta (Numerical Recipes 6.4, modified Lentz)."""
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > _TINY else _TINY)
-    h = d
-    for m in range(1, 10_000):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > _TINY else _TINY)
-        c = 1.0 + aa / c
-        c = c if abs(c) > _TINY else _TINY
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > _TINY else _TINY)
-        c = 1.0 + aa / c
-        c = c if abs(c) > _TINY else _TINY
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < _EPS:
-            return h
-    raise ArithmeticError(f"incomplete beta did not converge (x={x}, a={a}, b={b})")
+from scipy import special
+from scipy import stats as sp
 
 
 def betainc(a: float, b: float, x: float) -> float:
@@ -57,35 +27,14 @@ def betainc(a: float, b: float, x: float) -> float:
         raise ValueError("betainc needs a > 0 and b > 0")
     if not 0.0 <= x <= 1.0:
         raise ValueError("betainc needs 0 <= x <= 1")
-    if x in (0.0, 1.0):
-        return x
-    log_front = a * math.log(x) + b * math.log1p(-x) - _log_beta(a, b)
-    # the continued fraction converges fast for x < (a+1)/(a+b+2); use the symmetry otherwise
-    if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(log_front) * _beta_cf(x, a, b) / a
-    return 1.0 - math.exp(log_front) * _beta_cf(1.0 - x, b, a) / b
+    return float(special.betainc(a, b, x))
 
 
 def beta_ppf(q: float, a: float, b: float) -> float:
-    """The beta distribution's quantile: the x with I_x(a, b) = q, by bisection.
-
-    I_x is monotone in x, so bisection always converges; it stops at a relative width of 1e-14
-    (or after 2000 halvings), which also resolves quantiles as small as 1e-300.
-    """
+    """The beta distribution's quantile: the x with I_x(a, b) = q."""
     if not 0.0 <= q <= 1.0:
         raise ValueError("beta_ppf needs 0 <= q <= 1")
-    if q in (0.0, 1.0):
-        return q
-    lo, hi = 0.0, 1.0
-    for _ in range(2000):
-        mid = 0.5 * (lo + hi)
-        if betainc(a, b, mid) < q:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-14 * hi:
-            break
-    return 0.5 * (lo + hi)
+    return float(sp.beta.ppf(q, a, b))
 
 
 def clopper_pearson_upper(failures: int, trials: int, confidence: float = 0.95) -> float:
@@ -134,35 +83,39 @@ def success_run_trials(reliability: float, confidence: float = 0.95) -> int:
     return candidate
 
 
+def trials_to_demonstrate(failures: int, max_rate: float, confidence: float = 0.95) -> int:
+    """The fewest trials n with `failures` failures among them whose exact upper bound is below
+    `max_rate` (0 failures: the success-run number). More cuts with no further failure would
+    bring a model showing `failures` so far to its claim at n."""
+    if failures < 0 or not 0.0 < max_rate < 1.0:
+        raise ValueError("need failures >= 0 and 0 < max_rate < 1")
+    if failures == 0:
+        return success_run_trials(1.0 - max_rate, confidence)
+    low, high = failures + 1, max(failures + 2, 2 * success_run_trials(1.0 - max_rate, confidence))
+    while clopper_pearson_upper(failures, high, confidence) >= max_rate:
+        low, high = high, high * 2
+    while low < high:  # the bound falls as trials grow: the first n below the rate
+        mid = (low + high) // 2
+        if clopper_pearson_upper(failures, mid, confidence) < max_rate:
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
 def reliability_demonstrated(failures: int, trials: int, confidence: float = 0.95) -> float:
     """The per-trial reliability R shown at `confidence`: 1 - the Clopper-Pearson upper bound.
     With zero failures this is the success-run value (1 - C) ** (1 / n)."""
     return 1.0 - clopper_pearson_upper(failures, trials, confidence)
 
 
-def _log_hypergeom(k: int, row1: int, col1: int, total: int) -> float:
-    def log_comb(n: int, r: int) -> float:
-        return math.lgamma(n + 1) - math.lgamma(r + 1) - math.lgamma(n - r + 1)
-
-    return log_comb(col1, k) + log_comb(total - col1, row1 - k) - log_comb(total, row1)
-
-
 def fisher_exact(a: int, b: int, c: int, d: int) -> float:
-    """Two-sided p-value of Fisher's exact test on [[a, b], [c, d]]: the total probability,
-    with the margins fixed, of every table no more likely than the observed one (with the
-    same 1e-7 relative tolerance scipy and R use for ties)."""
+    """Two-sided p-value of Fisher's exact test on [[a, b], [c, d]]."""
     if min(a, b, c, d) < 0:
         raise ValueError("a 2x2 table holds counts >= 0")
-    row1, col1, total = a + b, a + c, a + b + c + d
-    if total == 0 or row1 in (0, total) or col1 in (0, total):
+    if a + b + c + d == 0:
         return 1.0
-    lo, hi = max(0, row1 + col1 - total), min(row1, col1)
-    logs = [_log_hypergeom(k, row1, col1, total) for k in range(lo, hi + 1)]
-    observed = logs[a - lo]
-    biggest = max(logs)
-    cutoff = observed + math.log1p(1e-7)
-    p = sum(math.exp(x - biggest) for x in logs if x <= cutoff)
-    return min(1.0, p * math.exp(biggest))
+    return float(sp.fisher_exact([[a, b], [c, d]], alternative="two-sided").pvalue)
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -191,55 +144,34 @@ class KmStep:
 def kaplan_meier(
     times: Sequence[float], events: Sequence[bool], confidence: float = 0.95
 ) -> list[KmStep]:
-    """Kaplan-Meier survival with Greenwood's variance, one step per distinct event time.
+    """Kaplan-Meier survival (scipy.stats.ecdf), one step per distinct event time.
 
     `events[i]` is True when subject i failed at `times[i]` and False when it was censored
     (still alive) there; at a tie, censored subjects count as at risk (the usual convention).
     """
     if len(times) != len(events):
         raise ValueError("times and events differ in length")
-    z = _normal_ppf((1.0 + confidence) / 2.0)
-    pairs = sorted(zip(times, events, strict=True))
-    at_risk = len(pairs)
-    survival, greenwood = 1.0, 0.0
+    died = [float(t) for t, e in zip(times, events, strict=True) if e]
+    if not died:
+        return []
+    alive = [float(t) for t, e in zip(times, events, strict=True) if not e]
+    sf = sp.ecdf(sp.CensoredData(uncensored=died, right=alive)).sf
+    with warnings.catch_warnings():  # S = 0 or 1: the band is undefined there (handled below)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        band = sf.confidence_interval(confidence, method="log-log")
     steps: list[KmStep] = []
-    i = 0
-    while i < len(pairs):
-        t = pairs[i][0]
-        deaths = removed = 0
-        while i < len(pairs) and pairs[i][0] == t:
-            deaths += pairs[i][1]
-            removed += 1
-            i += 1
-        if deaths:
-            survival *= 1.0 - deaths / at_risk
-            if at_risk > deaths:
-                greenwood += deaths / (at_risk * (at_risk - deaths))
-            else:
-                greenwood = math.inf
-            lower, upper = _log_log_band(survival, greenwood, z)
-            steps.append(
-                KmStep(t, at_risk, deaths, survival, lower, upper, survival**2 * greenwood)
-            )
-        at_risk -= removed
-    return steps
-
-
-def _log_log_band(survival: float, greenwood: float, z: float) -> tuple[float, float]:
-    if survival <= 0.0 or survival >= 1.0 or not math.isfinite(greenwood):
-        return (0.0, 1.0) if survival > 0 else (0.0, 0.0)
-    log_s = math.log(survival)
-    half = z * math.sqrt(greenwood) / abs(log_s)
-    return survival ** math.exp(half), survival ** math.exp(-half)
-
-
-def _normal_ppf(p: float) -> float:
-    """Standard normal quantile by bisection on the error function."""
-    lo, hi = -40.0, 40.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if 0.5 * math.erfc(-mid / math.sqrt(2.0)) < p:
-            lo = mid
+    greenwood = 0.0
+    for time in sorted(set(died)):
+        at_risk = sum(t >= time for t in times)
+        deaths = sum(1 for t in died if t == time)
+        survival = float(sf.evaluate(time))
+        greenwood = (
+            greenwood + deaths / (at_risk * (at_risk - deaths)) if at_risk > deaths else math.inf
+        )
+        if 0.0 < survival < 1.0 and math.isfinite(greenwood):
+            lower, upper = float(band.low.evaluate(time)), float(band.high.evaluate(time))
         else:
-            hi = mid
-    return 0.5 * (lo + hi)
+            lower, upper = (0.0, 1.0) if survival > 0 else (0.0, 0.0)
+        variance = survival**2 * greenwood if math.isfinite(greenwood) else math.inf
+        steps.append(KmStep(time, at_risk, deaths, survival, lower, upper, variance))
+    return steps

@@ -1,4 +1,4 @@
-"""The `rig` command: demo, run, drives, status, report, clean-sim."""
+"""The `rig` command: demo, run, drives, status, report, fleet, serve, clean-sim."""
 
 from __future__ import annotations
 
@@ -154,8 +154,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if not 0.5 <= args.confidence < 1.0:
         raise UserError(f"--confidence {args.confidence}: must lie in [0.5, 1)")
-    out = args.out or os.path.splitext(args.db[0])[0] + "-report"
-    print(export.write_report(args.db, out, args.confidence))
+    if not args.db and not args.central:
+        raise UserError("rig report: give stores, --central DSN, or both")
+    if not args.central:
+        out = args.out or os.path.splitext(args.db[0])[0] + "-report"
+        print(export.write_report(args.db, out, args.confidence))
+        return 0
+    from reports import central, dataset
+
+    parts = [central.load(args.central)] + ([dataset.load(args.db)] if args.db else [])
+    out = args.out or "fleet-report"
+    print(export.write_dataset_report(dataset.merge(parts), out, args.confidence))
     return 0
 
 
@@ -196,10 +205,16 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser(
         "report", help="per-model report (HTML, JSON, CSV) of one or more stores, merged"
     )
-    report.add_argument("db", nargs="+", help="SQLite stores, e.g. one per station")
+    report.add_argument("db", nargs="*", help="SQLite stores, e.g. one per station")
+    report.add_argument(
+        "--central", help="the fleet's central PostgreSQL (libpq DSN), merged with any stores"
+    )
     report.add_argument("--out", help="report folder (default: <first store>-report)")
     report.add_argument("--confidence", type=float, default=0.95, help="default 0.95")
     report.set_defaults(func=cmd_report)
+    from rig.fleet import cli as fleet_cli
+
+    fleet_cli.add_parsers(sub)
     clean = sub.add_parser(
         "clean-sim", help="remove loop devices, mounts, rules and processes a simulator left"
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import analysis, dataset, stats
+from reports import analysis, dataset, html, stats
 from rig.errors import UserError
 from tests.reports.storebuilder import DriveSpec, build
 
@@ -92,7 +92,7 @@ def test_a_store_is_never_changed_by_a_report(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("cuts", "label"),
-    [(2995, "PASS"), (2994, "FAIL")],
+    [(2995, "PASS"), (2994, "NOT YET DEMONSTRATED")],
 )
 def test_verdict_follows_the_success_run_theorem(tmp_path: Path, cuts: int, label: str) -> None:
     # zero lost durable writes in 2,995 cuts demonstrates p < 1e-3 at 95%; 2,994 does not.
@@ -105,8 +105,11 @@ def test_verdict_follows_the_success_run_theorem(tmp_path: Path, cuts: int, labe
     assert model.any_failure.failed == 1
     assert model.cuts_needed == 2995
     assert model.verdict.label == label, model.verdict.reasons
-    if label == "FAIL":
+    if label != "PASS":
         assert "not demonstrated" in model.verdict.reasons[0]
+        assert model.verdict.cuts_needed == 1  # one more failure-free cut reaches the claim
+    # the drive has no lost durable write but a shorn one: its own row says FAIL
+    assert model.drives[0].verdict == "FAIL"
 
 
 def test_default_criteria_are_said_to_be_the_default(tmp_path: Path) -> None:
@@ -114,7 +117,8 @@ def test_default_criteria_are_said_to_be_the_default(tmp_path: Path) -> None:
     model = analysis.analyse(dataset.load([str(db)])).models[0]
     assert not model.criteria.stated
     assert "states no pass criteria" in model.criteria_note
-    assert model.verdict.label == "FAIL"
+    assert model.verdict.label == "NOT YET DEMONSTRATED"
+    assert model.verdict.cuts_needed == 2995 - 3
 
 
 def test_dead_drives_are_survival_events_and_fail_the_verdict(tmp_path: Path) -> None:
@@ -197,7 +201,9 @@ def test_strictest_of_differing_criteria_applies(tmp_path: Path) -> None:
     model = analysis.analyse(dataset.load([str(a), str(b)])).models[0]
     assert model.criteria.max_failure_rate == 0.001
     assert "strictest" in model.criteria_note
-    assert model.verdict.label == "FAIL"  # 410 clean cuts show p < 0.0073, not < 0.001
+    # 410 clean cuts show p < 0.0073, not < 0.001: 2,995 are needed
+    assert model.verdict.label == "NOT YET DEMONSTRATED"
+    assert model.verdict.cuts_needed == 2995 - 410
 
 
 def test_health_deltas_and_counter_anomalies(tmp_path: Path) -> None:
@@ -244,7 +250,8 @@ def test_min_cycles_per_drive_and_dead_drives_under_class_criteria(tmp_path: Pat
     # 0 lost durable writes in 40 cuts shows p < 0.072 < 0.2; dead_device is not a counted class
     assert model.criteria_failure.upper is not None and model.criteria_failure.upper < 0.2
     assert not any("dead" in r for r in model.verdict.reasons)
-    assert model.verdict.label == "FAIL"
+    assert model.verdict.label == "NOT YET DEMONSTRATED"  # SHORT needs 10 more cuts
+    assert model.verdict.cuts_needed == 10
     assert any("SHORT (10)" in r for r in model.verdict.reasons)
 
 
@@ -324,7 +331,8 @@ def test_criteria_column_is_what_the_rig_validated(tmp_path: Path) -> None:
     assert (model.criteria.max_failure_rate, model.criteria.confidence) == (0.05, 0.9)
     assert model.criteria.stated
     # 0 in 30 cuts: p < 0.0739 at 90%, not below 0.05; 0 in 45 would be
-    assert model.cuts_needed == 45 and model.verdict.label == "FAIL"
+    assert model.cuts_needed == 45 and model.verdict.label == "NOT YET DEMONSTRATED"
+    assert model.verdict.cuts_needed == 15
     # the rig fills the column with its defaults when the file has no [criteria]
     defaults = column.replace("0.05", "0.001").replace("0.9", "0.95")
     unstated = build(tmp_path / "u.sqlite", [DriveSpec("M", "S", ["ok"])], criteria_column=defaults)
@@ -353,3 +361,32 @@ def test_the_campaign_records_the_delays_its_ledger_gives(tmp_path: Path) -> Non
         )
         assert from_row == dataset._last_ack_and_flush(row["writes"], row["cut_ns"])
     assert any(row["last_flush_to_cut_ns"] > 0 for row in rows)
+
+
+def test_verdict_three_states_and_drive_rows_agree(tmp_path: Path) -> None:
+    """Issue 16: 0 failures in 60 cuts against a 1e-3 claim is not a FAIL but NOT YET
+    DEMONSTRATED, with the cuts still needed; the drive's own row says the same (it said PASS
+    while the model's badge was a red FAIL). A drive that loses data every time is a FAIL."""
+    clean = build(tmp_path / "c.sqlite", [DriveSpec("GOOD", "G1", ["ok"] * 60)], config=CRITERIA)
+    model = analysis.analyse(dataset.load([str(clean)])).models[0]
+    assert model.verdict.label == "NOT YET DEMONSTRATED" and not model.verdict.passed
+    assert model.verdict.cuts_needed == 2995 - 60
+    assert [d.verdict for d in model.drives] == ["NOT YET DEMONSTRATED"]
+    page = html.render(analysis.analyse(dataset.load([str(clean)])))
+    assert 'class="verdict NOT-YET-DEMONSTRATED"' in page
+    assert 'class="verdict FAIL"' not in page and ">PASS<" not in page
+    assert "2935 more failure-free cuts" in page
+
+    lossy = ["lost_durable_write"] * 20
+    bad = build(tmp_path / "b.sqlite", [DriveSpec("BAD", "B1", lossy)], name="b", config=CRITERIA)
+    model = analysis.analyse(dataset.load([str(bad)])).models[0]
+    assert model.verdict.label == "FAIL" and model.verdict.cuts_needed == 0
+    assert "above 0.001" in model.verdict.reasons[0]
+    assert [d.verdict for d in model.drives] == ["FAIL"]
+
+    # one loss in 100 cuts does not show p > 1e-3 (lower bound 5e-4) nor p < 1e-3: not yet
+    once = ["ok"] * 99 + ["lost_durable_write"]
+    one = build(tmp_path / "o.sqlite", [DriveSpec("ONE", "O1", once)], name="o", config=CRITERIA)
+    model = analysis.analyse(dataset.load([str(one)])).models[0]
+    assert model.verdict.label == "NOT YET DEMONSTRATED"
+    assert model.verdict.cuts_needed == stats.trials_to_demonstrate(1, 1e-3, 0.95) - 100

@@ -1,4 +1,5 @@
-"""reports/stats.py against scipy (a test-only dependency pinned in requirements.lock) and against
+"""The project's own statistics (tests/reports/own_stats.py, what reports/stats.py was before it
+called scipy at run time) against scipy and against
 published values that do not depend on any library."""
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from hypothesis import strategies as st
 from scipy import special
 from scipy import stats as sp
 
-from reports import stats
+from reports import stats as runtime
+from tests.reports import own_stats as stats
 
 
 @pytest.mark.parametrize(
@@ -203,11 +205,88 @@ def test_bad_arguments_are_refused() -> None:
         stats.fisher_exact(-1, 0, 0, 0)
 
 
-def test_scipy_and_pillow_stay_test_only() -> None:
+def test_pillow_and_selenium_stay_test_only() -> None:
     """requirements.lock pins them for the tests; the rig and its reports must not need them."""
     root = Path(__file__).resolve().parents[2]
     for package in ("rig", "reports", "fixtures"):
         for source in (root / package).rglob("*.py"):
             text = source.read_text()
-            for name in ("scipy", "PIL"):
+            for name in ("PIL", "selenium"):
                 assert f"import {name}" not in text and f"from {name}" not in text, source
+
+
+# -- the run-time statistics (scipy.stats) against the project's own implementation ------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    failures=st.integers(0, 60),
+    extra=st.integers(0, 5000),
+    confidence=st.sampled_from([0.8, 0.9, 0.95, 0.99, 0.999]),
+)
+def test_runtime_bounds_agree_with_own(failures: int, extra: int, confidence: float) -> None:
+    trials = failures + max(extra, 1)
+    assert runtime.clopper_pearson_upper(failures, trials, confidence) == pytest.approx(
+        stats.clopper_pearson_upper(failures, trials, confidence), rel=1e-8, abs=1e-14
+    )
+    assert runtime.clopper_pearson_interval(failures, trials, confidence) == pytest.approx(
+        stats.clopper_pearson_interval(failures, trials, confidence), rel=1e-8, abs=1e-14
+    )
+    assert runtime.reliability_demonstrated(failures, trials, confidence) == pytest.approx(
+        stats.reliability_demonstrated(failures, trials, confidence), rel=1e-10
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(table=st.tuples(*[st.integers(0, 40)] * 4))
+def test_runtime_fisher_agrees_with_own(table: tuple[int, int, int, int]) -> None:
+    assert runtime.fisher_exact(*table) == pytest.approx(
+        stats.fisher_exact(*table), rel=1e-9, abs=1e-300
+    )
+
+
+@pytest.mark.parametrize(
+    ("times", "events"),
+    [
+        ([3, 5, 5, 8, 10, 12, 12, 15], [1, 1, 0, 1, 0, 1, 1, 0]),
+        ([100, 200, 300, 400], [0, 1, 0, 1]),
+        ([7, 7, 7, 9, 11, 30, 30, 30, 30], [1, 0, 1, 1, 0, 1, 0, 0, 0]),
+        ([5, 5], [1, 1]),
+        ([10, 20], [0, 0]),
+    ],
+)
+def test_runtime_kaplan_meier_agrees_with_own(times: list[float], events: list[int]) -> None:
+    flags = [bool(e) for e in events]
+    mine, theirs = stats.kaplan_meier(times, flags), runtime.kaplan_meier(times, flags)
+    assert [(s.time, s.at_risk, s.events) for s in mine] == [
+        (s.time, s.at_risk, s.events) for s in theirs
+    ]
+    for a, b in zip(mine, theirs, strict=True):
+        assert b.survival == pytest.approx(a.survival, rel=1e-12)
+        assert b.lower == pytest.approx(a.lower, rel=1e-6, abs=1e-12)
+        assert b.upper == pytest.approx(a.upper, rel=1e-6, abs=1e-12)
+        if math.isfinite(a.variance):
+            assert b.variance == pytest.approx(a.variance, rel=1e-12)
+
+
+def test_runtime_published_values() -> None:
+    assert runtime.success_run_trials(0.999, 0.95) == 2995
+    assert runtime.clopper_pearson_interval(0, 10)[1] == pytest.approx(0.30850, abs=5e-5)
+    assert runtime.fisher_exact(3, 1, 1, 3) == pytest.approx(0.4857, abs=1e-4)
+    assert runtime.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    with pytest.raises(ValueError):
+        runtime.clopper_pearson_upper(3, 2)
+    with pytest.raises(ValueError):
+        runtime.fisher_exact(-1, 0, 0, 0)
+
+
+@pytest.mark.parametrize("failures", [0, 1, 2, 5, 20])
+@pytest.mark.parametrize(("rate", "confidence"), [(1e-3, 0.95), (1e-2, 0.9), (0.05, 0.99)])
+def test_trials_to_demonstrate_is_the_first_n_below_the_rate(
+    failures: int, rate: float, confidence: float
+) -> None:
+    n = runtime.trials_to_demonstrate(failures, rate, confidence)
+    assert stats.clopper_pearson_upper(failures, n, confidence) < rate
+    assert stats.clopper_pearson_upper(failures, n - 1, confidence) >= rate
+    if failures == 0:
+        assert n == stats.success_run_trials(1 - rate, confidence)

@@ -1,0 +1,149 @@
+"""The report's dataset read from the fleet's central PostgreSQL (rig/fleet/central.py) instead
+of SQLite stores: the same `Dataset` (reports/dataset.py), so the analysis and every page are the
+same. A campaign's source is `central:<station>`; its station reads `<station>: <board>`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from reports.dataset import (
+    COUNTER_ANOMALY,
+    EXAMPLES_PER_DRIVE,
+    LOST_DURABLE,
+    Campaign,
+    Dataset,
+    DriveRun,
+    HealthRow,
+    cut_from_row,
+    decode,
+    lost_after,
+)
+from rig.fleet.central import CentralStore
+
+Filter = Callable[[dict[str, Any]], bool]
+EXAMPLE_COLUMNS = (
+    *("class", "failure", "lba_first", "lba_count", "expected_gen", "observed_gen"),
+    *("expected_op", "observed_op", "detail"),
+)
+
+
+def load(
+    dsn: str,
+    *,
+    campaign: Filter | None = None,
+    drive: Filter | None = None,
+) -> Dataset:
+    """Every replicated campaign (or those `campaign` accepts) and their drives (or those
+    `drive` accepts, given a drive row)."""
+    with CentralStore(dsn) as central:
+        return read(central, campaign=campaign, drive=drive)
+
+
+def read(
+    central: CentralStore, *, campaign: Filter | None = None, drive: Filter | None = None
+) -> Dataset:
+    label = "central"
+    data = Dataset(sources=[label], campaigns=[], runs=[])
+    campaigns: dict[tuple[str, int], Campaign] = {}
+    for row in central.campaign_rows():
+        if campaign is not None and not campaign(row):
+            continue
+        config = decode_config(row["config"])
+        criteria = decode(row["criteria"])
+        c = Campaign(
+            f"{label}:{row['station']}",
+            row["local_id"],
+            row["name"],
+            f"{row['station']}: {row['board']}",
+            row["status"],
+            row["started_at"],
+            row["ended_at"],
+            row["seed"],
+            config,
+            criteria if isinstance(criteria, dict) else {},
+        )
+        campaigns[(row["station"], row["uid"])] = c
+        data.campaigns.append(c)
+    for row in central.drive_rows():
+        owner = campaigns.get((row["station"], row["campaign_uid"]))
+        if owner is None or (drive is not None and not drive(row)):
+            continue
+        run = DriveRun(
+            owner,
+            row["channel"],
+            row["channel"],
+            row["model"],
+            row["serial"],
+            row["wwn"],
+            row["firmware"],
+            row["profile"],
+            row["status"],
+        )
+        _fill(central, run, row["station"], row["campaign_uid"], row["channel"])
+        data.runs.append(run)
+    return data
+
+
+def decode_config(text: str) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def _fill(central: CentralStore, run: DriveRun, station: str, uid: int, channel: int) -> None:
+    classes: dict[int, set[str]] = {}
+    for f in central.finding_groups(station, uid, channel):
+        if f["failure"]:
+            classes.setdefault(f["seq"], set()).add(f["class"])
+            run.findings[f["class"]] = run.findings.get(f["class"], 0) + f["n"]
+            run.blocks[f["class"]] = run.blocks.get(f["class"], 0) + int(f["blocks"] or 0)
+        else:
+            run.allowed_losses += f["n"]
+    # the store's columns of a finding (less its row ids, which are the station's own)
+    run.examples = [
+        {"cycle": f["seq"], **{k: decode(f[k]) for k in EXAMPLE_COLUMNS}}
+        for f in central.findings_of(
+            station, uid, channel, failures_only=True, limit=EXAMPLES_PER_DRIVE
+        )
+    ]
+    for f in central.findings_of(station, uid, channel, failures_only=True, cls=LOST_DURABLE):
+        after = lost_after(f["detail"])
+        if after is not None:
+            run.lost_after.append(after)
+    for f in central.findings_of(station, uid, channel, cls=COUNTER_ANOMALY):
+        detail = decode(f["detail"])
+        if isinstance(detail, dict):
+            run.anomalies.append(dict(detail, seq=f["seq"]))
+    run.cuts = [
+        cut_from_row(c, frozenset(classes.get(c["seq"], ())))
+        for c in central.cycles_of(station, uid, channel)
+    ]
+    for h in central.health_of(station, uid, channel):
+        fields = decode(h["fields"])
+        if isinstance(fields, dict):
+            run.health.append(HealthRow(h["after_seq"], h["source"], fields))
+    for r in central.rail_of(station, uid, channel):
+        samples = decode(r["samples"])
+        run.rail.append(
+            {
+                "seq": r["seq"],
+                "hi_us": r["hi_us"],
+                "lo_us": r["lo_us"],
+                "v0": r["v0"],
+                "min_v": r["min_v"],
+                "end": r["end_reason"],
+                "dt_us": r["sample_dt_us"],
+                "samples": samples if isinstance(samples, list) else [],
+                "hi_threshold": r["hi_threshold"],
+                "lo_threshold": r["lo_threshold"],
+            }
+        )
+    for e in central.endurance_of(station, uid, channel):
+        record = dict(e["row"]) if isinstance(e["row"], dict) else {}
+        record = {k: decode(v) for k, v in record.items()}
+        record["_table"] = "endurance_interval"
+        run.intervals.append(record)

@@ -1,0 +1,325 @@
+"""The live dashboard (`rig serve`): Flask, served by waitress.
+
+Pages: the fleet overview (stations, campaigns with progress, cycles per hour and ETA, findings
+per class, dead drives, rig errors), one page per campaign and one per model. Each page reloads
+its live parts from `/fragment/...` every few seconds, so progress moves while cuts run; the
+report part of a campaign or model page is the HTML report's own content (reports/html.py) for
+that campaign or model.
+
+Reading needs no credentials. Submitting and stopping campaigns (`POST /api/...`) need the
+dashboard's token (`Authorization: Bearer <token>`), and go to the central database under a
+dispatch role of their own (`--dispatch DSN`): the reading side never holds a role that can write.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hmac
+import html as htmllib
+import logging
+import time
+from typing import Any
+
+from flask import Flask, Response, abort, jsonify, request
+
+from reports import analysis
+from reports import html as report_html
+from rig.errors import UserError
+from rig.fleet.views import CampaignProgress, CentralView, FleetView, Overview, StoreView
+
+log = logging.getLogger("rig.fleet.dashboard")
+esc = htmllib.escape
+PROGRESS_EVERY_MS = 2000
+REPORT_EVERY_MS = 10000
+
+PAGE_STYLE = """
+body{font-family:system-ui,sans-serif;margin:20px;color:#222;max-width:1300px}
+nav a{margin-right:14px}
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin:10px 0}
+.card{border:1px solid #ccc;border-radius:6px;padding:8px 12px;min-width:120px}
+.card b{display:block;font-size:1.6em}
+.bar{background:#eee;border-radius:4px;width:180px;height:14px;display:inline-block;
+  vertical-align:middle}
+.bar i{display:block;height:14px;border-radius:4px;background:#38c}
+.online{color:#080}.silent{color:#b00}.never-seen{color:#888}
+.status-running{color:#06c;font-weight:bold}.status-done{color:#080}
+.status-error,.status-failed{color:#b00}.status-queued{color:#888}
+table.live{border-collapse:collapse;margin:8px 0}
+table.live td,table.live th{border:1px solid #ccc;padding:3px 8px;text-align:left}
+table.live td.n{text-align:right}
+.note{color:#666;font-size:.9em}
+"""
+
+LIVE_SCRIPT = """
+async function refresh(el) {
+  try {
+    const r = await fetch(el.dataset.live, {cache: 'no-store'});
+    if (r.ok) { el.innerHTML = await r.text(); el.dataset.updated = Date.now(); }
+  } catch (e) { /* the next round tries again */ }
+}
+for (const el of document.querySelectorAll('[data-live]')) {
+  setInterval(() => refresh(el), Number(el.dataset.every || 2000));
+}
+"""
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _when(t: float | None) -> str:
+    if t is None:
+        return "—"
+    return datetime.datetime.fromtimestamp(t, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _bar(c: CampaignProgress) -> str:
+    return (
+        f'<span class="bar"><i style="width:{c.percent:.1f}%"></i></span>'
+        f' <span class="done" data-key="{esc(c.key)}">{c.cycles}</span>/{c.planned}'
+    )
+
+
+def _campaign_rows(campaigns: list[CampaignProgress]) -> str:
+    head = (
+        "<tr><th>campaign</th><th>station</th><th>status</th><th>progress</th>"
+        "<th>cycles/h</th><th>ETA</th><th>failing cycles</th><th>findings per class</th>"
+        "<th>dead drives</th><th>rig errors</th><th>resumes</th></tr>"
+    )
+    rows = []
+    for c in campaigns:
+        findings = ", ".join(f"{esc(k)} ×{v}" for k, v in c.findings.items()) or "none"
+        rows.append(
+            f'<tr class="campaign" id="c-{esc(c.key)}">'
+            f'<td><a href="/campaign/{esc(c.key)}">{esc(c.name)}</a>'
+            + (f' <span class="note">#{c.submission_id}</span>' if c.submission_id else "")
+            + f"</td><td>{esc(c.station)}</td>"
+            f'<td class="status-{esc(c.status)}">{esc(c.status)}</td>'
+            f"<td>{_bar(c)}</td><td class='n'>{c.per_hour:.0f}</td>"
+            f"<td>{_duration(c.eta_s)}</td><td class='n'>{c.failing}</td><td>{findings}</td>"
+            f"<td>{esc(', '.join(c.dead)) or '0'}</td><td class='n'>{c.rig_errors}</td>"
+            f"<td class='n'>{c.resumes}</td></tr>"
+        )
+    return f'<table class="live">{head}{"".join(rows)}</table>'
+
+
+def overview_fragment(view: Overview) -> str:
+    running = [c for c in view.campaigns if c.status == "running"]
+    per_hour = sum(c.per_hour for c in running)
+    drives = sum(len(c.drives) for c in running)
+    dead = sum(len(c.dead) for c in view.campaigns)
+    errors = sum(c.rig_errors for c in view.campaigns)
+    cards = [
+        (
+            "stations online",
+            f"{sum(s.state == 'online' for s in view.stations)}/{len(view.stations)}",
+        )
+        if view.stations
+        else ("source", "one station"),
+        ("campaigns running", str(len(running))),
+        ("drives under test", str(drives)),
+        ("cycles per hour", f"{per_hour:.0f}"),
+        ("dead drives", str(dead)),
+        ("rig errors", str(errors)),
+    ]
+    stations = ""
+    if view.stations:
+        stations = (
+            "<h2>Stations</h2><table class='live'><tr><th>station</th><th>state</th>"
+            "<th>drives held</th><th>last heartbeat</th><th>agent</th></tr>"
+            + "".join(
+                f"<tr><td>{esc(s.name)}</td><td class='{s.state.replace(' ', '-')}'>{s.state}"
+                f"</td><td class='n'>{s.drives}</td><td>{_duration(s.last_seen_s)} ago</td>"
+                f"<td>{esc(s.agent)}</td></tr>"
+                for s in view.stations
+            )
+            + "</table>"
+        )
+    findings = ", ".join(f"{esc(k)} ×{v}" for k, v in view.findings.items()) or "no failure finding"
+    models = " ".join(f'<a href="/model/{esc(m)}">{esc(m)}</a>' for m in view.models)
+    return (
+        '<div class="cards">'
+        + "".join(f'<div class="card">{esc(k)}<b>{esc(v)}</b></div>' for k, v in cards)
+        + "</div>"
+        + stations
+        + "<h2>Campaigns</h2>"
+        + _campaign_rows(view.campaigns)
+        + f"<h2>Findings per class</h2><p>{findings}</p>"
+        + f"<h2>Models</h2><p>{models or 'none yet'}</p>"
+        + f'<p class="note">Read from {esc(view.source)} at {_when(view.generated_at)} UTC.</p>'
+    )
+
+
+def campaign_fragment(c: CampaignProgress) -> str:
+    drives = "".join(
+        f"<tr><td>{d.channel}</td><td>{esc(d.model)}</td><td>{esc(d.serial)}</td>"
+        f"<td>{esc(d.status)}</td><td class='n'>{d.cycles}</td><td class='n'>{d.cuts}</td>"
+        f"<td class='n'>{d.failing}</td><td class='n'>{d.rig_errors}</td></tr>"
+        for d in c.drives
+    )
+    return (
+        _campaign_rows([c])
+        + f'<p class="note">Started {_when(c.started_at)} UTC; ended {_when(c.ended_at)}.</p>'
+        + "<table class='live'><tr><th>ch</th><th>model</th><th>serial</th><th>status</th>"
+        "<th>cycles</th><th>cuts</th><th>failing cycles</th><th>rig errors</th></tr>"
+        + drives
+        + "</table>"
+    )
+
+
+def report_fragment(data: Any) -> str:
+    """The HTML report's content for a dataset (its <body>), as `rig report` writes it."""
+    if not data.runs:
+        return "<p class='note'>No cycle has been recorded yet.</p>"
+    page = report_html.render(analysis.analyse(data), time.time())
+    start, end = page.find("<body>"), page.rfind("</body>")
+    return page[start + len("<body>") : end] if start >= 0 and end > start else page
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        f'<!doctype html><html><head><meta charset="utf-8"><title>{esc(title)}</title>'
+        f"<style>{report_html.STYLE}{PAGE_STYLE}</style></head><body>"
+        f'<nav><a href="/">fleet overview</a></nav><h1>{esc(title)}</h1>{body}'
+        f"<script>{LIVE_SCRIPT}</script></body></html>"
+    )
+
+
+def _live(url: str, content: str, every_ms: int = PROGRESS_EVERY_MS) -> str:
+    return f'<div data-live="{esc(url)}" data-every="{every_ms}">{content}</div>'
+
+
+def create_app(view: FleetView, *, dispatch_dsn: str = "", token: str = "") -> Flask:
+    app = Flask("rig.fleet.dashboard")
+
+    def find(key: str) -> CampaignProgress:
+        found = next((c for c in view.overview().campaigns if c.key == key), None)
+        if found is None:
+            abort(404)
+        return found
+
+    def authorized() -> None:
+        """Submit and stop: a configured token, presented exactly."""
+        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        if not token or not given or not hmac.compare_digest(given.encode(), token.encode()):
+            abort(401)
+        if not dispatch_dsn:
+            abort(503, "this dashboard has no dispatch role (--dispatch)")
+
+    @app.errorhandler(Exception)
+    def failed(error: Exception) -> Any:
+        from werkzeug.exceptions import HTTPException
+
+        if isinstance(error, HTTPException):
+            return error
+        log.warning("page failed: %s: %s", type(error).__name__, error)
+        return Response(f"data source unavailable: {type(error).__name__}", status=503)
+
+    @app.get("/")
+    def overview() -> str:
+        return _page(
+            "Power-fault rig: fleet overview",
+            _live("/fragment/overview", overview_fragment(view.overview())),
+        )
+
+    @app.get("/fragment/overview")
+    def overview_live() -> str:
+        return overview_fragment(view.overview())
+
+    @app.get("/campaign/<path:key>")
+    def campaign(key: str) -> str:
+        c = find(key)
+        return _page(
+            f"Campaign {c.name} on {c.station}",
+            _live(f"/fragment/campaign/{key}", campaign_fragment(c))
+            + "<h2>Report</h2>"
+            + _live(
+                f"/fragment/campaign-report/{key}",
+                report_fragment(view.campaign_dataset(key)),
+                REPORT_EVERY_MS,
+            ),
+        )
+
+    @app.get("/fragment/campaign/<path:key>")
+    def campaign_live(key: str) -> str:
+        return campaign_fragment(find(key))
+
+    @app.get("/fragment/campaign-report/<path:key>")
+    def campaign_report(key: str) -> str:
+        find(key)
+        return report_fragment(view.campaign_dataset(key))
+
+    @app.get("/model/<path:model>")
+    def model(model: str) -> str:
+        return _page(
+            f"Model {model}",
+            _live(
+                f"/fragment/model/{model}",
+                report_fragment(view.model_dataset(model)),
+                REPORT_EVERY_MS,
+            ),
+        )
+
+    @app.get("/fragment/model/<path:model>")
+    def model_live(model: str) -> str:
+        return report_fragment(view.model_dataset(model))
+
+    @app.get("/api/overview")
+    def overview_json() -> Response:
+        import dataclasses
+
+        return jsonify(dataclasses.asdict(view.overview()))
+
+    @app.post("/api/campaigns")
+    def submit() -> Any:
+        from rig.fleet import dispatch
+
+        authorized()
+        try:
+            done = dispatch.submit(dispatch_dsn, request.get_data(as_text=True), "request")
+        except UserError as error:
+            return jsonify({"error": str(error)}), 400
+        return jsonify(
+            {"submission": done.submission_id, "station": done.station, "job": done.job_id}
+        ), 201
+
+    @app.post("/api/campaigns/<int:submission_id>/stop")
+    def stop(submission_id: int) -> Any:
+        from rig.fleet import dispatch
+
+        authorized()
+        try:
+            return jsonify({"result": dispatch.stop(dispatch_dsn, submission_id)})
+        except UserError as error:
+            return jsonify({"error": str(error)}), 400
+
+    return app
+
+
+def make_view(central: str, stores: list[str]) -> FleetView:
+    return CentralView(central) if central else StoreView(stores)
+
+
+def serve(
+    *,
+    central: str,
+    stores: list[str],
+    dispatch_dsn: str,
+    token: str,
+    host: str,
+    port: int,
+) -> None:
+    import waitress  # type: ignore[import-untyped]
+
+    if dispatch_dsn and not token:
+        raise UserError("rig serve: --dispatch needs --token-file (submit and stop need a token)")
+    view = make_view(central, stores)
+    app = create_app(view, dispatch_dsn=dispatch_dsn, token=token)
+    print(f"dashboard on http://{host}:{port}/ ({view.source})", flush=True)
+    waitress.serve(app, host=host, port=port, threads=6, ident="rig")

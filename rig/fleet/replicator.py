@@ -1,0 +1,222 @@
+"""Ships a station's finished cycles from its SQLite store to the central database.
+
+The central database itself says how far each campaign got (the largest store row id of its
+cycles, health and endurance rows: `CentralStore.cursors`), so the replicator keeps no state of its
+own: after a network loss, a restart or a `kill -9` it asks again and goes on from there. Each step
+ships the next cycles in the order the store recorded them, each with its findings, events, rail
+sense (and ledger, if asked) in the same transaction, and inserts are keyed by natural keys
+(station, campaign media id, channel, seq), so a step repeated after a lost commit changes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from rig.fleet.central import CentralStore, ReplicationBatch
+from rig.store import Store
+
+log = logging.getLogger("rig.fleet.replicator")
+BATCH_CYCLES = 500
+
+
+@dataclass
+class StoreSource:
+    """One station store to replicate, and the submission it ran for (None: run by hand)."""
+
+    path: str
+    submission_id: int | None = None
+
+
+def _campaign_row(row: Any, submission_id: int | None) -> dict[str, Any]:
+    return {
+        "uid": int(row["media_id"]),
+        "submission_id": submission_id,
+        "local_id": row["id"],
+        "name": row["name"],
+        "config": row["config"],
+        "seed": row["seed"],
+        "board": row["station"],
+        "started_at": row["started_at"],
+        "ended_at": row["ended_at"],
+        "status": row["status"],
+        "criteria": row["criteria"],
+        "resumes": row["resumes"],
+    }
+
+
+def _drive_row(uid: int, row: Any) -> dict[str, Any]:
+    keys = ("channel", "model", "serial", "wwn", "firmware", "size_bytes", "block_size")
+    more = ("region_first_lba", "region_blocks", "profile", "status")
+    return {"campaign_uid": uid, **{k: row[k] for k in (*keys, *more)}}
+
+
+def next_batch(
+    store: Store,
+    central: CentralStore,
+    station: str,
+    submission_id: int | None,
+    *,
+    ledgers: bool = False,
+    limit: int = BATCH_CYCLES,
+) -> ReplicationBatch:
+    """The next rows of `store` that the central database does not hold yet."""
+    batch = ReplicationBatch([], [], [], [], [], [], [], [], [])
+    uids: dict[int, int] = {}
+    for row in store.campaigns():
+        uid = int(row["media_id"])
+        uids[row["id"]] = uid
+        batch.campaigns.append(_campaign_row(row, submission_id))
+        batch.drives += [_drive_row(uid, d) for d in store.drives_of(row["id"])]
+        cursors = central.cursors(station, uid)
+        cycles = store.cycles_after(row["id"], cursors.cycle, limit)
+        seq_of: dict[int, tuple[int, int]] = {}
+        for c in cycles:
+            seq_of[c["id"]] = (c["channel"], c["seq"])
+            batch.cycles.append(
+                (uid, c["channel"], c["seq"], c["id"], *(c[k] for k in _CYCLE_KEYS))
+            )
+        ids = list(seq_of)
+        ordinal: dict[int, int] = {}
+        for f in store.findings_of_cycles(ids):
+            n = ordinal[f["cycle_id"]] = ordinal.get(f["cycle_id"], -1) + 1
+            channel, seq = seq_of[f["cycle_id"]]
+            batch.findings.append((uid, channel, seq, n, *(f[k] for k in _FINDING_KEYS)))
+        for e in store.cycle_events_of(ids):
+            channel, seq = seq_of[e["cycle_id"]]
+            batch.events.append((uid, e["id"], channel, seq, e["host_ns"], e["kind"], e["detail"]))
+        for r in store.rail_sense_of(ids):
+            channel, seq = seq_of[r["cycle_id"]]
+            batch.rail.append((uid, channel, seq, *(r[k] for k in _RAIL_KEYS)))
+        if ledgers:
+            for led in store.ledgers_of(ids):
+                channel, seq = seq_of[led["cycle_id"]]
+                batch.ledgers.append((uid, channel, seq, led["writes"]))
+        for h in store.health_after(row["id"], cursors.health, limit):
+            batch.health.append(
+                (
+                    uid,
+                    h["channel"],
+                    h["after_seq"],
+                    h["id"],
+                    h["host_ns"],
+                    h["source"],
+                    h["fields"],
+                    h["raw"],
+                )
+            )
+        for i in store.endurance_after(row["id"], cursors.endurance, limit):
+            record = {k: i[k] for k in i.keys() if k not in ("channel", "drive_id")}  # noqa: SIM118
+            batch.endurance.append(
+                (uid, i["channel"], i["seq"], i["id"], json.dumps(record, sort_keys=True))
+            )
+    if uids:
+        # events of no cycle: a station-wide one (no drive) belongs to the store's last campaign
+        after = central.loose_event_cursor(station, list(uids.values()))
+        last_uid = uids[max(uids)]
+        for e in store.loose_events_after(after, limit * 4):
+            uid = uids.get(e["campaign_id"], last_uid) if e["campaign_id"] else last_uid
+            batch.events.append(
+                (uid, e["id"], e["channel"], None, e["host_ns"], e["kind"], e["detail"])
+            )
+    return batch
+
+
+_CYCLE_KEYS = (
+    *("status", "error", "cut_delay_ns", "write_start_ns", "cut_ns", "cut_error_ns", "gone_ns"),
+    *("back_ns", "writes", "writes_acked", "writes_durable", "flushes", "bytes_written"),
+    *("blocks_checked", "nondurable_writes", "nondurable_survived", "failures", "full_scan"),
+    *("unserializable_writes", "last_ack_to_cut_ns", "last_flush_to_cut_ns", "started_at"),
+    "ended_at",
+)
+_FINDING_KEYS = (
+    *("class", "failure", "lba_first", "lba_count", "expected_gen", "observed_gen"),
+    *("expected_op", "observed_op", "detail"),
+)
+_RAIL_KEYS = (
+    *("edge_mcu_us", "edge_ns", "edge_error_ns", "hi_threshold", "lo_threshold", "window_ms"),
+    *("v0", "hi_us", "lo_us", "min_v", "end_reason", "sample_dt_us", "samples"),
+)
+
+
+def replicate_store(
+    store: Store,
+    central: CentralStore,
+    station: str,
+    submission_id: int | None = None,
+    *,
+    ledgers: bool = False,
+) -> int:
+    """Ship everything `store` holds that the central database lacks; returns the cycles
+    shipped. Each batch commits on its own, so an interruption loses at most the batch."""
+    shipped = 0
+    while True:
+        batch = next_batch(store, central, station, submission_id, ledgers=ledgers)
+        central.ship(station, batch)
+        shipped += len(batch.cycles)
+        if len(batch.cycles) < BATCH_CYCLES:
+            return shipped
+
+
+def health_raw(blob: bytes) -> str:
+    """A replicated health row's original tool output (kept compressed, as in the store)."""
+    return zlib.decompress(blob).decode()
+
+
+class ReplicatorLoop:
+    """Replicates a set of stores every `interval_s` until stopped; a failure (the link is down,
+    the server restarts) is logged and the next round starts over from the central cursors."""
+
+    def __init__(
+        self,
+        dsn: str,
+        station: str,
+        sources: Any,  # () -> list[StoreSource]: the stores to ship, asked each round
+        *,
+        interval_s: float = 1.0,
+        ledgers: bool = False,
+    ) -> None:
+        self.dsn, self.station, self.sources = dsn, station, sources
+        self.interval_s, self.ledgers = interval_s, ledgers
+        self.stop = threading.Event()
+        self.connected = False
+        self.last_error = ""
+        self.shipped = 0
+
+    def run(self) -> None:
+        central: CentralStore | None = None
+        stores: dict[str, Store] = {}  # kept open: opening a store is not free
+        while not self.stop.is_set():
+            try:
+                if central is None:
+                    central = CentralStore(self.dsn)
+                for source in self.sources():
+                    if source.path not in stores:
+                        stores[source.path] = Store(source.path)
+                    self.shipped += replicate_store(
+                        stores[source.path],
+                        central,
+                        self.station,
+                        source.submission_id,
+                        ledgers=self.ledgers,
+                    )
+                self.connected, self.last_error = True, ""
+            except Exception as error:  # the link, the server: retry from the cursors
+                first = (str(error).strip().splitlines() or [""])[0]
+                if self.connected or type(error).__name__ != self.last_error:
+                    log.warning("replication paused: %s: %s", type(error).__name__, first)
+                self.connected, self.last_error = False, type(error).__name__
+                if central is not None:
+                    with contextlib.suppress(Exception):
+                        central.close()
+                    central = None
+            self.stop.wait(self.interval_s)
+        if central is not None:
+            central.close()
+        for store in stores.values():
+            store.close()

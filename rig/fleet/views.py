@@ -1,0 +1,402 @@
+"""What the dashboard and `rig fleet status` show, read from the central database (the fleet) or
+from one station's SQLite stores (a one-station lab needs no PostgreSQL): the same `Overview`
+either way, and the report's `Dataset` for a campaign or a model page.
+
+The interface a page needs is small (`FleetView`): an overview, and the dataset of one campaign or
+one model. Reading the report's data follows reports/dataset.py and reports/central.py.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from reports import dataset as report_data
+from reports.dataset import Dataset
+
+RATE_WINDOW_S = 900.0  # cycles per hour: over the last 15 minutes (or the campaign's age)
+SILENT_AFTER_S = 30.0  # a station whose agent has not beaten for this long is shown silent
+
+
+@dataclass
+class DriveProgress:
+    channel: int
+    model: str
+    serial: str
+    status: str  # active | dead | stopped
+    cycles: int
+    cuts: int
+    rig_errors: int
+    failing: int
+
+
+@dataclass
+class CampaignProgress:
+    key: str  # <station>/<media id>, or q<submission id> while no cycle has reached us
+    name: str
+    station: str
+    status: str  # queued | running | done | stopped | error | failed
+    submission_id: int | None
+    started_at: float | None
+    ended_at: float | None
+    planned: int  # cycles per drive times drives
+    cycles: int
+    cuts: int
+    rig_errors: int
+    failing: int  # cycles with a failure finding
+    per_hour: float
+    eta_s: float | None
+    resumes: int
+    findings: dict[str, int] = field(default_factory=dict)  # failure findings per class
+    drives: list[DriveProgress] = field(default_factory=list)
+
+    @property
+    def dead(self) -> list[str]:
+        return [f"{d.model} s/n {d.serial}" for d in self.drives if d.status == "dead"]
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * min(1.0, self.cycles / self.planned) if self.planned else 0.0
+
+
+@dataclass
+class StationStatus:
+    name: str
+    drives: int
+    last_seen_s: float | None  # seconds since the agent's last heartbeat
+    agent: str
+
+    @property
+    def state(self) -> str:
+        if self.last_seen_s is None:
+            return "never seen"
+        return "online" if self.last_seen_s < SILENT_AFTER_S else "silent"
+
+
+@dataclass
+class Overview:
+    source: str
+    stations: list[StationStatus]
+    campaigns: list[CampaignProgress]
+    models: list[str]
+    generated_at: float
+
+    @property
+    def findings(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for c in self.campaigns:
+            for cls, n in c.findings.items():
+                total[cls] = total.get(cls, 0) + n
+        return dict(sorted(total.items()))
+
+
+class FleetView(Protocol):
+    source: str
+
+    def overview(self) -> Overview: ...
+
+    def campaign_dataset(self, key: str) -> Dataset: ...
+
+    def model_dataset(self, model: str) -> Dataset: ...
+
+    def close(self) -> None: ...
+
+
+def planned_cycles(config_text: str, drives: int) -> int:
+    try:
+        cycles = tomllib.loads(config_text).get("campaign", {}).get("cycles", 0)
+    except tomllib.TOMLDecodeError:
+        return 0
+    return int(cycles) * drives if isinstance(cycles, int) else 0
+
+
+def _rate(recent: int, started_at: float | None, now: float) -> float:
+    """Cycles per hour over the rate window (or since the start, if younger)."""
+    if not recent or started_at is None:
+        return 0.0
+    window = max(1.0, min(RATE_WINDOW_S, now - started_at))
+    return recent * 3600.0 / window
+
+
+def _eta(progress: CampaignProgress) -> float | None:
+    if progress.status not in ("running", "queued") or not progress.per_hour:
+        return None
+    left = max(0, progress.planned - progress.cycles)
+    return left / progress.per_hour * 3600.0
+
+
+class CentralView:
+    """The fleet, from the central database (a reader role is enough)."""
+
+    def __init__(self, dsn: str) -> None:
+        from rig.fleet.central import CentralStore
+
+        self.dsn = dsn
+        self.source = "central database"
+        self._central = CentralStore(dsn)
+        self._lock = threading.Lock()  # one connection, pages served on several threads
+
+    def _fresh(self) -> Any:
+        """The connection, reopened if the server went away since the last page."""
+        from rig.fleet.central import CentralStore
+
+        if self._central.closed:
+            self._central = CentralStore(self.dsn)
+        return self._central
+
+    def overview(self) -> Overview:
+        with self._lock:
+            return self._overview(self._fresh())
+
+    def _overview(self, central: Any) -> Overview:
+        now = time.time()
+        stations = [
+            StationStatus(
+                r["name"],
+                int(r["drives"]),
+                float(r["silent_s"]) if r["silent_s"] is not None else None,
+                r["agent"],
+            )
+            for r in central.stations()
+        ]
+        progress = {
+            (r["station"], r["campaign_uid"], r["channel"]): r
+            for r in central.progress_rows(RATE_WINDOW_S)
+        }
+        findings: dict[tuple[str, int], dict[str, int]] = {}
+        for r in central.finding_counts():
+            findings.setdefault((r["station"], r["campaign_uid"]), {})[r["class"]] = int(r["n"])
+        drives: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for d in central.drive_rows():
+            drives.setdefault((d["station"], d["campaign_uid"]), []).append(d)
+        submissions = {s["id"]: s for s in central.submissions()}
+        campaigns: list[CampaignProgress] = []
+        shown: set[int] = set()
+        for c in central.campaign_rows():
+            key = (c["station"], c["uid"])
+            sub = submissions.get(c["submission_id"]) if c["submission_id"] else None
+            if sub is not None:
+                shown.add(sub["id"])
+            rows = drives.get(key, [])
+            per_drive = [
+                DriveProgress(
+                    d["channel"],
+                    d["model"],
+                    d["serial"],
+                    d["status"],
+                    *_counts(progress.get((c["station"], c["uid"], d["channel"]))),
+                )
+                for d in rows
+            ]
+            recent = sum(
+                int(progress[(c["station"], c["uid"], d["channel"])]["recent"])
+                for d in rows
+                if (c["station"], c["uid"], d["channel"]) in progress
+            )
+            status = sub["status"] if sub is not None else c["status"]
+            campaigns.append(
+                _progress(
+                    f"{c['station']}/{c['uid']}",
+                    c["name"],
+                    c["station"],
+                    status,
+                    sub["id"] if sub is not None else None,
+                    c["started_at"],
+                    c["ended_at"],
+                    planned_cycles(c["config"], len(rows)),
+                    per_drive,
+                    recent,
+                    int(c["resumes"]),
+                    findings.get(key, {}),
+                    now,
+                )
+            )
+        for sub in submissions.values():
+            if sub["id"] in shown:
+                continue
+            campaigns.append(
+                _progress(
+                    f"q{sub['id']}",
+                    sub["name"],
+                    sub["station"],
+                    sub["status"],
+                    sub["id"],
+                    None,
+                    None,
+                    int(sub["cycles_planned"]),
+                    [],
+                    0,
+                    0,
+                    {},
+                    now,
+                )
+            )
+        models = sorted({d["model"] for rows in drives.values() for d in rows})
+        return Overview(self.source, stations, campaigns, models, now)
+
+    def campaign_dataset(self, key: str) -> Dataset:
+        from reports import central as report_central
+
+        station, _, uid = key.partition("/")
+        with self._lock:
+            return report_central.read(
+                self._fresh(),
+                campaign=lambda row: row["station"] == station and str(row["uid"]) == uid,
+            )
+
+    def model_dataset(self, model: str) -> Dataset:
+        from reports import central as report_central
+
+        with self._lock:
+            return report_central.read(self._fresh(), drive=lambda row: row["model"] == model)
+
+    def close(self) -> None:
+        self._central.close()
+
+
+def _counts(row: Any) -> tuple[int, int, int, int]:
+    """(cycles, cuts, rig errors, failing) of a progress row (a mapping or sqlite3.Row)."""
+    if row is None:
+        return 0, 0, 0, 0
+    return int(row["cycles"]), int(row["cuts"]), int(row["rig_errors"]), int(row["failing"])
+
+
+def _progress(
+    key: str,
+    name: str,
+    station: str,
+    status: str,
+    submission_id: int | None,
+    started_at: float | None,
+    ended_at: float | None,
+    planned: int,
+    drives: list[DriveProgress],
+    recent: int,
+    resumes: int,
+    findings: dict[str, int],
+    now: float,
+) -> CampaignProgress:
+    progress = CampaignProgress(
+        key=key,
+        name=name,
+        station=station,
+        status=status,
+        submission_id=submission_id,
+        started_at=started_at,
+        ended_at=ended_at,
+        planned=planned,
+        cycles=sum(d.cycles for d in drives),
+        cuts=sum(d.cuts for d in drives),
+        rig_errors=sum(d.rig_errors for d in drives),
+        failing=sum(d.failing for d in drives),
+        per_hour=_rate(recent, started_at, now),
+        eta_s=None,
+        resumes=resumes,
+        findings=dict(sorted(findings.items())),
+        drives=drives,
+    )
+    progress.eta_s = _eta(progress)
+    return progress
+
+
+class StoreView:
+    """One station's SQLite stores, read-only beside the rig that writes them."""
+
+    def __init__(self, paths: list[str], station: str = "this station") -> None:
+        from rig.store import Store
+
+        self.paths = paths
+        self.station = station
+        self.source = ", ".join(paths)
+        for path in paths:  # refuse what is not a store now, not on the first page
+            Store(path, read_only=True).close()
+
+    def overview(self) -> Overview:
+        from rig.store import Store
+
+        now = time.time()
+        campaigns: list[CampaignProgress] = []
+        models: set[str] = set()
+        for index, path in enumerate(self.paths):
+            store = Store(path, read_only=True)
+            try:
+                progress = {r["drive_id"]: r for r in store.progress_rows(now - RATE_WINDOW_S)}
+                findings: dict[int, dict[str, int]] = {}
+                for r in store.failure_counts():
+                    findings.setdefault(r["campaign_id"], {})[r["class"]] = int(r["n"])
+                for c in store.campaigns():
+                    rows = store.drives_of(c["id"])
+                    models.update(d["model"] for d in rows)
+                    per_drive = [
+                        DriveProgress(
+                            d["channel"],
+                            d["model"],
+                            d["serial"],
+                            d["status"],
+                            *_counts(progress.get(d["id"])),
+                        )
+                        for d in rows
+                    ]
+                    recent = sum(
+                        int(progress[d["id"]]["recent"]) for d in rows if d["id"] in progress
+                    )
+                    campaigns.append(
+                        _progress(
+                            f"{index}/{c['id']}",
+                            c["name"],
+                            self.station,
+                            c["status"],
+                            None,
+                            c["started_at"],
+                            c["ended_at"],
+                            planned_cycles(c["config"], len(rows)),
+                            per_drive,
+                            recent,
+                            int(c["resumes"]),
+                            findings.get(c["id"], {}),
+                            now,
+                        )
+                    )
+            finally:
+                store.close()
+        return Overview(self.source, [], campaigns, sorted(models), now)
+
+    def _dataset(self) -> Dataset:
+        return report_data.load(self.paths)
+
+    def campaign_dataset(self, key: str) -> Dataset:
+        index, _, campaign_id = key.partition("/")
+        if not index.isdigit() or int(index) >= len(self.paths):
+            return Dataset(sources=[], campaigns=[], runs=[])
+        data = report_data.load([self.paths[int(index)]])
+        return _only(data, lambda run: str(run.campaign.campaign_id) == campaign_id)
+
+    def model_dataset(self, model: str) -> Dataset:
+        return _only(self._dataset(), lambda run: run.model == model)
+
+    def close(self) -> None:
+        pass
+
+
+def _only(data: Dataset, keep: Any) -> Dataset:
+    runs = [r for r in data.runs if keep(r)]
+    campaigns = [c for c in data.campaigns if any(r.campaign is c for r in runs)]
+    return Dataset(data.sources, campaigns, runs, data.unread_tables)
+
+
+def overview_text(view: Overview) -> str:
+    lines = [f"source: {view.source}"]
+    for s in view.stations:
+        lines.append(f"station {s.name}: {s.state}, {s.drives} drives")
+    for c in view.campaigns:
+        eta = f", ETA {c.eta_s / 60:.0f} min" if c.eta_s is not None else ""
+        findings = ", ".join(f"{k} x{v}" for k, v in c.findings.items()) or "no failure"
+        lines.append(
+            f"{c.key} {c.name} on {c.station}: {c.status}, {c.cycles}/{c.planned} cycles"
+            f" ({c.per_hour:.0f}/h{eta}), rig errors {c.rig_errors}, dead {len(c.dead)},"
+            f" {findings}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,162 @@
+"""The replicator against a real PostgreSQL: every finished cycle of a store reaches the central
+database once (by natural keys), in order, and a report read from it is the report of the store."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from fixtures.pgcluster import Cluster
+from reports import analysis, dataset
+from reports import central as report_central
+from rig.errors import UserError
+from rig.fleet import dispatch
+from rig.fleet.central import CentralStore
+from rig.fleet.replicator import next_batch, replicate_store
+from rig.store import Store
+from tests.cli_runner import rig
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real campaign's store: the in-process demo (three drive models, findings, events)."""
+    out = tmp_path_factory.mktemp("demo")
+    done = rig("demo", "--in-process", "--cycles", "12", "--quiet", "--out", str(out), cwd=out)
+    assert done.returncode == 0, done.stderr
+    return out / "demo.sqlite"
+
+
+def _report(data: dataset.Dataset) -> dict[str, object]:
+    """The analysis as JSON, less where the data came from."""
+    report = analysis.analyse(data)
+    body = dataclasses.asdict(report)
+    for key in ("sources", "campaigns", "unread_tables"):
+        body.pop(key)
+    for model in body["models"]:
+        model.pop("campaigns")
+        for drive in model["drives"]:
+            drive.pop("stations")
+        for example in model["examples"]:  # the store's row ids are its own
+            example.pop("id", None)
+            example.pop("cycle_id", None)
+    return json.loads(json.dumps(body, default=str))
+
+
+def test_replication_is_exact_idempotent_and_reports_the_same(
+    pg: Cluster, demo_store: Path
+) -> None:
+    store = Store(str(demo_store))
+    try:
+        with CentralStore(pg.dsn("rig_station_alpha")) as central:
+            assert replicate_store(store, central, "alpha", ledgers=True) == 36
+            assert replicate_store(store, central, "alpha", ledgers=True) == 0  # nothing twice
+            local = [tuple(r) for r in store.cycle_keys()]
+            assert [tuple(r.values()) for r in central.cycle_keys("alpha")] == local
+    finally:
+        store.close()
+    with CentralStore(pg.dsn()) as admin:
+        counts = {
+            t: admin._all(f"SELECT count(*) AS n FROM fleet.{t} WHERE station = 'alpha'")[0]["n"]
+            for t in ("cycle", "finding", "event", "ledger", "health")
+        }
+    db = sqlite3.connect(demo_store)
+    try:
+        for table in ("cycle", "finding", "event", "ledger", "health"):
+            assert counts[table] == db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    finally:
+        db.close()
+    from_store = _report(dataset.load([str(demo_store)]))
+    from_central = _report(report_central.load(pg.dsn("viewer", "pw-viewer", "127.0.0.1")))
+    assert from_central == from_store
+    # the same campaign from both sources is refused, not counted twice
+    with pytest.raises(UserError, match="give each once"):
+        dataset.merge([report_central.load(pg.dsn()), dataset.load([str(demo_store)])])
+
+
+def test_a_lost_commit_and_a_restart_resume_from_the_central_cursor(
+    pg: Cluster, tmp_path: Path
+) -> None:
+    done = rig(
+        "demo", "--in-process", "--cycles", "6", "--quiet", "--out", str(tmp_path), cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    store = Store(str(tmp_path / "demo.sqlite"))
+    try:
+        with CentralStore(pg.dsn("rig_station_beta")) as central:
+            first = next_batch(store, central, "beta", None, limit=5)
+            central.ship("beta", first)
+            # the same batch again (its commit's answer was lost on the link): no change
+            central.ship("beta", first)
+            assert len(central.cycle_keys("beta")) == 5
+        # a new process (after a restart or kill -9) asks the central database where it was
+        with CentralStore(pg.dsn("rig_station_beta")) as central:
+            assert replicate_store(store, central, "beta") == 18 - 5
+            assert [tuple(r.values()) for r in central.cycle_keys("beta")] == [
+                tuple(r) for r in store.cycle_keys()
+            ]
+    finally:
+        store.close()
+
+
+def _ship(pg: Cluster, store_path: Path, station: str) -> None:
+    store = Store(str(store_path))
+    try:
+        with CentralStore(pg.dsn(f"rig_station_{station}")) as central:
+            replicate_store(store, central, station)
+    finally:
+        store.close()
+
+
+def test_a_station_cannot_write_or_see_another_stations_rows(pg: Cluster, demo_store: Path) -> None:
+    _ship(pg, demo_store, "alpha")  # (a no-op if an earlier test shipped it)
+    with psycopg.connect(pg.dsn("rig_station_beta", "pw-beta", "127.0.0.1")) as beta:
+        # beta sees only its own rows
+        stations = beta.execute("SELECT DISTINCT station FROM fleet.cycle").fetchall()
+        assert stations in ([], [("beta",)])
+        assert beta.execute("SELECT name FROM fleet.station").fetchall() == [("beta",)]
+        # updating alpha's rows changes nothing (they are invisible to beta)
+        changed = beta.execute(
+            "UPDATE fleet.cycle SET status = 'ok', failures = 0 WHERE station = 'alpha'"
+        ).rowcount
+        assert changed == 0
+        beta.rollback()
+        # inserting a row in alpha's name is refused by the policy
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
+            beta.execute(
+                "INSERT INTO fleet.campaign (station, uid, local_id, name, config, seed, board,"
+                " started_at, status) VALUES ('alpha', 42, 1, 'forged', '', 1, 'x', 0, 'done')"
+            )
+        beta.rollback()
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            beta.execute("DELETE FROM fleet.cycle")
+        beta.rollback()
+        # and alpha's queue is not beta's to see or take from
+        app = dispatch.make_app(pg.dsn())
+        with app.open():
+            job = app.configure_task(dispatch.STOP_TASK, queue="station:alpha").defer(
+                submission_id=999_999
+            )
+        taken = beta.execute(
+            "UPDATE procrastinate_jobs SET status = 'doing' WHERE id = %s", (job,)
+        ).rowcount
+        assert taken == 0
+        assert beta.execute("SELECT count(*) FROM procrastinate_jobs").fetchone() == (0,)
+        beta.rollback()
+    with psycopg.connect(pg.dsn()) as admin:  # alpha's rows are all still there, unchanged
+        assert admin.execute(
+            "SELECT status FROM procrastinate_jobs WHERE id = %s", (job,)
+        ).fetchone() == ("todo",)
+        left = admin.execute(
+            "SELECT count(*), count(*) FILTER (WHERE status = 'ok' AND failures = 0)"
+            " FROM fleet.cycle WHERE station = 'alpha'"
+        ).fetchone()
+        assert left is not None and left[0] == 36
+    with psycopg.connect(pg.dsn("viewer", "pw-viewer", "127.0.0.1")) as viewer:
+        assert viewer.execute("SELECT count(*) FROM fleet.cycle").fetchone()[0] >= 36
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            viewer.execute("UPDATE fleet.cycle SET status = 'ok'")
