@@ -168,6 +168,7 @@ class DriveStat:
     dead_at_cut: int | None  # cumulative cut count at which the drive died
     median_return_ms: float | None
     verdict: str  # PASS | FAIL | DEAD
+    blocks_unchecked: int = 0  # meant to be read, left unread by a read budget (not a failure)
 
 
 @dataclass
@@ -481,6 +482,7 @@ def _drives(runs: list[DriveRun], confidence: float) -> list[DriveStat]:
                 dead_at_cut=dead_at,
                 median_return_ms=statistics.median(returns) if returns else None,
                 verdict="DEAD" if dead_at is not None else ("FAIL" if failed else "PASS"),
+                blocks_unchecked=sum(c.blocks_unchecked for c in cuts),
             )
         )
     return result

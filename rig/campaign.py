@@ -408,8 +408,12 @@ class DriveRun:
                 c.result.blocks_checked + rest.blocks_checked,
                 c.result.nondurable_writes,
                 c.result.nondurable_survived,
+                c.result.blocks_unchecked + rest.blocks_unchecked,
+                c.result.unchecked + rest.unchecked,
             )
         c.findings.extend(c.result.findings)  # after the health phase's findings
+        if c.result.unchecked:  # where the check left blocks unread (not findings: no failure)
+            c.events.append((time.monotonic_ns(), "unchecked", _unchecked_detail(c.result)))
 
     @staticmethod
     def _atomic_blocks(node: DriveNode, block_size: int) -> int:
@@ -533,6 +537,7 @@ class DriveRun:
             flushes=log.flush_count,
             bytes_written=int(log.column("nblocks").sum()) * self.target.block_size,
             blocks_checked=result.blocks_checked if result else 0,
+            blocks_unchecked=result.blocks_unchecked if result else 0,
             nondurable_writes=result.nondurable_writes if result else 0,
             nondurable_survived=result.nondurable_survived if result else 0,
             failures=len(failures),
@@ -670,6 +675,16 @@ def _rail_row(r: RailResult) -> RailSenseRow:
         r.dt_us,
         r.samples,
     )
+
+
+def _unchecked_detail(result: verify.CheckResult, kept: int = 256) -> dict[str, Any]:
+    """The blocks a check left unread, for the store: how many, and where (first ranges)."""
+    ranges = [[f.lba_first, f.lba_count, f.detail["reason"]] for f in result.unchecked[:kept]]
+    return {
+        "blocks": result.blocks_unchecked,
+        "ranges": ranges,
+        "ranges_total": len(result.unchecked),
+    }
 
 
 def _written_lbas(log: CycleLog) -> np.ndarray:

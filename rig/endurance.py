@@ -238,6 +238,7 @@ class EnduranceRun:
     def _note_findings(self, result: verify.CheckResult, detail: dict[str, Any]) -> int:
         failing = [f for f in result.findings if f.failure]
         detail["findings"] = dict(Counter(f.cls for f in result.findings))
+        detail["blocks_unchecked"] = result.blocks_unchecked
         detail["failures_first"] = [
             {
                 "class": f.cls,
