@@ -27,7 +27,7 @@ from rig.bus.base import DriveNode, Presence, PresenceWatch
 from rig.bus.ready import NotReady
 from rig.config import Campaign, DriveSpec
 from rig.errors import RigError, UnsafeDeviceError, UserError
-from rig.health.errors import HealthToolError
+from rig.health.errors import HealthToolError, ToolMissing
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import HealthReader, HealthTracker, anomaly_details, snapshot_fields
 from rig.ledger import CycleLog, Durability, LbaState, uncertain
@@ -225,10 +225,7 @@ class DriveRun:
         try:
             snapshot = tracker.baseline(node)
         except HealthToolError as error:
-            if options.required or isinstance(error, RigError):  # RigError: a tool not installed
-                raise UserError(f"drive {self.spec.identity.label()}: health: {error}") from error
-            detail = {"error": str(error)}
-            self.store.add_event(self.drive_id, time.monotonic_ns(), "health_unavailable", detail)
+            self._health_unavailable(error)
             return None
         stored = self.store.query(
             "SELECT 1 FROM health WHERE drive_id = ? AND after_seq = ?", (self.drive_id, after_seq)
@@ -236,6 +233,22 @@ class DriveRun:
         if not stored:  # a resume keeps the reading taken after that cycle before the stop
             self._store_snapshot(after_seq, snapshot)
         return tracker
+
+    def _health_unavailable(self, error: HealthToolError) -> None:
+        """A baseline that cannot be read. With [health] the campaign asked for health: refused.
+        Without it the drive runs without health: one warning line and one store event. Whatever
+        the tool's exit status says (real smartctl exits 1, "command line did not parse", on a
+        device it cannot type: a loop device, many USB bridges and HBAs); only a tool that is not
+        installed is a set-up fault of the host, refused either way."""
+        label = self.spec.identity.label()
+        if self.campaign.health.required or isinstance(error, ToolMissing):
+            raise UserError(f"drive {label}: health: {error}") from error
+        self.progress(
+            f"ch{self.spec.channel}: warning: {label}: health cannot be read ({error});"
+            " running without health ([health] not in the campaign)"
+        )
+        detail = {"error": str(error)}
+        self.store.add_event(self.drive_id, time.monotonic_ns(), "health_unavailable", detail)
 
     def _store_snapshot(self, after_seq: int, snapshot: HealthSnapshot) -> None:
         fields = snapshot_fields(snapshot)
