@@ -56,6 +56,12 @@ class Station:
     claim: DriveClaim | None = None  # holds the drive against other campaigns
 
 
+RESTORE_ATTEMPTS = 3  # the teardown's tries to switch a channel back on (a serial timeout)
+RESTORE_RETRY_S = 1.0
+REACQUIRE_PROBE_S = 1.0  # one readiness probe while the drive is found again after a rig error
+REACQUIRE_PAUSE_S = 0.1
+
+
 class DeadDevice(Exception):
     """The drive did not come back or did not answer."""
 
@@ -107,6 +113,7 @@ class Cycle:
     error: str = ""
     stop_channel: bool = False  # never write to this channel's node again (ARCHITECTURE §6)
     full_scan: bool = False
+    restored: bool = False  # the restore phase switched the channel back on
 
 
 @dataclass(frozen=True)
@@ -156,6 +163,9 @@ class DriveRun:
         self.elapsed_s = resume.elapsed_s if resume else 0.0
         self.stopped_by = ""
         self.dead = False
+        # The open target is not known to be the drive as it is now (a cycle ended between the
+        # cut and the identify phase): the next cycle finds and proves the drive again first.
+        self.reacquire = False
         node = station.presence.find(spec.identity)
         if node is None:
             raise UserError(f"drive {spec.identity.label()} not found on the bus")
@@ -274,6 +284,8 @@ class DriveRun:
         power = self.station.power
         if not power.state(self.spec.channel):
             raise RigError(f"channel {self.spec.channel} is off at the start of a cycle")
+        if self.reacquire:
+            self._reacquire(c)
         c.target = self.target
         if self.intent is not None:  # first: a crash before the row below leaves it empty
             self.intent.begin(c.seq)
@@ -314,6 +326,7 @@ class DriveRun:
         if c.edge is not None:  # where the edge really fell, against the strategy's aim
             c.events.append((c.edge.host_ns, "cut_context", cuts.context(c.log, c.edge.host_ns)))
         # A loop device leaves the bus only after its last close; a real drive leaves while open.
+        self.reacquire = True  # until identify opens the drive as it comes back
         self.target.close()
         c.gone_ns = c.watch.wait_gone(self.campaign.cut.gone_timeout_s)
         if c.gone_ns is None:
@@ -323,7 +336,69 @@ class DriveRun:
     def restore(self, c: Cycle) -> None:
         time.sleep(self.campaign.cut.off_ms / 1000)
         edge = self.station.power.on(self.spec.channel)
+        c.restored = True
         c.events.append((edge.host_ns, "power_on", {"error_ns": edge.error_ns}))
+
+    def _restore_after_fault(self, c: Cycle, writers_done: bool) -> None:
+        """The teardown guarantee (ARCHITECTURE §6): the cycle ended after a cut was scheduled and
+        before the restore phase switched the channel on (a writer crash, a serial timeout, an
+        exception, a stop). Power goes back as the campaign says (after its off time), whatever
+        happened; the cut may or may not have fallen, so the drive is found and proven again
+        before the next write. A switch that still does not answer stops the channel (the
+        board's watchdog puts power back on when the host falls silent)."""
+        self.reacquire = True
+        if writers_done:
+            self.target.close()  # a loop device leaves the bus only after its last close
+        else:  # its descriptor stays open: a number reused by the next open would take their I/O
+            c.stop_channel = True
+            c.error += "; writers still stuck in I/O: channel stopped"
+        if c.edge is not None:
+            since_cut_s = (time.monotonic_ns() - c.edge.host_ns) / 1e9
+            time.sleep(max(0.0, self.campaign.cut.off_ms / 1000 - since_cut_s))
+        else:
+            time.sleep(self.campaign.cut.off_ms / 1000)
+        failed: list[str] = []
+        for _ in range(RESTORE_ATTEMPTS):
+            try:
+                edge = self.station.power.on(self.spec.channel)
+            except (RigError, OSError) as error:
+                failed.append(str(error))
+                time.sleep(RESTORE_RETRY_S)
+                continue
+            detail = {"error_ns": edge.error_ns, "teardown": True, "failed_attempts": failed}
+            c.events.append((edge.host_ns, "power_on", detail))
+            return
+        c.stop_channel = True
+        c.error += f"; power could not be restored ({RESTORE_ATTEMPTS} tries: {failed[-1]})"
+
+    def _reacquire(self, c: Cycle) -> None:
+        """After a cycle that ended between the cut and identify: find the drive on the bus as it
+        is now, wait until it answers, prove it and open it (the identify phase's checks), before
+        this cycle writes anything."""
+        timeout = self.campaign.cut.return_timeout_s
+        deadline = time.monotonic() + timeout
+        while True:
+            node = self.station.presence.find(self.spec.identity)  # fresh state; two: refused
+            if node is not None and self._answers(node, deadline):
+                again = self.station.presence.find(self.spec.identity)
+                if again == node:  # the same attachment it answered on
+                    c.events.append((time.monotonic_ns(), "reacquired", {"devnode": node.devnode}))
+                    c.node = node
+                    self._open_proven(c, node)
+                    return
+            if time.monotonic() > deadline:
+                raise DeadDevice(f"not back within {timeout:g} s after a rig error")
+            time.sleep(REACQUIRE_PAUSE_S)
+
+    def _answers(self, node: DriveNode, deadline: float) -> bool:
+        """Whether the drive at `node` answers I/O (a node that lost power does not)."""
+        if self.station.ready is None:
+            return True
+        try:
+            self.station.ready(node, max(0.0, min(REACQUIRE_PROBE_S, deadline - time.monotonic())))
+        except NotReady:
+            return False
+        return True
 
     def observe_return(self, c: Cycle) -> None:
         assert c.watch is not None
@@ -346,15 +421,19 @@ class DriveRun:
 
     def identify(self, c: Cycle) -> None:
         assert c.node is not None
-        if not self.spec.identity.matches(c.node.identity):
+        self._open_proven(c, c.node)
+
+    def _open_proven(self, c: Cycle, node: DriveNode) -> None:
+        if not self.spec.identity.matches(node.identity):
             raise UnsafeDeviceError(f"a different drive came back on channel {self.spec.channel}")
-        c.findings.extend(self._bus_changes(c.node))
+        c.findings.extend(self._bus_changes(node))
         self.target.close()
         try:
-            self.target = self.station.open_target(c.node, self.spec)
+            self.target = self.station.open_target(node, self.spec)
         except OSError as error:
             raise DeadDevice(f"came back but cannot be opened: {error}") from error
         c.target = self.target
+        self.reacquire = False
 
     def _bus_changes(self, node: DriveNode) -> list[verify.Finding]:
         """A drive that returns with another capacity or write-protected lost metadata
@@ -484,6 +563,7 @@ class DriveRun:
                 if self.stop.is_set():
                     raise Interrupted("stop requested")
                 started = time.monotonic_ns()
+                phase_ms[phase] = 0.0  # reached (the write phase may schedule the cut)
                 try:
                     getattr(self, phase)(c)
                 finally:
@@ -503,11 +583,13 @@ class DriveRun:
             logging.getLogger("rig").exception("cycle %d phase %s", seq, phase)
         finally:
             c.stop.set()
-            if c.writer is not None:
-                c.writer.join(5.0, raise_crash=False)  # a crash was raised in observe_loss
+            # (a crash was raised in observe_loss)
+            writers_done = c.writer is None or c.writer.join(5.0, raise_crash=False)
             if c.watch is not None:
                 c.events.extend(c.watch.bus_events())
                 c.watch.close()
+            if "write" in phase_ms and not c.restored:
+                self._restore_after_fault(c, writers_done)
             c.events.append((time.monotonic_ns(), "phase_ms", phase_ms))
         if c.status in ("error", "interrupted") and c.edge is not None:
             # maybe a cut, maybe not (power that did not go off): no counter judged across it

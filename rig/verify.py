@@ -477,7 +477,7 @@ def _timed_read(
     def run() -> None:
         try:
             box["data"] = read(first, count)
-        except OSError as error:
+        except BaseException as error:  # an I/O error, or a bug: raised in the checker either way
             box["error"] = error
 
     thread = threading.Thread(target=run, name=f"check-read-{first}", daemon=True)
