@@ -170,6 +170,7 @@ class DriveRun:
         if node is None:
             raise UserError(f"drive {spec.identity.label()} not found on the bus")
         self.node = node
+        self.backing = node.backing  # a loop device's file: the same after every return
         self.seen_size_bytes, self.seen_read_only = node.size_bytes, node.read_only
         self.claims = ExitStack()  # the drive's claim and its open target; released by close()
         try:
@@ -208,6 +209,8 @@ class DriveRun:
                 (first, count),
                 spec.profile,
             )
+        attachment = {"devnode": node.devnode, "diskseq": node.diskseq, "backing": node.backing}
+        self.store.add_event(self.drive_id, time.monotonic_ns(), "attachment", attachment)
         self.tracker = self._start_health(node, self.next_seq - 1)
         # Endurance intervals write outside cycles, so only a cut campaign keeps an intent log.
         where = None if campaign.endurance else intent.path_for(self.store.path, self.drive_id)
@@ -409,7 +412,8 @@ class DriveRun:
             )
         c.node = node
         c.back_ns = time.monotonic_ns()
-        c.events.append((c.back_ns, "bus_back", {"devnode": node.devnode}))
+        proof = {"devnode": node.devnode, "diskseq": node.diskseq, "backing": node.backing}
+        c.events.append((c.back_ns, "bus_back", proof))
         c.events.extend(c.watch.bus_events())
         if self.station.ready is not None:
             timeout = self.campaign.cut.return_timeout_s
@@ -424,8 +428,27 @@ class DriveRun:
         self._open_proven(c, c.node)
 
     def _open_proven(self, c: Cycle, node: DriveNode) -> None:
+        """Open the drive at `node` once it is proven to be this channel's drive as it is now:
+        its identity, the backing file it had when the campaign started (a loop device), the
+        same attachment read fresh again just before the open (the ready probe may have taken
+        seconds), then the station's own checks (the drive's answer, interlocks, the opened
+        descriptor's attachment). Any doubt stops the channel before anything is written."""
+        label = self.spec.identity.label()
         if not self.spec.identity.matches(node.identity):
             raise UnsafeDeviceError(f"a different drive came back on channel {self.spec.channel}")
+        if self.backing and node.backing != self.backing:
+            raise UnsafeDeviceError(
+                f"{node.devnode} answers to {label} but is backed by {node.backing or 'no file'},"
+                f" not by the drive's {self.backing}"
+            )
+        now = self.station.presence.find(self.spec.identity)  # two nodes with it: refused
+        if now is None:
+            raise DeadDevice(f"left the bus again before it was identified at {node.devnode}")
+        if (now.devnode, now.diskseq, now.backing) != (node.devnode, node.diskseq, node.backing):
+            raise UnsafeDeviceError(
+                f"{node.devnode} changed between its return and identify"
+                f" (now {now.devnode}, disk sequence {now.diskseq}, was {node.diskseq})"
+            )
         c.findings.extend(self._bus_changes(node))
         self.target.close()
         try:
