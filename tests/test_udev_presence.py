@@ -133,7 +133,7 @@ def test_a_file_replaced_at_the_drive_s_path_is_doubt(
         second = loopctl.free_index()
         indices.append(second)
         loopctl.attach(second, drive)
-        with pytest.raises(UnsafeDeviceError, match="is backed by dev .* not by the drive's"):
+        with pytest.raises(UnsafeDeviceError, match=r"is backed by dev .*, not by the drive's"):
             watch.wait_back(5.0)
     finally:
         watch.close()
