@@ -83,6 +83,22 @@ def test_a_different_drive_at_the_old_node_is_not_taken_for_it(
         watch.close()
 
 
+def attach_free(drive: str, indices: list[int]) -> int:
+    """Attach at a free loop index; another user may bind the same free node first (EBUSY),
+    then another one."""
+    for _ in range(20):
+        index = loopctl.free_index()
+        try:
+            loopctl.attach(index, drive)
+        except subprocess.CalledProcessError as error:
+            if "busy" not in error.stderr:
+                raise
+            continue
+        indices.append(index)
+        return index
+    raise AssertionError("no free loop index stayed free")
+
+
 def trigger_change(index: int) -> None:
     """A synthetic `change` of the node, as udisks, blkid or `udevadm trigger` make."""
     subprocess.run(
@@ -100,9 +116,7 @@ def test_events_about_a_drive_that_never_left_are_not_a_return(
     presence = UdevPresence()
     drive = image(tmp_path, "a.img")
     identity = DriveIdentity("Linux loop device", drive)
-    index = loopctl.free_index()
-    indices.append(index)
-    loopctl.attach(index, drive)
+    index = attach_free(drive, indices)
     watch = presence.watch(identity)
     try:
         for _ in range(3):
@@ -121,18 +135,14 @@ def test_a_file_replaced_at_the_drive_s_path_is_doubt(
     presence = UdevPresence()
     drive = image(tmp_path, "a.img")
     identity = DriveIdentity("Linux loop device", drive)
-    first = loopctl.free_index()
-    indices.append(first)
-    loopctl.attach(first, drive)
+    first = attach_free(drive, indices)
     watch = presence.watch(identity)
     try:
         loopctl.detach_and_remove(first)
         assert watch.wait_gone(5.0) is not None
         os.rename(drive, drive + ".old")  # keeps its inode away from the new file
         image(tmp_path, "a.img")
-        second = loopctl.free_index()
-        indices.append(second)
-        loopctl.attach(second, drive)
+        attach_free(drive, indices)
         with pytest.raises(UnsafeDeviceError, match=r"is backed by dev .*, not by the drive's"):
             watch.wait_back(5.0)
     finally:
@@ -147,9 +157,7 @@ def test_a_node_reused_after_the_check_is_never_opened(
     presence = UdevPresence()
     ours, other = image(tmp_path, "ours.img"), image(tmp_path, "other.img")
     identity = DriveIdentity("Linux loop device", ours)
-    index = loopctl.free_index()
-    indices.append(index)
-    loopctl.attach(index, ours)
+    index = attach_free(ours, indices)
     node = presence.find(identity)
     assert node is not None and node.diskseq > 0 and node.backing.startswith("dev ")
     loopctl.detach_and_remove(index)
