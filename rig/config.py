@@ -67,6 +67,7 @@ class StationSpec:
     watchdog_ms: int = 5000  # relay board: host silence after which every channel goes safe
     rail_sense: RailSenseSpec | None = None
     twin: str = "in-process"  # simulated stations: which twin (SIMULATED_TWINS)
+    bus: str = ""  # the full-system twin: bus behaviours of every drive (a profile modifier)
 
 
 DISCARD_KINDS = ("none", "blkdiscard", "sg_unmap", "nvme")
@@ -249,10 +250,13 @@ def parse(text: str, where: str = "campaign") -> Campaign:
         station_t.get("usb_serial", str, ""),
         *_relay_board_settings(station_t, kind),
         twin=station_t.get("twin", str, "in-process"),
+        bus=station_t.get("bus", str, ""),
     )
     station_t.done()
     if station.twin not in SIMULATED_TWINS:
         raise UserError(f"campaign: [station].twin must be one of {', '.join(SIMULATED_TWINS)}")
+    if station.bus and (kind != "simulated" or station.twin != "simavr"):
+        raise UserError('campaign: [station].bus is for the full-system twin (twin = "simavr")')
     if kind == "relay-board" and not (station.port or station.usb_serial):
         raise UserError("campaign: a relay-board station needs [station].port or .usb_serial")
 
