@@ -614,7 +614,9 @@ class DriveRun:
             if "write" in phase_ms and not c.restored:
                 self._restore_after_fault(c, writers_done)
             c.events.append((time.monotonic_ns(), "phase_ms", phase_ms))
-        if c.status in ("error", "interrupted") and c.edge is not None:
+        # the cut was scheduled (its edge may have fallen unseen: a lost reply or edge report)
+        cut_maybe = c.edge is not None or "write" in phase_ms
+        if c.status in ("error", "interrupted") and cut_maybe:
             # maybe a cut, maybe not (power that did not go off): no counter judged across it
             c.findings = [f for f in c.findings if f.cls != verify.COUNTER_ANOMALY]
             if self.tracker is not None:
