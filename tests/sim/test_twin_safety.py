@@ -182,7 +182,7 @@ def test_read_errors_are_exact_per_block_and_unchecked_blocks_are_counted(
         delay_ms=(2, 8), check=check,
     )  # fmt: skip
     run = run_twin(tmp_path, text)
-    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.returncode == 1, run.stderr[-2000:]  # 1: the drive has failures (read errors)
     pairs = run.cut_to_cycle(0)
     truth: dict[int, set[int]] = {}
     for event in run.truth:
