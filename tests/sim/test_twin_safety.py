@@ -36,6 +36,7 @@ from tests.sim.twin_helpers import (
     image_writes,
     misdirected_writes,
     run_twin,
+    wrong_adoptions,
 )
 
 CUTS = int(os.environ.get("RIG_SAFETY_CUTS", "8"))
@@ -84,12 +85,15 @@ def test_reused_nodes_swaps_and_stale_events_never_lead_a_channel_to_another_dri
     back by udev, and smartctl cannot type them (so only the rig's own proof stands between a
     channel and the other drive). Before the fix a channel read a queued event that still named
     its drive at a node the other drive had taken, and wrote to that drive."""
-    profiles = [f"honest{CHAOS}", f"write-through{CHAOS}"]
-    text = campaign_text("reuse", profiles, CUTS, label="reuse", health="")
+    chaos = "+other-node+stale-events+untypable"
+    profiles = [f"honest{chaos}", f"write-through{chaos}"]
+    # (no health read: the untypable drives would otherwise meet defect 3 first)
+    text = campaign_text("reuse", profiles, CUTS, label="reuse", health="every = 0")
     run = run_twin(tmp_path, text)
     counts = bus_counts(tmp_path)
     assert counts["node_reused"] >= CUTS // 2, counts  # the adversity really happened
-    assert counts["change_events"] and counts["event_delayed"], counts
+    assert counts["change_events"] and counts["event_replayed"] and counts["event_delayed"], counts
+    assert wrong_adoptions(run, tmp_path) == [], "a channel took another drive's node"
     assert misdirected_writes(run, tmp_path) == {}, "a write reached another drive"
     assert failures(run) == [], "false findings on honest drives"
     assert run.returncode == 0, run.stderr[-2000:]
@@ -257,6 +261,7 @@ def soak(tmp_path: Path, cycles: int, seed_offset: int = 0) -> Counter[str]:
         total.update(counts)
         foreign = [n for n in image_writes(where) if n.endswith("-foreign.img")]
         assert foreign and counts["foreign_attached"], (name, counts)  # foreign disks came
+        assert wrong_adoptions(run, where) == [], name
         assert misdirected_writes(run, where) == {}, name  # 0 writes to an image not named
         assert failures(run) == [], name  # every drive here is honest
         stopped = stops(where)
@@ -274,8 +279,10 @@ def soak(tmp_path: Path, cycles: int, seed_offset: int = 0) -> Counter[str]:
 
 def adversarial(counts: Counter[str]) -> int:
     """Bus events that could mislead a rig: a node taken over (by another drive or a foreign
-    disk), a return at a new node, a synthetic change event, an event held back by udev."""
+    disk), a return at a new node, a synthetic change event, an event held back by udev, a
+    stale event delivered again after its node changed hands."""
     kinds = ("node_reused", "new_node", "foreign_attached", "change_events", "event_delayed")
+    kinds += ("event_replayed",)
     return sum(counts[k] for k in kinds)
 
 

@@ -273,3 +273,27 @@ def misdirected_writes(run: TwinRun, tmp_path: Path) -> dict[str, int]:
         if count:
             wrong[image] = count
     return wrong
+
+
+def wrong_adoptions(run: TwinRun, tmp_path: Path) -> list[tuple[int, int, str, str]]:
+    """Every node a channel adopted (`bus_back`, `reacquired`) that did not hold that channel's
+    drive at that moment, by the simulator's own record of which drive was attached where
+    (`attached` / `detached` in its bus log, same clock): (channel, cycle, node, holder)."""
+    history: dict[int, list[tuple[int, str]]] = {}
+    for event in bus_events(tmp_path):
+        if event["kind"] in ("attached", "detached"):
+            held = f"ch{event['channel']}" if event["kind"] == "attached" else "nobody"
+            history.setdefault(int(event["node"]), []).append((int(event["mono_ns"]), held))
+    wrong = []
+    for channel, seq, host_ns, detail in run.rows(
+        "SELECT d.channel, c.seq, e.host_ns, e.detail FROM event e JOIN cycle c"
+        " ON c.id = e.cycle_id JOIN drive d ON d.id = c.drive_id"
+        " WHERE e.kind IN ('bus_back', 'reacquired')"
+    ):
+        devnode = json.loads(detail)["devnode"]
+        node = int(devnode.removeprefix("/dev/loop"))
+        before = [held for at, held in history.get(node, []) if at <= host_ns]
+        holder = before[-1] if before else "nobody"
+        if holder != f"ch{channel}":
+            wrong.append((channel, seq, devnode, holder))
+    return wrong
