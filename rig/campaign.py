@@ -498,7 +498,8 @@ class DriveRun:
         after_cut = c.log.column("issue_ns") > c.edge.host_ns + c.edge.error_ns
         if (after_cut & (c.log.column("status") == 0)).any():
             raise RigError("a write issued after the cut succeeded: power did not really go off")
-        policy = verify.ReadPolicy(timeout_s=self.campaign.cut.read_timeout_s)
+        spec = self.campaign.cut
+        policy = verify.ReadPolicy(timeout_s=spec.read_timeout_s, max_reads=spec.read_budget)
         extra = self._blocks_to_check(c)
         c.result = verify.check(
             self.media_id,

@@ -40,6 +40,7 @@ class CutSpec:
     recent_cycles: int = 1  # blocks written in this many earlier cycles are still at risk
     full_scan_every: int = 0  # every Nth cycle checks the whole region (0 = never)
     read_timeout_s: float = 30.0  # a check read not answered by then is a hang
+    read_budget: int = 2048  # extra reads a check may spend locating bad blocks (then unchecked)
 
 
 @dataclass(frozen=True)
@@ -301,6 +302,7 @@ def parse(text: str, where: str = "campaign") -> Campaign:
         recent_cycles=int(cut_t.number("recent_cycles", 1, 0, 1000)),
         full_scan_every=int(cut_t.number("full_scan_every", 0, 0, 10_000_000)),
         read_timeout_s=float(cut_t.number("read_timeout_s", 30.0, 0.001, 3600)),
+        read_budget=int(cut_t.number("read_budget", 2048, 0, 1 << 24)),
     )
     cut_t.done()
 

@@ -203,7 +203,10 @@ class EnduranceRun:
                 sample,
                 run.target.read,
                 block,
-                policy=verify.ReadPolicy(timeout_s=run.campaign.cut.read_timeout_s),
+                policy=verify.ReadPolicy(
+                    timeout_s=run.campaign.cut.read_timeout_s,
+                    max_reads=run.campaign.cut.read_budget,
+                ),
                 atomic_blocks=run._atomic_blocks(run.node, block),
             )
             verified, failures = result.blocks_checked, self._note_findings(result, detail)
@@ -353,7 +356,10 @@ class EnduranceRun:
             held,
             run.target.read,
             run.target.block_size,
-            policy=verify.ReadPolicy(timeout_s=run.campaign.cut.read_timeout_s),
+            policy=verify.ReadPolicy(
+                timeout_s=run.campaign.cut.read_timeout_s,
+                max_reads=run.campaign.cut.read_budget,
+            ),
             atomic_blocks=run._atomic_blocks(node, run.target.block_size),
         )
         detail: dict[str, Any] = {"off_s": self.spec.retention_off_s}

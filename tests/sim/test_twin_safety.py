@@ -180,9 +180,9 @@ def test_read_errors_are_exact_per_block_and_unchecked_blocks_are_counted(
     (precision 1.0), every failed block that was read is a read error (recall 1.0); the blocks
     the budget left unread are unchecked, counted in the store and shown in the report. Before
     the fix the rest of each failing range was reported with the range's failure."""
-    check = "sample_blocks = 0\nfull_scan_every = 1\nread_timeout_s = 5"
+    check = "sample_blocks = 0\nfull_scan_every = 1\nread_timeout_s = 5\nread_budget = 256"
     text = campaign_text(
-        "sparse", ["sparse-bad"], 5, label="sparse", health="every = 0", region_mib=16,
+        "sparse", ["sparse-bad"], 5, label="sparse", health="every = 0", region_mib=4,
         delay_ms=(2, 8), check=check,
     )  # fmt: skip
     run = run_twin(tmp_path, text)
