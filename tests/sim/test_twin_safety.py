@@ -171,8 +171,17 @@ def test_a_rig_fault_at_every_phase_leaves_no_channel_off(tmp_path: Path, twin: 
     assert edges and edges[-1].split(" on=")[1].startswith("1"), edges[-3:]
 
 
+SPARSE = [
+    # (profile, region MiB, [cut] keys beyond the full scan): CI spends a small budget; the slow
+    # one spends the default budget of 2048 reads on 2048-block ranges (and runs on any rig)
+    pytest.param("sparse-bad", 4, "read_budget = 256", id="budget-256"),
+    pytest.param("sparse-bad-wide", 16, "", id="default-budget", marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize(("drive", "region_mib", "budget"), SPARSE)
 def test_read_errors_are_exact_per_block_and_unchecked_blocks_are_counted(
-    tmp_path: Path, twin: None
+    tmp_path: Path, twin: None, drive: str, region_mib: int, budget: str
 ) -> None:
     """Defect 4. Every cut leaves a wide range with a third of its blocks unreadable, scattered;
     each cut's check reads the whole region, and locating the bad blocks spends its read budget.
@@ -180,9 +189,9 @@ def test_read_errors_are_exact_per_block_and_unchecked_blocks_are_counted(
     (precision 1.0), every failed block that was read is a read error (recall 1.0); the blocks
     the budget left unread are unchecked, counted in the store and shown in the report. Before
     the fix the rest of each failing range was reported with the range's failure."""
-    check = "sample_blocks = 0\nfull_scan_every = 1\nread_timeout_s = 5\nread_budget = 256"
+    check = f"sample_blocks = 0\nfull_scan_every = 1\nread_timeout_s = 5\n{budget}"
     text = campaign_text(
-        "sparse", ["sparse-bad"], 5, label="sparse", health="every = 0", region_mib=4,
+        "sparse", [drive], 5, label="sparse", health="every = 0", region_mib=region_mib,
         delay_ms=(2, 8), check=check,
     )  # fmt: skip
     run = run_twin(tmp_path, text)
