@@ -304,12 +304,12 @@ def test_safety_soak(tmp_path: Path, twin: None) -> None:
 
 @pytest.mark.slow
 def test_safety_soak_thousands_of_bus_events(tmp_path: Path, twin: None) -> None:
-    """`-m slow`: four rounds of the soak's campaigns, each round with other seeds."""
+    """`-m slow`: two rounds of the soak's campaigns of 30 cuts, each round with other seeds."""
     total: Counter[str] = Counter()
-    for round_ in range(4):
+    for round_ in range(2):
         where = tmp_path / f"round{round_}"
         where.mkdir()
-        total.update(soak(where, 40, seed_offset=100 * round_))
+        total.update(soak(where, 30, seed_offset=100 * round_))
     print(f"safety soak, all rounds: {adversarial(total)} adversarial bus events: {dict(total)}")
-    assert total["node_reused"] >= 100 and total["foreign_attached"] >= 20, total
+    assert total["node_reused"] >= 50 and total["foreign_attached"] >= 10, total
     assert adversarial(total) >= 1000, total
