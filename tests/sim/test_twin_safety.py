@@ -274,13 +274,17 @@ def soak(tmp_path: Path, cycles: int, seed_offset: int = 0) -> Counter[str]:
         assert misdirected_writes(run, where) == {}, name  # 0 writes to an image not named
         assert failures(run) == [], name  # every drive here is honest
         stopped = stops(where)
-        for channel, reason in stopped.items():  # a stop is doubt met, with its reason
-            assert DOUBT.search(reason) and "\n" not in reason, (name, channel, reason)
+        assert all("\n" not in reason for reason in stopped.values()), stopped
         clones = [i for i, p in enumerate(profiles) if "foreign-clone" in p]
-        assert set(stopped) == set(clones), (name, stopped)
+        for channel in clones:  # the channel that meets a clone stops, with its reason
+            assert DOUBT.search(stopped.get(channel, "")), (name, channel, stopped)
+        for channel, reason in stopped.items():
+            if channel not in clones:  # never a false doubt; a rig fault of the station may
+                assert not DOUBT.search(reason), (name, channel, reason)  # stop it (printed)
+                print(f"safety soak: {name} ch{channel} stopped by a rig fault: {reason}")
         dead = run.rows("SELECT channel FROM drive WHERE status = 'dead'")
         assert dead == [], (name, dead)
-        errors = [r for r in not_ok(run) if r[0] not in clones]
+        errors = [r for r in not_ok(run) if r[0] not in clones and r[0] not in stopped]
         assert len(errors) <= max(1, cycles * len(profiles) // 20), (name, errors)
     print(f"safety soak: {adversarial(total)} adversarial bus events: {dict(total)}")
     return total
