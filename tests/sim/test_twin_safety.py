@@ -255,6 +255,8 @@ SOAK = [
 
 
 def soak(tmp_path: Path, cycles: int, seed_offset: int = 0) -> Counter[str]:
+    """Runs the soak's campaigns; returns the bus events by kind and, under `outcome:` keys, what
+    was counted against them (printed per campaign, so a run's figures can be quoted)."""
     total: Counter[str] = Counter()
     for name, profiles, base_seed in SOAK:
         seed = base_seed + seed_offset
@@ -268,16 +270,36 @@ def soak(tmp_path: Path, cycles: int, seed_offset: int = 0) -> Counter[str]:
         run = run_twin(where, text)
         counts = bus_counts(where)
         total.update(counts)
-        foreign = [n for n in image_writes(where) if n.endswith("-foreign.img")]
-        assert foreign and counts["foreign_attached"], (name, counts)  # foreign disks came
-        assert wrong_adoptions(run, where) == [], name
-        assert misdirected_writes(run, where) == {}, name  # 0 writes to an image not named
-        assert failures(run) == [], name  # every drive here is honest
+        writes = image_writes(where)
+        foreign = [n for n in writes if n.endswith("-foreign.img")]
+        named = {f"{serial}.img" for (serial,) in run.rows("SELECT serial FROM drive")}
+        unnamed = sum(len(w) for n, w in writes.items() if n not in named)
+        outcome = Counter(
+            {
+                "writes_logged": sum(len(w) for w in writes.values()),
+                "writes_to_unnamed_images": unnamed,
+                "misdirected_writes": sum(misdirected_writes(run, where).values()),
+                "wrong_adoptions": len(wrong_adoptions(run, where)),
+                "failure_findings": len(failures(run)),
+                "cycles": len(run.rows("SELECT id FROM cycle")),
+            }
+        )
         stopped = stops(where)
+        print(
+            f"safety soak: {name} seed {seed}: {adversarial(counts)} adversarial bus events;"
+            f" {dict(outcome)}; stopped: {stopped or 'none'}"
+        )
+        total.update({f"outcome:{k}": v for k, v in outcome.items()})
+        assert foreign and counts["foreign_attached"], (name, counts)  # foreign disks came
+        assert outcome["wrong_adoptions"] == 0, name
+        assert outcome["writes_to_unnamed_images"] == 0, name  # 0 writes to an image not named
+        assert outcome["misdirected_writes"] == 0, name  # nor to another drive's image
+        assert outcome["failure_findings"] == 0, name  # every drive here is honest
         assert all("\n" not in reason for reason in stopped.values()), stopped
         clones = [i for i, p in enumerate(profiles) if "foreign-clone" in p]
         for channel in clones:  # the channel that meets a clone stops, with its reason
             assert DOUBT.search(stopped.get(channel, "")), (name, channel, stopped)
+            total["outcome:stopped_for_doubt"] += 1
         for channel, reason in stopped.items():
             if channel not in clones:  # never a false doubt; a rig fault of the station may
                 assert not DOUBT.search(reason), (name, channel, reason)  # stop it (printed)
@@ -288,6 +310,10 @@ def soak(tmp_path: Path, cycles: int, seed_offset: int = 0) -> Counter[str]:
         assert len(errors) <= max(1, cycles * len(profiles) // 20), (name, errors)
     print(f"safety soak: {adversarial(total)} adversarial bus events: {dict(total)}")
     return total
+
+
+def outcomes(counts: Counter[str]) -> dict[str, int]:
+    return {k.removeprefix("outcome:"): v for k, v in counts.items() if k.startswith("outcome:")}
 
 
 def adversarial(counts: Counter[str]) -> int:
@@ -315,5 +341,6 @@ def test_safety_soak_thousands_of_bus_events(tmp_path: Path, twin: None) -> None
         where.mkdir()
         total.update(soak(where, 30, seed_offset=100 * round_))
     print(f"safety soak, all rounds: {adversarial(total)} adversarial bus events: {dict(total)}")
+    print(f"safety soak, all rounds: {outcomes(total)}")
     assert total["node_reused"] >= 50 and total["foreign_attached"] >= 10, total
     assert adversarial(total) >= 1000, total
