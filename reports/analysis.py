@@ -170,6 +170,7 @@ class DriveStat:
     # DEAD | FAIL (a failure finding) | PASS (none, and its own cuts reach the claim) |
     # NOT YET DEMONSTRATED (none so far, too few cuts alone for the claim)
     verdict: str
+    blocks_unchecked: int = 0  # meant to be read, left unread by a read budget (not a failure)
 
 
 @dataclass
@@ -495,6 +496,7 @@ def _drives(runs: list[DriveRun], confidence: float, criteria: Criteria) -> list
                 dead_at_cut=dead_at,
                 median_return_ms=statistics.median(returns) if returns else None,
                 verdict=_drive_verdict(dead_at, failed, len(cuts), criteria),
+                blocks_unchecked=sum(c.blocks_unchecked for c in cuts),
             )
         )
     return result

@@ -49,6 +49,7 @@ class Cut:
     bytes_written: int
     blocks_checked: int
     full_scan: bool  # store v3: the cut's check read the whole test region
+    blocks_unchecked: int = 0  # store v9: meant to be read, left unread by a read budget
 
     @property
     def is_cut(self) -> bool:
@@ -318,6 +319,7 @@ def _load_cuts(db: sqlite3.Connection, run: DriveRun, has_ledger: bool, has_find
                 bytes_written=c["bytes_written"],
                 blocks_checked=c["blocks_checked"],
                 full_scan=bool(c["full_scan"]) if "full_scan" in c.keys() else False,  # noqa: SIM118
+                blocks_unchecked=c["blocks_unchecked"] if "blocks_unchecked" in c.keys() else 0,  # noqa: SIM118
             )
         )
 

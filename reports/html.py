@@ -760,7 +760,8 @@ def _drive_rows(m: ModelReport) -> list[list[object]]:
                 _pct(d.cuts.upper),
                 "<br>".join(f"{esc(k)}: {v}" for k, v in d.findings.items()) or "none",
                 d.allowed_losses,
-                f"{d.bytes_written / 1e9:.3g} GB / {d.blocks_checked} blocks / {d.full_scans} full",
+                f"{d.bytes_written / 1e9:.3g} GB / {d.blocks_checked} blocks / {d.full_scans} full"
+                f" / {d.blocks_unchecked} unchecked",
                 d.rig_errors + d.interrupted,
                 "alive" if d.dead_at_cut is None else f"dead at cut {d.dead_at_cut}",
                 _ms(d.median_return_ms),
@@ -823,7 +824,7 @@ def _model_section(m: ModelReport, confidence: float) -> str:
             f"{c} upper (this drive)",
             "findings",
             "allowed losses",
-            "written / checked / full scans",
+            "written / checked / full scans / unchecked",
             "rig errors / interrupted",
             "status",
             "median return ms",

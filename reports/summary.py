@@ -28,6 +28,7 @@ class DriveReport:
     nondurable_survived: int = 0
     writes: int = 0
     bytes_written: int = 0
+    blocks_unchecked: int = 0  # meant to be read, left unread by a read budget (not a failure)
     return_ms: list[float] = field(default_factory=list)
 
     @property
@@ -73,6 +74,7 @@ def load(store: Store) -> CampaignReport:
             drive.nondurable_survived += c["nondurable_survived"]
             drive.writes += c["writes"]
             drive.bytes_written += c["bytes_written"]
+            drive.blocks_unchecked += c["blocks_unchecked"]
             if c["back_ns"] and c["cut_ns"]:
                 drive.return_ms.append((c["back_ns"] - c["cut_ns"]) / 1e6)
         for f in store.query(
@@ -106,6 +108,7 @@ def text(report: CampaignReport) -> str:
         lines.append(
             f"ch{d.channel} {d.model} s/n {d.serial}: {d.verdict}; {d.cycles} cycles"
             f" ({d.cycles_error} rig errors), failures: {failures};"
-            f" allowed losses {d.allowed_losses}; median return {back}"
+            f" allowed losses {d.allowed_losses}; blocks unchecked {d.blocks_unchecked};"
+            f" median return {back}"
         )
     return "\n".join(lines)

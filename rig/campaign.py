@@ -27,7 +27,7 @@ from rig.bus.base import DriveNode, Presence, PresenceWatch
 from rig.bus.ready import NotReady
 from rig.config import Campaign, DriveSpec
 from rig.errors import RigError, UnsafeDeviceError, UserError
-from rig.health.errors import HealthToolError
+from rig.health.errors import HealthToolError, ToolMissing
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import HealthReader, HealthTracker, anomaly_details, snapshot_fields
 from rig.ledger import CycleLog, Durability, LbaState, uncertain
@@ -54,6 +54,12 @@ class Station:
     ready: ReadyProbe | None = None  # after a return: waits until the drive answers I/O
     write_cache: WriteCacheControl | None = None
     claim: DriveClaim | None = None  # holds the drive against other campaigns
+
+
+RESTORE_ATTEMPTS = 3  # the teardown's tries to switch a channel back on (a serial timeout)
+RESTORE_RETRY_S = 1.0
+REACQUIRE_PROBE_S = 1.0  # one readiness probe while the drive is found again after a rig error
+REACQUIRE_PAUSE_S = 0.1
 
 
 class DeadDevice(Exception):
@@ -107,6 +113,7 @@ class Cycle:
     error: str = ""
     stop_channel: bool = False  # never write to this channel's node again (ARCHITECTURE §6)
     full_scan: bool = False
+    restored: bool = False  # the restore phase switched the channel back on
 
 
 @dataclass(frozen=True)
@@ -156,10 +163,14 @@ class DriveRun:
         self.elapsed_s = resume.elapsed_s if resume else 0.0
         self.stopped_by = ""
         self.dead = False
+        # The open target is not known to be the drive as it is now (a cycle ended between the
+        # cut and the identify phase): the next cycle finds and proves the drive again first.
+        self.reacquire = False
         node = station.presence.find(spec.identity)
         if node is None:
             raise UserError(f"drive {spec.identity.label()} not found on the bus")
         self.node = node
+        self.backing = node.backing  # a loop device's file: the same after every return
         self.seen_size_bytes, self.seen_read_only = node.size_bytes, node.read_only
         self.claims = ExitStack()  # the drive's claim and its open target; released by close()
         try:
@@ -198,6 +209,8 @@ class DriveRun:
                 (first, count),
                 spec.profile,
             )
+        attachment = {"devnode": node.devnode, "diskseq": node.diskseq, "backing": node.backing}
+        self.store.add_event(self.drive_id, time.monotonic_ns(), "attachment", attachment)
         self.tracker = self._start_health(node, self.next_seq - 1)
         # Endurance intervals write outside cycles, so only a cut campaign keeps an intent log.
         where = None if campaign.endurance else intent.path_for(self.store.path, self.drive_id)
@@ -225,10 +238,7 @@ class DriveRun:
         try:
             snapshot = tracker.baseline(node)
         except HealthToolError as error:
-            if options.required or isinstance(error, RigError):  # RigError: a tool not installed
-                raise UserError(f"drive {self.spec.identity.label()}: health: {error}") from error
-            detail = {"error": str(error)}
-            self.store.add_event(self.drive_id, time.monotonic_ns(), "health_unavailable", detail)
+            self._health_unavailable(error)
             return None
         stored = self.store.query(
             "SELECT 1 FROM health WHERE drive_id = ? AND after_seq = ?", (self.drive_id, after_seq)
@@ -236,6 +246,22 @@ class DriveRun:
         if not stored:  # a resume keeps the reading taken after that cycle before the stop
             self._store_snapshot(after_seq, snapshot)
         return tracker
+
+    def _health_unavailable(self, error: HealthToolError) -> None:
+        """A baseline that cannot be read. With [health] the campaign asked for health: refused.
+        Without it the drive runs without health: one warning line and one store event. Whatever
+        the tool's exit status says (real smartctl exits 1, "command line did not parse", on a
+        device it cannot type: a loop device, many USB bridges and HBAs); only a tool that is not
+        installed is a set-up fault of the host, refused either way."""
+        label = self.spec.identity.label()
+        if self.campaign.health.required or isinstance(error, ToolMissing):
+            raise UserError(f"drive {label}: health: {error}") from error
+        self.progress(
+            f"ch{self.spec.channel}: warning: {label}: health cannot be read ({error});"
+            " running without health ([health] not in the campaign)"
+        )
+        detail = {"error": str(error)}
+        self.store.add_event(self.drive_id, time.monotonic_ns(), "health_unavailable", detail)
 
     def _store_snapshot(self, after_seq: int, snapshot: HealthSnapshot) -> None:
         fields = snapshot_fields(snapshot)
@@ -261,6 +287,8 @@ class DriveRun:
         power = self.station.power
         if not power.state(self.spec.channel):
             raise RigError(f"channel {self.spec.channel} is off at the start of a cycle")
+        if self.reacquire:
+            self._reacquire(c)
         c.target = self.target
         if self.intent is not None:  # first: a crash before the row below leaves it empty
             self.intent.begin(c.seq)
@@ -301,6 +329,7 @@ class DriveRun:
         if c.edge is not None:  # where the edge really fell, against the strategy's aim
             c.events.append((c.edge.host_ns, "cut_context", cuts.context(c.log, c.edge.host_ns)))
         # A loop device leaves the bus only after its last close; a real drive leaves while open.
+        self.reacquire = True  # until identify opens the drive as it comes back
         self.target.close()
         c.gone_ns = c.watch.wait_gone(self.campaign.cut.gone_timeout_s)
         if c.gone_ns is None:
@@ -310,7 +339,69 @@ class DriveRun:
     def restore(self, c: Cycle) -> None:
         time.sleep(self.campaign.cut.off_ms / 1000)
         edge = self.station.power.on(self.spec.channel)
+        c.restored = True
         c.events.append((edge.host_ns, "power_on", {"error_ns": edge.error_ns}))
+
+    def _restore_after_fault(self, c: Cycle, writers_done: bool) -> None:
+        """The teardown guarantee (ARCHITECTURE §6): the cycle ended after a cut was scheduled and
+        before the restore phase switched the channel on (a writer crash, a serial timeout, an
+        exception, a stop). Power goes back as the campaign says (after its off time), whatever
+        happened; the cut may or may not have fallen, so the drive is found and proven again
+        before the next write. A switch that still does not answer stops the channel (the
+        board's watchdog puts power back on when the host falls silent)."""
+        self.reacquire = True
+        if writers_done:
+            self.target.close()  # a loop device leaves the bus only after its last close
+        else:  # its descriptor stays open: a number reused by the next open would take their I/O
+            c.stop_channel = True
+            c.error += "; writers still stuck in I/O: channel stopped"
+        if c.edge is not None:
+            since_cut_s = (time.monotonic_ns() - c.edge.host_ns) / 1e9
+            time.sleep(max(0.0, self.campaign.cut.off_ms / 1000 - since_cut_s))
+        else:
+            time.sleep(self.campaign.cut.off_ms / 1000)
+        failed: list[str] = []
+        for _ in range(RESTORE_ATTEMPTS):
+            try:
+                edge = self.station.power.on(self.spec.channel)
+            except (RigError, OSError) as error:
+                failed.append(str(error))
+                time.sleep(RESTORE_RETRY_S)
+                continue
+            detail = {"error_ns": edge.error_ns, "teardown": True, "failed_attempts": failed}
+            c.events.append((edge.host_ns, "power_on", detail))
+            return
+        c.stop_channel = True
+        c.error += f"; power could not be restored ({RESTORE_ATTEMPTS} tries: {failed[-1]})"
+
+    def _reacquire(self, c: Cycle) -> None:
+        """After a cycle that ended between the cut and identify: find the drive on the bus as it
+        is now, wait until it answers, prove it and open it (the identify phase's checks), before
+        this cycle writes anything."""
+        timeout = self.campaign.cut.return_timeout_s
+        deadline = time.monotonic() + timeout
+        while True:
+            node = self.station.presence.find(self.spec.identity)  # fresh state; two: refused
+            if node is not None and self._answers(node, deadline):
+                again = self.station.presence.find(self.spec.identity)
+                if again == node:  # the same attachment it answered on
+                    c.events.append((time.monotonic_ns(), "reacquired", {"devnode": node.devnode}))
+                    c.node = node
+                    self._open_proven(c, node)
+                    return
+            if time.monotonic() > deadline:
+                raise DeadDevice(f"not back within {timeout:g} s after a rig error")
+            time.sleep(REACQUIRE_PAUSE_S)
+
+    def _answers(self, node: DriveNode, deadline: float) -> bool:
+        """Whether the drive at `node` answers I/O (a node that lost power does not)."""
+        if self.station.ready is None:
+            return True
+        try:
+            self.station.ready(node, max(0.0, min(REACQUIRE_PROBE_S, deadline - time.monotonic())))
+        except NotReady:
+            return False
+        return True
 
     def observe_return(self, c: Cycle) -> None:
         assert c.watch is not None
@@ -321,7 +412,8 @@ class DriveRun:
             )
         c.node = node
         c.back_ns = time.monotonic_ns()
-        c.events.append((c.back_ns, "bus_back", {"devnode": node.devnode}))
+        proof = {"devnode": node.devnode, "diskseq": node.diskseq, "backing": node.backing}
+        c.events.append((c.back_ns, "bus_back", proof))
         c.events.extend(c.watch.bus_events())
         if self.station.ready is not None:
             timeout = self.campaign.cut.return_timeout_s
@@ -333,15 +425,38 @@ class DriveRun:
 
     def identify(self, c: Cycle) -> None:
         assert c.node is not None
-        if not self.spec.identity.matches(c.node.identity):
+        self._open_proven(c, c.node)
+
+    def _open_proven(self, c: Cycle, node: DriveNode) -> None:
+        """Open the drive at `node` once it is proven to be this channel's drive as it is now:
+        its identity, the backing file it had when the campaign started (a loop device), the
+        same attachment read fresh again just before the open (the ready probe may have taken
+        seconds), then the station's own checks (the drive's answer, interlocks, the opened
+        descriptor's attachment). Any doubt stops the channel before anything is written."""
+        label = self.spec.identity.label()
+        if not self.spec.identity.matches(node.identity):
             raise UnsafeDeviceError(f"a different drive came back on channel {self.spec.channel}")
-        c.findings.extend(self._bus_changes(c.node))
+        if self.backing and node.backing != self.backing:
+            raise UnsafeDeviceError(
+                f"{node.devnode} answers to {label} but is backed by {node.backing or 'no file'},"
+                f" not by the drive's {self.backing}"
+            )
+        now = self.station.presence.find(self.spec.identity)  # two nodes with it: refused
+        if now is None:
+            raise DeadDevice(f"left the bus again before it was identified at {node.devnode}")
+        if (now.devnode, now.diskseq, now.backing) != (node.devnode, node.diskseq, node.backing):
+            raise UnsafeDeviceError(
+                f"{node.devnode} changed between its return and identify"
+                f" (now {now.devnode}, disk sequence {now.diskseq}, was {node.diskseq})"
+            )
+        c.findings.extend(self._bus_changes(node))
         self.target.close()
         try:
-            self.target = self.station.open_target(c.node, self.spec)
+            self.target = self.station.open_target(node, self.spec)
         except OSError as error:
             raise DeadDevice(f"came back but cannot be opened: {error}") from error
         c.target = self.target
+        self.reacquire = False
 
     def _bus_changes(self, node: DriveNode) -> list[verify.Finding]:
         """A drive that returns with another capacity or write-protected lost metadata
@@ -383,7 +498,8 @@ class DriveRun:
         after_cut = c.log.column("issue_ns") > c.edge.host_ns + c.edge.error_ns
         if (after_cut & (c.log.column("status") == 0)).any():
             raise RigError("a write issued after the cut succeeded: power did not really go off")
-        policy = verify.ReadPolicy(timeout_s=self.campaign.cut.read_timeout_s)
+        spec = self.campaign.cut
+        policy = verify.ReadPolicy(timeout_s=spec.read_timeout_s, max_reads=spec.read_budget)
         extra = self._blocks_to_check(c)
         c.result = verify.check(
             self.media_id,
@@ -408,8 +524,12 @@ class DriveRun:
                 c.result.blocks_checked + rest.blocks_checked,
                 c.result.nondurable_writes,
                 c.result.nondurable_survived,
+                c.result.blocks_unchecked + rest.blocks_unchecked,
+                c.result.unchecked + rest.unchecked,
             )
         c.findings.extend(c.result.findings)  # after the health phase's findings
+        if c.result.unchecked:  # where the check left blocks unread (not findings: no failure)
+            c.events.append((time.monotonic_ns(), "unchecked", _unchecked_detail(c.result)))
 
     @staticmethod
     def _atomic_blocks(node: DriveNode, block_size: int) -> int:
@@ -467,6 +587,7 @@ class DriveRun:
                 if self.stop.is_set():
                     raise Interrupted("stop requested")
                 started = time.monotonic_ns()
+                phase_ms[phase] = 0.0  # reached (the write phase may schedule the cut)
                 try:
                     getattr(self, phase)(c)
                 finally:
@@ -486,13 +607,17 @@ class DriveRun:
             logging.getLogger("rig").exception("cycle %d phase %s", seq, phase)
         finally:
             c.stop.set()
-            if c.writer is not None:
-                c.writer.join(5.0, raise_crash=False)  # a crash was raised in observe_loss
+            # (a crash was raised in observe_loss)
+            writers_done = c.writer is None or c.writer.join(5.0, raise_crash=False)
             if c.watch is not None:
                 c.events.extend(c.watch.bus_events())
                 c.watch.close()
+            if "write" in phase_ms and not c.restored:
+                self._restore_after_fault(c, writers_done)
             c.events.append((time.monotonic_ns(), "phase_ms", phase_ms))
-        if c.status in ("error", "interrupted") and c.edge is not None:
+        # the cut was scheduled (its edge may have fallen unseen: a lost reply or edge report)
+        cut_maybe = c.edge is not None or "write" in phase_ms
+        if c.status in ("error", "interrupted") and cut_maybe:
             # maybe a cut, maybe not (power that did not go off): no counter judged across it
             c.findings = [f for f in c.findings if f.cls != verify.COUNTER_ANOMALY]
             if self.tracker is not None:
@@ -533,6 +658,7 @@ class DriveRun:
             flushes=log.flush_count,
             bytes_written=int(log.column("nblocks").sum()) * self.target.block_size,
             blocks_checked=result.blocks_checked if result else 0,
+            blocks_unchecked=result.blocks_unchecked if result else 0,
             nondurable_writes=result.nondurable_writes if result else 0,
             nondurable_survived=result.nondurable_survived if result else 0,
             failures=len(failures),
@@ -670,6 +796,16 @@ def _rail_row(r: RailResult) -> RailSenseRow:
         r.dt_us,
         r.samples,
     )
+
+
+def _unchecked_detail(result: verify.CheckResult, kept: int = 256) -> dict[str, Any]:
+    """The blocks a check left unread, for the store: how many, and where (first ranges)."""
+    ranges = [[f.lba_first, f.lba_count, f.detail["reason"]] for f in result.unchecked[:kept]]
+    return {
+        "blocks": result.blocks_unchecked,
+        "ranges": ranges,
+        "ranges_total": len(result.unchecked),
+    }
 
 
 def _written_lbas(log: CycleLog) -> np.ndarray:

@@ -41,6 +41,7 @@ class CutSpec:
     recent_cycles: int = 1  # blocks written in this many earlier cycles are still at risk
     full_scan_every: int = 0  # every Nth cycle checks the whole region (0 = never)
     read_timeout_s: float = 30.0  # a check read not answered by then is a hang
+    read_budget: int = 2048  # extra reads a check may spend locating bad blocks (then unchecked)
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class StationSpec:
     twin: str = "in-process"  # simulated stations: which twin (SIMULATED_TWINS)
     recover: str = "none"  # bus recovery of drives not back after power-on (rig/bus/recover.py)
     recover_wait_s: tuple[tuple[str, float], ...] = ()  # per transport, before recovering
+    bus: str = ""  # the full-system twin: bus behaviours of every drive (a profile modifier)
 
 
 DISCARD_KINDS = ("none", "blkdiscard", "sg_unmap", "nvme")
@@ -254,12 +256,15 @@ def parse(text: str, where: str = "campaign") -> Campaign:
         twin=station_t.get("twin", str, "in-process"),
         recover=_choice(station_t, "recover", RECOVER_MODES),
         recover_wait_s=_recover_waits(station_t),
+        bus=station_t.get("bus", str, ""),
     )
     station_t.done()
     if station.twin not in SIMULATED_TWINS:
         raise UserError(f"campaign: [station].twin must be one of {', '.join(SIMULATED_TWINS)}")
     if station.recover != "none" and kind == "simulated" and station.twin == "in-process":
         raise UserError("campaign: [station].recover needs drives on a real bus (not in-process)")
+    if station.bus and (kind != "simulated" or station.twin != "simavr"):
+        raise UserError('campaign: [station].bus is for the full-system twin (twin = "simavr")')
     if kind == "relay-board" and not (station.port or station.usb_serial):
         raise UserError("campaign: a relay-board station needs [station].port or .usb_serial")
 
@@ -304,6 +309,7 @@ def parse(text: str, where: str = "campaign") -> Campaign:
         recent_cycles=int(cut_t.number("recent_cycles", 1, 0, 1000)),
         full_scan_every=int(cut_t.number("full_scan_every", 0, 0, 10_000_000)),
         read_timeout_s=float(cut_t.number("read_timeout_s", 30.0, 0.001, 3600)),
+        read_budget=int(cut_t.number("read_budget", 2048, 0, 1 << 24)),
     )
     cut_t.done()
 

@@ -18,10 +18,10 @@ def refusal_reasons(node: DriveNode, runner: Runner, lock_dir: str = locks.LOCK_
     if not (node.identity.wwn or node.identity.serial):
         reasons.append("no WWN or serial to name it by")
     try:
-        for tool, answer in crosscheck.drive_answers(node.devnode, runner):
-            differs = crosscheck.mismatch(node.identity, answer)
+        for answer in crosscheck.drive_answers(node.devnode, runner):
+            differs = crosscheck.disagreement(node.identity, answer)
             if differs:
-                reasons.append(f"udev and {tool} disagree ({differs})")
+                reasons.append(f"udev and {answer.tool} disagree ({differs})")
     except crosscheck.IdentityUnavailable as error:
         reasons.append(f"does not answer identify ({error})")
     return reasons

@@ -203,7 +203,10 @@ class EnduranceRun:
                 sample,
                 run.target.read,
                 block,
-                policy=verify.ReadPolicy(timeout_s=run.campaign.cut.read_timeout_s),
+                policy=verify.ReadPolicy(
+                    timeout_s=run.campaign.cut.read_timeout_s,
+                    max_reads=run.campaign.cut.read_budget,
+                ),
                 atomic_blocks=run._atomic_blocks(run.node, block),
             )
             verified, failures = result.blocks_checked, self._note_findings(result, detail)
@@ -238,6 +241,7 @@ class EnduranceRun:
     def _note_findings(self, result: verify.CheckResult, detail: dict[str, Any]) -> int:
         failing = [f for f in result.findings if f.failure]
         detail["findings"] = dict(Counter(f.cls for f in result.findings))
+        detail["blocks_unchecked"] = result.blocks_unchecked
         detail["failures_first"] = [
             {
                 "class": f.cls,
@@ -352,7 +356,10 @@ class EnduranceRun:
             held,
             run.target.read,
             run.target.block_size,
-            policy=verify.ReadPolicy(timeout_s=run.campaign.cut.read_timeout_s),
+            policy=verify.ReadPolicy(
+                timeout_s=run.campaign.cut.read_timeout_s,
+                max_reads=run.campaign.cut.read_budget,
+            ),
             atomic_blocks=run._atomic_blocks(node, run.target.block_size),
         )
         detail: dict[str, Any] = {"off_s": self.spec.retention_off_s}

@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 
 from rig import locks, safety
 from rig.blockio import BlockTarget, DirectTarget
+from rig.bus import proof
 from rig.bus.base import DriveNode
 from rig.bus.ready import wait_ready
 from rig.bus.recover import RecoveringPresence
@@ -39,7 +40,8 @@ class ToolDrives:
         self.lock_dir = lock_dir
 
     def open_target(self, node: DriveNode, spec: DriveSpec) -> BlockTarget:
-        """Identity (udev, then the drive's own answer), interlocks, then O_DIRECT + O_EXCL."""
+        """Identity (udev, then the drive's own answer), interlocks, then O_DIRECT + O_EXCL, and
+        the open descriptor proven to be the attachment identified (rig/bus/proof.py)."""
         if not spec.identity.matches(node.identity):
             raise UnsafeDeviceError(
                 f"refusing {node.devnode}: it is {node.identity.label()}, and the campaign"
@@ -52,19 +54,26 @@ class ToolDrives:
                 f"refusing {node.devnode} ({spec.identity.label()}): it does not answer"
                 f" identify: {error}"
             ) from error
-        for tool, answer in answers:
-            differs = crosscheck.mismatch(node.identity, answer)
+        for answer in answers:
+            differs = crosscheck.disagreement(node.identity, answer)
             if differs:
                 raise UnsafeDeviceError(
-                    f"refusing {node.devnode}: udev and {tool} disagree on its identity ({differs})"
+                    f"refusing {node.devnode}: udev and {answer.tool} disagree on its identity"
+                    f" ({differs})"
                 )
-            if not spec.identity.matches(_merged(node.identity, answer)):
+            if not spec.identity.matches(_merged(node.identity, answer.identity)):
                 raise UnsafeDeviceError(
-                    f"refusing {node.devnode}: {tool} says it is {answer.label()}, and the"
-                    f" campaign names {spec.identity.label()}"
+                    f"refusing {node.devnode}: {answer.tool} says it is"
+                    f" {answer.identity.label()}, and the campaign names {spec.identity.label()}"
                 )
         safety.check(node.devnode, spec.identity.label(), spec.allow_wipe)
-        return DirectTarget(node.devnode, node.logical_block)
+        target = DirectTarget(node.devnode, node.logical_block)
+        try:
+            _check_attachment(target.fileno(), node)
+        except BaseException:
+            target.close()
+            raise
+        return target
 
     def health(self, node: DriveNode) -> HealthSnapshot:
         """smartctl -x (ATA, SCSI, NVMe); for NVMe, nvme-cli when smartctl cannot answer."""
@@ -95,6 +104,21 @@ class ToolDrives:
 
     def claim(self, node: DriveNode, campaign: str) -> AbstractContextManager[object]:
         return locks.claim(node.identity, campaign, self.lock_dir)
+
+
+def _check_attachment(fd: int, node: DriveNode) -> None:
+    """The descriptor just opened belongs to the attachment that was identified: same disk
+    sequence number (a node reused since has another), same backing file for a loop device."""
+    seq = proof.fd_diskseq(fd)
+    if node.diskseq and seq != node.diskseq:
+        raise UnsafeDeviceError(
+            f"refusing {node.devnode}: it changed after it was identified"
+            f" (disk sequence {seq}, identified as {node.diskseq})"
+        )
+    if node.backing and proof.fd_backing(fd) != node.backing:
+        raise UnsafeDeviceError(
+            f"refusing {node.devnode}: its backing file changed after it was identified"
+        )
 
 
 def _kind(node: DriveNode) -> str:

@@ -194,6 +194,11 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE cycle ADD COLUMN last_ack_to_cut_ns INTEGER;
     ALTER TABLE cycle ADD COLUMN last_flush_to_cut_ns INTEGER;
     """,
+    # v9: blocks a cut's check meant to read and left unread (a read budget spent): `unchecked`,
+    # counted apart from read errors (only a block whose own read failed is a read error)
+    """
+    ALTER TABLE cycle ADD COLUMN blocks_unchecked INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -251,6 +256,7 @@ class CycleRow:
     flushes: int = 0
     bytes_written: int = 0
     blocks_checked: int = 0
+    blocks_unchecked: int = 0  # meant to be read, left unread by a read budget (not a failure)
     nondurable_writes: int = 0
     nondurable_survived: int = 0
     failures: int = 0

@@ -32,6 +32,7 @@ READ_ERROR = "read_error"
 DEAD = "dead_device"
 COUNTER_ANOMALY = "counter_anomaly"  # from the health phase (rig/health/tracker.py)
 ALLOWED_LOSS = "allowed_loss"  # a non-durable write lost whole per unit: allowed, reported
+UNCHECKED = "unchecked"  # meant to be read, not read (a read budget spent): counted, no failure
 FAILURE_CLASSES = (
     LOST_DURABLE,
     UNSERIALIZABLE,
@@ -75,9 +76,11 @@ class Finding:
 @dataclass(frozen=True)
 class CheckResult:
     findings: list[Finding]
-    blocks_checked: int
+    blocks_checked: int  # read back and judged
     nondurable_writes: int
     nondurable_survived: int
+    blocks_unchecked: int = 0  # meant to be read, left unread by a read budget (not a failure)
+    unchecked: list[Finding] = field(default_factory=list)  # where (class UNCHECKED), apart
 
 
 BlockReader = Callable[[int, int], npt.NDArray[np.uint8]]
@@ -127,7 +130,7 @@ class ReadPolicy:
     tried `attempts` times; a read that has not returned after `timeout_s` counts as a hang and is
     not retried (the drive is sitting on it). `max_reads` bounds the extra reads spent on failing
     ranges per check, `max_hangs` the hangs (each costs a timeout); past either, what is left is
-    reported unread (kind `skipped`) instead of read."""
+    `unchecked` (counted and reported, never a read error: no read of those blocks failed)."""
 
     attempts: int = 2
     timeout_s: float | None = None
@@ -223,11 +226,18 @@ def check(
     readable = np.ones(len(checked), dtype=bool)
     sec = _Sectors.empty(len(checked), per_block)
     budget = budget or _Budget(policy.max_reads, policy.max_hangs)
+    unread: list[Finding] = []
     for first, count in runs(checked, max_read_blocks):
         start = int(np.searchsorted(checked, first))
         for part_first, part_count, outcome in _read_range(read, first, count, policy, budget):
             rows = slice(start + part_first - first, start + part_first - first + part_count)
-            if isinstance(outcome, ReadFailure):
+            if isinstance(outcome, Unread):
+                # not read at all: treated like an unreadable block for the state (unchanged,
+                # or uncertain if this cycle wrote it), but no read of it failed
+                readable[rows] = False
+                detail = {"reason": outcome.reason}
+                unread.append(Finding(UNCHECKED, part_first, part_count, -1, -1, detail=detail))
+            elif isinstance(outcome, ReadFailure):
                 readable[rows] = False
                 findings.append(
                     Finding(READ_ERROR, part_first, part_count, -1, -1, detail=outcome.detail())
@@ -320,7 +330,8 @@ def check(
     allowed, nondurable, survived = _nondurable_outcomes(cyc, checked, obs_gen, readable, klass)
     findings.extend(allowed)
     findings.extend(_unserializable(cyc, checked, held, klass))
-    return CheckResult(findings, len(checked), nondurable, survived)
+    unchecked = sum(f.lba_count for f in unread)
+    return CheckResult(findings, len(checked) - unchecked, nondurable, survived, unchecked, unread)
 
 
 SCAN_CHUNK_BLOCKS = 1 << 16  # ~20 MiB of per-block working arrays per chunk of a full scan
@@ -349,6 +360,7 @@ def scan_rest(
     no_writes = empty.durability(0, 0)
     judged = np.unique(judged.astype(np.int64))
     findings: list[Finding] = []
+    unread: list[Finding] = []
     checked = 0
     end = state.first_lba + state.nblocks
     for lo in range(state.first_lba, end, chunk_blocks):
@@ -362,13 +374,13 @@ def scan_rest(
             )  # fmt: skip
             findings.extend(part.findings)
             checked += part.blocks_checked
-    return CheckResult(findings, checked, 0, 0)
+            unread.extend(part.unchecked)
+    return CheckResult(findings, checked, 0, 0, sum(f.lba_count for f in unread), unread)
 
 
 @dataclass(frozen=True)
 class ReadFailure:
-    """A range that could not be read: how (eio, timeout, hang, skipped) and after how many
-    attempts."""
+    """A range whose read failed: how (eio, timeout, hang) and after how many attempts."""
 
     kind: str
     errno: int | None
@@ -384,7 +396,14 @@ class ReadFailure:
         }
 
 
-ReadOutcome = npt.NDArray[np.uint8] | ReadFailure
+@dataclass(frozen=True)
+class Unread:
+    """A range the check meant to read and did not (a budget was spent): `unchecked`."""
+
+    reason: str
+
+
+ReadOutcome = npt.NDArray[np.uint8] | ReadFailure | Unread
 
 
 @dataclass
@@ -405,12 +424,15 @@ def _read_range(
     parent: ReadFailure | None = None,
 ) -> Iterator[tuple[int, int, ReadOutcome]]:
     """Read `count` blocks; a failing range is split in halves down to single blocks, so a bad
-    range is located exactly while good neighbours are still checked. Past the budget, what is
-    left of a failing range is reported with the failure of the range it belongs to, and a range
-    not read at all (the drive hung too often) as `skipped`."""
-    if budget.hangs <= 0 or (parent is not None and budget.reads <= 0):
-        why = parent or ReadFailure("skipped", None, "not read: the drive hung too often", 0)
-        yield first, count, why
+    range is located exactly while good neighbours are still checked. A block is a read error
+    only when a read of it alone failed: past the budget, what is left of a failing range and
+    any range not read at all (the drive hung too often) is `Unread` (some of it may read fine;
+    calling it a read error would invent failures)."""
+    if budget.hangs <= 0:
+        yield first, count, Unread("the drive hung too often in this check")
+        return
+    if parent is not None and budget.reads <= 0:
+        yield first, count, Unread(f"read budget spent inside a failing range ({parent.kind})")
         return
     attempts = policy.attempts if count == 1 else 1
     outcome = _attempt(read, first, count, policy, attempts, budget, parent is not None)
@@ -466,7 +488,7 @@ def _timed_read(
     def run() -> None:
         try:
             box["data"] = read(first, count)
-        except OSError as error:
+        except BaseException as error:  # an I/O error, or a bug: raised in the checker either way
             box["error"] = error
 
     thread = threading.Thread(target=run, name=f"check-read-{first}", daemon=True)

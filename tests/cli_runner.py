@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 
-def rig(*args: str, cwd: Path, timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
+def rig(
+    *args: str, cwd: Path, timeout_s: float = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`env`: variables added to this process's environment for the child."""
     return subprocess.run(
         [sys.executable, "-m", "rig.cli", *args],
         capture_output=True,
@@ -15,4 +19,5 @@ def rig(*args: str, cwd: Path, timeout_s: float = 600) -> subprocess.CompletedPr
         cwd=cwd,
         timeout=timeout_s,
         check=False,
+        env={**os.environ, **env} if env else None,
     )

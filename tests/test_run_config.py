@@ -70,6 +70,7 @@ min_cycles = 300
         ('[criteria]\nclasses = ["allowed_loss"]', "[criteria].classes"),
         ('[criteria]\nclasses = ["lost_write"]', "[criteria].classes"),
         ("[criteria]\nmin_cycles = 1.5e9", "[criteria].min_cycles"),
+        ("[cut]\nread_budget = -1", "[cut].read_budget"),
     ],
 )
 def test_bad_values_name_the_key(tables: str, key: str) -> None:
@@ -77,6 +78,15 @@ def test_bad_values_name_the_key(tables: str, key: str) -> None:
         parse(tables=tables)
     message = str(error.value)
     assert key in message and "\n" not in message
+
+
+def test_read_budget_and_bus_behaviours() -> None:
+    assert parse().cut.read_budget == 2048
+    assert parse(tables="[cut]\nread_budget = 0").cut.read_budget == 0
+    twin = parse(station='twin = "simavr"\nbus = "bus-chaos"')
+    assert twin.station.bus == "bus-chaos"
+    with pytest.raises(UserError, match=r"\[station\]\.bus is for the full-system twin"):
+        parse(station='bus = "bus-chaos"')  # the in-process twin has no bus
 
 
 def test_bad_duration() -> None:

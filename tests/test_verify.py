@@ -1,10 +1,12 @@
 import threading
+from collections.abc import Iterable
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rig import verify
+from rig.ledger import is_uncertain
 from tests.checker_scenario import BS, Scenario, classes, failures
 
 
@@ -311,10 +313,59 @@ def test_a_read_budget_bounds_the_time_spent_on_a_failing_drive() -> None:
     )
     assert len(calls) <= 1 + 10  # the chunk's own read, then the budget
     assert {f.detail["kind"] for f in failures(result)} == {"eio"}
-    covered = sorted(
-        lba for f in failures(result) for lba in range(f.lba_first, f.lba_first + f.lba_count)
+    # a read error only where a read of that block alone failed; the rest is unchecked
+    errors = blocks_of(failures(result))
+    assert errors and all(count == 1 for count in single_reads(calls, errors))
+    unchecked = blocks_of(result.unchecked)
+    assert errors.isdisjoint(unchecked) and errors | unchecked == set(range(64))
+    assert result.blocks_unchecked == len(unchecked)
+    assert result.blocks_checked == 64 - len(unchecked)
+
+
+def blocks_of(findings: Iterable[verify.Finding]) -> set[int]:
+    return {lba for f in findings for lba in range(f.lba_first, f.lba_first + f.lba_count)}
+
+
+def single_reads(calls: list[tuple[int, int]], blocks: set[int]) -> list[int]:
+    """For each block, the length of the shortest read that covered it."""
+    return [min(n for first, n in calls if first <= lba < first + n) for lba in blocks]
+
+
+def test_a_spent_read_budget_never_calls_readable_blocks_read_errors() -> None:
+    """A few bad blocks scattered in a failing range, and a budget too small to locate them all:
+    every read error is a block whose own read failed; what the budget left unread is unchecked
+    (counted, not a failure), and every block that was read is judged as usual."""
+    s = Scenario(nblocks=256)
+    s.write(0, 256, issue=0, complete=1)
+    s.flush(2, 3)
+    bad = {3, 77, 78, 150, 201, 255}
+    s.failing = set(bad)
+    result = verify.check(
+        11,
+        s.state,
+        s.log,
+        s.log.durability(100, 0),
+        np.zeros(0, dtype=np.int64),
+        s.read,
+        BS,
+        policy=verify.ReadPolicy(max_reads=24),
     )
-    assert covered == list(range(64))  # every block still reported, in fewer, wider ranges
+    errors = blocks_of(f for f in failures(result) if f.cls == verify.READ_ERROR)
+    unchecked = blocks_of(result.unchecked)
+    assert errors and errors <= bad  # precision 1: never a block that reads fine
+    assert unchecked and errors.isdisjoint(unchecked)
+    assert bad <= errors | unchecked  # recall 1 over the blocks that were read
+    assert [f.cls for f in failures(result)] == [verify.READ_ERROR] * len(
+        [f for f in failures(result)]
+    )
+    assert result.blocks_unchecked == len(unchecked)
+    assert result.blocks_checked == 256 - len(unchecked)
+    assert all(f.cls == verify.UNCHECKED and not f.failure for f in result.unchecked)
+    assert not [f for f in result.findings if f.cls == verify.UNCHECKED]  # not a finding
+    # an unchecked block this cycle wrote is not known to hold its write: uncertain from now on
+    assert all(is_uncertain(s.state.committed[lba]) for lba in unchecked)
+    read_back = set(range(256)) - unchecked - errors
+    assert all(s.state.committed[lba] == 1 for lba in read_back)
 
 
 def test_a_drive_that_keeps_hanging_costs_a_bounded_number_of_timeouts() -> None:
@@ -339,14 +390,16 @@ def test_a_drive_that_keeps_hanging_costs_a_bounded_number_of_timeouts() -> None
             read,
             BS,
             max_read_blocks=8,  # 8 chunks
-            policy=verify.ReadPolicy(timeout_s=0.02, max_hangs=3),
+            policy=verify.ReadPolicy(timeout_s=0.02, max_hangs=4),
         )
     finally:
         release.set()
-    assert len(calls) == 3  # then the drive counts as hung: nothing more is read
-    kinds = {f.detail["kind"] for f in failures(result)}
-    assert kinds == {"hang", "skipped"}
-    covered = {
-        lba for f in failures(result) for lba in range(f.lba_first, f.lba_first + f.lba_count)
-    }
-    assert covered == set(range(64))
+    assert len(calls) == 4  # then the drive counts as hung: nothing more is read
+    # the halving reached one block (8, 4, 2, 1): that block's own read hung, a read error;
+    # the blocks no read of their own failed for are unchecked, not read errors
+    assert [(f.lba_first, f.lba_count, f.detail["kind"]) for f in failures(result)] == [
+        (0, 1, "hang")
+    ]
+    unchecked = result.unchecked
+    assert {f.detail["reason"] for f in unchecked} == {"the drive hung too often in this check"}
+    assert blocks_of(unchecked) == set(range(1, 64)) and result.blocks_unchecked == 63

@@ -23,6 +23,10 @@ class DriveNode:
     physical_block: int = 4096
     transport: str = ""  # sata, sas, nvme, usb, virtio, loop, ... (for people; never for matching)
     read_only: bool = False  # the kernel reports the device write-protected (sysfs `ro`)
+    # Which attachment this is (rig/bus/proof.py): the kernel's disk sequence number (0: none
+    # known), and for a loop device the backing file the kernel holds ("": not a loop device)
+    diskseq: int = 0
+    backing: str = ""
 
 
 class PresenceWatch(Protocol):
@@ -31,7 +35,10 @@ class PresenceWatch(Protocol):
         ...
 
     def wait_back(self, timeout_s: float) -> DriveNode | None:
-        """The drive once it is back (matched by identity), or None on timeout."""
+        """The drive once it is back, or None on timeout. Proven on fresh state, never on an
+        event's payload: the node's identity read again now, a new attachment, the same backing
+        file for a loop device, no second node with the identity. A node that claims the
+        identity and fails the proof raises UnsafeDeviceError (the channel stops)."""
         ...
 
     def bus_events(self) -> list[tuple[int, str, dict[str, Any]]]:
@@ -43,7 +50,8 @@ class PresenceWatch(Protocol):
 
 class Presence(Protocol):
     def find(self, identity: DriveIdentity) -> DriveNode | None:
-        """The drive with this identity if it is on the bus now."""
+        """The drive with this identity if it is on the bus now (read fresh); two nodes with it
+        raise UnsafeDeviceError."""
         ...
 
     def watch(self, identity: DriveIdentity) -> PresenceWatch:

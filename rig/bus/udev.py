@@ -3,10 +3,17 @@
 Identity comes from udev properties (ID_WWN, ID_SERIAL_SHORT, ID_MODEL, ID_REVISION), from sysfs
 for NVMe, and from RIG_* properties that a udev rule may set (the simulated drives use that).
 A loop device without RIG_* properties is named by its backing file.
+
+An event only says where to look, never what is there: a queued event may describe a node that
+another drive has taken since (events arrive late, duplicated, out of order). Every decision
+reads the device again from the udev database and sysfs as they are now (`fresh`), checks that
+the database record is about the attachment sysfs shows (its by-diskseq link), and proves which
+attachment it is (rig/bus/proof.py: disk sequence number, a loop device's backing file).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import select
 import time
@@ -14,11 +21,14 @@ from typing import Any
 
 import pyudev
 
+from rig.bus import proof
 from rig.bus.base import DriveNode
 from rig.errors import UnsafeDeviceError
 from rig.identity import DriveIdentity
 
 SKIPPED_PREFIXES = ("ram", "zram", "dm-", "md", "sr", "fd", "nbd")
+POLL_S = 0.05  # wait_gone: fresh look at the node at least this often, event or not
+SCAN_S = 0.5  # wait_back: fresh scan of every disk at least this often (a late or lost event)
 
 
 def _attr(device: pyudev.Device, name: str) -> str:
@@ -81,7 +91,47 @@ def node_of(device: pyudev.Device) -> DriveNode | None:
         physical,
         transport_of(device),
         _attr(device, "ro") == "1",
+        proof.diskseq(device.sys_name),
     )
+
+
+def fresh(context: pyudev.Context, sys_path: str) -> pyudev.Device | None:
+    """The device at `sys_path` as the udev database and sysfs describe it now, or None if it
+    is gone. (What an event carries is the database as it was when udev sent it.)"""
+    try:
+        return pyudev.Devices.from_sys_path(context, sys_path)
+    except pyudev.DeviceNotFoundError:
+        return None
+
+
+def record_is_current(device: pyudev.Device, node: DriveNode) -> bool:
+    """Whether the udev database record (the identity properties) was made for the attachment
+    that sysfs shows now: udev (250+) links every disk as /dev/disk/by-diskseq/<diskseq>. A
+    record of the node's previous occupant, not yet replaced, names another number. Without the
+    link (older udev) this cannot be told, and the other proofs stand alone. A loop device
+    without RIG_* properties is named from sysfs, not from its record: nothing to check."""
+    if device.sys_name.startswith("loop") and not device.properties.get("RIG_SERIAL"):
+        return True
+    links = str(device.properties.get("DEVLINKS", "")).split()
+    seqs = [link.rsplit("/", 1)[1] for link in links if "/disk/by-diskseq/" in link]
+    return not seqs or not node.diskseq or str(node.diskseq) in seqs
+
+
+def proven(device: pyudev.Device | None, identity: DriveIdentity) -> DriveNode | None:
+    """The node of a freshly read device if it answers to `identity` on a current udev record,
+    with its attachment read from the kernel (the descriptor's disk sequence number must be the
+    one sysfs showed, and for a loop device the backing file it holds); None otherwise."""
+    node = node_of(device) if device is not None else None
+    if device is None or node is None or not identity.matches(node.identity):
+        return None
+    if not record_is_current(device, node):
+        return None
+    seq, backing = proof.attachment(node.devnode)
+    if node.diskseq and seq != node.diskseq:
+        return None  # the node changed under us (or cannot be opened now): not this one
+    if device.sys_name.startswith("loop") and not backing:
+        return None  # a loop device without a backing file is no drive
+    return dataclasses.replace(node, backing=backing)
 
 
 def transport_of(device: pyudev.Device) -> str:
@@ -101,16 +151,20 @@ def transport_of(device: pyudev.Device) -> str:
 
 
 class UdevWatch:
-    """An armed udev monitor for one drive: departures and returns from the moment of arming."""
+    """An armed udev monitor for one drive: departures and returns from the moment of arming.
+
+    The monitor's events wake the waits up; what they decide is read fresh each time."""
 
     def __init__(
-        self, context: pyudev.Context, identity: DriveIdentity, present: DriveNode | None
+        self, presence: UdevPresence, identity: DriveIdentity, present: DriveNode | None
     ) -> None:
-        self._context = context
+        self._presence = presence
+        self._context = presence.context
         self._identity = identity
-        self._monitor = pyudev.Monitor.from_netlink(context)
+        self._monitor = pyudev.Monitor.from_netlink(self._context)
         self._monitor.filter_by("block")
         self._monitor.start()
+        self._present = present  # the attachment the drive had when the watch was armed
         self._devnode = present.devnode if present else ""
         self._events_seen: list[tuple[int, str, dict[str, Any]]] = []
 
@@ -127,7 +181,8 @@ class UdevWatch:
 
     def _note(self, device: pyudev.Device) -> None:
         """Keep every event about this drive or its last node (another drive appearing there is
-        worth a line in the store); other devices' events are not this drive's business."""
+        worth a line in the store); other devices' events are not this drive's business. (The
+        record of what the events said: nothing is decided on it.)"""
         if device.device_type != "disk":
             return
         at_old_node = bool(self._devnode) and device.device_node == self._devnode
@@ -150,33 +205,66 @@ class UdevWatch:
         events, self._events_seen = self._events_seen, []
         return events
 
+    def _left(self) -> bool:
+        """Whether the attachment armed on is gone, from sysfs now: its node removed, its medium
+        gone, or the node holding another attachment (a new disk sequence number)."""
+        if self._present is None:
+            return self._presence.find(self._identity) is None
+        name = os.path.basename(self._present.devnode)
+        try:
+            with open(f"/sys/class/block/{name}/size") as handle:
+                sectors = int(handle.read().strip() or 0)
+        except (OSError, ValueError):
+            return True
+        seq = proof.diskseq(name)
+        return sectors == 0 or bool(self._present.diskseq and seq != self._present.diskseq)
+
     def wait_gone(self, timeout_s: float) -> int | None:
         deadline = time.monotonic() + timeout_s
         while (left := deadline - time.monotonic()) > 0:
-            if self._devnode and not os.path.exists(self._devnode):
+            if self._left():
                 return time.monotonic_ns()
-            device = self._events(min(left, 0.5))
-            if device is None:
-                continue
-            gone = device.action == "remove" or (
-                device.action == "change" and node_of(device) is None
-            )
-            if gone and (
-                device.device_node == self._devnode or self._identity.matches(identity_of(device))
-            ):
-                return time.monotonic_ns()
+            self._events(min(left, POLL_S))  # an event, or the poll interval: look again
         return None
 
     def wait_back(self, timeout_s: float) -> DriveNode | None:
         deadline = time.monotonic() + timeout_s
+        next_scan = time.monotonic() + SCAN_S
         while (left := deadline - time.monotonic()) > 0:
-            device = self._events(left)
-            if device is None or device.action not in ("add", "change"):
-                continue
-            node = node_of(device)
-            if node is not None and self._identity.matches(node.identity):
-                return node
+            device = self._events(min(left, SCAN_S))
+            if device is not None and device.action != "remove":
+                node = self._returned(fresh(self._context, device.sys_path))
+                if node is not None:
+                    return node
+            if time.monotonic() >= next_scan:  # a return whose event is late or was lost
+                next_scan = time.monotonic() + SCAN_S
+                node = self._presence.find(self._identity)
+                if node is not None and self._is_return(node):
+                    return node
         return None
+
+    def _returned(self, device: pyudev.Device | None) -> DriveNode | None:
+        node = proven(device, self._identity)
+        if node is None or not self._is_return(node):
+            return None
+        # the identity must name one device on the bus now (a clone, a second path: refused)
+        if self._presence.find(self._identity) is None:
+            return None  # gone again already
+        return node
+
+    def _is_return(self, node: DriveNode) -> bool:
+        """A node that answers to the identity is the drive back when it is a new attachment;
+        the same attachment as before the cut never left. One backed by another file than the
+        drive's is not the drive: doubt (UnsafeDeviceError)."""
+        before = self._present
+        if before is None:
+            return True
+        if before.backing and node.backing != before.backing:
+            raise UnsafeDeviceError(
+                f"{node.devnode} answers to {self._identity.label()} but is backed by"
+                f" {node.backing or 'no file'}, not by the drive's {before.backing}"
+            )
+        return not (node.diskseq and node.diskseq == before.diskseq)
 
     def close(self) -> None:
         # pyudev has no explicit stop: dropping the last reference closes the netlink socket
@@ -185,22 +273,29 @@ class UdevWatch:
 
 class UdevPresence:
     def __init__(self) -> None:
-        self._context = pyudev.Context()
+        self.context = pyudev.Context()
 
     def candidates(self) -> list[DriveNode]:
-        nodes = (node_of(d) for d in self._context.list_devices(subsystem="block", DEVTYPE="disk"))
+        nodes = (node_of(d) for d in self.context.list_devices(subsystem="block", DEVTYPE="disk"))
         return sorted((n for n in nodes if n is not None), key=lambda n: n.devnode)
 
     def find(self, identity: DriveIdentity) -> DriveNode | None:
-        """The one drive with this identity; two nodes with it (a second path to a multipath
-        SAS drive, cloned serials, one image attached twice) are refused, never guessed."""
-        found = [n for n in self.candidates() if identity.matches(n.identity)]
-        if len(found) > 1:
-            nodes = ", ".join(n.devnode for n in found)
+        """The one drive with this identity, read fresh from the udev database and sysfs, with
+        its attachment proven (`proven`); two nodes with it (a second path to a multipath SAS
+        drive, cloned serials, one image attached twice, a foreign image given the identity) are
+        refused, never guessed."""
+        claims = []
+        for device in self.context.list_devices(subsystem="block", DEVTYPE="disk"):
+            node = node_of(device)
+            # (a record older than the node's attachment says nothing about what is there now)
+            if node and identity.matches(node.identity) and record_is_current(device, node):
+                claims.append(device)
+        if len(claims) > 1:
+            nodes = ", ".join(sorted(str(d.device_node) for d in claims))
             raise UnsafeDeviceError(
-                f"{len(found)} devices answer to {identity.label()} ({nodes}): refusing to guess"
+                f"{len(claims)} devices answer to {identity.label()} ({nodes}): refusing to guess"
             )
-        return found[0] if found else None
+        return proven(claims[0], identity) if claims else None
 
     def watch(self, identity: DriveIdentity) -> UdevWatch:
-        return UdevWatch(self._context, identity, self.find(identity))
+        return UdevWatch(self, identity, self.find(identity))

@@ -221,3 +221,38 @@ def test_a_drive_that_cannot_answer_health_runs_without_it_and_says_so(tmp_path:
         "smartctl could not open the device: Unable to detect"
     ]
     assert store.query("SELECT COUNT(*) FROM health")[0][0] == 0
+
+
+UNTYPABLE = "smartctl rejected the command line: /dev/loop7: Unable to detect device type"
+
+
+@pytest.mark.parametrize("health", ["", "[health]\nevery = 1"], ids=["no-health", "health"])
+def test_smartctl_that_cannot_type_the_device_refuses_only_with_health(
+    tmp_path: Path, health: str
+) -> None:
+    """Real smartctl exits 1 on a device it cannot type, the status bit it also uses for a
+    command line it cannot parse (a ToolUsageError, a rig fault). Without [health] the drive
+    runs without health (one warning line, one event); with [health] it is refused, as asked."""
+    from rig.health.errors import ToolUsageError
+
+    campaign = config.parse(TEXT.format(cycles=2, health=health))
+    station, _ = sim_station.build(campaign)
+
+    def untypable(node: object) -> object:
+        raise ToolUsageError(UNTYPABLE, ("smartctl", "-x"), 1, "")
+
+    station = dataclasses.replace(station, health=untypable)
+    store = Store(str(tmp_path / "h.sqlite"))
+    lines: list[str] = []
+    if health:
+        with pytest.raises(UserError, match="health: smartctl rejected the command line"):
+            run_campaign(campaign, station, store, progress=lines.append)
+        assert store.query("SELECT COUNT(*) FROM cycle")[0][0] == 0
+        return
+    [summary] = run_campaign(campaign, station, store, progress=lines.append)
+    assert summary.cycles == 2 and summary.errors == 0
+    warnings = [line for line in lines if "warning" in line]
+    assert len(warnings) == 1 and "running without health" in warnings[0], lines
+    assert UNTYPABLE in warnings[0]
+    events = store.query("SELECT detail FROM event WHERE kind = 'health_unavailable'")
+    assert [json.loads(r["detail"])["error"] for r in events] == [UNTYPABLE]

@@ -29,8 +29,8 @@ def test_real_drive_identity_health_readiness_and_write_cache() -> None:
     runner = ToolRunner()
     answers = crosscheck.drive_answers(node.devnode, runner)
     assert answers, "a SATA/SAS/NVMe drive must answer identify"
-    for tool, answer in answers:
-        assert crosscheck.mismatch(node.identity, answer) is None, tool
+    for answer in answers:
+        assert crosscheck.disagreement(node.identity, answer) is None, answer.tool
     drives = ToolDrives(runner)
     snapshot = drives.health(node)
     assert snapshot.identity.serial and snapshot.identity.serial.strip() == node.identity.serial

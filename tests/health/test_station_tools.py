@@ -39,8 +39,8 @@ def test_sas_drive_answers_through_smartctl_and_sg3_utils(
 ) -> None:
     monkeypatch.setenv("FAKE_SMARTCTL_OUTPUT", str(sas_capture(tmp_path)))
     answers = crosscheck.drive_answers("/dev/sdb", fake_tools)
-    assert [tool for tool, _ in answers] == ["smartctl -i", "sg_inq/sg_vpd"]
-    for _, ident in answers:
+    assert [a.tool for a in answers] == ["smartctl -i", "sg_inq/sg_vpd"]
+    for _, ident, _ in answers:
         assert crosscheck.mismatch(SAS, ident) is None
         assert ident.serial == "SYNTH0001"
     assert answers[1][1].wwn == "naa.5000cca0123456a7"
@@ -56,7 +56,8 @@ def test_a_drive_that_answers_with_another_serial_is_a_mismatch(
 
 
 def test_nvme_identity_from_id_ctrl(fake_tools: ToolRunner) -> None:
-    [(tool, ident)] = crosscheck.drive_answers("/dev/nvme0", fake_tools)
+    [(tool, ident, reports)] = crosscheck.drive_answers("/dev/nvme0", fake_tools)
+    assert reports == ("serial", "model")  # id-ctrl has no WWN: never asked of it
     assert tool == "nvme id-ctrl"
     assert (ident.model, ident.serial, ident.firmware) == (NVME.model, NVME.serial, NVME.firmware)
     assert crosscheck.mismatch(NVME, ident) is None
@@ -179,3 +180,46 @@ def test_tool_drives_health_and_write_cache(
     assert drives.write_cache(loop, None) is None
     with pytest.raises(Exception, match="no write-cache control"):
         drives.write_cache(loop, False)
+
+
+@pytest.mark.parametrize(
+    "udev, answer, differs",
+    [
+        # a field the tool always reports for such a drive, present on one side only
+        (
+            DriveIdentity("m", "S1", "0x5000c500a1b2c3d4"),
+            DriveIdentity("m", "", "0x5000c500a1b2c3d4"),
+            "serial",
+        ),
+        (DriveIdentity("m", "S1", "0x5000c500a1b2c3d4"), DriveIdentity("m", "S1", ""), "wwn"),
+        (
+            DriveIdentity("m", "", "0x5000c500a1b2c3d4"),
+            DriveIdentity("m", "S1", "0x5000c500a1b2c3d4"),
+            "serial",
+        ),
+        (
+            DriveIdentity("", "S1", "0x5000c500a1b2c3d4"),
+            DriveIdentity("m", "S1", "0x5000c500a1b2c3d4"),
+            "model",
+        ),
+        (
+            DriveIdentity("m", "S1", "0x5000c500a1b2c3d4"),
+            DriveIdentity("m", "S1", "naa.5000c500a1b2c3d4"),
+            None,
+        ),
+    ],
+)
+def test_a_field_on_one_side_only_is_a_disagreement(
+    udev: DriveIdentity, answer: DriveIdentity, differs: str | None
+) -> None:
+    """An ATA drive reports serial, model and WWN in IDENTIFY (udev takes its WWN from there):
+    the cross-check compares only what both report, so a field missing on one side must not
+    pass as a match by default (tried against an independent simulator, it let a node whose
+    record named one drive pass for another)."""
+    got = crosscheck.disagreement(
+        udev, crosscheck.Answer("smartctl -i", answer, crosscheck.WITH_WWN)
+    )
+    assert (got.split()[0] if got else None) == differs
+    # NVMe's id-ctrl carries no WWN: udev's namespace WWN is not asked of it
+    nvme = crosscheck.Answer("nvme id-ctrl", DriveIdentity("m", "S1"), crosscheck.SERIAL_MODEL)
+    assert crosscheck.disagreement(DriveIdentity("m", "S1", "eui.0025385b71b0a1c2"), nvme) is None

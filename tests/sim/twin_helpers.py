@@ -3,6 +3,7 @@ against the simulator's ground-truth log."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sqlite3
@@ -12,10 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyudev
 
 from fixtures import loopctl
-from fixtures.simssd import runtime
+from fixtures.simssd import runtime, writelog
+from fixtures.simssd.bus import read_bus_log
 from fixtures.simssd.cleanup import unbound_nodes
 from fixtures.simssd.twin import read_truth
 from tests.cli_runner import rig
@@ -42,10 +45,15 @@ def campaign_text(
     flush_every: int = 1,
     delay_ms: tuple[float, float] = (3, 25),
     check: str = "sample_blocks = 64",
+    health: str | None = None,
+    station: str = "",
+    stop: str = "",
 ) -> str:
     """Identities unique to this test process and `label`: other test sessions on the machine may
     run simulators at the same time, and two drives answering to one identity are refused.
-    `check`: the [cut] keys that set what the checker reads after each cut."""
+    `check`: the [cut] keys that set what the checker reads after each cut. `health`: the
+    [health] table's body (None: `every = health_every`; "": no [health] table at all).
+    `station`, `stop`: more keys of [station], the body of [stop]."""
     tag = "" if label == "twin" else label[:1].upper()
     drives = "".join(
         DRIVE.format(
@@ -53,10 +61,13 @@ def campaign_text(
             channel=i,
             profile=p,
             model=f"RIGSIM {label} {p}",
-            profile_tag=(tag + p.upper().replace("-", ""))[:8],
+            profile_tag=(tag + p.upper().replace("-", "").replace("+", ""))[:8],
         )
         for i, p in enumerate(profiles)
     )
+    health = f"every = {health_every}" if health is None else health
+    health_table = f"[health]\n{health}\n" if health else ""
+    stop_table = f"[stop]\n{stop}\n" if stop else ""
     return f"""
 [campaign]
 name = "{name}"
@@ -66,6 +77,7 @@ region_mib = {region_mib}
 [station]
 kind = "simulated"
 twin = "simavr"
+{station}
 [workload]
 workers = 3
 write_blocks = [1, 2, 4]
@@ -76,9 +88,7 @@ off_ms = 5
 gone_timeout_s = 10
 return_timeout_s = 15  # udev has taken over 4 s to show a return on this loaded 2-core VM
 {check}
-[health]
-every = {health_every}
-{drives}"""
+{health_table}{stop_table}{drives}"""
 
 
 @dataclass
@@ -169,13 +179,16 @@ class UdevLog:
         return self.events
 
 
-def run_twin(tmp_path: Path, text: str) -> TwinRun:
+def run_twin(
+    tmp_path: Path, text: str, env: dict[str, str] | None = None, quiet: bool = True
+) -> TwinRun:
     path = tmp_path / "twin.toml"
     path.write_text(text)
     db = tmp_path / "twin.sqlite"
     log = UdevLog()
+    args = ["run", str(path), "--db", str(db), *(["--quiet"] if quiet else [])]
     try:
-        result = rig("run", str(path), "--db", str(db), "--quiet", cwd=tmp_path, timeout_s=1200)
+        result = rig(*args, cwd=tmp_path, timeout_s=1200, env=env)
     finally:
         events = log.stop()
     assert db.exists(), result.stderr
@@ -216,3 +229,71 @@ def event_details(run: TwinRun, channel: int, kind: str) -> list[tuple[int, dict
         kind,
     )
     return [(seq, json.loads(detail)) for seq, detail in rows]
+
+
+def image_writes(tmp_path: Path) -> dict[str, list[writelog.ReceivedWrite]]:
+    """Every write each image of the twin received, from the simulator's own log."""
+    return writelog.logs(tmp_path / "twin.truth.writes")
+
+
+def bus_events(tmp_path: Path) -> list[dict[str, Any]]:
+    """What the twin did to the bus (fixtures/simssd/bus.py)."""
+    return read_bus_log(tmp_path / "twin.truth.bus.jsonl")
+
+
+def ledger_keys(run: TwinRun, channel: int) -> set[tuple[int, int]]:
+    """(first LBA, issue ns) of every write the rig's ledger holds for a channel's drive."""
+    keys: set[tuple[int, int]] = set()
+    for (blob,) in run.rows(
+        "SELECT l.writes FROM ledger l JOIN cycle c ON c.id = l.cycle_id"
+        " JOIN drive d ON d.id = c.drive_id WHERE d.channel = ?",
+        channel,
+    ):
+        with np.load(io.BytesIO(blob)) as npz:
+            keys |= set(zip(npz["first_lba"].tolist(), npz["issue_ns"].tolist(), strict=True))
+    return keys
+
+
+def misdirected_writes(run: TwinRun, tmp_path: Path) -> dict[str, int]:
+    """Per image, the writes it received that are not its own drive's: any write at all to an
+    image the campaign did not name (a foreign disk), and writes to a campaign drive's image that
+    its own channel's ledger does not hold (first LBA and issue time, from the record headers)
+    or that carry another campaign id. Empty when every byte went where the rig meant it to."""
+    (media_id,) = run.rows("SELECT media_id FROM campaign")[0]
+    channels = {f"{serial}.img": ch for ch, serial in run.rows("SELECT channel, serial FROM drive")}
+    wrong: dict[str, int] = {}
+    for image, writes in image_writes(tmp_path).items():
+        if image not in channels:
+            count = len(writes)
+        else:
+            keys = ledger_keys(run, channels[image])
+            count = sum(
+                1 for w in writes if w.campaign != media_id or (w.first_lba, w.issue_ns) not in keys
+            )
+        if count:
+            wrong[image] = count
+    return wrong
+
+
+def wrong_adoptions(run: TwinRun, tmp_path: Path) -> list[tuple[int, int, str, str]]:
+    """Every node a channel adopted (`bus_back`, `reacquired`) that did not hold that channel's
+    drive at that moment, by the simulator's own record of which drive was attached where
+    (`attached` / `detached` in its bus log, same clock): (channel, cycle, node, holder)."""
+    history: dict[int, list[tuple[int, str]]] = {}
+    for event in bus_events(tmp_path):
+        if event["kind"] in ("attached", "detached"):
+            held = f"ch{event['channel']}" if event["kind"] == "attached" else "nobody"
+            history.setdefault(int(event["node"]), []).append((int(event["mono_ns"]), held))
+    wrong = []
+    for channel, seq, host_ns, detail in run.rows(
+        "SELECT d.channel, c.seq, e.host_ns, e.detail FROM event e JOIN cycle c"
+        " ON c.id = e.cycle_id JOIN drive d ON d.id = c.drive_id"
+        " WHERE e.kind IN ('bus_back', 'reacquired')"
+    ):
+        devnode = json.loads(detail)["devnode"]
+        node = int(devnode.removeprefix("/dev/loop"))
+        before = [held for at, held in history.get(node, []) if at <= host_ns]
+        holder = before[-1] if before else "nobody"
+        if holder != f"ch{channel}":
+            wrong.append((channel, seq, devnode, holder))
+    return wrong
