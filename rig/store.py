@@ -194,6 +194,11 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE cycle ADD COLUMN last_ack_to_cut_ns INTEGER;
     ALTER TABLE cycle ADD COLUMN last_flush_to_cut_ns INTEGER;
     """,
+    # v9 (issue 18): the number of latency samples behind an interval's percentiles; a
+    # percentile the samples cannot support is NULL beside its count (rig/endurance.py)
+    """
+    ALTER TABLE endurance_interval ADD COLUMN lat_samples INTEGER;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
