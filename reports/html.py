@@ -519,7 +519,10 @@ def _endurance_v6(m: ModelReport) -> str:
         writes = [r for r in intervals if r.get("kind") == "write"]
         retention = [r for r in intervals if r.get("kind") == "retention"]
         last = writes[-1] if writes else intervals[-1]
-        steady = next((r["seq"] for r in writes if r.get("steady")), None)
+        # write intervals by their own number (retention rows share `seq`, not this numbering);
+        # stores before v9 have no interval_no: the write rows' order is the same numbering
+        numbers = [r.get("interval_no") or n for n, r in enumerate(writes, 1)]
+        steady = next((k for k, r in zip(numbers, writes, strict=True) if r.get("steady")), None)
         speeds = [v for v in (_num(r.get("mb_per_s")) for r in writes) if v is not None]
         samples = [int(v) for v in (_num(r.get("lat_samples")) for r in writes) if v is not None]
         tbw = _num(last.get("tbw_fraction"))

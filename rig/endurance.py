@@ -246,7 +246,7 @@ class EnduranceRun:
             detail,
         )
         run.progress(
-            f"ch{run.spec.channel} interval {self.seq}: {mb_per_s:8.1f} MB/s"
+            f"ch{run.spec.channel} interval {self.write_intervals}: {mb_per_s:8.1f} MB/s"
             f"  p99 {_us(latency[1])} ({latency[4]} writes)  host {self.host_bytes / 1e9:8.2f} GB"
             + (f" ({tbw * 100:.3f}% of TBW)" if tbw is not None else "")
             + f"  fill {fill * 100:5.1f}%{'  steady' if steady else ''}"
@@ -300,8 +300,8 @@ class EnduranceRun:
                 "INSERT INTO endurance_interval (drive_id, seq, started_at, seconds, writes,"
                 " failed_writes, bytes_written, host_bytes_total, tbw_fraction, mb_per_s, iops,"
                 " lat_p50_us, lat_p99_us, lat_p999_us, lat_max_us, lat_samples, fill_fraction,"
-                " steady, verified_blocks, failures, kind, detail)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " steady, verified_blocks, failures, kind, detail, interval_no)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     run.drive_id,
                     self.seq,
@@ -321,6 +321,7 @@ class EnduranceRun:
                     failures,
                     kind,
                     json.dumps(detail, sort_keys=True),
+                    self.write_intervals if kind == "write" else None,
                 ),
             )
             # the expected state goes with the row, so a resume continues from it
@@ -346,11 +347,13 @@ class EnduranceRun:
         watch = station.presence.watch(run.spec.identity)
         try:
             run.target.close()
+            off_at = time.monotonic()
             station.power.off(channel)
             if watch.wait_gone(cut.gone_timeout_s) is None:
                 raise RigError("drive did not leave the bus when powered off for retention")
             stop.wait(self.spec.retention_off_s)
             station.power.on(channel)
+            off_s = time.monotonic() - off_at
             node = watch.wait_back(cut.return_timeout_s)
         finally:
             watch.close()
@@ -380,7 +383,7 @@ class EnduranceRun:
         tbw = self.host_bytes / (self.spec.tbw_tb * 1e12) if self.spec.tbw_tb else None
         self._store_row(
             started_at,
-            0.0,
+            off_s,
             log,
             0,
             tbw,
@@ -394,7 +397,7 @@ class EnduranceRun:
             detail,
         )
         run.progress(
-            f"ch{channel} retention check {self.seq}: {self.spec.retention_off_s:g} s off,"
+            f"ch{channel} retention check after interval {self.write_intervals}: {off_s:.3g} s off,"
             f" {result.blocks_checked} blocks read back, failures {failures}"
         )
         return True

@@ -5,6 +5,7 @@ cuts and retention checks; and the steady-state rule on known series."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,8 @@ def test_intervals_cuts_and_retention_are_recorded(tmp_path: Path) -> None:
     store = run(tmp_path, "plp")
     rows = store.query("SELECT * FROM endurance_interval ORDER BY seq")
     assert [r["kind"] for r in rows] == ["write", "write", "write", "retention", "write"]
+    # write intervals numbered 1..4 by themselves; the retention check takes no interval number
+    assert [r["interval_no"] for r in rows] == [1, 2, 3, None, 4]
     writes = [r for r in rows if r["kind"] == "write"]
     total = 0
     for r in writes:
@@ -59,6 +62,9 @@ def test_intervals_cuts_and_retention_are_recorded(tmp_path: Path) -> None:
     assert [r["verified_blocks"] > 0 for r in writes] == [False, True, False, True]
     retention = rows[3]
     assert retention["verified_blocks"] > 0 and retention["failures"] == 0
+    # the real time the drive was off (retention_off_s = 0.05, plus leaving and returning)
+    assert 0.05 <= retention["seconds"] < 30
+    assert json.loads(retention["detail"])["off_s"] == 0.05
     assert all(r["failures"] == 0 for r in rows)  # a drive with power-loss protection
     cycles = store.query("SELECT seq, status FROM cycle ORDER BY seq")
     assert [c["seq"] for c in cycles] == [1, 2]  # a cut after write intervals 2 and 4
@@ -139,3 +145,31 @@ def test_a_failed_write_is_no_latency_sample() -> None:
     log = _log_of([100.0] * 1_000)
     log.add_write(0, 1_000, 1_000, np.array([2_000], dtype=np.uint32), 0, 10**9, -5, False)
     assert endurance.latency_us(log)[4] == 1_000
+
+
+def test_a_v8_store_gets_its_write_intervals_numbered(tmp_path: Path) -> None:
+    """Rows recorded before v9 numbered retention checks among the intervals (seq); the
+    migration gives the write rows their own numbers and the retention rows none."""
+    path = tmp_path / "old.sqlite"
+    store = Store(str(path))
+    cid = store.new_campaign("c", "toml", 1, "simulated")
+    ident = {"model": "m", "serial": "s", "wwn": "", "firmware": ""}
+    did = store.add_drive(cid, 0, ident, 1 << 30, 4096, (0, 100))
+    store.close()
+    db = sqlite3.connect(path)  # back to the v8 shape of the table
+    db.execute("ALTER TABLE endurance_interval DROP COLUMN interval_no")
+    db.execute("ALTER TABLE endurance_interval DROP COLUMN lat_samples")
+    db.execute("PRAGMA user_version = 8")
+    for seq, kind in enumerate(["write", "write", "retention", "write"], 1):
+        db.execute(
+            "INSERT INTO endurance_interval (drive_id, seq, started_at, seconds, writes,"
+            " failed_writes, bytes_written, host_bytes_total, mb_per_s, iops, fill_fraction,"
+            " steady, kind) VALUES (?, ?, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, ?)",
+            (did, seq, kind),
+        )
+    db.commit()
+    db.close()
+    store = Store(str(path))
+    rows = store.query("SELECT interval_no FROM endurance_interval ORDER BY seq")
+    store.close()
+    assert [r["interval_no"] for r in rows] == [1, 2, None, 3]

@@ -50,6 +50,15 @@ def test_endurance_intervals_become_a_table_and_charts(tmp_path: Path) -> None:
     assert f"{len(retention)} (0 failing)" in page
     assert "no endurance intervals" not in page
 
+    # the steady state is named by the write interval's own number, which the retention row
+    # before it does not take: "intervals 5" and "steady from interval 4", not "from 5"
+    after_retention = next(r for r in rows[rows.index(retention[0]) :] if r["kind"] == "write")
+    assert after_retention["interval_no"] == 4 and after_retention["seq"] == 5
+    with sqlite3.connect(str(tmp_path / "e.sqlite")) as db:
+        db.execute("UPDATE endurance_interval SET steady = (id = ?)", (after_retention["id"],))
+    page = html.render(analysis.analyse(dataset.load([str(tmp_path / "e.sqlite")])))
+    assert "from interval 4" in page and "from interval 5" not in page
+
 
 def test_a_percentile_without_enough_samples_is_never_a_number(tmp_path: Path) -> None:
     text = campaign_text(["plp"], cycles=10, extra="", flush_every=2)
