@@ -2,7 +2,8 @@
 
 report.json holds every figure of the HTML (the `analysis.Report`, field for field); the CSV files
 are the tables an engineer re-plots or cites: models.csv, classes.csv, drives.csv, cuts.csv (one
-row per cycle, with its outcome and delays), comparisons.csv, survival.csv.
+row per cycle, with its outcome and delays), comparisons.csv, survival.csv, endurance.csv (one
+row per endurance interval, with its latency sample count).
 """
 
 from __future__ import annotations
@@ -234,7 +235,47 @@ def write_csvs(report: Report, data: dataset.Dataset, out: Path) -> list[Path]:
             for s in m.survival.steps
         ],
     )
+    emit(
+        "endurance.csv",
+        ENDURANCE_HEAD,
+        [_endurance_row(m.model, r) for m in report.models for r in m.intervals],
+    )
     return written
+
+
+ENDURANCE_HEAD = (
+    "model",
+    "drive",
+    "seq",
+    "kind",
+    "seconds",
+    "mb_per_s",
+    "iops",
+    "lat_samples",
+    "lat_p50_us",
+    "lat_p99_us",
+    "lat_p999_us",
+    "lat_max_us",
+    "host_bytes_total",
+    "fill_fraction",
+    "steady",
+    "verified_blocks",
+    "failures",
+)
+PERCENTILES = ("lat_p50_us", "lat_p99_us", "lat_p999_us")
+
+
+def _endurance_row(model: str, row: dict[str, Any]) -> list[object]:
+    """One endurance interval; a percentile its samples could not support (NULL beside a
+    non-zero `lat_samples`) is written as "not enough data", never as a number."""
+    samples = row.get("lat_samples") or 0
+    cells: list[object] = [model]
+    for key in ENDURANCE_HEAD[1:]:
+        value = row.get(key)
+        if key in PERCENTILES and value is None and samples:
+            value = html.NOT_ENOUGH_DATA
+        cells.append(value)
+    return cells
 
 
 def write_report(db_paths: Sequence[str], out_dir: str, confidence: float = 0.95) -> str:

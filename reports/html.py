@@ -493,6 +493,21 @@ def endurance_charts(m: ModelReport) -> str:
     return _generic_interval_charts(m)
 
 
+NOT_ENOUGH_DATA = "not enough data"
+
+
+def _percentile_cell(writes: list[dict[str, Any]], key: str, summary: Any) -> str:
+    """`summary` (median, max) of a latency percentile over the intervals that state it; an
+    interval whose samples could not support it stores NULL beside its sample count
+    (`lat_samples`), and such intervals are said to have too little data, never given a number."""
+    values = [v for v in (_num(r.get(key)) for r in writes) if v is not None]
+    short = sum(1 for r in writes if _num(r.get(key)) is None and (_num(r.get("lat_samples")) or 0))
+    if not values:
+        return NOT_ENOUGH_DATA if short else "n/a"
+    cell = f"{summary(values):.0f}"
+    return cell + (f" ({short} intervals: {NOT_ENOUGH_DATA})" if short else "")
+
+
 def _endurance_v6(m: ModelReport) -> str:
     """Store v6 `endurance_interval`: throughput and latency against host bytes written (a write
     cliff shows as the drive fills), steady state, TBW, retention checks."""
@@ -504,9 +519,12 @@ def _endurance_v6(m: ModelReport) -> str:
         writes = [r for r in intervals if r.get("kind") == "write"]
         retention = [r for r in intervals if r.get("kind") == "retention"]
         last = writes[-1] if writes else intervals[-1]
-        steady = next((r["seq"] for r in writes if r.get("steady")), None)
+        # write intervals by their own number (retention rows share `seq`, not this numbering);
+        # stores before v10 have no interval_no: the write rows' order is the same numbering
+        numbers = [r.get("interval_no") or n for n, r in enumerate(writes, 1)]
+        steady = next((k for k, r in zip(numbers, writes, strict=True) if r.get("steady")), None)
         speeds = [v for v in (_num(r.get("mb_per_s")) for r in writes) if v is not None]
-        p99 = [v for v in (_num(r.get("lat_p99_us")) for r in writes) if v is not None]
+        samples = [int(v) for v in (_num(r.get("lat_samples")) for r in writes) if v is not None]
         tbw = _num(last.get("tbw_fraction"))
         fill = _num(last.get("fill_fraction"))
         rows.append(
@@ -519,8 +537,11 @@ def _endurance_v6(m: ModelReport) -> str:
                 "not reached" if steady is None else f"from interval {steady}",
                 f"{statistics.median(speeds):.1f}" if speeds else "n/a",
                 f"{min(speeds):.1f}" if speeds else "n/a",
-                f"{statistics.median(p99):.0f}" if p99 else "n/a",
-                f"{max(p99):.0f}" if p99 else "n/a",
+                f"{min(samples):,}–{max(samples):,}" if samples else "n/a",
+                _percentile_cell(writes, "lat_p50_us", statistics.median),
+                _percentile_cell(writes, "lat_p99_us", statistics.median),
+                _percentile_cell(writes, "lat_p99_us", max),
+                _percentile_cell(writes, "lat_p999_us", statistics.median),
                 int(sum(_num(r.get("verified_blocks")) or 0 for r in intervals)),
                 int(sum(_num(r.get("failures")) or 0 for r in intervals)),
                 f"{len(retention)} ({int(sum(_num(r.get('failures')) or 0 for r in retention))}"
@@ -537,8 +558,11 @@ def _endurance_v6(m: ModelReport) -> str:
             "steady state",
             "MB/s median",
             "MB/s min",
+            "latency samples / interval",
+            "p50 µs median",
             "p99 µs median",
             "p99 µs max",
+            "p99.9 µs median",
             "blocks verified",
             "failures",
             "retention checks",

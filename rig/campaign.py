@@ -186,8 +186,17 @@ class DriveRun:
     def _prepare(self, node: DriveNode, resume: ResumePoint | None) -> None:
         spec, campaign = self.spec, self.campaign
         block = self.target.block_size
-        first = campaign.region_offset_mib * (1 << 20) // block
-        count = min(campaign.region_mib * (1 << 20) // block, self.target.nblocks - first)
+        for what, size in (
+            ("offset", campaign.region_offset_bytes),
+            ("size", campaign.region_bytes),
+        ):
+            if size % block:
+                raise UserError(
+                    f"drive {spec.identity.label()}: test region {what} {size} B is not a"
+                    f" multiple of its {block}-byte logical block"
+                )
+        first = campaign.region_offset_bytes // block
+        count = min(campaign.region_bytes // block, self.target.nblocks - first)
         if count <= 0:
             raise UserError(f"drive {spec.identity.label()}: test region lies beyond its end")
         # LBAs written in the last few cycles: still at risk (a drive may destage them late)

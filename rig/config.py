@@ -129,8 +129,8 @@ class Campaign:
     workload: Workload
     cut: CutSpec
     drives: tuple[DriveSpec, ...]
-    region_mib: int
-    region_offset_mib: int
+    region_bytes: int  # size of the test region ([campaign].region_mib / _kib / _bytes)
+    region_offset_bytes: int  # where it starts on the drive
     source: str  # the file's text, kept in the store
     health: HealthSpec = HealthSpec()
     stop: StopRules = StopRules()
@@ -166,6 +166,13 @@ class _Table:
         if not low <= value <= high:
             raise UserError(f"campaign: {self.where}.{key} = {value} is outside {low}..{high}")
         return value
+
+    def whole(self, key: str, default: int | None, low: int, high: int) -> int:
+        """A whole number: 0.5 is refused, never truncated."""
+        value = self.number(key, default, low, high)
+        if isinstance(value, float) and not value.is_integer():
+            raise UserError(f"campaign: {self.where}.{key} = {value} is not a whole number")
+        return int(value)
 
     def done(self) -> None:
         unknown = sorted(set(self.data) - self.used)
@@ -237,11 +244,11 @@ def parse(text: str, where: str = "campaign") -> Campaign:
     root = _Table("file", data)
     head = _Table("[campaign]", root.get("campaign", dict))
     name = head.get("name", str)
-    cycles = int(head.number("cycles", None, 1, 10_000_000))
+    cycles = head.whole("cycles", None, 1, 10_000_000)
     duration_s = float(head.number("duration_s", 0.0, 0, 10 * 365 * 86400))
-    seed = int(head.number("seed", 1, 0, 2**31))
-    region_mib = int(head.number("region_mib", 64, 1, 2**32))
-    region_offset_mib = int(head.number("region_offset_mib", 0, 0, 2**32))
+    seed = head.whole("seed", 1, 0, 2**31)
+    region_bytes = _size(head, "region", 64 << 20, 1)
+    region_offset_bytes = _size(head, "region_offset", 0, 0)
     head.done()
 
     station_t = _Table("[station]", root.get("station", dict))
@@ -273,11 +280,11 @@ def parse(text: str, where: str = "campaign") -> Campaign:
     if not sizes or not all(isinstance(s, int) and 1 <= s <= 4096 for s in sizes):
         raise UserError("campaign: [workload].write_blocks must be whole numbers from 1 to 4096")
     workload = Workload(
-        workers=int(load_t.number("workers", 8, 1, 256)),
+        workers=load_t.whole("workers", 8, 1, 256),
         write_blocks=tuple(sizes),
         size_mix=_choice(load_t, "size_mix", SIZE_MIXES),
         lba_skew=_choice(load_t, "lba_skew", LBA_SKEWS),
-        flush_every=int(load_t.number("flush_every", 16, 0, 1_000_000)),
+        flush_every=load_t.whole("flush_every", 16, 0, 1_000_000),
         flush_every_ms=float(load_t.number("flush_every_ms", 0.0, 0, 3_600_000)),
         durable_writes=load_t.get("durable_writes", bool, False),
         sequential=load_t.get("sequential", bool, False),
@@ -305,9 +312,9 @@ def parse(text: str, where: str = "campaign") -> Campaign:
         off_ms=float(cut_t.number("off_ms", 50.0, 0, 3_600_000)),
         gone_timeout_s=float(cut_t.number("gone_timeout_s", 5.0, 0.01, 3600)),
         return_timeout_s=float(cut_t.number("return_timeout_s", 30.0, 0.01, 3600)),
-        sample_blocks=int(cut_t.number("sample_blocks", 256, 0, 1 << 30)),
-        recent_cycles=int(cut_t.number("recent_cycles", 1, 0, 1000)),
-        full_scan_every=int(cut_t.number("full_scan_every", 0, 0, 10_000_000)),
+        sample_blocks=cut_t.whole("sample_blocks", 256, 0, 1 << 30),
+        recent_cycles=cut_t.whole("recent_cycles", 1, 0, 1000),
+        full_scan_every=cut_t.whole("full_scan_every", 0, 0, 10_000_000),
         read_timeout_s=float(cut_t.number("read_timeout_s", 30.0, 0.001, 3600)),
         read_budget=int(cut_t.number("read_budget", 2048, 0, 1 << 24)),
     )
@@ -338,8 +345,8 @@ def parse(text: str, where: str = "campaign") -> Campaign:
         workload,
         cut,
         drives,
-        region_mib,
-        region_offset_mib,
+        region_bytes,
+        region_offset_bytes,
         text,
         health,
         stop,
@@ -347,6 +354,29 @@ def parse(text: str, where: str = "campaign") -> Campaign:
         duration_s,
         endurance,
     )
+
+
+SIZE_UNITS = (("mib", 1 << 20), ("kib", 1 << 10), ("bytes", 1))
+
+
+def _size(table: _Table, stem: str, default: int, low: int) -> int:
+    """A size in bytes from exactly one of `<stem>_mib`, `<stem>_kib`, `<stem>_bytes`, each a
+    whole number of its unit (alignment needs offsets finer than a MiB: a 512-byte offset is
+    `<stem>_bytes = 512`, never `<stem>_mib = 0.0005` rounded)."""
+    given = [
+        (f"{stem}_{unit}", scale) for unit, scale in SIZE_UNITS if f"{stem}_{unit}" in table.data
+    ]
+    if len(given) > 1:
+        raise UserError(f"campaign: {table.where} gives both {given[0][0]} and {given[1][0]}")
+    if not given:
+        return default
+    key, scale = given[0]
+    value = table.number(key, None, low, (1 << 52) // scale)
+    if isinstance(value, float) and not value.is_integer():
+        finer = [f"{stem}_{unit}" for unit, s in SIZE_UNITS if s < scale][:1]
+        hint = f" (give {finer[0]})" if finer else ""
+        raise UserError(f"campaign: {table.where}.{key} = {value} is not a whole number{hint}")
+    return int(value) * scale
 
 
 def _recover_waits(station_t: _Table) -> tuple[tuple[str, float], ...]:
@@ -373,14 +403,14 @@ def _recover_waits(station_t: _Table) -> tuple[tuple[str, float], ...]:
 
 def _endurance(table: _Table, station_kind: str) -> EnduranceSpec:
     spec = EnduranceSpec(
-        intervals=int(table.number("intervals", 0, 0, 100_000_000)),
+        intervals=table.whole("intervals", 0, 0, 100_000_000),
         interval_s=float(table.number("interval_s", 60.0, 0.05, 86400)),
-        verify_every=int(table.number("verify_every", 1, 0, 1_000_000)),
-        cut_every=int(table.number("cut_every", 0, 0, 1_000_000)),
-        retention_every=int(table.number("retention_every", 0, 0, 1_000_000)),
+        verify_every=table.whole("verify_every", 1, 0, 1_000_000),
+        cut_every=table.whole("cut_every", 0, 0, 1_000_000),
+        retention_every=table.whole("retention_every", 0, 0, 1_000_000),
         retention_off_s=float(table.number("retention_off_s", 60.0, 0, 365 * 86400)),
         tbw_tb=float(table.number("tbw_tb", 0.0, 0, 1e9)),
-        steady_window=int(table.number("steady_window", 5, 2, 1000)),
+        steady_window=table.whole("steady_window", 5, 2, 1000),
         discard=table.get("discard", str, "none"),
     )
     if spec.discard not in DISCARD_KINDS:
@@ -393,8 +423,8 @@ def _endurance(table: _Table, station_kind: str) -> EnduranceSpec:
 
 def _stop_rules(table: _Table) -> StopRules:
     rules = StopRules(
-        max_failures=int(table.number("max_failures", 0, 0, 10_000_000)),
-        max_consecutive_errors=int(table.number("max_consecutive_errors", 5, 1, 1_000_000)),
+        max_failures=table.whole("max_failures", 0, 0, 10_000_000),
+        max_consecutive_errors=table.whole("max_consecutive_errors", 5, 1, 1_000_000),
         duration_s=float(table.number("duration_s", 0.0, 0, 10 * 365 * 86400)),
     )
     table.done()
@@ -419,7 +449,7 @@ def _criteria(table: _Table) -> Criteria:
         probability,
         confidence,
         tuple(classes),
-        int(table.number("min_cycles", 0, 0, 100_000_000)),
+        table.whole("min_cycles", 0, 0, 100_000_000),
     )
     table.done()
     return criteria
@@ -428,7 +458,7 @@ def _criteria(table: _Table) -> Criteria:
 def _health(data: Any) -> HealthSpec:
     table = _Table("[health]", data)
     given = "every" in table.data
-    every = int(table.number("every", 1, 0, 1_000_000))
+    every = table.whole("every", 1, 0, 1_000_000)
     write_cache = table.get("write_cache", str, "keep")
     if write_cache not in ("keep", "on", "off"):
         raise UserError("campaign: [health].write_cache must be keep, on or off")
@@ -438,7 +468,7 @@ def _health(data: Any) -> HealthSpec:
 
 def _drive(index: int, entry: Any, station_kind: str) -> DriveSpec:
     table = _Table(f"[[drive]] #{index + 1}", entry)
-    channel = int(table.number("channel", None, 0, 63))
+    channel = table.whole("channel", None, 0, 63)
     identity = DriveIdentity(
         model=table.get("model", str, ""),
         serial=table.get("serial", str, ""),

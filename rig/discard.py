@@ -18,7 +18,7 @@ from rig.errors import RigError
 
 BLKDISCARD = 0x1277  # _IO(0x12, 119)
 SG_UNMAP_MAX_BLOCKS = 0xFFFFFFFF  # one UNMAP descriptor's block count is 32 bits
-NVME_DSM_MAX_BLOCKS = 1 << 32  # one DSM range: 32-bit count of blocks
+NVME_DSM_MAX_BLOCKS = 0xFFFFFFFF  # one DSM range: its length in blocks is a 32-bit field
 
 
 class DiscardError(RigError):

@@ -36,14 +36,28 @@ STEADY_SLOPE = 0.10  # ... and the least-squares line moves at most 10% of it ov
 FINDINGS_KEPT = 20  # findings kept in an interval's detail (all are counted)
 
 
-def latency_us(log: CycleLog) -> tuple[float | None, float | None, float | None, float | None]:
-    """p50, p99, p99.9 and max of completed writes' latency (completion - issue), in µs."""
+# Samples an interval needs before a percentile is stated: at least 10 samples lie beyond a tail
+# percentile (p99 from 1,000, p99.9 from 10,000), so one slow write cannot make it; the median is
+# the middle sample of any non-empty set (docs/decisions.md).
+PERCENTILE_MIN_SAMPLES = ((50.0, 1), (99.0, 1_000), (99.9, 10_000))
+
+Latency = tuple[float | None, float | None, float | None, float | None, int]
+
+
+def latency_us(log: CycleLog) -> Latency:
+    """p50, p99, p99.9 and max of completed writes' latency (completion - issue), in µs, and
+    the number of samples; a percentile the samples cannot support (PERCENTILE_MIN_SAMPLES) is
+    None, never a number."""
     ok = log.column("status") == 0
     latency = (log.column("complete_ns")[ok] - log.column("issue_ns")[ok]) / 1000.0
-    if len(latency) == 0:
-        return None, None, None, None
-    p50, p99, p999 = np.percentile(latency, [50, 99, 99.9])
-    return float(p50), float(p99), float(p999), float(latency.max())
+    n = len(latency)
+    if n == 0:
+        return None, None, None, None, 0
+    p50, p99, p999 = (
+        float(np.percentile(latency, q)) if n >= least else None
+        for q, least in PERCENTILE_MIN_SAMPLES
+    )
+    return p50, p99, p999, float(latency.max()), n
 
 
 def steady_state(values: list[float], window: int) -> bool:
@@ -85,6 +99,10 @@ def commit_flushed(run: DriveRun, log: CycleLog) -> None:
     rel = lbas[last] - run.state.first_lba
     unsure = uncertain(run.state.committed[rel])  # a failed write: no older than before
     run.state.committed[rel] = np.where(ok[last], gens[last], unsure).astype(np.uint32)
+
+
+def _us(value: float | None) -> str:
+    return "not enough data" if value is None else f"{value:8.0f} us"
 
 
 class EnduranceRun:
@@ -186,7 +204,7 @@ class EnduranceRun:
         ok = log.column("status") == 0
         written = int(log.column("nblocks")[ok].sum()) * block
         self.host_bytes += written
-        p50, p99, p999, worst = latency_us(log)
+        latency = latency_us(log)
         mb_per_s = written / seconds / 1e6 if seconds > 0 else 0.0
         self.throughputs.append(mb_per_s)
         steady = steady_state(self.throughputs, self.spec.steady_window)
@@ -222,7 +240,7 @@ class EnduranceRun:
             written,
             tbw,
             mb_per_s,
-            (p50, p99, p999, worst),
+            latency,
             fill,
             steady,
             verified,
@@ -231,8 +249,8 @@ class EnduranceRun:
             detail,
         )
         run.progress(
-            f"ch{run.spec.channel} interval {self.seq}: {mb_per_s:8.1f} MB/s"
-            f"  p99 {p99 or 0:8.0f} us  host {self.host_bytes / 1e9:8.2f} GB"
+            f"ch{run.spec.channel} interval {self.write_intervals}: {mb_per_s:8.1f} MB/s"
+            f"  p99 {_us(latency[1])} ({latency[4]} writes)  host {self.host_bytes / 1e9:8.2f} GB"
             + (f" ({tbw * 100:.3f}% of TBW)" if tbw is not None else "")
             + f"  fill {fill * 100:5.1f}%{'  steady' if steady else ''}"
             + (f"  FAILURES {failures}" if failures else "")
@@ -271,7 +289,7 @@ class EnduranceRun:
         written: int,
         tbw: float | None,
         mb_per_s: float,
-        latency: tuple[float | None, float | None, float | None, float | None],
+        latency: Latency,
         fill: float,
         steady: bool,
         verified: int,
@@ -285,9 +303,9 @@ class EnduranceRun:
             db.execute(
                 "INSERT INTO endurance_interval (drive_id, seq, started_at, seconds, writes,"
                 " failed_writes, bytes_written, host_bytes_total, tbw_fraction, mb_per_s, iops,"
-                " lat_p50_us, lat_p99_us, lat_p999_us, lat_max_us, fill_fraction, steady,"
-                " verified_blocks, failures, kind, detail)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " lat_p50_us, lat_p99_us, lat_p999_us, lat_max_us, lat_samples, fill_fraction,"
+                " steady, verified_blocks, failures, kind, detail, interval_no)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     run.drive_id,
                     self.seq,
@@ -307,6 +325,7 @@ class EnduranceRun:
                     failures,
                     kind,
                     json.dumps(detail, sort_keys=True),
+                    self.write_intervals if kind == "write" else None,
                 ),
             )
             # the expected state goes with the row, so a resume continues from it
@@ -332,11 +351,13 @@ class EnduranceRun:
         watch = station.presence.watch(run.spec.identity)
         try:
             run.target.close()
+            off_at = time.monotonic()
             station.power.off(channel)
             if watch.wait_gone(cut.gone_timeout_s) is None:
                 raise RigError("drive did not leave the bus when powered off for retention")
             stop.wait(self.spec.retention_off_s)
             station.power.on(channel)
+            off_s = time.monotonic() - off_at
             node = watch.wait_back(cut.return_timeout_s)
         finally:
             watch.close()
@@ -369,12 +390,12 @@ class EnduranceRun:
         tbw = self.host_bytes / (self.spec.tbw_tb * 1e12) if self.spec.tbw_tb else None
         self._store_row(
             started_at,
-            0.0,
+            off_s,
             log,
             0,
             tbw,
             0.0,
-            (None, None, None, None),
+            (None, None, None, None, 0),
             fill,
             False,
             result.blocks_checked,
@@ -383,7 +404,7 @@ class EnduranceRun:
             detail,
         )
         run.progress(
-            f"ch{channel} retention check {self.seq}: {self.spec.retention_off_s:g} s off,"
+            f"ch{channel} retention check after interval {self.write_intervals}: {off_s:.3g} s off,"
             f" {result.blocks_checked} blocks read back, failures {failures}"
         )
         return True

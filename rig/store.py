@@ -199,6 +199,16 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE cycle ADD COLUMN blocks_unchecked INTEGER NOT NULL DEFAULT 0;
     """,
+    # v10 (issue 18): the number of latency samples behind an interval's percentiles (a
+    # percentile the samples cannot support is NULL beside its count, rig/endurance.py); the
+    # write interval's own number, which retention rows (sharing `seq`) do not take
+    """
+    ALTER TABLE endurance_interval ADD COLUMN lat_samples INTEGER;
+    ALTER TABLE endurance_interval ADD COLUMN interval_no INTEGER;
+    UPDATE endurance_interval SET interval_no = (SELECT COUNT(*) FROM endurance_interval o
+        WHERE o.drive_id = endurance_interval.drive_id AND o.kind = 'write'
+        AND o.seq <= endurance_interval.seq) WHERE kind = 'write';
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -5,14 +5,17 @@ cuts and retention checks; and the steady-state rule on known series."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fixtures import sim_station
 from rig import config, endurance
 from rig.campaign import run_campaign
 from rig.errors import UserError
+from rig.ledger import CycleLog
 from rig.store import Store
 from tests.test_sim_campaign import campaign_text
 
@@ -41,6 +44,8 @@ def test_intervals_cuts_and_retention_are_recorded(tmp_path: Path) -> None:
     store = run(tmp_path, "plp")
     rows = store.query("SELECT * FROM endurance_interval ORDER BY seq")
     assert [r["kind"] for r in rows] == ["write", "write", "write", "retention", "write"]
+    # write intervals numbered 1..4 by themselves; the retention check takes no interval number
+    assert [r["interval_no"] for r in rows] == [1, 2, 3, None, 4]
     writes = [r for r in rows if r["kind"] == "write"]
     total = 0
     for r in writes:
@@ -48,12 +53,18 @@ def test_intervals_cuts_and_retention_are_recorded(tmp_path: Path) -> None:
         assert r["host_bytes_total"] == total
         assert r["tbw_fraction"] == pytest.approx(total / 1e12)
         assert r["writes"] > 0 and r["mb_per_s"] > 0 and r["iops"] > 0
-        assert r["lat_p50_us"] <= r["lat_p99_us"] <= r["lat_p999_us"] <= r["lat_max_us"]
+        assert r["lat_samples"] == r["writes"] > 0
+        stated = [r[k] for k in ("lat_p50_us", "lat_p99_us", "lat_p999_us") if r[k] is not None]
+        assert stated == sorted(stated) and stated[-1] <= r["lat_max_us"]
+        assert (r["lat_p999_us"] is None) is (r["lat_samples"] < 10_000)
         assert 0 < r["fill_fraction"] <= 1
     # verification on every 2nd write interval; retention reads back every block with data
     assert [r["verified_blocks"] > 0 for r in writes] == [False, True, False, True]
     retention = rows[3]
     assert retention["verified_blocks"] > 0 and retention["failures"] == 0
+    # the real time the drive was off (retention_off_s = 0.05, plus leaving and returning)
+    assert 0.05 <= retention["seconds"] < 30
+    assert json.loads(retention["detail"])["off_s"] == 0.05
     assert all(r["failures"] == 0 for r in rows)  # a drive with power-loss protection
     cycles = store.query("SELECT seq, status FROM cycle ORDER BY seq")
     assert [c["seq"] for c in cycles] == [1, 2]  # a cut after write intervals 2 and 4
@@ -97,3 +108,68 @@ def test_endurance_keys_are_checked() -> None:
         )
     with pytest.raises(UserError, match=r"\[endurance\]\.steady_window"):
         config.parse(base.replace("[cut]", "[endurance]\nintervals = 1\nsteady_window = 1\n[cut]"))
+
+
+def _log_of(latencies_us: list[float]) -> CycleLog:
+    log = CycleLog()
+    for i, us in enumerate(latencies_us):
+        gens = np.array([i + 1], dtype=np.uint32)
+        log.add_write(0, i, i, gens, 1_000_000, 1_000_000 + int(us * 1000), 0, False)
+    return log
+
+
+@pytest.mark.parametrize(
+    ("n", "stated"),
+    [
+        (0, (False, False, False)),
+        (1, (True, False, False)),
+        (999, (True, False, False)),
+        (1_000, (True, True, False)),
+        (9_999, (True, True, False)),
+        (10_000, (True, True, True)),
+    ],
+)
+def test_a_percentile_needs_the_samples_to_support_it(n: int, stated: tuple[bool, ...]) -> None:
+    # one slow write in every thousand: with too few samples p99.9 would be that one write
+    latencies = [5_000.0 if i % 1000 == 999 else 100.0 + i % 7 for i in range(n)]
+    p50, p99, p999, worst, samples = endurance.latency_us(_log_of(latencies))
+    assert samples == n
+    assert (p50 is not None, p99 is not None, p999 is not None) == stated
+    if n:
+        assert worst == max(latencies)
+    if p999 is not None:
+        assert p999 == pytest.approx(np.percentile(latencies, 99.9))
+
+
+def test_a_failed_write_is_no_latency_sample() -> None:
+    log = _log_of([100.0] * 1_000)
+    log.add_write(0, 1_000, 1_000, np.array([2_000], dtype=np.uint32), 0, 10**9, -5, False)
+    assert endurance.latency_us(log)[4] == 1_000
+
+
+def test_a_v9_store_gets_its_write_intervals_numbered(tmp_path: Path) -> None:
+    """Rows recorded before v10 numbered retention checks among the intervals (seq); the
+    migration gives the write rows their own numbers and the retention rows none."""
+    path = tmp_path / "old.sqlite"
+    store = Store(str(path))
+    cid = store.new_campaign("c", "toml", 1, "simulated")
+    ident = {"model": "m", "serial": "s", "wwn": "", "firmware": ""}
+    did = store.add_drive(cid, 0, ident, 1 << 30, 4096, (0, 100))
+    store.close()
+    db = sqlite3.connect(path)  # back to the v9 shape of the table
+    db.execute("ALTER TABLE endurance_interval DROP COLUMN interval_no")
+    db.execute("ALTER TABLE endurance_interval DROP COLUMN lat_samples")
+    db.execute("PRAGMA user_version = 9")
+    for seq, kind in enumerate(["write", "write", "retention", "write"], 1):
+        db.execute(
+            "INSERT INTO endurance_interval (drive_id, seq, started_at, seconds, writes,"
+            " failed_writes, bytes_written, host_bytes_total, mb_per_s, iops, fill_fraction,"
+            " steady, kind) VALUES (?, ?, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, ?)",
+            (did, seq, kind),
+        )
+    db.commit()
+    db.close()
+    store = Store(str(path))
+    rows = store.query("SELECT interval_no FROM endurance_interval ORDER BY seq")
+    store.close()
+    assert [r["interval_no"] for r in rows] == [1, 2, None, 3]

@@ -80,6 +80,19 @@ def test_a_range_larger_than_one_descriptor_is_split(
     ]
 
 
+def test_an_nvme_dsm_range_fits_the_32_bit_length_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # NVMe DSM range: "Length in Logical Blocks" is 32 bits, so 2**32 blocks need two ranges
+    monkeypatch.setenv("PATH", str(tmp_path))
+    nvme = _fake_tool(tmp_path, "nvme")
+    discard.discard("nvme", "/dev/nvme9n1", -1, 7, 1 << 32, 512)
+    assert nvme.read_text().splitlines() == [
+        "dsm /dev/nvme9n1 --ad --slbs=7 --blocks=4294967295",
+        f"dsm /dev/nvme9n1 --ad --slbs={7 + 0xFFFFFFFF} --blocks=1",
+    ]
+
+
 def test_tool_failures_are_rig_errors_with_the_tools_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

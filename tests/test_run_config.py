@@ -3,10 +3,16 @@ bad value is refused with one line naming the key."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from fixtures import sim_station
 from rig import config
+from rig.campaign import run_campaign
 from rig.errors import UserError
+from rig.store import Store
+from tests.test_sim_campaign import campaign_text
 
 BASE = """
 [campaign]
@@ -92,3 +98,60 @@ def test_read_budget_and_bus_behaviours() -> None:
 def test_bad_duration() -> None:
     with pytest.raises(UserError, match=r"\[campaign\]\.duration_s"):
         parse(campaign="duration_s = -5")
+
+
+@pytest.mark.parametrize(
+    ("keys", "offset", "size"),
+    [
+        ("", 0, 64 << 20),
+        ("region_offset_mib = 2\nregion_mib = 8", 2 << 20, 8 << 20),
+        ("region_offset_kib = 4\nregion_kib = 1536", 4096, 1536 << 10),
+        ("region_offset_bytes = 512\nregion_bytes = 1048576", 512, 1 << 20),
+        ("region_offset_mib = 1.0", 1 << 20, 64 << 20),  # a whole number written as a float
+    ],
+)
+def test_the_region_in_mib_kib_or_bytes(keys: str, offset: int, size: int) -> None:
+    c = parse(keys)
+    assert (c.region_offset_bytes, c.region_bytes) == (offset, size)
+
+
+@pytest.mark.parametrize(
+    ("keys", "says"),
+    [
+        ("region_offset_mib = 0.5", r"region_offset_mib = 0.5 is not a whole number \(give"),
+        ("region_mib = 1.5", r"region_mib = 1.5 is not a whole number \(give region_kib\)"),
+        ("region_offset_kib = 0.5", r"region_offset_kib = 0.5 .*give region_offset_bytes"),
+        ("region_offset_bytes = 0.5", r"region_offset_bytes = 0.5 is not a whole number$"),
+        ("region_offset_mib = 1\nregion_offset_kib = 4", "gives both region_offset_mib and"),
+        ("region_kib = 0", r"region_kib = 0 is outside"),
+        ("cycles = 2.5", r"\[campaign\]\.cycles = 2.5 is not a whole number"),
+    ],
+)
+def test_a_fraction_is_refused_never_truncated(keys: str, says: str) -> None:
+    text = BASE.format(campaign=keys, station="", tables="")
+    if "cycles" in keys:
+        text = text.replace("cycles = 10\n", "")
+    with pytest.raises(UserError, match=says) as error:
+        config.parse(text)
+    assert "\n" not in str(error.value)
+
+
+def test_a_region_off_the_logical_block_is_refused_at_the_drive(tmp_path: Path) -> None:
+    # the simulated drives have 4096-byte logical blocks: 512 B cannot be placed, 8 KiB can
+    for keys, refused in (("region_offset_bytes = 512", True), ("region_offset_kib = 8", False)):
+        text = campaign_text(["plp"], cycles=1).replace("region_mib = 4", f"region_mib = 4\n{keys}")
+        campaign = config.parse(text)
+        station, _ = sim_station.build(campaign)
+        store = Store(str(tmp_path / f"{refused}.sqlite"))
+        try:
+            if refused:
+                with pytest.raises(
+                    UserError, match="offset 512 B is not a multiple of its 4096-byte"
+                ):
+                    run_campaign(campaign, station, store, lambda line: None)
+            else:
+                run_campaign(campaign, station, store, lambda line: None)
+                drive = store.query("SELECT region_first_lba FROM drive")[0]
+                assert drive["region_first_lba"] == 2
+        finally:
+            store.close()
