@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -100,20 +99,6 @@ def attach_free(drive: str, indices: list[int]) -> int:
     raise AssertionError("no free loop index stayed free")
 
 
-def reattach(index: int, drive: str, wait_s: float = 10.0) -> None:
-    """Attach `drive` at the index just detached. The detach completes only at the last close
-    (udev's probe of the node may still hold it open): until then the kernel says EBUSY."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            loopctl.attach(index, drive)
-            return
-        except subprocess.CalledProcessError as error:
-            if "busy" not in error.stderr or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-
-
 def trigger_change(index: int) -> None:
     """A synthetic `change` of the node, as udisks, blkid or `udevadm trigger` make."""
     subprocess.run(
@@ -175,8 +160,10 @@ def test_a_node_reused_after_the_check_is_never_opened(
     index = attach_free(ours, indices)
     node = presence.find(identity)
     assert node is not None and node.diskseq > 0 and node.backing.startswith("dev ")
-    loopctl.detach_and_remove(index)
-    reattach(index, other)  # same node name, another drive, after the check
+    # the detach completes at the last close (udev's probe may still hold the node): wait for
+    # the node to be really gone before another drive takes its name
+    assert loopctl.remove_when_released(index, give_up_s=10.0)
+    loopctl.attach(index, other)  # same node name, another drive, after the check
     spec = DriveSpec(0, identity)
     with pytest.raises(UnsafeDeviceError, match="changed after it was identified"):
         ToolDrives(lock_dir=str(tmp_path / "locks")).open_target(node, spec)
