@@ -85,6 +85,14 @@ class CentralConnection:
         rows = self._all(query, args)
         return rows[0] if rows else None
 
+    def _read(
+        self, query: str | sql.Composed, args: Sequence[Any] | dict[str, Any] = ()
+    ) -> list[Row]:
+        """The rows of one query, its transaction ended (a reader holds no snapshot open)."""
+        rows = self._all(query, args)
+        self._commit()
+        return rows
+
     def _commit(self) -> None:
         if not self._db.autocommit:
             self._db.commit()

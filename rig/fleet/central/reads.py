@@ -12,35 +12,27 @@ class ReadQueries(CentralConnection):
     """Stations, submissions, campaigns and their rows, per drive."""
 
     def stations(self) -> list[Row]:
-        rows = self._all(
+        return self._read(
             "SELECT s.name, s.last_seen, s.agent,"
             " extract(epoch FROM now() - s.last_seen) AS silent_s,"
             " (SELECT count(*) FROM fleet.inventory i WHERE i.station = s.name) AS drives"
             " FROM fleet.station s ORDER BY s.name"
         )
-        self._commit()
-        return rows
 
     def submissions(self) -> list[Row]:
-        rows = self._all("SELECT * FROM fleet.submission ORDER BY id")
-        self._commit()
-        return rows
+        return self._read("SELECT * FROM fleet.submission ORDER BY id")
 
     def campaign_rows(self) -> list[Row]:
-        rows = self._all("SELECT * FROM fleet.campaign ORDER BY started_at, station, uid")
-        self._commit()
-        return rows
+        return self._read("SELECT * FROM fleet.campaign ORDER BY started_at, station, uid")
 
     def drive_rows(self) -> list[Row]:
-        rows = self._all("SELECT * FROM fleet.drive ORDER BY station, campaign_uid, channel")
-        self._commit()
-        return rows
+        return self._read("SELECT * FROM fleet.drive ORDER BY station, campaign_uid, channel")
 
     def progress_rows(self, recent_s: float) -> list[Row]:
         """Per drive of every campaign: cycles (less those a crash cut short: the campaign runs
         them again), cuts, rig errors, failing cycles, and cycles ended within the last
         `recent_s` seconds (for the rate)."""
-        rows = self._all(
+        return self._read(
             "SELECT station, campaign_uid, channel,"
             " count(*) FILTER (WHERE status <> 'interrupted') AS cycles,"
             " count(*) FILTER (WHERE status IN ('ok', 'dead')) AS cuts,"
@@ -51,26 +43,20 @@ class ReadQueries(CentralConnection):
             " FROM fleet.cycle GROUP BY station, campaign_uid, channel",
             (time.time() - recent_s,),
         )
-        self._commit()
-        return rows
 
     def finding_counts(self) -> list[Row]:
         """Failure findings per class, per campaign."""
-        rows = self._all(
+        return self._read(
             "SELECT station, campaign_uid, class, count(*) AS n FROM fleet.finding"
             " WHERE failure = 1 GROUP BY station, campaign_uid, class"
         )
-        self._commit()
-        return rows
 
     def cycles_of(self, station: str, uid: int, channel: int) -> list[Row]:
-        rows = self._all(
+        return self._read(
             "SELECT * FROM fleet.cycle WHERE station = %s AND campaign_uid = %s AND channel = %s"
             " ORDER BY seq",
             (station, uid, channel),
         )
-        self._commit()
-        return rows
 
     def findings_of(
         self,
@@ -95,63 +81,52 @@ class ReadQueries(CentralConnection):
         if limit is not None:
             query += " LIMIT %s"
             args.append(limit)
-        rows = self._all(query, args)
-        self._commit()
-        return rows
+        return self._read(query, args)
 
     def finding_groups(self, station: str, uid: int, channel: int) -> list[Row]:
         """Findings per cycle, class and failure flag: count and blocks."""
-        rows = self._all(
+        return self._read(
             "SELECT seq, class, failure, count(*) AS n, sum(lba_count) AS blocks"
             " FROM fleet.finding WHERE station = %s AND campaign_uid = %s AND channel = %s"
             " GROUP BY seq, class, failure",
             (station, uid, channel),
         )
-        self._commit()
-        return rows
 
     def health_of(self, station: str, uid: int, channel: int) -> list[Row]:
-        rows = self._all(
+        return self._read(
             "SELECT after_seq, source, fields FROM fleet.health WHERE station = %s"
             " AND campaign_uid = %s AND channel = %s ORDER BY after_seq",
             (station, uid, channel),
         )
-        self._commit()
-        return rows
 
     def rail_of(self, station: str, uid: int, channel: int) -> list[Row]:
-        rows = self._all(
+        return self._read(
             "SELECT * FROM fleet.rail_sense WHERE station = %s AND campaign_uid = %s"
             " AND channel = %s ORDER BY seq",
             (station, uid, channel),
         )
-        self._commit()
-        return rows
 
     def endurance_of(self, station: str, uid: int, channel: int) -> list[Row]:
-        rows = self._all(
+        return self._read(
             "SELECT row FROM fleet.endurance_interval WHERE station = %s AND campaign_uid = %s"
             " AND channel = %s ORDER BY seq",
             (station, uid, channel),
         )
-        self._commit()
-        return rows
 
     def replication_lags(self, station: str) -> list[float]:
         """Seconds from each cycle's end on the station to its arrival here (same clock only
         when the station and the server share a host: the replication bench)."""
-        rows = self._all(
+        rows = self._read(
             "SELECT extract(epoch FROM replicated_at) - ended_at AS lag FROM fleet.cycle"
             " WHERE station = %s ORDER BY local_id",
             (station,),
         )
-        self._commit()
         return [float(r["lag"]) for r in rows]
 
     def cycle_keys(self, station: str) -> list[Row]:
         """(campaign, channel, seq, status, failures, findings) of every cycle of a station: the
         same shape as rig.store.Store.cycle_keys, to compare the two."""
-        rows = self._all(
+        return self._read(
             "SELECT c.campaign_uid AS media_id, c.channel, c.seq, c.status, c.failures,"
             " (SELECT count(*) FROM fleet.finding f WHERE f.station = c.station"
             "  AND f.campaign_uid = c.campaign_uid AND f.channel = c.channel AND f.seq = c.seq)"
@@ -159,5 +134,3 @@ class ReadQueries(CentralConnection):
             " ORDER BY c.campaign_uid, c.channel, c.seq",
             (station,),
         )
-        self._commit()
-        return rows
