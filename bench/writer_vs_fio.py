@@ -6,8 +6,8 @@ Cases: 128 KiB sequential writes and 4 KiB random writes, queue depth 32, O_DIRE
 - rig native: `rig.workload.Writer` with 32 slots (one request in flight per slot, each in its own
   stripe: 32 sequential streams, or random within the stripes), every block generated with its
   per-sector headers and logged in the ledger, the C AIO engine; the mean number of its requests
-  in flight over the measured window (from the ledger's timestamps) shows whether the queue
-  stays full;
+  in flight over the measured window and the share of it with none in flight (from the ledger's
+  timestamps) show whether the queue stays full;
 - rig threads: the same workload through 32 Python threads (the path for targets without a file
   descriptor), to show why the engine is in C.
 Runs are interleaved (fio, native, threads, fio, ...) and the ratios are min / median / max of
@@ -89,9 +89,10 @@ def fio_mb_s(devnode: str, rw: str, block: int, seconds: float) -> tuple[float, 
 
 def rig_mb_s(
     devnode: str, load: Workload, engine: str, seconds: float
-) -> tuple[float, float, float]:
-    """(MB/s, CPU seconds per GB written, mean requests in flight) of the rig's writer (all its
-    threads); the last from the ledger's own timestamps over the measured window."""
+) -> tuple[float, float, float, float]:
+    """(MB/s, CPU seconds per GB written, mean requests in flight, share of time with none in
+    flight) of the rig's writer (all its threads); the last two from the ledger's own
+    timestamps over the measured window."""
     target = DirectTarget(devnode)
     try:
         state = LbaState(0, target.nblocks)
@@ -116,9 +117,20 @@ def rig_mb_s(
         completed = np.clip(np.where(done < 0, end_ns, done), start_ns, end_ns)
         depth = float((completed - issued).sum()) / (end_ns - start_ns)
         mb_s = nbytes / ((end_ns - start_ns) / 1e9) / 1e6
-        return mb_s, cpu / (everything / 1e9), depth
+        return mb_s, cpu / (everything / 1e9), depth, idle_share(issued, completed)
     finally:
         target.close()
+
+
+def idle_share(issued: np.ndarray, completed: np.ndarray) -> float:
+    """Share of the window [min, max] of these times with no request in flight."""
+    times = np.concatenate([issued, completed])
+    steps = np.concatenate([np.ones(len(issued)), -np.ones(len(completed))])
+    order = np.lexsort((-steps, times))  # at equal times a completion does not open a gap
+    times, depth = times[order], np.cumsum(steps[order])
+    span = float(times[-1] - times[0]) if len(times) else 0.0
+    gaps = np.diff(times)[depth[:-1] == 0]
+    return float(gaps.sum()) / span if span else 0.0
 
 
 def attach(image: Path) -> str:
@@ -153,9 +165,9 @@ def main() -> None:
             print(
                 "| case | fio MB/s | rig native MB/s | native/fio min/med/max | rig threads MB/s"
                 " | threads/fio min/med/max | CPU s/GB fio | CPU s/GB native | CPU s/GB threads"
-                " | in flight, native (of 32) |"
+                " | in flight, native (of 32) | idle, native |"
             )
-            print("|---|---|---|---|---|---|---|---|---|---|")
+            print("|---|---|---|---|---|---|---|---|---|---|---|")
             for name, (rw, block, load) in CASES.items():
                 runs: dict[str, list[tuple[float, ...]]] = {
                     "fio": [],
@@ -174,7 +186,7 @@ def main() -> None:
 
 def row(runs: dict[str, list[tuple[float, ...]]]) -> str:
     """Medians of MB/s; min/median/max of the per-round ratios to fio; medians of CPU seconds
-    per GB and of the native writer's mean requests in flight."""
+    per GB and of the native writer's mean requests in flight and idle share."""
     fio = runs["fio"]
     cells = [f"{statistics.median(r[0] for r in fio):.0f}"]
     for engine in ("native", "threads"):
@@ -189,6 +201,7 @@ def row(runs: dict[str, list[tuple[float, ...]]]) -> str:
         mine = runs[engine]
         cells.append(f"{statistics.median(r[1] for r in mine):.2f}" if mine else "-")
     cells.append(f"{statistics.median(r[2] for r in runs['native']):.1f}")
+    cells.append(f"{100 * statistics.median(r[3] for r in runs['native']):.1f} %")
     return " | ".join(cells)
 
 
