@@ -9,7 +9,9 @@ What each slot writes comes from a `SlotPlanner` (addresses, sizes, generations,
 a batch at a time). Two engines carry the plan out:
 - native (`rig/native/engine.c`): one C thread per writer with Linux AIO on the target's O_DIRECT
   descriptor, generating each record right before submitting it; used whenever the target has a
-  file descriptor (real drives, loop devices, image files);
+  file descriptor (real drives, loop devices, image files). It runs planned batches from a ring
+  back to back while a planner thread logs each finished batch and publishes the next, so the
+  queue never drains between batches (docs/decisions.md 98);
 - threads: one Python thread per slot calling `BlockTarget.write`/`flush` (targets without a
   descriptor, such as the in-process virtual drive).
 Both produce the same ledger.
