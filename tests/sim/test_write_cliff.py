@@ -81,6 +81,17 @@ def test_the_in_process_drive_throttles_and_recovers() -> None:
     assert (cliff.regime(), cliff.rate_mb_s()) == (FRESH, drive.profile.fresh_write_mb_s)
 
 
+def test_a_used_drive_writes_at_the_gc_rate_until_trimmed() -> None:
+    drive = VirtualDrive(DriveIdentity("m", "s"), profile("cliff-used"))
+    cliff = drive.cliff
+    assert cliff is not None and cliff.free_blocks() == 0 and cliff.regime() == GC
+    blocks = drive.profile.capacity_blocks
+    drive.deallocate(drive.epoch, 0, blocks // 4 - 1)  # not quite enough
+    assert cliff.regime() == GC
+    drive.deallocate(drive.epoch, blocks // 4 - 1, 1)
+    assert (cliff.free_blocks(), cliff.regime()) == (blocks // 4, FRESH)
+
+
 @pytest.mark.skipif(bool(twin_unavailable()), reason=twin_unavailable() or "ok")
 def test_cliff_on_a_twin_node_and_recovery_after_blkdiscard(tmp_path: Path) -> None:
     with twin_drive(tmp_path, "cliff", "C") as drive:
