@@ -45,7 +45,8 @@ class StationKind:
     power: PowerFactory | None = None  # a power backend; drives on the real bus (udev, tools)
     station: StationFactory | None = None  # or a whole station of its own
     # drives simulated by the rig process from a [[drive]] profile: each needs a profile, none
-    # is a block device to discard, none outlives the rig (no resume)
+    # is a block device to discard (unless the spec says so: simulated_block_devices, the
+    # full-system twin's loop devices), none outlives the rig (no resume)
     simulated_drives: bool = False
 
     def __post_init__(self) -> None:

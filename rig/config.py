@@ -208,7 +208,8 @@ def parse(
     criteria = _criteria(Table("[criteria]", root.get("criteria", dict, {})))
     endurance = None
     if "endurance" in root.data:
-        endurance = _endurance(Table("[endurance]", root.get("endurance", dict)), kind)
+        endurance_t = Table("[endurance]", root.get("endurance", dict))
+        endurance = _endurance(endurance_t, kind, station)
         if not endurance.intervals and not duration_s:
             raise UserError("campaign: [endurance] needs intervals, or [campaign].duration_s")
 
@@ -301,7 +302,7 @@ def _recover_waits(station_t: Table) -> tuple[tuple[str, float], ...]:
     return tuple(waits)
 
 
-def _endurance(table: Table, station_kind: StationKind) -> EnduranceSpec:
+def _endurance(table: Table, station_kind: StationKind, station: StationSpec) -> EnduranceSpec:
     spec = EnduranceSpec(
         intervals=table.whole("intervals", 0, 0, 100_000_000),
         interval_s=float(table.number("interval_s", 60.0, 0.05, 86400)),
@@ -315,7 +316,9 @@ def _endurance(table: Table, station_kind: StationKind) -> EnduranceSpec:
     )
     if spec.discard not in DISCARD_KINDS:
         raise UserError(f"campaign: [endurance].discard must be one of {', '.join(DISCARD_KINDS)}")
-    if spec.discard != "none" and station_kind.simulated_drives:
+    # (simulated drives can be block devices: the full twin's are loop devices)
+    simulated = station_kind.simulated_drives and not station.simulated_block_devices()
+    if spec.discard != "none" and simulated:
         raise UserError("campaign: [endurance].discard needs a block device (not simulated)")
     table.done()
     return spec

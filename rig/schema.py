@@ -77,6 +77,11 @@ class StationSpec:
         """The station's name in the store and the progress lines."""
         return self.kind
 
+    def simulated_block_devices(self) -> bool:
+        """Whether the drives this station simulates (a kind with `simulated_drives`) are block
+        devices all the same, nodes a discard can be sent to. Drives on the real bus always are."""
+        return False
+
 
 def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
     return kind if isinstance(kind, tuple) else (kind,)

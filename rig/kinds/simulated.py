@@ -26,6 +26,11 @@ class SimulatedSpec(StationSpec):
     twin: str = "in-process"
     bus: str = ""  # the full-system twin: bus behaviours of every drive (a profile modifier)
 
+    def simulated_block_devices(self) -> bool:
+        # the full-system twin's drives are loop devices (a discard punches a hole in the
+        # drive's image); the in-process twin's are Python objects
+        return self.twin == "simavr"
+
     def describe(self) -> str:
         if self.twin == "in-process":
             return "in-process virtual drives"
