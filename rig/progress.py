@@ -100,7 +100,7 @@ class Progress:
             if not self.live:
                 now = time.monotonic()
                 self._print(
-                    f"{run._progress_line(c)}  rate {d.rate_per_hour(self.started, now):.0f}/h"
+                    f"{run.progress_line(c)}  rate {d.rate_per_hour(self.started, now):.0f}/h"
                     f"  ETA {_duration(d.eta_s(self.started, now))}"
                 )
 
