@@ -1,6 +1,6 @@
 """`rig run`: a campaign from its file, or `--resume` from its store, unattended.
 
-- all channels in parallel (rig/campaign.py), live progress (rig/progress.py), a JSON-lines log
+- all channels in parallel (rig/campaign/), live progress (rig/progress.py), a JSON-lines log
   (rig/runlog.py);
 - SIGINT/SIGTERM stop safely: every drive's cycle in flight ends at its next phase boundary and
   is recorded as `interrupted`, the store is closed consistent, power goes to the safe state;
