@@ -123,7 +123,7 @@ class EnduranceRun:
                 self._write_interval(stop)
                 n = self.write_intervals
                 cut_due = self.spec.cut_every and n % self.spec.cut_every == 0
-                can_cut = cut_due and not stop.is_set() and run.cycles < run.campaign.cycles
+                can_cut = cut_due and not stop.is_set() and run.counts.cycles < run.campaign.cycles
                 if can_cut and not self._cut():
                     break
                 retention_due = self.spec.retention_every and n % self.spec.retention_every == 0

@@ -217,7 +217,7 @@ def reconcile(run: DriveRun, resumable: Resumable, store: Store) -> ScanResult:
             error="rig stopped mid-cycle (crash or kill): not judged; region read back on resume",
         )
         store.record_cycle(row, [], [(now, "resume_scan", detail)], None, run.state.to_bytes())
-        run.interrupted += 1
+        run.counts.interrupted += 1
     else:
         store.record_resume_scan(run.drive_id, now, detail, run.next_seq - 1, run.state.to_bytes())
     return result

@@ -113,7 +113,7 @@ class _Reports:
             cut_delay_ms=round(c.cut_delay_s * 1000, 3),
             writes=c.log.write_count,
             failures=failures,
-            counted=drive.cycles,
+            counted=drive.counts.cycles,
             target=drive.campaign.cycles,
         )
         self.progress.cycle(drive, c)
@@ -211,7 +211,7 @@ def run(
                         lost = resumable.lost.get(drive.spec.channel)
                         reports.message(
                             f"ch{drive.spec.channel}: resumed at cycle {drive.next_seq}"
-                            f" ({drive.cycles}/{campaign.cycles} done"
+                            f" ({drive.counts.cycles}/{campaign.cycles} done"
                             + (f"; cycle {lost.seq} was interrupted" if lost else "")
                             + f"); region read back: {scanned.as_json()}"
                         )

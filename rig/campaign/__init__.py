@@ -1,6 +1,7 @@
 """A campaign: N power-cut cycles per drive, all drives in parallel, everything into the store.
 
-- `model`: the station, one cycle's context (`Cycle`), `ResumePoint`, `DriveSummary`;
+- `model`: the station, one cycle's context (`Cycle`), `ResumePoint`, `DriveCounts`,
+  `DriveSummary`;
 - `drive`: `DriveRun`, one drive for the whole campaign (its loop and public API);
 - `phases`: the cycle's phases as plain functions, in order in `PHASES`;
 - `cycle`: one cycle (phases, the teardown guarantee, then the record phase);
@@ -16,6 +17,7 @@ from rig.campaign.model import (
     Cycle,
     DeadDevice,
     DriveClaim,
+    DriveCounts,
     DriveSummary,
     Interrupted,
     ReadyProbe,
@@ -30,6 +32,7 @@ __all__ = [
     "Cycle",
     "DeadDevice",
     "DriveClaim",
+    "DriveCounts",
     "DriveRun",
     "DriveSummary",
     "Interrupted",

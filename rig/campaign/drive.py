@@ -12,11 +12,11 @@ from contextlib import ExitStack
 
 import numpy as np
 
-from rig import intent, verify
+from rig import intent
 from rig.bus.base import DriveNode
 from rig.campaign import preparation, recording
 from rig.campaign.cycle import run_cycle
-from rig.campaign.model import Cycle, DriveSummary, ResumePoint, Station
+from rig.campaign.model import Cycle, DriveCounts, DriveSummary, ResumePoint, Station
 from rig.config import Campaign, DriveSpec
 from rig.errors import UserError
 from rig.store import Store
@@ -47,15 +47,8 @@ class DriveRun:
         self.rng = random.Random(campaign.seed * 7919 + spec.channel)
         self.on_cycle = on_cycle
         self.stop = threading.Event()
-        # counts (a resume continues them from the store)
-        self.failures: dict[str, int] = dict(resume.failures) if resume else {}
-        self.allowed_losses = resume.allowed_losses if resume else 0
-        self.errors = resume.errors if resume else 0
-        self.cycles = resume.counted if resume else 0  # cycles that count towards the target
-        self.failing_cycles = resume.failing_cycles if resume else 0
-        self.interrupted = 0
+        self.counts = DriveCounts.resumed(resume)
         self.next_seq = resume.next_seq if resume else 1
-        self.elapsed_s = resume.elapsed_s if resume else 0.0
         self.stopped_by = ""
         self.dead = False
         # The open target is not known to be the drive as it is now (a cycle ended between the
@@ -94,7 +87,7 @@ class DriveRun:
         consecutive_errors = 0
         rules = self.campaign.stop
         try:
-            while self.cycles < self.campaign.cycles and not stop.is_set():
+            while self.counts.cycles < self.campaign.cycles and not stop.is_set():
                 if reason := self.time_is_up():
                     self.stop_drive(reason, "stopped")
                     break
@@ -105,8 +98,9 @@ class DriveRun:
                 if consecutive_errors >= rules.max_consecutive_errors:
                     self.stop_drive(f"{consecutive_errors} rig errors in a row", "stopped")
                     break
-                if rules.max_failures and self.failing_cycles >= rules.max_failures:
-                    self.stop_drive(f"{self.failing_cycles} cycles with failures", "stopped")
+                failing = self.counts.failing_cycles
+                if rules.max_failures and failing >= rules.max_failures:
+                    self.stop_drive(f"{failing} cycles with failures", "stopped")
                     break
             if self.intent is not None and not stop.is_set():  # finished: no resume reads it
                 self.intent.path.unlink(missing_ok=True)
@@ -132,23 +126,10 @@ class DriveRun:
         self.claims.close()  # closes the target, then releases the claim
 
     # public API ---------------------------------------------------------------------------------
-    def count(self, c: Cycle) -> None:
-        """Add a recorded cycle to the drive's counts."""
-        if c.status == "interrupted":
-            self.interrupted += 1
-            return
-        failures = [f for f in c.findings if f.failure]
-        self.cycles += 1
-        self.errors += c.status == "error"
-        self.failing_cycles += bool(failures)
-        for finding in failures:
-            self.failures[finding.cls] = self.failures.get(finding.cls, 0) + 1
-        self.allowed_losses += sum(1 for f in c.findings if f.cls == verify.ALLOWED_LOSS)
-
     def time_is_up(self) -> str:
         """The duration rule that ends this drive now, if any ("" while time is left)."""
         budgets = [b for b in (self.campaign.duration_s, self.campaign.stop.duration_s) if b]
-        if budgets and self.elapsed_s >= min(budgets):
+        if budgets and self.counts.elapsed_s >= min(budgets):
             return f"duration of {min(budgets):g} s reached"
         return ""
 
@@ -178,7 +159,7 @@ class DriveRun:
         extra = f" {c.status.upper()}: {c.error}" if c.status != "ok" else ""
         return (
             f"ch{self.spec.channel} {self.spec.identity.model:<22} cycle {c.seq:>5}"
-            f" ({self.cycles}/{self.campaign.cycles})  cut at {c.cut_delay_s * 1000:7.2f} ms"
+            f" ({self.counts.cycles}/{self.campaign.cycles})  cut at {c.cut_delay_s * 1000:7.2f} ms"
             f"  failures {found}{extra}"
         )
 
@@ -186,11 +167,11 @@ class DriveRun:
         return DriveSummary(
             self.spec.channel,
             self.spec.identity.label(),
-            self.cycles,
-            self.errors,
+            self.counts.cycles,
+            self.counts.errors,
             self.dead,
-            dict(self.failures),
-            self.allowed_losses,
-            self.interrupted,
+            dict(self.counts.failures),
+            self.counts.allowed_losses,
+            self.counts.interrupted,
             self.stopped_by,
         )

@@ -94,6 +94,45 @@ class Cycle:
     restored: bool = False  # the restore phase switched the channel back on
 
 
+@dataclass
+class DriveCounts:
+    """A drive's counts so far (a resume continues them from the store)."""
+
+    cycles: int = 0  # cycles that count towards the target (all but interrupted ones)
+    errors: int = 0
+    failing_cycles: int = 0
+    failures: dict[str, int] = field(default_factory=dict)  # failure findings per class
+    allowed_losses: int = 0
+    interrupted: int = 0
+    elapsed_s: float = 0.0  # time spent in cycles (the duration stop rules)
+
+    @classmethod
+    def resumed(cls, point: ResumePoint | None) -> DriveCounts:
+        if point is None:
+            return cls()
+        return cls(
+            point.counted,
+            point.errors,
+            point.failing_cycles,
+            dict(point.failures),
+            point.allowed_losses,
+            elapsed_s=point.elapsed_s,
+        )
+
+    def add(self, c: Cycle) -> None:
+        """Add a recorded cycle."""
+        if c.status == "interrupted":
+            self.interrupted += 1
+            return
+        failures = [f for f in c.findings if f.failure]
+        self.cycles += 1
+        self.errors += c.status == "error"
+        self.failing_cycles += bool(failures)
+        for finding in failures:
+            self.failures[finding.cls] = self.failures.get(finding.cls, 0) + 1
+        self.allowed_losses += sum(1 for f in c.findings if f.cls == verify.ALLOWED_LOSS)
+
+
 @dataclass(frozen=True)
 class DriveSummary:
     channel: int

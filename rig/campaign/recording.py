@@ -93,8 +93,8 @@ def record(drive: DriveRun, c: Cycle) -> None:
     drive.store.record_cycle(
         _cycle_row(drive, c), rows, c.events, log.to_bytes(), state.to_bytes(), _rail_sense(c)
     )
-    drive.elapsed_s += max(0.0, time.time() - c.started_at)
-    drive.count(c)
+    drive.counts.elapsed_s += max(0.0, time.time() - c.started_at)
+    drive.counts.add(c)
 
 
 def _cycle_row(drive: DriveRun, c: Cycle) -> CycleRow:
