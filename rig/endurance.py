@@ -12,7 +12,6 @@ off for `retention_off_s` and reads back every block holding data.
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 import time
@@ -29,6 +28,7 @@ from rig.errors import RigError
 from rig.health.errors import HealthToolError
 from rig.health.tracker import snapshot_fields
 from rig.ledger import CycleLog, uncertain
+from rig.store import IntervalRow
 from rig.workload import Writer, WriterContext
 
 STEADY_RANGE = 0.20  # SNIA PTS: max - min within 20% of the window's average
@@ -109,19 +109,7 @@ class EnduranceRun:
     def __init__(self, run: DriveRun, spec: EnduranceSpec) -> None:
         self.run = run
         self.spec = spec
-        last = run.store.query(
-            "SELECT COALESCE(MAX(seq), 0) AS seq, COALESCE(MAX(host_bytes_total), 0) AS bytes"
-            " FROM endurance_interval WHERE drive_id = ?",
-            (run.drive_id,),
-        )[0]
-        self.seq = int(last["seq"])
-        self.host_bytes = int(last["bytes"])
-        rows = run.store.query(
-            "SELECT mb_per_s FROM endurance_interval WHERE drive_id = ? AND kind = 'write'"
-            " ORDER BY seq",
-            (run.drive_id,),
-        )
-        self.throughputs = [float(r["mb_per_s"]) for r in rows]
+        self.seq, self.host_bytes, self.throughputs = run.store.endurance_so_far(run.drive_id)
         self.write_intervals = len(self.throughputs)
 
     # the drive's loop ---------------------------------------------------------------------------
@@ -135,21 +123,21 @@ class EnduranceRun:
                 self._write_interval(stop)
                 n = self.write_intervals
                 cut_due = self.spec.cut_every and n % self.spec.cut_every == 0
-                can_cut = cut_due and not stop.is_set() and run.cycles < run.campaign.cycles
+                can_cut = cut_due and not stop.is_set() and run.counts.cycles < run.campaign.cycles
                 if can_cut and not self._cut():
                     break
                 retention_due = self.spec.retention_every and n % self.spec.retention_every == 0
                 if retention_due and not stop.is_set() and not self._retention(stop):
                     break
         except (RigError, OSError) as error:
-            run._stop_drive(f"endurance: {error}", "stopped")
+            run.stop_drive(f"endurance: {error}", "stopped")
         finally:
             run.close()
 
     def _done(self) -> bool:
         if self.spec.intervals and self.write_intervals >= self.spec.intervals:
             return True
-        if reason := self.run._time_is_up():
+        if reason := self.run.time_is_up():
             self.run.stopped_by = reason
             return True
         return False
@@ -223,7 +211,7 @@ class EnduranceRun:
         verified = failures = 0
         if self.spec.verify_every and self.write_intervals % self.spec.verify_every == 0:
             durability = log.durability(flush_done + 1, 0)
-            sample = run._sample_older_blocks()
+            sample = run.sample_older_blocks()
             result = verify.check(
                 run.media_id,
                 run.state,
@@ -236,7 +224,7 @@ class EnduranceRun:
                     timeout_s=run.campaign.cut.read_timeout_s,
                     max_reads=run.campaign.cut.read_budget,
                 ),
-                atomic_blocks=run._atomic_blocks(run.node, block),
+                atomic_blocks=run.atomic_blocks(run.node, block),
             )
             verified, failures = result.blocks_checked, self._note_findings(result, detail)
         else:
@@ -310,40 +298,33 @@ class EnduranceRun:
     ) -> None:
         run = self.run
         ok = int((log.column("status") == 0).sum())
-        with run.store.transaction() as db:
-            db.execute(
-                "INSERT INTO endurance_interval (drive_id, seq, started_at, seconds, writes,"
-                " failed_writes, bytes_written, host_bytes_total, tbw_fraction, mb_per_s, iops,"
-                " lat_p50_us, lat_p99_us, lat_p999_us, lat_max_us, lat_samples, fill_fraction,"
-                " steady, verified_blocks, failures, kind, detail, interval_no)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    run.drive_id,
-                    self.seq,
-                    started_at,
-                    seconds,
-                    ok,
-                    log.write_count - ok,
-                    written,
-                    self.host_bytes,
-                    tbw,
-                    mb_per_s,
-                    ok / seconds if seconds else 0.0,
-                    *latency,
-                    fill,
-                    int(steady),
-                    verified,
-                    failures,
-                    kind,
-                    json.dumps(detail, sort_keys=True),
-                    self.write_intervals if kind == "write" else None,
-                ),
-            )
-            # the expected state goes with the row, so a resume continues from it
-            db.execute(
-                "INSERT OR REPLACE INTO lba_state (drive_id, after_cycle, state) VALUES (?,?,?)",
-                (run.drive_id, run.next_seq - 1, run.state.to_bytes()),
-            )
+        row = IntervalRow(
+            drive_id=run.drive_id,
+            seq=self.seq,
+            started_at=started_at,
+            seconds=seconds,
+            writes=ok,
+            failed_writes=log.write_count - ok,
+            bytes_written=written,
+            host_bytes_total=self.host_bytes,
+            tbw_fraction=tbw,
+            mb_per_s=mb_per_s,
+            iops=ok / seconds if seconds else 0.0,
+            lat_p50_us=latency[0],
+            lat_p99_us=latency[1],
+            lat_p999_us=latency[2],
+            lat_max_us=latency[3],
+            lat_samples=latency[4],
+            fill_fraction=fill,
+            steady=int(steady),
+            verified_blocks=verified,
+            failures=failures,
+            kind=kind,
+            detail=detail,
+            interval_no=self.write_intervals if kind == "write" else None,
+        )
+        # the expected state goes with the row, so a resume continues from it
+        run.store.record_interval(row, run.next_seq - 1, run.state.to_bytes())
 
     # interleaved events ---------------------------------------------------------------------------
     def _cut(self) -> bool:
@@ -374,7 +355,7 @@ class EnduranceRun:
             watch.close()
         if node is None:
             run.dead = True
-            run._stop_drive("dead device after the retention power-off", "dead")
+            run.stop_drive("dead device after the retention power-off", "dead")
             return False
         run.node = node
         run.target = station.open_target(node, run.spec)
@@ -392,7 +373,7 @@ class EnduranceRun:
                 timeout_s=run.campaign.cut.read_timeout_s,
                 max_reads=run.campaign.cut.read_budget,
             ),
-            atomic_blocks=run._atomic_blocks(node, run.target.block_size),
+            atomic_blocks=run.atomic_blocks(node, run.target.block_size),
         )
         detail: dict[str, Any] = {"off_s": self.spec.retention_off_s}
         failures = self._note_findings(result, detail)
