@@ -474,10 +474,10 @@ class DriveRun:
         if node.size_bytes != self.seen_size_bytes:
             detail = {"kind": "capacity_changed", "bytes_before": self.seen_size_bytes}
             detail["bytes_after"] = node.size_bytes
-            found.append(verify.Finding(verify.READ_ERROR, 0, 0, -1, -1, detail=detail))
+            found.append(verify.drive_finding(verify.READ_ERROR, detail))
         if node.read_only and not self.seen_read_only:
             detail = {"kind": "read_only", "devnode": node.devnode}
-            found.append(verify.Finding(verify.READ_ERROR, 0, 0, -1, -1, detail=detail))
+            found.append(verify.drive_finding(verify.READ_ERROR, detail))
         self.seen_size_bytes, self.seen_read_only = node.size_bytes, node.read_only
         return found
 
@@ -494,7 +494,7 @@ class DriveRun:
             self._store_snapshot(c.seq, snapshot)
         if delta is not None:
             c.findings.extend(
-                verify.Finding(verify.COUNTER_ANOMALY, 0, 0, -1, -1, detail=detail)
+                verify.drive_finding(verify.COUNTER_ANOMALY, detail)
                 for detail in anomaly_details(delta)
             )
 
@@ -606,7 +606,7 @@ class DriveRun:
             c.findings = []
         except DeadDevice as error:
             c.status, c.error = "dead", f"{phase}: {error}"
-            c.findings.append(verify.Finding(verify.DEAD, 0, 0, -1, -1, detail={"phase": phase}))
+            c.findings.append(verify.drive_finding(verify.DEAD, {"phase": phase}))
         except UnsafeDeviceError as error:  # identity or an interlock failed after a return
             c.status, c.error, c.stop_channel = "error", f"{phase}: {error}", True
         except (RigError, OSError) as error:
@@ -678,7 +678,7 @@ class DriveRun:
             last_ack_to_cut_ns=ack_ns,
             last_flush_to_cut_ns=flush_ns,
         )
-        rows = [dict(asdict(f), failure=f.failure) for f in c.findings]
+        rows = [asdict(f) for f in c.findings]
         self.store.record_cycle(
             row, rows, c.events, log.to_bytes(), self.state.to_bytes(), self._rail_sense(c)
         )

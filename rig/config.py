@@ -10,11 +10,11 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
+from rig import failures
 from rig.bus.recover import DEFAULT_WAIT_S, RECOVER_MODES
 from rig.cuts import STRATEGIES
 from rig.errors import UserError
 from rig.identity import DriveIdentity
-from rig.verify import FAILURE_CLASSES
 from rig.workload import ENGINES, LAYOUTS, LBA_SKEWS, SIZE_MIXES, Workload
 
 STATION_KINDS = ("simulated", "relay-board", "manual")
@@ -434,10 +434,10 @@ def _stop_rules(table: _Table) -> StopRules:
 def _criteria(table: _Table) -> Criteria:
     classes = table.get("classes", list, [])
     for cls in classes:
-        if cls not in FAILURE_CLASSES:
+        if cls not in failures.failure_names():
             raise UserError(
                 f"campaign: [criteria].classes: '{cls}' is not a failure class"
-                f" ({', '.join(FAILURE_CLASSES)})"
+                f" ({', '.join(failures.failure_names())})"
             )
     probability = float(table.number("max_failure_probability", 1e-3, 0, 1))
     if not 0 < probability < 1:
