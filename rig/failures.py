@@ -32,8 +32,9 @@ UNCHECKED = "unchecked"
 class FindingClass:
     name: str
     failure: bool  # a failure of the drive; False: an allowed or informational outcome
-    # 1 wins: when several checker rules claim one block, the class of lowest precedence is the
-    # block's class (docs/checker.md); unique over the table, so the choice is always defined
+    # lower wins: when several checker rules claim one block, the class of lowest precedence is
+    # the block's class (docs/checker.md). Unique over the table, so the choice is always
+    # defined; spaced by 10 so a new class slots in between without renumbering other rows.
     precedence: int
     scope: Scope
     summary: str
@@ -42,29 +43,29 @@ class FindingClass:
 # Rows in the order reports list the classes (worst first); `precedence` is the checker's order.
 TABLE = (
     FindingClass(
-        LOST_DURABLE, True, 1, "block", "a write acknowledged and flushed (or FUA) did not survive"
+        LOST_DURABLE, True, 10, "block", "a write acknowledged and flushed (or FUA) did not survive"
     ),
     FindingClass(
-        UNSERIALIZABLE, True, 7, "cut", "a durable write lost while a later-issued write survived"
+        UNSERIALIZABLE, True, 70, "cut", "a durable write lost while a later-issued write survived"
     ),
-    FindingClass(SHORN, True, 5, "block", "a block (or atomic unit) holds parts of two writes"),
-    FindingClass(CORRUPTION, True, 2, "block", "a sector this cycle wrote fails its checksum"),
-    FindingClass(FLYING, True, 4, "block", "data where it was never written"),
+    FindingClass(SHORN, True, 50, "block", "a block (or atomic unit) holds parts of two writes"),
+    FindingClass(CORRUPTION, True, 20, "block", "a sector this cycle wrote fails its checksum"),
+    FindingClass(FLYING, True, 40, "block", "data where it was never written"),
     FindingClass(
-        COLLATERAL, True, 3, "block", "a block this cycle did not write lost or damaged its data"
-    ),
-    FindingClass(
-        READ_ERROR, True, 6, "block", "unreadable, or zeros where data was committed (unmapped)"
+        COLLATERAL, True, 30, "block", "a block this cycle did not write lost or damaged its data"
     ),
     FindingClass(
-        COUNTER_ANOMALY, True, 10, "drive", "a health counter moved wrongly (rig/health/delta.py)"
-    ),
-    FindingClass(DEAD, True, 11, "drive", "the drive did not come back, or cannot be used"),
-    FindingClass(
-        ALLOWED_LOSS, False, 8, "block", "a non-durable write lost whole per unit: allowed"
+        READ_ERROR, True, 60, "block", "unreadable, or zeros where data was committed (unmapped)"
     ),
     FindingClass(
-        UNCHECKED, False, 9, "block", "meant to be read, left unread by a read budget: counted"
+        COUNTER_ANOMALY, True, 100, "drive", "a health counter moved wrongly (rig/health/delta.py)"
+    ),
+    FindingClass(DEAD, True, 110, "drive", "the drive did not come back, or cannot be used"),
+    FindingClass(
+        ALLOWED_LOSS, False, 80, "block", "a non-durable write lost whole per unit: allowed"
+    ),
+    FindingClass(
+        UNCHECKED, False, 90, "block", "meant to be read, left unread by a read budget: counted"
     ),
 )
 
