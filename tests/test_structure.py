@@ -91,7 +91,6 @@ FILE_LENGTH_ALLOWED: dict[str, str] = {
 FUNCTION_LENGTH_ALLOWED: dict[str, str] = {
     "rig/config.py:parse": SPLIT,
     "rig/runner.py:run": SPLIT,
-    "rig/verify.py:check": SPLIT,
 }
 
 
