@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from rig import failures
 from rig.errors import UserError
 
 # Each entry upgrades the schema by one version; never edit a released entry, append a new one.
@@ -462,7 +463,7 @@ class Store:
                     (
                         cycle_id,
                         f["cls"],
-                        int(f["failure"]),
+                        int(failures.is_failure(f["cls"])),  # KeyError: a class not in the table
                         f["lba_first"],
                         f["lba_count"],
                         f["expected_gen"],

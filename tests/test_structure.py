@@ -55,7 +55,6 @@ FILE_LENGTH_ALLOWED: dict[str, str] = {
 }
 FUNCTION_LENGTH_ALLOWED: dict[str, str] = {
     "rig/config.py:parse": SPLIT,
-    "rig/verify.py:check": SPLIT,
 }
 
 
