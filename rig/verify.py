@@ -11,7 +11,7 @@ this cycle (acknowledged but unflushed, or in flight) may survive or not, whole 
 from __future__ import annotations
 
 import errno
-import threading
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rig import media
+from rig import media, readback
 from rig.ledger import CycleLog, Durability, LbaState, is_uncertain, known_floor, uncertain
 
 LOST_DURABLE = "lost_durable_write"
@@ -162,14 +162,16 @@ class _Sectors:
         )
 
     def fill(self, rows: slice, data: npt.NDArray[np.uint8]) -> None:
-        parsed = media.parse(data)
-        count = rows.stop - rows.start
-        self.state[rows] = parsed.state.reshape(count, -1)
-        self.lba[rows] = parsed.lba.astype(np.int64).reshape(count, -1)
-        self.gen[rows] = parsed.generation.astype(np.int64).reshape(count, -1)
-        self.op[rows] = parsed.op_seq.astype(np.int64).reshape(count, -1)
-        self.worker[rows] = parsed.worker.astype(np.int64).reshape(count, -1)
-        self.campaign[rows] = parsed.campaign.reshape(count, -1)
+        """Parse `data` (the blocks of `rows`) straight into these rows: one C pass."""
+        columns = media.Columns(
+            self.state[rows].reshape(-1),
+            self.campaign[rows].reshape(-1),
+            self.lba[rows].reshape(-1),
+            self.gen[rows].reshape(-1),
+            self.op[rows].reshape(-1),
+            self.worker[rows].reshape(-1),
+        )
+        media.parse_into(data, columns)
 
 
 def check(
@@ -178,7 +180,7 @@ def check(
     log: CycleLog,
     durability: Durability,
     extra_blocks: npt.NDArray[np.int64],
-    read: BlockReader,
+    read: BlockReader | readback.Reader,
     block_size: int,
     max_read_blocks: int = 256,
     policy: ReadPolicy | None = None,
@@ -199,7 +201,7 @@ def check(
     a unit holding some of its blocks new and others old is shorn too."""
     policy = policy or ReadPolicy()
     cyc = _Cycle(log, durability)
-    checked = np.unique(np.concatenate([cyc.lba, extra_blocks.astype(np.int64)]))
+    checked = _sorted_unique(np.concatenate([cyc.lba, extra_blocks.astype(np.int64)]))
     idx = checked - state.first_lba
     committed = state.committed[idx].astype(np.int64)
     unknown = is_uncertain(committed)
@@ -227,23 +229,42 @@ def check(
     sec = _Sectors.empty(len(checked), per_block)
     budget = budget or _Budget(policy.max_reads, policy.max_hangs)
     unread: list[Finding] = []
-    for first, count in runs(checked, max_read_blocks):
-        start = int(np.searchsorted(checked, first))
-        for part_first, part_count, outcome in _read_range(read, first, count, policy, budget):
-            rows = slice(start + part_first - first, start + part_first - first + part_count)
-            if isinstance(outcome, Unread):
-                # not read at all: treated like an unreadable block for the state (unchanged,
-                # or uncertain if this cycle wrote it), but no read of it failed
-                readable[rows] = False
-                detail = {"reason": outcome.reason}
-                unread.append(Finding(UNCHECKED, part_first, part_count, -1, -1, detail=detail))
-            elif isinstance(outcome, ReadFailure):
-                readable[rows] = False
-                findings.append(
-                    Finding(READ_ERROR, part_first, part_count, -1, -1, detail=outcome.detail())
-                )
-            else:
-                sec.fill(rows, outcome)
+    reader = readback.reader_for(read, block_size, policy.timeout_s)
+    for window in _windows(runs(checked, max_read_blocks), block_size):
+        # one window of ranges: read ahead into one buffer (at queue depth where the reader can),
+        # judged range by range in order with the budget, then parsed in one pass
+        row0 = int(np.searchsorted(checked, window[0][0]))
+        nrows = sum(count for _, count in window)
+        data = media.aligned_buffer(nrows * block_size)
+        offsets, at = [], 0
+        for _, count in window:
+            offsets.append(at)
+            at += count * block_size
+        reader.read_ahead(window, data, offsets)
+        for k, (first, count) in enumerate(window):
+            start = row0 + offsets[k] // block_size
+            for part_first, part_count, outcome in _read_range(
+                reader, first, count, policy, budget, first_try=functools.partial(reader.take, k)
+            ):
+                rows = slice(start + part_first - first, start + part_first - first + part_count)
+                at_row = (rows.start - row0) * block_size
+                part = slice(at_row, at_row + part_count * block_size)
+                if isinstance(outcome, Unread):
+                    # not read at all: treated like an unreadable block for the state
+                    # (unchanged, or uncertain if this cycle wrote it), but no read of it failed
+                    readable[rows] = False
+                    data[part] = 0
+                    detail = {"reason": outcome.reason}
+                    unread.append(Finding(UNCHECKED, part_first, part_count, -1, -1, detail=detail))
+                elif isinstance(outcome, ReadFailure):
+                    readable[rows] = False
+                    data[part] = 0
+                    findings.append(
+                        Finding(READ_ERROR, part_first, part_count, -1, -1, detail=outcome.detail())
+                    )
+                elif isinstance(outcome, np.ndarray):  # (else: it landed in `data`)
+                    data[part] = np.frombuffer(outcome, dtype=np.uint8)
+        sec.fill(slice(row0, row0 + nrows), data)
 
     ours = (sec.state == media.VALID) & (sec.campaign == np.uint64(campaign))
     # a sector that is all zero or another campaign's counts as generation 0: nothing of ours
@@ -260,8 +281,14 @@ def check(
     # A block whose old content is unknown (an earlier finding) is still judged for damage to
     # this cycle's write (torn, corrupt, misplaced) once some sector carries one of its
     # generations.
-    sector_keys = checked[:, None] << 32 | sector_gen
-    carries_new = np.isin(sector_keys, cyc.keys) & ours & (sec.lba == checked[:, None])
+    # (per block: sector 0's key, and per sector only in the rare blocks of mixed generations)
+    in_cycle = _member(checked << 32 | gen, cyc.keys)
+    placed = ours & (sec.lba == checked[:, None])
+    carries_new_any = in_cycle & placed.any(axis=1)
+    torn = np.flatnonzero(mixed)
+    if len(torn):
+        keys = checked[torn, None] << 32 | sector_gen[torn]
+        carries_new_any[torn] = (_member(keys, cyc.keys) & placed[torn]).any(axis=1)
     # ... and for a flying write of this cycle: a sector written by this cycle for another LBA
     # does not belong there, whatever the block held before
     # (only rows of unknown, misplaced blocks are looked at: few, and the check stays cheap)
@@ -271,12 +298,12 @@ def check(
     if len(stray):
         keys = sec.lba[stray] << 32 | sector_gen[stray]
         away = ours[stray] & (sec.lba[stray] != checked[stray, None])
-        lands_new[stray] = (np.isin(keys, cyc.keys) & away).any(axis=1)
-    rejudged = open_rows & (carries_new.any(axis=1) | lands_new)
+        lands_new[stray] = (_member(keys, cyc.keys) & away).any(axis=1)
+    rejudged = open_rows & (carries_new_any | lands_new)
 
     # Old damage (an earlier finding) still there, untouched by this cycle's durable write:
     # that write is lost, whatever the old damage looks like.
-    old_damage = unknown & has_durable & ~carries_new.any(axis=1) & (corrupt | misplaced | mixed)
+    old_damage = unknown & has_durable & ~carries_new_any & (corrupt | misplaced | mixed)
     klass[readable & old_damage] = LOST_DURABLE
     judged &= ~old_damage
     # (an unknown block that this cycle's write reached is judged for damage to that write)
@@ -288,7 +315,6 @@ def check(
     klass[shorn] = SHORN
 
     whole = judged & ~corrupt & ~misplaced & ~mixed
-    in_cycle = np.isin(checked << 32 | gen, cyc.keys)
     # A block whose content is unknown and that no durable write of this cycle reached is not
     # judged against one generation, but it may still not go back past its floor: older than
     # that, it lost data it was known to hold.
@@ -334,6 +360,30 @@ def check(
     return CheckResult(findings, len(checked) - unchecked, nondurable, survived, unchecked, unread)
 
 
+def _sorted_unique(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """np.unique by one sort and one pass (numpy's default is hash-based, several times slower
+    here); an already sorted input (a sequential cycle) skips the sort."""
+    if len(values) > 1 and not (values[1:] >= values[:-1]).all():
+        values = np.sort(values)
+    if len(values) < 2:
+        return values.copy()
+    keep = np.empty(len(values), dtype=bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
+def _member(
+    keys: npt.NDArray[np.int64], sorted_set: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """np.isin(keys, sorted_set) for a sorted set: a binary search per key (keys that come
+    sorted, as the checked blocks' are, make each search start where the last one ended)."""
+    if len(sorted_set) == 0:
+        return np.zeros(keys.shape, dtype=bool)
+    pos = np.searchsorted(sorted_set, keys)
+    return sorted_set[np.minimum(pos, len(sorted_set) - 1)] == keys
+
+
 SCAN_CHUNK_BLOCKS = 1 << 16  # ~20 MiB of per-block working arrays per chunk of a full scan
 
 
@@ -359,6 +409,7 @@ def scan_rest(
     empty = CycleLog()
     no_writes = empty.durability(0, 0)
     judged = np.unique(judged.astype(np.int64))
+    reader = readback.reader_for(read, block_size, policy.timeout_s)  # one queue for the scan
     findings: list[Finding] = []
     unread: list[Finding] = []
     checked = 0
@@ -369,7 +420,7 @@ def scan_rest(
         blocks = np.setdiff1d(np.arange(lo, hi, dtype=np.int64), judged[a:b], assume_unique=True)
         if len(blocks):
             part = check(
-                campaign, state, empty, no_writes, blocks, read, block_size,
+                campaign, state, empty, no_writes, blocks, reader, block_size,
                 max_read_blocks, policy, budget=budget,
             )  # fmt: skip
             findings.extend(part.findings)
@@ -416,18 +467,20 @@ class _Budget:
 
 
 def _read_range(
-    read: BlockReader,
+    read: readback.Reader,
     first: int,
     count: int,
     policy: ReadPolicy,
     budget: _Budget,
     parent: ReadFailure | None = None,
-) -> Iterator[tuple[int, int, ReadOutcome]]:
+    first_try: Callable[[], None] | None = None,
+) -> Iterator[tuple[int, int, ReadOutcome | _InBuffer]]:
     """Read `count` blocks; a failing range is split in halves down to single blocks, so a bad
     range is located exactly while good neighbours are still checked. A block is a read error
     only when a read of it alone failed: past the budget, what is left of a failing range and
     any range not read at all (the drive hung too often) is `Unread` (some of it may read fine;
-    calling it a read error would invent failures)."""
+    calling it a read error would invent failures). `first_try`: the range's first read was
+    started ahead (its data lands in the caller's buffer: `_IN_BUFFER`)."""
     if budget.hangs <= 0:
         yield first, count, Unread("the drive hung too often in this check")
         return
@@ -435,7 +488,7 @@ def _read_range(
         yield first, count, Unread(f"read budget spent inside a failing range ({parent.kind})")
         return
     attempts = policy.attempts if count == 1 else 1
-    outcome = _attempt(read, first, count, policy, attempts, budget, parent is not None)
+    outcome = _attempt(read, first, count, policy, attempts, budget, parent is not None, first_try)
     if not isinstance(outcome, ReadFailure) or count == 1:
         yield first, count, outcome
         return
@@ -444,22 +497,33 @@ def _read_range(
     yield from _read_range(read, first + half, count - half, policy, budget, outcome)
 
 
+class _InBuffer:
+    """The outcome of a read that landed where the caller's buffer wanted it."""
+
+
+_IN_BUFFER = _InBuffer()
+
+
 def _attempt(
-    read: BlockReader,
+    read: readback.Reader,
     first: int,
     count: int,
     policy: ReadPolicy,
     attempts: int,
     budget: _Budget,
     splitting: bool,
-) -> ReadOutcome:
+    first_try: Callable[[], None] | None = None,
+) -> ReadOutcome | _InBuffer:
     failure = ReadFailure("eio", None, "", 0)
     for attempt in range(1, attempts + 1):
         if splitting or attempt > 1:
             budget.reads -= 1
         try:
-            return _timed_read(read, first, count, policy.timeout_s)
-        except _Hung:
+            if attempt == 1 and first_try is not None:
+                first_try()
+                return _IN_BUFFER
+            return read.read(first, count)
+        except readback.Hung:
             budget.hangs -= 1
             return ReadFailure("hang", None, f"no answer within {policy.timeout_s} s", attempt)
         except OSError as error:
@@ -472,34 +536,21 @@ def _attempt(
     return failure
 
 
-class _Hung(Exception):
-    pass
+WINDOW_BYTES = 16 << 20  # read ahead and parsed at once: bounds the checker's read buffer
+WINDOW_RANGES = 4096
 
 
-def _timed_read(
-    read: BlockReader, first: int, count: int, timeout_s: float | None
-) -> npt.NDArray[np.uint8]:
-    """A read that may not return: with a timeout it runs on a helper thread, which is left
-    behind (daemon) if the drive never answers, so the campaign goes on."""
-    if timeout_s is None:
-        return read(first, count)
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["data"] = read(first, count)
-        except BaseException as error:  # an I/O error, or a bug: raised in the checker either way
-            box["error"] = error
-
-    thread = threading.Thread(target=run, name=f"check-read-{first}", daemon=True)
-    thread.start()
-    thread.join(timeout_s)
-    if thread.is_alive():
-        raise _Hung()
-    if "error" in box:
-        raise box["error"]
-    data: npt.NDArray[np.uint8] = box["data"]
-    return data
+def _windows(ranges: Iterator[tuple[int, int]], block_size: int) -> Iterator[list[tuple[int, int]]]:
+    window: list[tuple[int, int]] = []
+    size = 0
+    for first, count in ranges:
+        if window and (size + count * block_size > WINDOW_BYTES or len(window) == WINDOW_RANGES):
+            yield window
+            window, size = [], 0
+        window.append((first, count))
+        size += count * block_size
+    if window:
+        yield window
 
 
 @dataclass(frozen=True)

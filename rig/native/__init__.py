@@ -38,6 +38,10 @@ def lib() -> ctypes.CDLL:
         getattr(handle, name).restype = None
     handle.pfr_check.argtypes = [_u8p, _u64, _u8p]
     handle.pfr_check.restype = None
+    handle.pfr_parse.argtypes = [_u8p, _u64, _u8p, _u8p, _u8p, _u8p, _u8p, _u8p]
+    handle.pfr_parse.restype = None
+    handle.pfr_parse_header.argtypes = [_u8p, _u64, _u8p, _u8p]
+    handle.pfr_parse_header.restype = None
     _i64, _int, _p = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
     handle.pfr_aio_setup.argtypes = [_u32, _p]
     handle.pfr_aio_setup.restype = _int
@@ -49,6 +53,12 @@ def lib() -> ctypes.CDLL:
     engine_args += [_u64, _p, _p, _p]  # timer capacity, timer count, stop flag, live signals
     handle.pfr_engine_run.argtypes = engine_args
     handle.pfr_engine_run.restype = _int
+    handle.pfr_readq_setup.argtypes = [_u32, _p]
+    handle.pfr_readq_setup.restype = _int
+    handle.pfr_readq_destroy.argtypes = [_u64]
+    handle.pfr_readq_destroy.restype = None
+    handle.pfr_readq_run.argtypes = [_u64, _int, _u32, _u64, _p, _p, _p, _p, _i64, _p, _p]
+    handle.pfr_readq_run.restype = _i64
     return handle
 
 
