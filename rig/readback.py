@@ -50,8 +50,12 @@ class Reader(Protocol):
         """Start reading `ranges` (first, count) into `out` at byte `offsets` (may read ahead)."""
         ...
 
-    def take(self, k: int) -> None:
-        """Range k of the window: returns once its data is in `out`; raises OSError or Hung."""
+    def take(self, k: int) -> npt.NDArray[np.uint8] | None:
+        """Range k of the window: its data (None: it is in `out`); raises OSError or Hung."""
+        ...
+
+    def buffer(self, nbytes: int) -> npt.NDArray[np.uint8]:
+        """A window buffer of `nbytes` (aligned; reused from window to window)."""
         ...
 
     def read(self, first: int, count: int) -> npt.NDArray[np.uint8]:
@@ -77,15 +81,18 @@ class SerialReader:
         self._window: Ranges = []
         self._out: npt.NDArray[np.uint8] = np.zeros(0, dtype=np.uint8)
         self._offsets: list[int] = []
+        self._spare: npt.NDArray[np.uint8] = np.zeros(0, dtype=np.uint8)
 
     def read_ahead(self, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]) -> None:
         self._window, self._out, self._offsets = ranges, out, offsets
 
-    def take(self, k: int) -> None:
+    def take(self, k: int) -> npt.NDArray[np.uint8] | None:
         first, count = self._window[k]
-        data = np.frombuffer(self.read(first, count), dtype=np.uint8)
-        at = self._offsets[k]
-        self._out[at : at + len(data)] = data
+        return self.read(first, count)
+
+    def buffer(self, nbytes: int) -> npt.NDArray[np.uint8]:
+        self._spare = _grown(self._spare, nbytes)
+        return self._spare[:nbytes]
 
     def read(self, first: int, count: int) -> npt.NDArray[np.uint8]:
         if self._timeout_s is None:
@@ -168,6 +175,7 @@ class AioReader:
         self._window: Ranges = []
         self._out: npt.NDArray[np.uint8] = np.zeros(0, dtype=np.uint8)
         self._offsets: list[int] = []
+        self._spare: npt.NDArray[np.uint8] = np.zeros(0, dtype=np.uint8)
         self._state = np.zeros(0, dtype=np.uint8)
         self._res = np.zeros(0, dtype=np.int64)
 
@@ -199,15 +207,21 @@ class AioReader:
         if stuck > 0:  # the kernel may still write into this buffer through this context
             _abandoned.append((q, self._out))
             _local.queue = None
+            self._spare = np.zeros(0, dtype=np.uint8)  # (it may be that buffer)
         self._state[k:], self._res[k:] = state, res
 
-    def take(self, k: int) -> None:
+    def take(self, k: int) -> npt.NDArray[np.uint8] | None:
         if self._state[k] == RQ_UNSENT:
             self._submit(k)
         if self._state[k] == RQ_HUNG:
             raise Hung()
         first, count = self._window[k]
         self._raise_failed(first, count, int(self._res[k]))
+        return None
+
+    def buffer(self, nbytes: int) -> npt.NDArray[np.uint8]:
+        self._spare = _grown(self._spare, nbytes)
+        return self._spare[:nbytes]
 
     def read(self, first: int, count: int) -> npt.NDArray[np.uint8]:
         out = aligned_buffer(count * self._block_size)
@@ -226,3 +240,7 @@ class AioReader:
             if os.lseek(self._target.fileno(), 0, os.SEEK_END) == 0:
                 raise OSError(errno.ENODEV, f"{self._target.path}: the device left the bus")
             raise OSError(errno.EIO, f"short read at block {first}: {res} of {want} bytes")
+
+
+def _grown(spare: npt.NDArray[np.uint8], nbytes: int) -> npt.NDArray[np.uint8]:
+    return spare if len(spare) >= nbytes else aligned_buffer(nbytes)

@@ -235,36 +235,38 @@ def check(
         # judged range by range in order with the budget, then parsed in one pass
         row0 = int(np.searchsorted(checked, window[0][0]))
         nrows = sum(count for _, count in window)
-        data = media.aligned_buffer(nrows * block_size)
+        data = reader.buffer(nrows * block_size)
         offsets, at = [], 0
         for _, count in window:
             offsets.append(at)
             at += count * block_size
         reader.read_ahead(window, data, offsets)
+        landed: list[tuple[int, int, npt.NDArray[np.uint8] | None]] = []  # rows read, and where
         for k, (first, count) in enumerate(window):
             start = row0 + offsets[k] // block_size
             for part_first, part_count, outcome in _read_range(
                 reader, first, count, policy, budget, first_try=functools.partial(reader.take, k)
             ):
                 rows = slice(start + part_first - first, start + part_first - first + part_count)
-                at_row = (rows.start - row0) * block_size
-                part = slice(at_row, at_row + part_count * block_size)
                 if isinstance(outcome, Unread):
                     # not read at all: treated like an unreadable block for the state
                     # (unchanged, or uncertain if this cycle wrote it), but no read of it failed
                     readable[rows] = False
-                    data[part] = 0
                     detail = {"reason": outcome.reason}
                     unread.append(Finding(UNCHECKED, part_first, part_count, -1, -1, detail=detail))
                 elif isinstance(outcome, ReadFailure):
                     readable[rows] = False
-                    data[part] = 0
                     findings.append(
                         Finding(READ_ERROR, part_first, part_count, -1, -1, detail=outcome.detail())
                     )
-                elif isinstance(outcome, np.ndarray):  # (else: it landed in `data`)
-                    data[part] = np.frombuffer(outcome, dtype=np.uint8)
-        sec.fill(slice(row0, row0 + nrows), data)
+                elif isinstance(outcome, np.ndarray) and part_count * block_size < COPY_BELOW:
+                    at_row = (rows.start - row0) * block_size  # small: parsed with its window
+                    data[at_row : at_row + part_count * block_size] = outcome.view(np.uint8)
+                    landed.append((rows.start, rows.stop, None))
+                else:
+                    array = outcome if isinstance(outcome, np.ndarray) else None
+                    landed.append((rows.start, rows.stop, array))
+        _parse_landed(sec, landed, data, row0, block_size)  # rows never read stay zero
 
     ours = (sec.state == media.VALID) & (sec.campaign == np.uint64(campaign))
     # a sector that is all zero or another campaign's counts as generation 0: nothing of ours
@@ -473,14 +475,14 @@ def _read_range(
     policy: ReadPolicy,
     budget: _Budget,
     parent: ReadFailure | None = None,
-    first_try: Callable[[], None] | None = None,
+    first_try: Callable[[], npt.NDArray[np.uint8] | None] | None = None,
 ) -> Iterator[tuple[int, int, ReadOutcome | _InBuffer]]:
     """Read `count` blocks; a failing range is split in halves down to single blocks, so a bad
     range is located exactly while good neighbours are still checked. A block is a read error
     only when a read of it alone failed: past the budget, what is left of a failing range and
     any range not read at all (the drive hung too often) is `Unread` (some of it may read fine;
     calling it a read error would invent failures). `first_try`: the range's first read was
-    started ahead (its data lands in the caller's buffer: `_IN_BUFFER`)."""
+    started ahead (data that landed in the caller's buffer: `_IN_BUFFER`)."""
     if budget.hangs <= 0:
         yield first, count, Unread("the drive hung too often in this check")
         return
@@ -512,7 +514,7 @@ def _attempt(
     attempts: int,
     budget: _Budget,
     splitting: bool,
-    first_try: Callable[[], None] | None = None,
+    first_try: Callable[[], npt.NDArray[np.uint8] | None] | None = None,
 ) -> ReadOutcome | _InBuffer:
     failure = ReadFailure("eio", None, "", 0)
     for attempt in range(1, attempts + 1):
@@ -520,8 +522,8 @@ def _attempt(
             budget.reads -= 1
         try:
             if attempt == 1 and first_try is not None:
-                first_try()
-                return _IN_BUFFER
+                ahead = first_try()
+                return _IN_BUFFER if ahead is None else ahead
             return read.read(first, count)
         except readback.Hung:
             budget.hangs -= 1
@@ -534,6 +536,35 @@ def _attempt(
         if budget.reads <= 0:
             break
     return failure
+
+
+COPY_BELOW = 64 << 10  # a read returned smaller than this is copied and parsed with its window
+
+
+def _parse_landed(
+    sec: _Sectors,
+    landed: list[tuple[int, int, npt.NDArray[np.uint8] | None]],
+    data: npt.NDArray[np.uint8],
+    row0: int,
+    block_size: int,
+) -> None:
+    """Parse what a window read: rows in `data` (None) in runs as long as they are consecutive,
+    rows returned as arrays of their own one read each."""
+    run_start = run_stop = -1
+    for start, stop, array in [*landed, (-1, -1, None)]:
+        if array is None and start == run_stop and start >= 0:
+            run_stop = stop
+            continue
+        if run_start >= 0:
+            at = (run_start - row0) * block_size
+            sec.fill(
+                slice(run_start, run_stop), data[at : at + (run_stop - run_start) * block_size]
+            )
+            run_start = run_stop = -1
+        if array is not None:
+            sec.fill(slice(start, stop), array)
+        elif start >= 0:
+            run_start, run_stop = start, stop
 
 
 WINDOW_BYTES = 16 << 20  # read ahead and parsed at once: bounds the checker's read buffer
