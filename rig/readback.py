@@ -81,7 +81,6 @@ class SerialReader:
         self._window: Ranges = []
         self._out: npt.NDArray[np.uint8] = np.zeros(0, dtype=np.uint8)
         self._offsets: list[int] = []
-        self._spare: npt.NDArray[np.uint8] = np.zeros(0, dtype=np.uint8)
 
     def read_ahead(self, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]) -> None:
         self._window, self._out, self._offsets = ranges, out, offsets
@@ -91,8 +90,7 @@ class SerialReader:
         return self.read(first, count)
 
     def buffer(self, nbytes: int) -> npt.NDArray[np.uint8]:
-        self._spare = _grown(self._spare, nbytes)
-        return self._spare[:nbytes]
+        return _window_buffer(nbytes)
 
     def read(self, first: int, count: int) -> npt.NDArray[np.uint8]:
         if self._timeout_s is None:
@@ -175,7 +173,6 @@ class AioReader:
         self._window: Ranges = []
         self._out: npt.NDArray[np.uint8] = np.zeros(0, dtype=np.uint8)
         self._offsets: list[int] = []
-        self._spare: npt.NDArray[np.uint8] = np.zeros(0, dtype=np.uint8)
         self._state = np.zeros(0, dtype=np.uint8)
         self._res = np.zeros(0, dtype=np.int64)
 
@@ -207,7 +204,7 @@ class AioReader:
         if stuck > 0:  # the kernel may still write into this buffer through this context
             _abandoned.append((q, self._out))
             _local.queue = None
-            self._spare = np.zeros(0, dtype=np.uint8)  # (it may be that buffer)
+            _local.spare = None  # (it may be that buffer)
         self._state[k:], self._res[k:] = state, res
 
     def take(self, k: int) -> npt.NDArray[np.uint8] | None:
@@ -220,8 +217,7 @@ class AioReader:
         return None
 
     def buffer(self, nbytes: int) -> npt.NDArray[np.uint8]:
-        self._spare = _grown(self._spare, nbytes)
-        return self._spare[:nbytes]
+        return _window_buffer(nbytes)
 
     def read(self, first: int, count: int) -> npt.NDArray[np.uint8]:
         out = aligned_buffer(count * self._block_size)
@@ -242,5 +238,10 @@ class AioReader:
             raise OSError(errno.EIO, f"short read at block {first}: {res} of {want} bytes")
 
 
-def _grown(spare: npt.NDArray[np.uint8], nbytes: int) -> npt.NDArray[np.uint8]:
-    return spare if len(spare) >= nbytes else aligned_buffer(nbytes)
+def _window_buffer(nbytes: int) -> npt.NDArray[np.uint8]:
+    """The calling thread's window buffer, kept from check to check (a fresh one costs a page
+    fault per page on its first read)."""
+    spare: npt.NDArray[np.uint8] | None = getattr(_local, "spare", None)
+    if spare is None or len(spare) < nbytes:
+        spare = _local.spare = aligned_buffer(nbytes)
+    return spare[:nbytes]
