@@ -54,8 +54,9 @@ class Reader(Protocol):
         """Range k of the window: its data (None: it is in `out`); raises OSError or Hung."""
         ...
 
-    def buffer(self, nbytes: int) -> npt.NDArray[np.uint8]:
-        """A window buffer of `nbytes` (aligned; reused from window to window)."""
+    def buffer(self, nbytes: int, slot: int = 0) -> npt.NDArray[np.uint8]:
+        """Window buffer `slot` (0 or 1: one is read into while the other is parsed), `nbytes`
+        long, aligned, reused from window to window."""
         ...
 
     def read(self, first: int, count: int) -> npt.NDArray[np.uint8]:
@@ -89,8 +90,8 @@ class SerialReader:
         first, count = self._window[k]
         return self.read(first, count)
 
-    def buffer(self, nbytes: int) -> npt.NDArray[np.uint8]:
-        return _window_buffer(nbytes)
+    def buffer(self, nbytes: int, slot: int = 0) -> npt.NDArray[np.uint8]:
+        return _window_buffer(nbytes, slot)
 
     def read(self, first: int, count: int) -> npt.NDArray[np.uint8]:
         if self._timeout_s is None:
@@ -216,8 +217,8 @@ class AioReader:
         self._raise_failed(first, count, int(self._res[k]))
         return None
 
-    def buffer(self, nbytes: int) -> npt.NDArray[np.uint8]:
-        return _window_buffer(nbytes)
+    def buffer(self, nbytes: int, slot: int = 0) -> npt.NDArray[np.uint8]:
+        return _window_buffer(nbytes, slot)
 
     def read(self, first: int, count: int) -> npt.NDArray[np.uint8]:
         out = aligned_buffer(count * self._block_size)
@@ -238,10 +239,12 @@ class AioReader:
             raise OSError(errno.EIO, f"short read at block {first}: {res} of {want} bytes")
 
 
-def _window_buffer(nbytes: int) -> npt.NDArray[np.uint8]:
-    """The calling thread's window buffer, kept from check to check (a fresh one costs a page
+def _window_buffer(nbytes: int, slot: int) -> npt.NDArray[np.uint8]:
+    """The calling thread's window buffers, kept from check to check (a fresh one costs a page
     fault per page on its first read)."""
-    spare: npt.NDArray[np.uint8] | None = getattr(_local, "spare", None)
-    if spare is None or len(spare) < nbytes:
-        spare = _local.spare = aligned_buffer(nbytes)
-    return spare[:nbytes]
+    spares: list[npt.NDArray[np.uint8]] | None = getattr(_local, "spare", None)
+    if spares is None:
+        spares = _local.spare = [np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.uint8)]
+    if len(spares[slot]) < nbytes:
+        spares[slot] = aligned_buffer(nbytes)
+    return spares[slot][:nbytes]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -230,12 +231,13 @@ def check(
     budget = budget or _Budget(policy.max_reads, policy.max_hangs)
     unread: list[Finding] = []
     reader = readback.reader_for(read, block_size, policy.timeout_s)
-    for window in _windows(runs(checked, max_read_blocks), block_size):
+    parsing = _Parser()  # a large window is parsed while the next one is read
+    for n, window in enumerate(_windows(runs(checked, max_read_blocks), block_size)):
         # one window of ranges: read ahead into one buffer (at queue depth where the reader can),
         # judged range by range in order with the budget, then parsed in one pass
         row0 = int(np.searchsorted(checked, window[0][0]))
         nrows = sum(count for _, count in window)
-        data = reader.buffer(nrows * block_size)
+        data = reader.buffer(nrows * block_size, n % 2)
         offsets, at = [], 0
         for _, count in window:
             offsets.append(at)
@@ -266,7 +268,9 @@ def check(
                 else:
                     array = outcome if isinstance(outcome, np.ndarray) else None
                     landed.append((rows.start, rows.stop, array))
-        _parse_landed(sec, landed, data, row0, block_size)  # rows never read stay zero
+        parsing.join()
+        parsing.start(sec, landed, data, row0, block_size)  # rows never read stay zero
+    parsing.join()
 
     ours = (sec.state == media.VALID) & (sec.campaign == np.uint64(campaign))
     # a sector that is all zero or another campaign's counts as generation 0: nothing of ours
@@ -565,6 +569,45 @@ def _parse_landed(
             sec.fill(slice(start, stop), array)
         elif start >= 0:
             run_start, run_stop = start, stop
+
+
+class _Parser:
+    """Parses a window's rows on a helper thread when the window is large (the C parse releases
+    the GIL, so the next window's reads and this parse overlap), inline when small."""
+
+    OVERLAP_BYTES = 1 << 20
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._error: list[BaseException] = []
+
+    def start(
+        self,
+        sec: _Sectors,
+        landed: list[tuple[int, int, npt.NDArray[np.uint8] | None]],
+        data: npt.NDArray[np.uint8],
+        row0: int,
+        block_size: int,
+    ) -> None:
+        if len(data) < self.OVERLAP_BYTES:
+            _parse_landed(sec, landed, data, row0, block_size)
+            return
+
+        def run() -> None:
+            try:
+                _parse_landed(sec, landed, data, row0, block_size)
+            except BaseException as error:  # raised in the checker by join
+                self._error.append(error)
+
+        self._thread = threading.Thread(target=run, name="check-parse", daemon=True)
+        self._thread.start()
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error:
+            raise self._error.pop()
 
 
 WINDOW_BYTES = 16 << 20  # read ahead and parsed at once: bounds the checker's read buffer
