@@ -176,12 +176,18 @@ class AioReader:
         self._offsets: list[int] = []
         self._state = np.zeros(0, dtype=np.uint8)
         self._res = np.zeros(0, dtype=np.int64)
+        # Once a request is stuck in the kernel, the device's request slots may all be held by
+        # hung requests and a submission could block with no timeout: from then on this reader
+        # reads as before the queue existed (the target's own read under the guard thread).
+        self._fallback: SerialReader | None = None
+        self._timeout_s = timeout_s
 
     def read_ahead(self, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]) -> None:
         self._window, self._out, self._offsets = ranges, out, offsets
         self._state = np.full(len(ranges), RQ_UNSENT, dtype=np.uint8)
         self._res = np.zeros(len(ranges), dtype=np.int64)
-        self._submit(0)
+        if self._fallback is None:
+            self._submit(0)
 
     def _submit(self, k: int) -> None:
         """Read ranges k.. of the window (until the first hang)."""
@@ -206,14 +212,17 @@ class AioReader:
             _abandoned.append((q, self._out))
             _local.queue = None
             _local.spare = None  # (it may be that buffer)
+            self._fallback = SerialReader(self._target.read, self._timeout_s)
         self._state[k:], self._res[k:] = state, res
 
     def take(self, k: int) -> npt.NDArray[np.uint8] | None:
+        first, count = self._window[k]
         if self._state[k] == RQ_UNSENT:
+            if self._fallback is not None:
+                return self._fallback.read(first, count)
             self._submit(k)
         if self._state[k] == RQ_HUNG:
             raise Hung()
-        first, count = self._window[k]
         self._raise_failed(first, count, int(self._res[k]))
         return None
 
@@ -221,11 +230,15 @@ class AioReader:
         return _window_buffer(nbytes, slot)
 
     def read(self, first: int, count: int) -> npt.NDArray[np.uint8]:
+        if self._fallback is not None:
+            return self._fallback.read(first, count)
+        window = self._window, self._out, self._offsets, self._state, self._res
         out = aligned_buffer(count * self._block_size)
-        ahead = AioReader(self._target, self._block_size, None)
-        ahead._timeout_ns = self._timeout_ns
-        ahead.read_ahead([(first, count)], out, [0])
-        ahead.take(0)
+        try:
+            self.read_ahead([(first, count)], out, [0])
+            self.take(0)
+        finally:
+            self._window, self._out, self._offsets, self._state, self._res = window
         return out
 
     def _raise_failed(self, first: int, count: int, res: int) -> None:
