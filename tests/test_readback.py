@@ -4,6 +4,7 @@ one read at a time under a long-lived guard otherwise, and the same verdicts eit
 from __future__ import annotations
 
 import errno
+import os
 import threading
 from pathlib import Path
 
@@ -135,3 +136,24 @@ def test_a_timed_read_needs_no_thread_of_its_own() -> None:
     assert len(started) <= 1  # at most this thread's guard, started once for every read
     guards = {t.ident for t in threading.enumerate() if t.name == "check-read-guard"}
     assert len(guards - guards_before) <= 1
+
+
+def test_a_drive_gone_under_the_queue_stops_the_check_as_before(tmp_path: Path) -> None:
+    """A removed disk's size drops to 0 and its reads end at once: through the queue as through
+    `DirectTarget.read`, that is ENODEV, and the check stops (`DriveGone`), no read errors."""
+    s = Scenario(nblocks=16)
+    s.write(0, 16, issue=0, complete=1)
+    s.flush(2, 3)
+    target = _target_with(tmp_path, s.image)
+    try:
+        os.truncate(tmp_path / "drive.img", 0)
+        with pytest.raises(verify.DriveGone):
+            verify.check(
+                CAMPAIGN, s.state, s.log, s.log.durability(100, 0), np.zeros(0, dtype=np.int64),
+                target.read, BS, policy=verify.ReadPolicy(timeout_s=5.0),
+            )  # fmt: skip
+        with pytest.raises(OSError) as direct:
+            target.read(0, 1)
+        assert direct.value.errno == errno.ENODEV
+    finally:
+        target.close()
