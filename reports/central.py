@@ -1,4 +1,4 @@
-"""The report's dataset read from the fleet's central PostgreSQL (rig/fleet/central.py) instead
+"""The report's dataset read from the fleet's central PostgreSQL (rig/fleet/central/) instead
 of SQLite stores: the same `Dataset` (reports/dataset.py), so the analysis and every page are the
 same. A campaign's source is `central:<station>`; its station reads `<station>: <board>`."""
 
