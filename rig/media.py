@@ -194,12 +194,15 @@ def reference_state(data: Data) -> npt.NDArray[np.uint8]:
 
 
 def parse(data: Data) -> Sectors:
-    """Decode and check every sector of `data` (a multiple of 512 bytes) in bulk."""
+    """Decode and check every sector of `data` (a multiple of 512 bytes) in bulk (one C pass:
+    the check and the header words as columns, no strided copy)."""
     words = _words(data)
-    header = words[:, :HEADER_WORDS].T.copy()  # one strided pass; rows are the header fields
+    state = np.empty(len(words), dtype=np.uint8)
+    header = np.empty((HEADER_WORDS, len(words)), dtype=np.uint64)  # rows are the header fields
+    lib().pfr_parse_header(words.ctypes.data, len(words), state.ctypes.data, header.ctypes.data)
     w5 = header[5]
     return Sectors(
-        state=check_state(words),
+        state=state,
         sector_index=header[0] >> np.uint64(48),
         campaign=header[1],
         lba=header[2],
@@ -210,6 +213,30 @@ def parse(data: Data) -> Sectors:
         op_seq=header[6],
         issued_ns=header[7],
     )
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Where `parse_into` writes, one entry per sector: contiguous 1-D arrays of equal length
+    (8-byte integers, signed or not: the header word's bits as they are)."""
+
+    state: npt.NDArray[np.uint8]
+    campaign: npt.NDArray[np.uint64]
+    lba: npt.NDArray[np.int64]
+    generation: npt.NDArray[np.int64]
+    op_seq: npt.NDArray[np.int64]
+    worker: npt.NDArray[np.int64]
+
+
+def parse_into(data: Data, out: Columns) -> None:
+    """`parse` for the checker: the state and the fields it reads, straight into `out` (C)."""
+    words = _words(data)
+    n = len(words)
+    arrays = (out.state, out.campaign, out.lba, out.generation, out.op_seq, out.worker)
+    for a in arrays:
+        if len(a) != n or not a.flags.c_contiguous or a.itemsize != (1 if a is out.state else 8):
+            raise ValueError("parse_into: output columns must be contiguous, one entry a sector")
+    lib().pfr_parse(words.ctypes.data, n, *[a.ctypes.data for a in arrays])
 
 
 def aligned_buffer(nbytes: int, alignment: int = 4096) -> npt.NDArray[np.uint8]:

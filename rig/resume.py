@@ -17,6 +17,7 @@ generation after a crash, so no generation the lost cycle may have issued is eve
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from rig import config, intent, media
+from rig import config, intent, media, readback
 from rig.campaign import DriveRun, ResumePoint
 from rig.config import Campaign
 from rig.errors import UserError
@@ -155,6 +156,29 @@ def _chunks(runs: Runs) -> Iterator[tuple[int, int]]:
             yield at, min(SCAN_BLOCKS, start + length - at)
 
 
+READ_AHEAD = 64  # chunks read ahead at once (16 MiB at 4 KiB blocks)
+
+
+def _read_back(
+    reader: readback.Reader, chunks: Iterator[tuple[int, int]], first_lba: int, block_size: int
+) -> Iterator[tuple[int, int, npt.NDArray[np.uint8] | None]]:
+    """(start, count, data or None when unreadable) per chunk, in order, read ahead in windows."""
+    pending = list(itertools.islice(chunks, READ_AHEAD))
+    while pending:
+        sizes = [count * block_size for _, count in pending]
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int).tolist()
+        out = media.aligned_buffer(sum(sizes))
+        reader.read_ahead([(first_lba + s, c) for s, c in pending], out, offsets)
+        for k, (start, count) in enumerate(pending):
+            try:
+                reader.take(k)
+            except OSError:
+                yield start, count, None
+                continue
+            yield start, count, out[offsets[k] : offsets[k] + sizes[k]]
+        pending = list(itertools.islice(chunks, READ_AHEAD))
+
+
 def scan(run: DriveRun, media_id: int, gap: int, only: Runs | None = None) -> ScanResult:
     """Flush, read back the test region (or only the runs `only` of it) and rebuild the
     committed state of what was read."""
@@ -163,11 +187,13 @@ def scan(run: DriveRun, media_id: int, gap: int, only: Runs | None = None) -> Sc
     per_block = target.block_size // media.SECTOR
     unreadable = unclear = unexpected = newer = 0
     whole_region = (np.zeros(1, dtype=np.int64), np.full(1, state.nblocks, dtype=np.int64))
-    for start, count in _chunks(whole_region if only is None else only):
+    bs = target.block_size
+    reader = readback.reader_for(target.read, bs, None)  # at queue depth on a real drive
+    for start, count, data in _read_back(
+        reader, _chunks(whole_region if only is None else only), state.first_lba, bs
+    ):
         rows = slice(start, start + count)
-        try:
-            data = target.read(state.first_lba + start, count)
-        except OSError:
+        if data is None:
             unreadable += count
             continue
         sectors = media.parse(data)

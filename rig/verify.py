@@ -11,6 +11,8 @@ this cycle (acknowledged but unflushed, or in flight) may survive or not, whole 
 from __future__ import annotations
 
 import errno
+import functools
+import queue
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -19,7 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rig import failures, media
+from rig import failures, media, readback
 
 # the classes are rows of rig/failures.py; their names are re-exported for the checker's callers
 from rig.failures import (
@@ -166,14 +168,16 @@ class _Sectors:
         )
 
     def fill(self, rows: slice, data: npt.NDArray[np.uint8]) -> None:
-        parsed = media.parse(data)
-        count = rows.stop - rows.start
-        self.state[rows] = parsed.state.reshape(count, -1)
-        self.lba[rows] = parsed.lba.astype(np.int64).reshape(count, -1)
-        self.gen[rows] = parsed.generation.astype(np.int64).reshape(count, -1)
-        self.op[rows] = parsed.op_seq.astype(np.int64).reshape(count, -1)
-        self.worker[rows] = parsed.worker.astype(np.int64).reshape(count, -1)
-        self.campaign[rows] = parsed.campaign.reshape(count, -1)
+        """Parse `data` (the blocks of `rows`) straight into these rows: one C pass."""
+        columns = media.Columns(
+            self.state[rows].reshape(-1),
+            self.campaign[rows].reshape(-1),
+            self.lba[rows].reshape(-1),
+            self.gen[rows].reshape(-1),
+            self.op[rows].reshape(-1),
+            self.worker[rows].reshape(-1),
+        )
+        media.parse_into(data, columns)
 
 
 def check(
@@ -182,7 +186,7 @@ def check(
     log: CycleLog,
     durability: Durability,
     extra_blocks: npt.NDArray[np.int64],
-    read: BlockReader,
+    read: BlockReader | readback.Reader,
     block_size: int,
     max_read_blocks: int = 256,
     policy: ReadPolicy | None = None,
@@ -205,7 +209,7 @@ def check(
     too."""
     policy = policy or ReadPolicy()
     cyc = _Cycle(log, durability)
-    checked = np.unique(np.concatenate([cyc.lba, extra_blocks.astype(np.int64)]))
+    checked = _sorted_unique(np.concatenate([cyc.lba, extra_blocks.astype(np.int64)]))
     idx = checked - state.first_lba
     committed = state.committed[idx].astype(np.int64)
     budget = budget or _Budget(policy.max_reads, policy.max_hangs)
@@ -255,32 +259,75 @@ class _Reads:
 
 def _read_blocks(
     checked: npt.NDArray[np.int64],
-    read: BlockReader,
+    read: BlockReader | readback.Reader,
     block_size: int,
     max_read_blocks: int,
     policy: ReadPolicy,
     budget: _Budget,
 ) -> _Reads:
-    readable = np.ones(len(checked), dtype=bool)
-    sec = _Sectors.empty(len(checked), block_size // media.SECTOR)
-    errors: list[Finding] = []
-    unread: list[Finding] = []
-    for first, count in runs(checked, max_read_blocks):
-        start = int(np.searchsorted(checked, first))
-        for part_first, part_count, outcome in _read_range(read, first, count, policy, budget):
-            rows = slice(start + part_first - first, start + part_first - first + part_count)
-            if isinstance(outcome, Unread):
-                # not read at all: treated like an unreadable block for the state (unchanged,
-                # or uncertain if this cycle wrote it), but no read of it failed
-                readable[rows] = False
-                detail = {"reason": outcome.reason}
-                unread.append(_unjudged(UNCHECKED, part_first, part_count, detail))
-            elif isinstance(outcome, ReadFailure):
-                readable[rows] = False
-                errors.append(_unjudged(READ_ERROR, part_first, part_count, outcome.detail()))
-            else:
-                sec.fill(rows, outcome)
-    return _Reads(sec, readable, errors, unread)
+    reads = _Reads(
+        _Sectors.empty(len(checked), block_size // media.SECTOR),
+        np.ones(len(checked), dtype=bool),
+        [],
+        [],
+    )
+    reader = readback.reader_for(read, block_size, policy.timeout_s)
+    parsing = _Parser()  # a large window is parsed while the next one is read
+    for n, window in enumerate(_windows(runs(checked, max_read_blocks), block_size)):
+        # one window of ranges: read ahead into one buffer (at queue depth where the reader can),
+        # judged range by range in order with the budget, then parsed in one pass
+        row0 = int(np.searchsorted(checked, window[0][0]))
+        nrows = sum(count for _, count in window)
+        data = reader.buffer(nrows * block_size, n % 2)
+        offsets, at = [], 0
+        for _, count in window:
+            offsets.append(at)
+            at += count * block_size
+        reader.read_ahead(window, data, offsets)
+        landed: list[tuple[int, int, npt.NDArray[np.uint8] | None]] = []  # rows read, and where
+        for k, (first, count) in enumerate(window):
+            start = row0 + offsets[k] // block_size
+            outcomes = _read_range(
+                reader, first, count, policy, budget, first_try=functools.partial(reader.take, k)
+            )
+            for part_first, part_count, outcome in outcomes:
+                rows = slice(start + part_first - first, start + part_first - first + part_count)
+                landed.extend(
+                    _take_outcome(reads, rows, part_first, outcome, data, row0, block_size)
+                )
+        parsing.join()
+        parsing.start(reads.sectors, landed, data, row0, block_size)  # rows never read stay 0
+    parsing.join()
+    return reads
+
+
+def _take_outcome(
+    reads: _Reads,
+    rows: slice,
+    first: int,
+    outcome: ReadOutcome | _InBuffer,
+    data: npt.NDArray[np.uint8],
+    row0: int,
+    block_size: int,
+) -> list[tuple[int, int, npt.NDArray[np.uint8] | None]]:
+    """Account for one read outcome of `rows`; what landed, for the window's parse."""
+    count = rows.stop - rows.start
+    if isinstance(outcome, Unread):
+        # not read at all: treated like an unreadable block for the state (unchanged, or
+        # uncertain if this cycle wrote it), but no read of it failed
+        reads.readable[rows] = False
+        reads.unread.append(_unjudged(UNCHECKED, first, count, {"reason": outcome.reason}))
+        return []
+    if isinstance(outcome, ReadFailure):
+        reads.readable[rows] = False
+        reads.errors.append(_unjudged(READ_ERROR, first, count, outcome.detail()))
+        return []
+    if isinstance(outcome, np.ndarray) and count * block_size < COPY_BELOW:
+        at = (rows.start - row0) * block_size  # small: copied, parsed with its window
+        data[at : at + count * block_size] = outcome.view(np.uint8)
+        return [(rows.start, rows.stop, None)]
+    array = outcome if isinstance(outcome, np.ndarray) else None
+    return [(rows.start, rows.stop, array)]
 
 
 def _unjudged(cls: str, first: int, count: int, detail: dict[str, Any]) -> Finding:
@@ -355,8 +402,15 @@ def _evidence(
     # A block whose old content is unknown (an earlier finding) is still judged for damage to
     # this cycle's write (torn, corrupt, misplaced) once some sector carries one of its
     # generations.
-    sector_keys = checked[:, None] << 32 | sector_gen
-    carries_new = (np.isin(sector_keys, cyc.keys) & ours & (sec.lba == checked[:, None])).any(1)
+    # (per block: sector 0's key, and per sector only in the rare blocks of mixed generations)
+    in_cycle = _member(checked << 32 | gen, cyc.keys)
+    placed = ours & (sec.lba == checked[:, None])
+    carries_new_any = in_cycle & placed.any(axis=1)
+    torn = np.flatnonzero(mixed)
+    if len(torn):
+        keys = checked[torn, None] << 32 | sector_gen[torn]
+        carries_new_any[torn] = (_member(keys, cyc.keys) & placed[torn]).any(axis=1)
+    carries_new = carries_new_any
     # ... and for a flying write of this cycle: a sector written by this cycle for another LBA
     # does not belong there, whatever the block held before
     # (only rows of unknown, misplaced blocks are looked at: few, and the check stays cheap)
@@ -366,7 +420,7 @@ def _evidence(
     if len(stray):
         keys = sec.lba[stray] << 32 | sector_gen[stray]
         away = ours[stray] & (sec.lba[stray] != checked[stray, None])
-        lands_new[stray] = (np.isin(keys, cyc.keys) & away).any(axis=1)
+        lands_new[stray] = (_member(keys, cyc.keys) & away).any(axis=1)
     return _Evidence(
         readable=readable,
         touched=touched,
@@ -385,7 +439,7 @@ def _evidence(
         obs_worker=np.where(ours[:, 0], sec.worker[:, 0], NO_OP),
         carries_new=carries_new,
         rejudged=open_rows & (carries_new | lands_new),
-        in_cycle=np.isin(checked << 32 | gen, cyc.keys),
+        in_cycle=in_cycle,
     )
 
 
@@ -449,6 +503,30 @@ def _settle(ev: _Evidence, committed: npt.NDArray[np.int64]) -> npt.NDArray[np.i
     return np.where(ev.readable, new_committed, np.where(ev.touched, unsure, committed))
 
 
+def _sorted_unique(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """np.unique by one sort and one pass (numpy's default is hash-based, several times slower
+    here); an already sorted input (a sequential cycle) skips the sort."""
+    if len(values) > 1 and not (values[1:] >= values[:-1]).all():
+        values = np.sort(values)
+    if len(values) < 2:
+        return values.copy()
+    keep = np.empty(len(values), dtype=bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
+def _member(
+    keys: npt.NDArray[np.int64], sorted_set: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """np.isin(keys, sorted_set) for a sorted set: a binary search per key (keys that come
+    sorted, as the checked blocks' are, make each search start where the last one ended)."""
+    if len(sorted_set) == 0:
+        return np.zeros(keys.shape, dtype=bool)
+    pos = np.searchsorted(sorted_set, keys)
+    return sorted_set[np.minimum(pos, len(sorted_set) - 1)] == keys
+
+
 SCAN_CHUNK_BLOCKS = 1 << 16  # ~20 MiB of per-block working arrays per chunk of a full scan
 
 
@@ -474,6 +552,7 @@ def scan_rest(
     empty = CycleLog()
     no_writes = empty.durability(0, 0)
     judged = np.unique(judged.astype(np.int64))
+    reader = readback.reader_for(read, block_size, policy.timeout_s)  # one queue for the scan
     findings: list[Finding] = []
     unread: list[Finding] = []
     checked = 0
@@ -484,7 +563,7 @@ def scan_rest(
         blocks = np.setdiff1d(np.arange(lo, hi, dtype=np.int64), judged[a:b], assume_unique=True)
         if len(blocks):
             part = check(
-                campaign, state, empty, no_writes, blocks, read, block_size,
+                campaign, state, empty, no_writes, blocks, reader, block_size,
                 max_read_blocks, policy, budget=budget,
             )  # fmt: skip
             findings.extend(part.findings)
@@ -531,18 +610,20 @@ class _Budget:
 
 
 def _read_range(
-    read: BlockReader,
+    read: readback.Reader,
     first: int,
     count: int,
     policy: ReadPolicy,
     budget: _Budget,
     parent: ReadFailure | None = None,
-) -> Iterator[tuple[int, int, ReadOutcome]]:
+    first_try: Callable[[], npt.NDArray[np.uint8] | None] | None = None,
+) -> Iterator[tuple[int, int, ReadOutcome | _InBuffer]]:
     """Read `count` blocks; a failing range is split in halves down to single blocks, so a bad
     range is located exactly while good neighbours are still checked. A block is a read error
     only when a read of it alone failed: past the budget, what is left of a failing range and
     any range not read at all (the drive hung too often) is `Unread` (some of it may read fine;
-    calling it a read error would invent failures)."""
+    calling it a read error would invent failures). `first_try`: the range's first read was
+    started ahead (data that landed in the caller's buffer: `_IN_BUFFER`)."""
     if budget.hangs <= 0:
         yield first, count, Unread("the drive hung too often in this check")
         return
@@ -550,7 +631,7 @@ def _read_range(
         yield first, count, Unread(f"read budget spent inside a failing range ({parent.kind})")
         return
     attempts = policy.attempts if count == 1 else 1
-    outcome = _attempt(read, first, count, policy, attempts, budget, parent is not None)
+    outcome = _attempt(read, first, count, policy, attempts, budget, parent is not None, first_try)
     if not isinstance(outcome, ReadFailure) or count == 1:
         yield first, count, outcome
         return
@@ -559,22 +640,33 @@ def _read_range(
     yield from _read_range(read, first + half, count - half, policy, budget, outcome)
 
 
+class _InBuffer:
+    """The outcome of a read that landed where the caller's buffer wanted it."""
+
+
+_IN_BUFFER = _InBuffer()
+
+
 def _attempt(
-    read: BlockReader,
+    read: readback.Reader,
     first: int,
     count: int,
     policy: ReadPolicy,
     attempts: int,
     budget: _Budget,
     splitting: bool,
-) -> ReadOutcome:
+    first_try: Callable[[], npt.NDArray[np.uint8] | None] | None = None,
+) -> ReadOutcome | _InBuffer:
     failure = ReadFailure("eio", None, "", 0)
     for attempt in range(1, attempts + 1):
         if splitting or attempt > 1:
             budget.reads -= 1
         try:
-            return _timed_read(read, first, count, policy.timeout_s)
-        except _Hung:
+            if attempt == 1 and first_try is not None:
+                ahead = first_try()
+                return _IN_BUFFER if ahead is None else ahead
+            return read.read(first, count)
+        except readback.Hung:
             budget.hangs -= 1
             return ReadFailure("hang", None, f"no answer within {policy.timeout_s} s", attempt)
         except OSError as error:
@@ -587,34 +679,112 @@ def _attempt(
     return failure
 
 
-class _Hung(Exception):
-    pass
+COPY_BELOW = 64 << 10  # a read returned smaller than this is copied and parsed with its window
 
 
-def _timed_read(
-    read: BlockReader, first: int, count: int, timeout_s: float | None
-) -> npt.NDArray[np.uint8]:
-    """A read that may not return: with a timeout it runs on a helper thread, which is left
-    behind (daemon) if the drive never answers, so the campaign goes on."""
-    if timeout_s is None:
-        return read(first, count)
-    box: dict[str, Any] = {}
+def _parse_landed(
+    sec: _Sectors,
+    landed: list[tuple[int, int, npt.NDArray[np.uint8] | None]],
+    data: npt.NDArray[np.uint8],
+    row0: int,
+    block_size: int,
+) -> None:
+    """Parse what a window read: rows in `data` (None) in runs as long as they are consecutive,
+    rows returned as arrays of their own one read each."""
+    run_start = run_stop = -1
+    for start, stop, array in [*landed, (-1, -1, None)]:
+        if array is None and start == run_stop and start >= 0:
+            run_stop = stop
+            continue
+        if run_start >= 0:
+            at = (run_start - row0) * block_size
+            sec.fill(
+                slice(run_start, run_stop), data[at : at + (run_stop - run_start) * block_size]
+            )
+            run_start = run_stop = -1
+        if array is not None:
+            sec.fill(slice(start, stop), array)
+        elif start >= 0:
+            run_start, run_stop = start, stop
 
-    def run() -> None:
-        try:
-            box["data"] = read(first, count)
-        except BaseException as error:  # an I/O error, or a bug: raised in the checker either way
-            box["error"] = error
 
-    thread = threading.Thread(target=run, name=f"check-read-{first}", daemon=True)
-    thread.start()
-    thread.join(timeout_s)
-    if thread.is_alive():
-        raise _Hung()
-    if "error" in box:
-        raise box["error"]
-    data: npt.NDArray[np.uint8] = box["data"]
-    return data
+class _Parser:
+    """Parses a window's rows on a helper thread when the window is large (the C parse releases
+    the GIL, so the next window's reads and this parse overlap), inline when small. The helper
+    is one long-lived thread per checking thread: starting a thread per window cost ~20 ms each
+    on the loaded machine (start waits until the new thread runs)."""
+
+    OVERLAP_BYTES = 1 << 20
+
+    def __init__(self) -> None:
+        self._done: threading.Event | None = None
+        self._error: list[BaseException] = []
+
+    def start(
+        self,
+        sec: _Sectors,
+        landed: list[tuple[int, int, npt.NDArray[np.uint8] | None]],
+        data: npt.NDArray[np.uint8],
+        row0: int,
+        block_size: int,
+    ) -> None:
+        if len(data) < self.OVERLAP_BYTES:
+            _parse_landed(sec, landed, data, row0, block_size)
+            return
+        done, error = threading.Event(), self._error
+
+        def job() -> None:
+            try:
+                _parse_landed(sec, landed, data, row0, block_size)
+            except BaseException as failure:  # raised in the checker by join
+                error.append(failure)
+            finally:
+                done.set()
+
+        self._done = done
+        _parse_worker().put(job)
+
+    def join(self) -> None:
+        if self._done is not None:
+            self._done.wait()
+            self._done = None
+        if self._error:
+            raise self._error.pop()
+
+
+_parse_local = threading.local()
+
+
+def _parse_worker() -> queue.SimpleQueue[Callable[[], None]]:
+    found: queue.SimpleQueue[Callable[[], None]] | None = getattr(_parse_local, "jobs", None)
+    if found is not None:
+        return found
+    jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+    _parse_local.jobs = jobs
+
+    def serve() -> None:
+        while True:
+            jobs.get()()
+
+    threading.Thread(target=serve, name="check-parse", daemon=True).start()
+    return jobs
+
+
+WINDOW_BYTES = 16 << 20  # read ahead and parsed at once: bounds the checker's read buffer
+WINDOW_RANGES = 4096
+
+
+def _windows(ranges: Iterator[tuple[int, int]], block_size: int) -> Iterator[list[tuple[int, int]]]:
+    window: list[tuple[int, int]] = []
+    size = 0
+    for first, count in ranges:
+        if window and (size + count * block_size > WINDOW_BYTES or len(window) == WINDOW_RANGES):
+            yield window
+            window, size = [], 0
+        window.append((first, count))
+        size += count * block_size
+    if window:
+        yield window
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,10 @@ def lib() -> ctypes.CDLL:
         getattr(handle, name).restype = None
     handle.pfr_check.argtypes = [_u8p, _u64, _u8p]
     handle.pfr_check.restype = None
+    handle.pfr_parse.argtypes = [_u8p, _u64, _u8p, _u8p, _u8p, _u8p, _u8p, _u8p]
+    handle.pfr_parse.restype = None
+    handle.pfr_parse_header.argtypes = [_u8p, _u64, _u8p, _u8p]
+    handle.pfr_parse_header.restype = None
     _i64, _int, _p = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
     handle.pfr_aio_setup.argtypes = [_u32, _p]
     handle.pfr_aio_setup.restype = _int
@@ -53,6 +57,12 @@ def lib() -> ctypes.CDLL:
     handle.pfr_batch_publish.restype = None
     handle.pfr_batch_state.argtypes = [_p]
     handle.pfr_batch_state.restype = ctypes.c_int32
+    handle.pfr_readq_setup.argtypes = [_u32, _p]
+    handle.pfr_readq_setup.restype = _int
+    handle.pfr_readq_destroy.argtypes = [_u64]
+    handle.pfr_readq_destroy.restype = None
+    handle.pfr_readq_run.argtypes = [_u64, _int, _u32, _u64, _p, _p, _p, _p, _i64, _p, _p]
+    handle.pfr_readq_run.restype = _i64
     return handle
 
 

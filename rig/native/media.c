@@ -106,3 +106,32 @@ PFR_CLONES void pfr_check(const uint64_t *words, uint64_t nsectors, uint8_t *sta
     for (uint64_t i = 0; i < nsectors; i++)
         state[i] = check_sector(words + i * PFR_WORDS);
 }
+
+/* Check and decode in one pass (no strided copy of the headers): state of each sector and the
+ * header fields the checker reads, each as its own column. */
+PFR_CLONES void pfr_parse(const uint64_t *words, uint64_t nsectors, uint8_t *state,
+                          uint64_t *campaign, uint64_t *lba, uint64_t *gen, uint64_t *op_seq,
+                          uint64_t *worker)
+{
+    for (uint64_t i = 0; i < nsectors; i++) {
+        const uint64_t *w = words + i * PFR_WORDS;
+        state[i] = check_sector(w);
+        campaign[i] = w[1];
+        lba[i] = w[2];
+        gen[i] = w[3];
+        op_seq[i] = w[6];
+        worker[i] = (w[5] >> 32) & 0xFFFF;
+    }
+}
+
+/* Same with every header word: header[j * nsectors + i] is word j of sector i. */
+PFR_CLONES void pfr_parse_header(const uint64_t *words, uint64_t nsectors, uint8_t *state,
+                                 uint64_t *header)
+{
+    for (uint64_t i = 0; i < nsectors; i++) {
+        const uint64_t *w = words + i * PFR_WORDS;
+        state[i] = check_sector(w);
+        for (unsigned j = 0; j < PFR_HEADER_WORDS; j++)
+            header[j * nsectors + i] = w[j];
+    }
+}

@@ -59,4 +59,20 @@ struct pfr_batch {
 /* State of each of `nsectors` sectors (PFR_VALID / PFR_ZERO / PFR_CORRUPT). */
 void pfr_check(const uint64_t *words, uint64_t nsectors, uint8_t *state);
 
+/* Check and decode in one pass: state and the checker's header columns (worker = word 5 bits
+ * 32..47). */
+void pfr_parse(const uint64_t *words, uint64_t nsectors, uint8_t *state, uint64_t *campaign,
+               uint64_t *lba, uint64_t *gen, uint64_t *op_seq, uint64_t *worker);
+
+/* Check and decode every header word: header[j * nsectors + i] is word j of sector i. */
+void pfr_parse_header(const uint64_t *words, uint64_t nsectors, uint8_t *state, uint64_t *header);
+
+/* Verification reads at queue depth (readq.c): per request state. */
+enum { PFR_RQ_DONE = 0, PFR_RQ_HUNG = 1, PFR_RQ_UNSENT = 2 };
+int pfr_readq_setup(uint32_t depth, uint64_t *ctx);
+void pfr_readq_destroy(uint64_t ctx);
+int64_t pfr_readq_run(uint64_t ctx, int fd, uint32_t depth, uint64_t n, const int64_t *offset,
+                      const uint64_t *nbytes, uint8_t *base, const uint64_t *buf_off,
+                      int64_t timeout_ns, uint8_t *state, int64_t *res);
+
 #endif

@@ -1,0 +1,159 @@
+"""Reading back for the checker (rig/readback.py): at queue depth on an O_DIRECT descriptor,
+one read at a time under a long-lived guard otherwise, and the same verdicts either way."""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rig import readback, verify
+from rig.blockio import DirectTarget
+from rig.ledger import LbaState
+from tests.checker_scenario import BS, CAMPAIGN, Scenario
+
+
+def _target_with(tmp_path: Path, image: np.ndarray) -> DirectTarget:
+    path = tmp_path / "drive.img"
+    path.write_bytes(image.tobytes())
+    return DirectTarget(str(path), BS)
+
+
+def _damaged_scenario() -> Scenario:
+    """A cycle with a lost durable write, a corrupt sector, a torn block and a flying write."""
+    s = Scenario(nblocks=1024)
+    s.write(0, 1024, issue=0, complete=1)
+    s.flush(2, 3)
+    s.check(cut=100)  # commit generation 1 everywhere
+    s.new_cycle()
+    s.write(10, 8, issue=10, complete=11, land=False)  # durable (flushed below), lost
+    torn = s.write(300, 1, issue=12, complete=13, land=False)
+    s.image[300 * BS : 300 * BS + 2048] = torn[:2048]  # half of it landed
+    s.write(500, 4, issue=14, complete=15)
+    s.image[501 * BS + 700] ^= 0xFF  # a bit flipped in a block written this cycle
+    s.image[801 * BS : 802 * BS] = s.image[900 * BS : 901 * BS]  # block 900 at 801 (sampled)
+    s.flush(20, 21)
+    return s
+
+
+def test_the_queue_reads_what_the_target_reads(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    image = rng.integers(0, 256, 256 * BS, dtype=np.uint8)
+    target = _target_with(tmp_path, image)
+    try:
+        reader = readback.reader_for(target.read, BS, 5.0)
+        assert isinstance(reader, readback.AioReader)
+        ranges = [(0, 1), (7, 32), (100, 3), (255, 1), (40, 60)]
+        offsets = np.cumsum([0] + [c * BS for _, c in ranges[:-1]]).tolist()
+        out = reader.buffer(sum(c for _, c in ranges) * BS)
+        reader.read_ahead(ranges, out, offsets)
+        for k, (first, count) in enumerate(ranges):
+            assert reader.take(k) is None  # in the window's buffer
+            got = out[offsets[k] : offsets[k] + count * BS]
+            assert np.array_equal(got, target.read(first, count))
+        assert np.array_equal(reader.read(7, 2), image[7 * BS : 9 * BS])
+    finally:
+        target.close()
+
+
+def test_a_read_past_the_end_fails_as_the_target_fails(tmp_path: Path) -> None:
+    target = _target_with(tmp_path, np.zeros(16 * BS, dtype=np.uint8))
+    try:
+        reader = readback.reader_for(target.read, BS, 5.0)
+        out = reader.buffer(6 * BS)
+        reader.read_ahead([(2, 2), (15, 4)], out, [0, 2 * BS])
+        assert reader.take(0) is None
+        with pytest.raises(OSError) as queued:
+            reader.take(1)
+        with pytest.raises(OSError) as direct:
+            target.read(15, 4)
+        assert queued.value.errno == direct.value.errno == errno.EIO
+        assert "short read" in str(queued.value)
+    finally:
+        target.close()
+
+
+def test_checking_at_queue_depth_gives_the_verdicts_of_one_read_at_a_time(tmp_path: Path) -> None:
+    s = _damaged_scenario()
+    target = _target_with(tmp_path, s.image)
+    try:
+        results = {}
+        for name, read in {"queued": target.read, "serial": lambda a, n: target.read(a, n)}.items():
+            state = LbaState.from_bytes(0, s.state.to_bytes())
+            result = verify.check(
+                CAMPAIGN,
+                state,
+                s.log,
+                s.log.durability(100, 0),
+                np.arange(0, 1024, 3),
+                read,
+                BS,
+                max_read_blocks=16,
+                policy=verify.ReadPolicy(timeout_s=10.0),
+            )
+            results[name] = (result, state.committed[np.arange(1024)].tolist())
+        queued, serial = results["queued"], results["serial"]
+        assert queued[0].findings == serial[0].findings
+        assert queued[1] == serial[1]
+        found = {f.cls for f in queued[0].findings if f.failure}
+        assert {verify.LOST_DURABLE, verify.SHORN, verify.CORRUPTION, verify.FLYING} <= found
+    finally:
+        target.close()
+
+
+def test_a_timed_read_needs_no_thread_of_its_own() -> None:
+    s = Scenario()
+    s.write(0, 64, issue=0, complete=1)
+    s.flush(2, 3)
+    guards_before = {t.ident for t in threading.enumerate() if t.name == "check-read-guard"}
+    started = []
+    real_start = threading.Thread.start
+
+    def counting_start(self: threading.Thread) -> None:
+        started.append(self.name)
+        real_start(self)
+
+    threading.Thread.start = counting_start  # type: ignore[method-assign]
+    try:
+        result = verify.check(
+            CAMPAIGN,
+            s.state,
+            s.log,
+            s.log.durability(100, 0),
+            np.arange(0, 64, 2),  # scattered: 33 reads
+            s.read,
+            BS,
+            max_read_blocks=1,
+            policy=verify.ReadPolicy(timeout_s=5.0),
+        )
+    finally:
+        threading.Thread.start = real_start  # type: ignore[method-assign]
+    assert result.blocks_checked == 64 and not [f for f in result.findings if f.failure]
+    assert len(started) <= 1  # at most this thread's guard, started once for every read
+    guards = {t.ident for t in threading.enumerate() if t.name == "check-read-guard"}
+    assert len(guards - guards_before) <= 1
+
+
+def test_a_drive_gone_under_the_queue_stops_the_check_as_before(tmp_path: Path) -> None:
+    """A removed disk's size drops to 0 and its reads end at once: through the queue as through
+    `DirectTarget.read`, that is ENODEV, and the check stops (`DriveGone`), no read errors."""
+    s = Scenario(nblocks=16)
+    s.write(0, 16, issue=0, complete=1)
+    s.flush(2, 3)
+    target = _target_with(tmp_path, s.image)
+    try:
+        os.truncate(tmp_path / "drive.img", 0)
+        with pytest.raises(verify.DriveGone):
+            verify.check(
+                CAMPAIGN, s.state, s.log, s.log.durability(100, 0), np.zeros(0, dtype=np.int64),
+                target.read, BS, policy=verify.ReadPolicy(timeout_s=5.0),
+            )  # fmt: skip
+        with pytest.raises(OSError) as direct:
+            target.read(0, 1)
+        assert direct.value.errno == errno.ENODEV
+    finally:
+        target.close()
