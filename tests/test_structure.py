@@ -410,6 +410,12 @@ def test_sql_finder_names_file_and_line() -> None:
     assert not in_sql_store("rig/storage.py") and not in_sql_store("rig/fleet/views.py")
 
 
+def test_sql_check_reads_reports_too() -> None:
+    checked = {rel(p) for p in sql_checked_files()}
+    assert "reports/dataset.py" in checked and "reports/summary.py" in checked
+    assert not any(in_sql_store(name) for name in checked if name.startswith("reports/"))
+
+
 def test_private_finder_catches_each_kind_of_reach() -> None:
     found = probe_private(
         """
