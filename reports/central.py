@@ -8,9 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reports.dataset import (
-    COUNTER_ANOMALY,
     EXAMPLES_PER_DRIVE,
-    LOST_DURABLE,
     Campaign,
     Dataset,
     DriveRun,
@@ -19,6 +17,7 @@ from reports.dataset import (
     decode,
     lost_after,
 )
+from rig.failures import COUNTER_ANOMALY, LOST_DURABLE
 from rig.fleet.central import CentralStore
 
 Filter = Callable[[dict[str, Any]], bool]

@@ -29,6 +29,7 @@ from rig import config, intent, media
 from rig.campaign import DriveRun, ResumePoint
 from rig.config import Campaign
 from rig.errors import UserError
+from rig.failures import ALLOWED_LOSS
 from rig.ledger import UNKNOWN, LbaState, is_uncertain
 from rig.store import CycleRow, Store
 
@@ -109,7 +110,7 @@ def _drive_point(store: Store, row: sqlite3.Row) -> tuple[ResumePoint, LostCycle
     totals = store.cycle_totals(drive_id)
     by_class = store.finding_counts_of_drive(drive_id)
     failures = {r["class"]: int(r["n"]) for r in by_class if r["failure"]}
-    allowed = sum(int(r["n"]) for r in by_class if r["class"] == "allowed_loss")
+    allowed = sum(int(r["n"]) for r in by_class if r["class"] == ALLOWED_LOSS)
     last = int(totals["last"])
     started = store.last_begun_after(drive_id, last)
     lost = LostCycle(*started) if started else None

@@ -50,9 +50,7 @@ PRIVATE_ALLOWED: dict[str, str] = {}
 FILE_LENGTH_ALLOWED: dict[str, str] = {
     "rig/verify.py": SPLIT,
 }
-FUNCTION_LENGTH_ALLOWED: dict[str, str] = {
-    "rig/verify.py:check": SPLIT,
-}
+FUNCTION_LENGTH_ALLOWED: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ def run_cycle(drive: DriveRun, seq: int) -> Cycle:
         c.findings = []
     except DeadDevice as error:
         c.status, c.error = "dead", f"{name}: {error}"
-        c.findings.append(verify.Finding(verify.DEAD, 0, 0, -1, -1, detail={"phase": name}))
+        c.findings.append(verify.drive_finding(verify.DEAD, {"phase": name}))
     except UnsafeDeviceError as error:  # identity or an interlock failed after a return
         c.status, c.error, c.stop_channel = "error", f"{name}: {error}", True
     except (RigError, OSError) as error:

@@ -129,7 +129,7 @@ def health(drive: DriveRun, c: Cycle) -> None:
         recording.snapshot(drive, c.seq, snapshot)
     if delta is not None:
         c.findings.extend(
-            checker.Finding(checker.COUNTER_ANOMALY, 0, 0, -1, -1, detail=detail)
+            checker.drive_finding(checker.COUNTER_ANOMALY, detail)
             for detail in anomaly_details(delta)
         )
 
@@ -262,9 +262,9 @@ def _bus_changes(drive: DriveRun, node: DriveNode) -> list[checker.Finding]:
     if node.size_bytes != drive.seen_size_bytes:
         detail = {"kind": "capacity_changed", "bytes_before": drive.seen_size_bytes}
         detail["bytes_after"] = node.size_bytes
-        found.append(checker.Finding(checker.READ_ERROR, 0, 0, -1, -1, detail=detail))
+        found.append(checker.drive_finding(checker.READ_ERROR, detail))
     if node.read_only and not drive.seen_read_only:
         detail = {"kind": "read_only", "devnode": node.devnode}
-        found.append(checker.Finding(checker.READ_ERROR, 0, 0, -1, -1, detail=detail))
+        found.append(checker.drive_finding(checker.READ_ERROR, detail))
     drive.seen_size_bytes, drive.seen_read_only = node.size_bytes, node.read_only
     return found

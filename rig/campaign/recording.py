@@ -89,7 +89,7 @@ def record(drive: DriveRun, c: Cycle) -> None:
         # back by a resume), rather than reported as flying writes by a later cycle.
         written = np.unique(written_lbas(log)) - state.first_lba
         state.committed[written] = uncertain(state.committed[written])
-    rows = [dict(asdict(f), failure=f.failure) for f in c.findings]
+    rows = [asdict(f) for f in c.findings]
     drive.store.record_cycle(
         _cycle_row(drive, c), rows, c.events, log.to_bytes(), state.to_bytes(), _rail_sense(c)
     )

@@ -9,6 +9,7 @@ import zlib
 from dataclasses import asdict
 from typing import Any
 
+from rig import failures
 from rig.errors import UserError
 from rig.store.connection import StoreConnection, save_lba_state
 from rig.store.rows import CycleRow, RailSenseRow
@@ -103,7 +104,7 @@ class RecordWrites(StoreConnection):
                     (
                         cycle_id,
                         f["cls"],
-                        int(f["failure"]),
+                        int(failures.is_failure(f["cls"])),  # KeyError: a class not in the table
                         f["lba_first"],
                         f["lba_count"],
                         f["expected_gen"],
