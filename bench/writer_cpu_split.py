@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.writer_vs_fio import attach, machine  # noqa: E402
-from rig import media  # noqa: E402
+from rig import media, workload_native  # noqa: E402
 from rig import workload as workload_module  # noqa: E402
 from rig.blockio import DirectTarget  # noqa: E402
 from rig.ledger import CycleLog, LbaState  # noqa: E402
@@ -46,7 +46,7 @@ CASES = {
 
 def split(devnode: str, load: workload_module.Workload, seconds: float) -> tuple[float, ...]:
     inside = [0.0]
-    original = workload_module.engine_loop
+    original = workload_native.engine_loop
 
     def timed(*args: Any, **kwargs: Any) -> Any:
         start = time.thread_time()
@@ -55,7 +55,7 @@ def split(devnode: str, load: workload_module.Workload, seconds: float) -> tuple
         finally:
             inside[0] += time.thread_time() - start
 
-    workload_module.engine_loop = timed  # type: ignore[assignment]
+    workload_native.engine_loop = timed  # type: ignore[assignment]
     target = DirectTarget(devnode)
     try:
         state, log, stop = LbaState(0, target.nblocks), CycleLog(), threading.Event()
@@ -71,7 +71,7 @@ def split(devnode: str, load: workload_module.Workload, seconds: float) -> tuple
         gb = int(log.column("nblocks").sum()) * target.block_size / 1e9
         return gb / seconds, cpu / gb, inside[0] / gb, (cpu - inside[0]) / gb
     finally:
-        workload_module.engine_loop = original
+        workload_native.engine_loop = original
         target.close()
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import sqlite3
 import tomllib
@@ -26,7 +25,7 @@ import numpy.typing as npt
 
 from rig.errors import UserError
 from rig.failures import COUNTER_ANOMALY, LOST_DURABLE
-from rig.store import SCHEMA_VERSION
+from rig.store import StoreReader
 
 # Cycle statuses that are power cuts of the drive (a dead drive's last cut counts: it failed).
 CUT_STATUSES = ("ok", "dead")
@@ -137,39 +136,12 @@ def load(paths: Iterable[str]) -> Dataset:
     data = Dataset(sources=[], campaigns=[], runs=[])
     seen: dict[tuple[object, ...], str] = {}
     for path in paths:
-        db = _open_read_only(path)
+        db = StoreReader(path)
         try:
             _load_store(db, path, data, seen)
         finally:
             db.close()
     return data
-
-
-def _open_read_only(path: str) -> sqlite3.Connection:
-    if not os.path.isfile(path):
-        raise UserError(f"{path}: no such store")
-    try:
-        db = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
-        db.row_factory = sqlite3.Row
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        tables = _tables(db)
-    except sqlite3.DatabaseError as error:
-        raise UserError(f"{path}: not a rig store ({error})") from error
-    if version > SCHEMA_VERSION:
-        db.close()
-        raise UserError(f"{path}: store has schema v{version}, newer than this rig")
-    if not {"campaign", "drive", "cycle"} <= tables:
-        db.close()
-        raise UserError(f"{path}: not a rig store (no campaign, drive and cycle tables)")
-    return db
-
-
-def _tables(db: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-
-
-def _columns(db: sqlite3.Connection, table: str) -> set[str]:
-    return {r[1] for r in db.execute(f'PRAGMA table_info("{table}")')}
 
 
 def _parse_config(text: str) -> dict[str, Any]:
@@ -180,13 +152,13 @@ def _parse_config(text: str) -> dict[str, Any]:
 
 
 def _load_store(
-    db: sqlite3.Connection, path: str, data: Dataset, seen: dict[tuple[object, ...], str]
+    db: StoreReader, path: str, data: Dataset, seen: dict[tuple[object, ...], str]
 ) -> None:
     data.sources.append(path)
-    tables = _tables(db)
+    tables = db.tables()
     extra = sorted(t for t in tables - KNOWN_TABLES if not t.startswith("sqlite_"))
     campaigns: dict[int, Campaign] = {}
-    for row in db.execute("SELECT * FROM campaign ORDER BY id"):
+    for row in db.campaigns():
         identity = (row["name"], row["seed"], row["started_at"], row["station"])
         if identity in seen:
             raise UserError(
@@ -209,7 +181,7 @@ def _load_store(
         campaigns[row["id"]] = campaign
         data.campaigns.append(campaign)
     has_ledger = "ledger" in tables
-    for row in db.execute("SELECT * FROM drive ORDER BY campaign_id, channel"):
+    for row in db.drives():
         run = DriveRun(
             campaigns[row["campaign_id"]],
             row["id"],
@@ -222,7 +194,7 @@ def _load_store(
             row["status"],
         )
         _load_cuts(db, run, has_ledger, "finding" in tables)
-        if "health" in tables and {"after_seq", "fields"} <= _columns(db, "health"):
+        if "health" in tables and {"after_seq", "fields"} <= db.columns("health"):
             run.health = _load_health(db, run.drive_id)
         data.runs.append(run)
     for table, attr in _optional_tables(db, tables).items():
@@ -240,15 +212,10 @@ def _criteria_column(row: sqlite3.Row) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _load_cuts(db: sqlite3.Connection, run: DriveRun, has_ledger: bool, has_finding: bool) -> None:
+def _load_cuts(db: StoreReader, run: DriveRun, has_ledger: bool, has_finding: bool) -> None:
     classes: dict[int, set[str]] = {}
     if has_finding:
-        for f in db.execute(
-            "SELECT f.cycle_id, f.class, f.failure, COUNT(*) AS n, SUM(f.lba_count) AS blocks"
-            " FROM finding f JOIN cycle c ON c.id = f.cycle_id WHERE c.drive_id = ?"
-            " GROUP BY f.cycle_id, f.class, f.failure",
-            (run.drive_id,),
-        ):
+        for f in db.finding_counts_by_cycle(run.drive_id):
             if f["failure"]:
                 classes.setdefault(f["cycle_id"], set()).add(f["class"])
                 run.findings[f["class"]] = run.findings.get(f["class"], 0) + f["n"]
@@ -257,17 +224,9 @@ def _load_cuts(db: sqlite3.Connection, run: DriveRun, has_ledger: bool, has_find
                 run.allowed_losses += f["n"]
         run.examples = [
             {k: _decode(f[k]) for k in f.keys()}  # noqa: SIM118 (sqlite3.Row)
-            for f in db.execute(
-                "SELECT c.seq AS cycle, f.* FROM finding f JOIN cycle c ON c.id = f.cycle_id"
-                " WHERE c.drive_id = ? AND f.failure = 1 ORDER BY f.id LIMIT ?",
-                (run.drive_id, EXAMPLES_PER_DRIVE),
-            )
+            for f in db.failure_examples(run.drive_id, EXAMPLES_PER_DRIVE)
         ]
-        for f in db.execute(
-            "SELECT f.detail FROM finding f JOIN cycle c ON c.id = f.cycle_id"
-            " WHERE c.drive_id = ? AND f.class = ? AND f.failure = 1",
-            (run.drive_id, LOST_DURABLE),
-        ):
+        for f in db.failure_details(run.drive_id, LOST_DURABLE):
             detail = _decode(f["detail"])
             if isinstance(detail, dict):
                 run.lost_after.append(
@@ -278,25 +237,13 @@ def _load_cuts(db: sqlite3.Connection, run: DriveRun, has_ledger: bool, has_find
                 )
         run.anomalies = [
             dict(_decode(f["detail"]), seq=f["seq"])
-            for f in db.execute(
-                "SELECT c.seq, f.detail FROM finding f JOIN cycle c ON c.id = f.cycle_id"
-                " WHERE c.drive_id = ? AND f.class = ? ORDER BY c.seq, f.id",
-                (run.drive_id, COUNTER_ANOMALY),
-            )
+            for f in db.findings_of_class(run.drive_id, COUNTER_ANOMALY)
             if isinstance(_decode(f["detail"]), dict)
         ]
     # v8 stores carry the delays in the cycle row: the ledger is read only for cycles without
     # them (recorded by an older rig), so a report over millions of cuts skips the blobs
-    has_delays = "last_ack_to_cut_ns" in _columns(db, "cycle")
-    ledger = (
-        "CASE WHEN c.last_ack_to_cut_ns IS NULL THEN l.writes END" if has_delays else "l.writes"
-    )
-    ledger_sql = (
-        f"SELECT c.*, {ledger} AS ledger FROM cycle c LEFT JOIN ledger l ON l.cycle_id = c.id"
-        if has_ledger
-        else "SELECT c.*, NULL AS ledger FROM cycle c"
-    )
-    for c in db.execute(f"{ledger_sql} WHERE c.drive_id = ? ORDER BY c.seq", (run.drive_id,)):
+    has_delays = "last_ack_to_cut_ns" in db.columns("cycle")
+    for c in db.cycles_with_ledger(run.drive_id, has_ledger, has_delays):
         cut_ns = c["cut_ns"]
         ack_ms = flush_ms = None
         if has_delays and c["last_ack_to_cut_ns"] is not None:
@@ -323,12 +270,9 @@ def _load_cuts(db: sqlite3.Connection, run: DriveRun, has_ledger: bool, has_find
         )
 
 
-def _load_health(db: sqlite3.Connection, drive_id: int) -> list[HealthRow]:
+def _load_health(db: StoreReader, drive_id: int) -> list[HealthRow]:
     rows = []
-    for h in db.execute(
-        "SELECT after_seq, source, fields FROM health WHERE drive_id = ? ORDER BY after_seq",
-        (drive_id,),
-    ):
+    for h in db.health_of(drive_id):
         fields = _decode(h["fields"])
         if isinstance(fields, dict):
             rows.append(HealthRow(h["after_seq"], h["source"], fields))
@@ -394,7 +338,7 @@ def _last_ack_and_flush(blob: bytes, cut_ns: int) -> tuple[float | None, float |
     return ack, flush
 
 
-def _optional_tables(db: sqlite3.Connection, tables: set[str]) -> dict[str, str]:
+def _optional_tables(db: StoreReader, tables: set[str]) -> dict[str, str]:
     """Tables added by later rig versions that this report reads, if the store has them:
     table -> the DriveRun list it fills. Each must have a drive_id column."""
     wanted = {
@@ -404,17 +348,14 @@ def _optional_tables(db: sqlite3.Connection, tables: set[str]) -> dict[str, str]
     return {
         table: attr
         for table, attr in wanted.items()
-        if table in tables and "drive_id" in _columns(db, table)
+        if table in tables and "drive_id" in db.columns(table)
     }
 
 
-def _attach_rail_sense(db: sqlite3.Connection, runs: list[DriveRun]) -> None:
+def _attach_rail_sense(db: StoreReader, runs: list[DriveRun]) -> None:
     """The relay board's rail-sense captures (store v4 `rail_sense`, one row per sensed cycle)."""
     by_id = {r.drive_id: r for r in runs}
-    for row in db.execute(
-        "SELECT c.drive_id, c.seq, r.* FROM rail_sense r JOIN cycle c ON c.id = r.cycle_id"
-        " ORDER BY c.drive_id, c.seq"
-    ):
+    for row in db.rail_sense():
         run = by_id.get(row["drive_id"])
         if run is None:
             continue
@@ -435,11 +376,9 @@ def _attach_rail_sense(db: sqlite3.Connection, runs: list[DriveRun]) -> None:
         )
 
 
-def _attach_rows(
-    db: sqlite3.Connection, table: str, attr: str, runs: list[DriveRun], path: str
-) -> None:
+def _attach_rows(db: StoreReader, table: str, attr: str, runs: list[DriveRun], path: str) -> None:
     by_id = {r.drive_id: r for r in runs if r.campaign.source == path}
-    for row in db.execute(f'SELECT * FROM "{table}" ORDER BY rowid'):
+    for row in db.rows_of(table):
         run = by_id.get(row["drive_id"])
         if run is None:
             continue

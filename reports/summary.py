@@ -52,10 +52,10 @@ class CampaignReport:
 
 
 def load(store: Store) -> CampaignReport:
-    head = store.query("SELECT name, station, status FROM campaign ORDER BY id DESC LIMIT 1")
+    head = store.latest_campaign_head()
     name, station, status = tuple(head[0]) if head else ("(none)", "", "")
     drives = []
-    for row in store.query("SELECT * FROM drive ORDER BY campaign_id, channel"):
+    for row in store.all_drives():
         drive = DriveReport(
             row["id"],
             row["channel"],
@@ -65,7 +65,7 @@ def load(store: Store) -> CampaignReport:
             row["profile"],
             row["status"],
         )
-        for c in store.query("SELECT * FROM cycle WHERE drive_id = ?", (drive.drive_id,)):
+        for c in store.cycles_of(drive.drive_id):
             drive.cycles += 1
             drive.cycles_ok += c["status"] == "ok"
             drive.cycles_error += c["status"] == "error"
@@ -77,26 +77,14 @@ def load(store: Store) -> CampaignReport:
             drive.blocks_unchecked += c["blocks_unchecked"]
             if c["back_ns"] and c["cut_ns"]:
                 drive.return_ms.append((c["back_ns"] - c["cut_ns"]) / 1e6)
-        for f in store.query(
-            "SELECT f.class, f.failure, COUNT(*) AS n, SUM(f.lba_count) AS blocks FROM finding f"
-            " JOIN cycle c ON c.id = f.cycle_id WHERE c.drive_id = ? GROUP BY f.class, f.failure",
-            (drive.drive_id,),
-        ):
+        for f in store.finding_totals_of_drive(drive.drive_id):
             if f["failure"]:
                 drive.failures[f["class"]] = f["n"]
                 drive.failure_blocks[f["class"]] = f["blocks"]
             else:
                 drive.allowed_losses += f["n"]
         drives.append(drive)
-    examples = [
-        dict(r)
-        for r in store.query(
-            "SELECT d.channel, d.model, c.seq AS cycle, f.class, f.lba_first, f.lba_count,"
-            " f.expected_gen, f.observed_gen, f.detail FROM finding f"
-            " JOIN cycle c ON c.id = f.cycle_id"
-            " JOIN drive d ON d.id = c.drive_id WHERE f.failure = 1 ORDER BY f.id LIMIT 200"
-        )
-    ]
+    examples = [dict(r) for r in store.failure_examples(200)]
     return CampaignReport(name, station, status, drives, examples)
 
 

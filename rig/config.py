@@ -157,50 +157,8 @@ def parse(
 
     station, kind = _station(Table("[station]", root.get("station", dict)), kinds)
 
-    load_t = Table("[workload]", root.get("workload", dict, {}))
-    sizes = load_t.get("write_blocks", list, [1, 2, 8, 32])
-    if not sizes or not all(isinstance(s, int) and 1 <= s <= 4096 for s in sizes):
-        raise UserError("campaign: [workload].write_blocks must be whole numbers from 1 to 4096")
-    workload = Workload(
-        workers=load_t.whole("workers", 8, 1, 256),
-        write_blocks=tuple(sizes),
-        size_mix=_choice(load_t, "size_mix", SIZE_MIXES),
-        lba_skew=_choice(load_t, "lba_skew", LBA_SKEWS),
-        flush_every=load_t.whole("flush_every", 16, 0, 1_000_000),
-        flush_every_ms=float(load_t.number("flush_every_ms", 0.0, 0, 3_600_000)),
-        durable_writes=load_t.get("durable_writes", bool, False),
-        sequential=load_t.get("sequential", bool, False),
-        layout=_choice(load_t, "layout", LAYOUTS),
-        engine=_choice(load_t, "engine", ENGINES),
-    )
-    load_t.done()
-
-    cut_t = Table("[cut]", root.get("cut", dict, {}))
-    delay = cut_t.get("delay_ms", list, [2.0, 60.0])
-    if (
-        len(delay) != 2
-        or not all(isinstance(d, int | float) for d in delay)
-        or not (0 <= delay[0] <= delay[1] <= 3_600_000)
-    ):
-        raise UserError("campaign: [cut].delay_ms must be [low, high] milliseconds, low <= high")
-    after = _range_ms(cut_t, "after_ms", [0.0, 1000.0])
-    strategy = _choice(cut_t, "strategy", STRATEGIES)
-    if strategy == "during_flush" and not (workload.flush_every or workload.flush_every_ms):
-        raise UserError("campaign: [cut].strategy during_flush needs a flush cadence in [workload]")
-    cut = CutSpec(
-        delay_ms=(float(delay[0]), float(delay[1])),
-        strategy=strategy,
-        after_ms=after,
-        off_ms=float(cut_t.number("off_ms", 50.0, 0, 3_600_000)),
-        gone_timeout_s=float(cut_t.number("gone_timeout_s", 5.0, 0.01, 3600)),
-        return_timeout_s=float(cut_t.number("return_timeout_s", 30.0, 0.01, 3600)),
-        sample_blocks=cut_t.whole("sample_blocks", 256, 0, 1 << 30),
-        recent_cycles=cut_t.whole("recent_cycles", 1, 0, 1000),
-        full_scan_every=cut_t.whole("full_scan_every", 0, 0, 10_000_000),
-        read_timeout_s=float(cut_t.number("read_timeout_s", 30.0, 0.001, 3600)),
-        read_budget=int(cut_t.number("read_budget", 2048, 0, 1 << 24)),
-    )
-    cut_t.done()
+    workload = _workload(Table("[workload]", root.get("workload", dict, {})))
+    cut = _cut(Table("[cut]", root.get("cut", dict, {})), workload)
 
     health = _health(root.get("health", dict, {}))
     stop = _stop_rules(Table("[stop]", root.get("stop", dict, {})))
@@ -237,6 +195,57 @@ def parse(
         duration_s,
         endurance,
     )
+
+
+def _workload(load_t: Table) -> Workload:
+    """The [workload] table."""
+    sizes = load_t.get("write_blocks", list, [1, 2, 8, 32])
+    if not sizes or not all(isinstance(s, int) and 1 <= s <= 4096 for s in sizes):
+        raise UserError("campaign: [workload].write_blocks must be whole numbers from 1 to 4096")
+    workload = Workload(
+        workers=load_t.whole("workers", 8, 1, 256),
+        write_blocks=tuple(sizes),
+        size_mix=_choice(load_t, "size_mix", SIZE_MIXES),
+        lba_skew=_choice(load_t, "lba_skew", LBA_SKEWS),
+        flush_every=load_t.whole("flush_every", 16, 0, 1_000_000),
+        flush_every_ms=float(load_t.number("flush_every_ms", 0.0, 0, 3_600_000)),
+        durable_writes=load_t.get("durable_writes", bool, False),
+        sequential=load_t.get("sequential", bool, False),
+        layout=_choice(load_t, "layout", LAYOUTS),
+        engine=_choice(load_t, "engine", ENGINES),
+    )
+    load_t.done()
+    return workload
+
+
+def _cut(cut_t: Table, workload: Workload) -> CutSpec:
+    """The [cut] table (a during_flush strategy needs the workload's flush cadence)."""
+    delay = cut_t.get("delay_ms", list, [2.0, 60.0])
+    if (
+        len(delay) != 2
+        or not all(isinstance(d, int | float) for d in delay)
+        or not (0 <= delay[0] <= delay[1] <= 3_600_000)
+    ):
+        raise UserError("campaign: [cut].delay_ms must be [low, high] milliseconds, low <= high")
+    after = _range_ms(cut_t, "after_ms", [0.0, 1000.0])
+    strategy = _choice(cut_t, "strategy", STRATEGIES)
+    if strategy == "during_flush" and not (workload.flush_every or workload.flush_every_ms):
+        raise UserError("campaign: [cut].strategy during_flush needs a flush cadence in [workload]")
+    cut = CutSpec(
+        delay_ms=(float(delay[0]), float(delay[1])),
+        strategy=strategy,
+        after_ms=after,
+        off_ms=float(cut_t.number("off_ms", 50.0, 0, 3_600_000)),
+        gone_timeout_s=float(cut_t.number("gone_timeout_s", 5.0, 0.01, 3600)),
+        return_timeout_s=float(cut_t.number("return_timeout_s", 30.0, 0.01, 3600)),
+        sample_blocks=cut_t.whole("sample_blocks", 256, 0, 1 << 30),
+        recent_cycles=cut_t.whole("recent_cycles", 1, 0, 1000),
+        full_scan_every=cut_t.whole("full_scan_every", 0, 0, 10_000_000),
+        read_timeout_s=float(cut_t.number("read_timeout_s", 30.0, 0.001, 3600)),
+        read_budget=int(cut_t.number("read_budget", 2048, 0, 1 << 24)),
+    )
+    cut_t.done()
+    return cut
 
 
 SIZE_UNITS = (("mib", 1 << 20), ("kib", 1 << 10), ("bytes", 1))

@@ -1,5 +1,5 @@
 """Everything the campaign writes to (and reads back from) the store goes through here: the
-only module of rig/campaign that calls `Store` (SQL itself lives in rig/store.py). The record
+only module of rig/campaign that calls `Store` (SQL itself lives in rig/store/). The record
 phase, `record`, always ends a cycle: the cycle, its findings, events, ledger, LBA state and
 rail-sense capture in one transaction."""
 

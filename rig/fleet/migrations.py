@@ -1,4 +1,4 @@
-"""The central database's schema, versioned like the station store's (rig/store.py): each entry
+"""The central database's schema, versioned like the station store's (rig/store/): each entry
 upgrades by one version, recorded in fleet.schema_version; never edit a released entry.
 
 Every row a station writes carries its station's name, and row-level security lets a station's

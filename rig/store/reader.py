@@ -1,0 +1,115 @@
+"""A read-only reader of a store of any schema version up to this rig's, for reports: it never
+migrates or writes, and looks tables and columns up before use, so a store from another station or
+an older rig still reads (rig.store.Store refuses a store that is not at this rig's version)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+
+from rig.errors import UserError
+from rig.store.schema import SCHEMA_VERSION
+
+Rows = Iterator[sqlite3.Row]
+
+
+class StoreReader:
+    """One store file opened read-only; rows are `sqlite3.Row` (by column name)."""
+
+    def __init__(self, path: str) -> None:
+        if not os.path.isfile(path):
+            raise UserError(f"{path}: no such store")
+        try:
+            self.db = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
+            self.db.row_factory = sqlite3.Row
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            tables = self.tables()
+        except sqlite3.DatabaseError as error:
+            raise UserError(f"{path}: not a rig store ({error})") from error
+        if version > SCHEMA_VERSION:
+            self.db.close()
+            raise UserError(f"{path}: store has schema v{version}, newer than this rig")
+        if not {"campaign", "drive", "cycle"} <= tables:
+            self.db.close()
+            raise UserError(f"{path}: not a rig store (no campaign, drive and cycle tables)")
+
+    def close(self) -> None:
+        self.db.close()
+
+    def tables(self) -> set[str]:
+        return {
+            r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+
+    def columns(self, table: str) -> set[str]:
+        return {r[1] for r in self.db.execute(f'PRAGMA table_info("{table}")')}
+
+    def campaigns(self) -> Rows:
+        return self.db.execute("SELECT * FROM campaign ORDER BY id")
+
+    def drives(self) -> Rows:
+        return self.db.execute("SELECT * FROM drive ORDER BY campaign_id, channel")
+
+    def finding_counts_by_cycle(self, drive_id: int) -> Rows:
+        """(cycle_id, class, failure, n, blocks) of the drive's findings."""
+        return self.db.execute(
+            "SELECT f.cycle_id, f.class, f.failure, COUNT(*) AS n, SUM(f.lba_count) AS blocks"
+            " FROM finding f JOIN cycle c ON c.id = f.cycle_id WHERE c.drive_id = ?"
+            " GROUP BY f.cycle_id, f.class, f.failure",
+            (drive_id,),
+        )
+
+    def failure_examples(self, drive_id: int, limit: int) -> Rows:
+        """The drive's first `limit` failure findings, with their cycle's seq as `cycle`."""
+        return self.db.execute(
+            "SELECT c.seq AS cycle, f.* FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+            " WHERE c.drive_id = ? AND f.failure = 1 ORDER BY f.id LIMIT ?",
+            (drive_id, limit),
+        )
+
+    def failure_details(self, drive_id: int, cls: str) -> Rows:
+        """The detail of each of the drive's failure findings of class `cls`."""
+        return self.db.execute(
+            "SELECT f.detail FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+            " WHERE c.drive_id = ? AND f.class = ? AND f.failure = 1",
+            (drive_id, cls),
+        )
+
+    def findings_of_class(self, drive_id: int, cls: str) -> Rows:
+        """(seq, detail) of the drive's findings of class `cls`, in cycle order."""
+        return self.db.execute(
+            "SELECT c.seq, f.detail FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+            " WHERE c.drive_id = ? AND f.class = ? ORDER BY c.seq, f.id",
+            (drive_id, cls),
+        )
+
+    def cycles_with_ledger(self, drive_id: int, has_ledger: bool, has_delays: bool) -> Rows:
+        """The drive's cycles in order, each with `ledger`: its write log, only where the cycle
+        row lacks the v8 delay columns (`has_delays`), so a report skips the blobs."""
+        ledger = (
+            "CASE WHEN c.last_ack_to_cut_ns IS NULL THEN l.writes END" if has_delays else "l.writes"
+        )
+        ledger_sql = (
+            f"SELECT c.*, {ledger} AS ledger FROM cycle c LEFT JOIN ledger l ON l.cycle_id = c.id"
+            if has_ledger
+            else "SELECT c.*, NULL AS ledger FROM cycle c"
+        )
+        return self.db.execute(f"{ledger_sql} WHERE c.drive_id = ? ORDER BY c.seq", (drive_id,))
+
+    def health_of(self, drive_id: int) -> Rows:
+        return self.db.execute(
+            "SELECT after_seq, source, fields FROM health WHERE drive_id = ? ORDER BY after_seq",
+            (drive_id,),
+        )
+
+    def rail_sense(self) -> Rows:
+        """Every rail-sense capture with its cycle's drive_id and seq."""
+        return self.db.execute(
+            "SELECT c.drive_id, c.seq, r.* FROM rail_sense r JOIN cycle c ON c.id = r.cycle_id"
+            " ORDER BY c.drive_id, c.seq"
+        )
+
+    def rows_of(self, table: str) -> Rows:
+        """Every row of `table` (one found by `tables`), in insertion order."""
+        return self.db.execute(f'SELECT * FROM "{table}" ORDER BY rowid')

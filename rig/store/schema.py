@@ -1,0 +1,213 @@
+"""The store's schema: versioned migrations tracked in `PRAGMA user_version` (docs/schema.md)."""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+
+from rig.errors import UserError
+
+# Each entry upgrades the schema by one version; never edit a released entry, append a new one.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE campaign (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        config TEXT NOT NULL,            -- the campaign file as given
+        seed INTEGER NOT NULL,
+        station TEXT NOT NULL,           -- 'simulated' or the relay board's identity
+        started_at REAL NOT NULL,        -- wall clock, seconds since the epoch
+        ended_at REAL,
+        status TEXT NOT NULL DEFAULT 'running'  -- running | done | stopped | error
+    );
+    CREATE TABLE drive (
+        id INTEGER PRIMARY KEY,
+        campaign_id INTEGER NOT NULL REFERENCES campaign(id),
+        channel INTEGER NOT NULL,
+        model TEXT NOT NULL,
+        serial TEXT NOT NULL,
+        wwn TEXT NOT NULL DEFAULT '',
+        firmware TEXT NOT NULL DEFAULT '',
+        size_bytes INTEGER NOT NULL,
+        block_size INTEGER NOT NULL,
+        region_first_lba INTEGER NOT NULL,
+        region_blocks INTEGER NOT NULL,
+        profile TEXT NOT NULL DEFAULT '', -- simulated drives only
+        status TEXT NOT NULL DEFAULT 'active'  -- active | dead | stopped
+    );
+    CREATE TABLE cycle (
+        id INTEGER PRIMARY KEY,
+        drive_id INTEGER NOT NULL REFERENCES drive(id),
+        seq INTEGER NOT NULL,            -- 1-based per drive
+        status TEXT NOT NULL,            -- ok | error | dead
+        error TEXT NOT NULL DEFAULT '',
+        cut_delay_ns INTEGER NOT NULL,   -- requested delay from write start to cut
+        write_start_ns INTEGER,          -- host monotonic ns
+        cut_ns INTEGER,                  -- cut edge on the host clock
+        cut_error_ns INTEGER,            -- bound of the MCU-to-host clock mapping
+        gone_ns INTEGER,                 -- drive seen leaving the bus
+        back_ns INTEGER,                 -- drive seen back
+        writes INTEGER NOT NULL DEFAULT 0,
+        writes_acked INTEGER NOT NULL DEFAULT 0,
+        writes_durable INTEGER NOT NULL DEFAULT 0,
+        flushes INTEGER NOT NULL DEFAULT 0,
+        bytes_written INTEGER NOT NULL DEFAULT 0,
+        blocks_checked INTEGER NOT NULL DEFAULT 0,
+        nondurable_writes INTEGER NOT NULL DEFAULT 0,
+        nondurable_survived INTEGER NOT NULL DEFAULT 0,
+        failures INTEGER NOT NULL DEFAULT 0,
+        started_at REAL NOT NULL,
+        ended_at REAL NOT NULL,
+        UNIQUE (drive_id, seq)
+    );
+    CREATE TABLE finding (
+        id INTEGER PRIMARY KEY,
+        cycle_id INTEGER NOT NULL REFERENCES cycle(id),
+        class TEXT NOT NULL,
+        failure INTEGER NOT NULL,        -- 1 for a drive failure, 0 for an allowed outcome
+        lba_first INTEGER NOT NULL,
+        lba_count INTEGER NOT NULL,
+        expected_gen INTEGER NOT NULL,
+        observed_gen INTEGER NOT NULL,
+        expected_op INTEGER NOT NULL,
+        observed_op INTEGER NOT NULL,
+        detail TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX finding_cycle ON finding(cycle_id);
+    CREATE TABLE event (
+        id INTEGER PRIMARY KEY,
+        drive_id INTEGER REFERENCES drive(id),
+        cycle_id INTEGER REFERENCES cycle(id),
+        host_ns INTEGER NOT NULL,
+        kind TEXT NOT NULL,              -- power_on | power_off | bus_gone | bus_back | ...
+        detail TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE TABLE ledger (
+        cycle_id INTEGER PRIMARY KEY REFERENCES cycle(id),
+        writes BLOB NOT NULL             -- numpy .npz of the cycle's columnar write/flush log
+    );
+    CREATE TABLE lba_state (
+        drive_id INTEGER PRIMARY KEY REFERENCES drive(id),
+        after_cycle INTEGER NOT NULL,    -- seq of the last cycle folded in
+        state BLOB NOT NULL              -- numpy .npz of committed/issued generations
+    );
+    """,
+    # v2: health snapshots (smartctl / nvme-cli), read before the first cut and after cuts
+    """
+    CREATE TABLE health (
+        id INTEGER PRIMARY KEY,
+        drive_id INTEGER NOT NULL REFERENCES drive(id),
+        after_seq INTEGER NOT NULL,      -- cycle seq it was read after; 0 = before the first cut
+        host_ns INTEGER NOT NULL,
+        source TEXT NOT NULL,            -- smartctl | nvme-cli | ...
+        fields TEXT NOT NULL,            -- JSON: the typed HealthSnapshot fields (docs/health.md)
+        raw BLOB NOT NULL,               -- zlib-compressed original tool output (JSON text)
+        UNIQUE (drive_id, after_seq)
+    );
+    """,
+    # v3: the checker's scope and serializability count per cycle
+    """
+    ALTER TABLE cycle ADD COLUMN full_scan INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE cycle ADD COLUMN unserializable_writes INTEGER NOT NULL DEFAULT 0;
+    """,
+    # v4: relay board rail sense: how the drive's supply rail fell after each cut's off edge
+    """
+    CREATE TABLE rail_sense (
+        cycle_id INTEGER PRIMARY KEY REFERENCES cycle(id),
+        channel INTEGER NOT NULL,
+        edge_mcu_us INTEGER NOT NULL,    -- the off edge on the board's clock
+        edge_ns INTEGER,                 -- the off edge on the host clock; NULL: not mapped
+        edge_error_ns INTEGER,           -- bound of that mapping
+        hi_threshold INTEGER NOT NULL,   -- ADC counts (0..1023 of the divided rail)
+        lo_threshold INTEGER NOT NULL,   -- 0 = not used
+        window_ms INTEGER NOT NULL,      -- capture window after the edge
+        v0 INTEGER,                      -- reading just before the edge; NULL when busy
+        hi_us INTEGER,                   -- µs from the edge to the first reading below hi
+        lo_us INTEGER,                   -- ... below lo; NULL: it never fell that far
+        min_v INTEGER,                   -- lowest reading of the capture
+        end_reason TEXT NOT NULL,        -- fell | timeout | on | busy (not measured)
+        sample_dt_us INTEGER,            -- spacing of samples; NULL when none were asked
+        samples TEXT NOT NULL DEFAULT '[]'  -- JSON array: readings at edge + i * sample_dt_us
+    );
+    """,
+    # v5: campaigns that resume (issue 6): the pass criteria stored with the campaign, a row per
+    # cycle started (so a crash mid-cycle is found and recorded as `interrupted`), resume count
+    """
+    ALTER TABLE campaign ADD COLUMN criteria TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE campaign ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE cycle_start (
+        drive_id INTEGER NOT NULL REFERENCES drive(id),
+        seq INTEGER NOT NULL,
+        started_at REAL NOT NULL,        -- wall clock
+        cut_delay_ns INTEGER NOT NULL,
+        PRIMARY KEY (drive_id, seq)
+    );
+    """,
+    # v6: endurance mode (issue 6): one row per measured interval of sustained writes
+    """
+    CREATE TABLE endurance_interval (
+        id INTEGER PRIMARY KEY,
+        drive_id INTEGER NOT NULL REFERENCES drive(id),
+        seq INTEGER NOT NULL,            -- 1-based per drive
+        started_at REAL NOT NULL,        -- wall clock
+        seconds REAL NOT NULL,           -- measured write time of the interval
+        writes INTEGER NOT NULL,
+        failed_writes INTEGER NOT NULL,
+        bytes_written INTEGER NOT NULL,
+        host_bytes_total INTEGER NOT NULL,  -- all host bytes written to the drive so far
+        tbw_fraction REAL,               -- host_bytes_total / rated TBW; NULL when not rated
+        mb_per_s REAL NOT NULL,          -- 1e6 bytes per second
+        iops REAL NOT NULL,
+        lat_p50_us REAL, lat_p99_us REAL, lat_p999_us REAL, lat_max_us REAL,
+        fill_fraction REAL NOT NULL,     -- share of the region holding data of this campaign
+        steady INTEGER NOT NULL,         -- 1 when the steady-state rule holds (docs/campaign.md)
+        verified_blocks INTEGER NOT NULL DEFAULT 0,
+        failures INTEGER NOT NULL DEFAULT 0,
+        kind TEXT NOT NULL DEFAULT 'write',  -- write | retention
+        detail TEXT NOT NULL DEFAULT '{}',   -- JSON: findings per class, SMART fields, ...
+        UNIQUE (drive_id, seq)
+    );
+    """,
+    # v7: the id written on the media is a random nonce, not the store's row id: a fresh store on a
+    # drive that an earlier campaign wrote would reuse id 1 and take the old records for its own
+    """
+    ALTER TABLE campaign ADD COLUMN media_id INTEGER;
+    UPDATE campaign SET media_id = id;
+    """,
+    # v8: time from the last acknowledged write and the last completed flush to the cut, per
+    # cycle, so a report over millions of cuts need not decompress every ledger for them
+    """
+    ALTER TABLE cycle ADD COLUMN last_ack_to_cut_ns INTEGER;
+    ALTER TABLE cycle ADD COLUMN last_flush_to_cut_ns INTEGER;
+    """,
+    # v9: blocks a cut's check meant to read and left unread (a read budget spent): `unchecked`,
+    # counted apart from read errors (only a block whose own read failed is a read error)
+    """
+    ALTER TABLE cycle ADD COLUMN blocks_unchecked INTEGER NOT NULL DEFAULT 0;
+    """,
+    # v10 (issue 18): the number of latency samples behind an interval's percentiles (a
+    # percentile the samples cannot support is NULL beside its count, rig/endurance.py); the
+    # write interval's own number, which retention rows (sharing `seq`) do not take
+    """
+    ALTER TABLE endurance_interval ADD COLUMN lat_samples INTEGER;
+    ALTER TABLE endurance_interval ADD COLUMN interval_no INTEGER;
+    UPDATE endurance_interval SET interval_no = (SELECT COUNT(*) FROM endurance_interval o
+        WHERE o.drive_id = endurance_interval.drive_id AND o.kind = 'write'
+        AND o.seq <= endurance_interval.seq) WHERE kind = 'write';
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def new_media_id() -> int:
+    """A random non-zero 63-bit id (fits SQLite's signed INTEGER and the header's u64 word)."""
+    return secrets.randbits(63) | 1
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise UserError(f"store has schema v{version}, newer than this rig (v{SCHEMA_VERSION})")
+    for number in range(version, SCHEMA_VERSION):
+        with db:
+            db.executescript(f"BEGIN; {MIGRATIONS[number]} PRAGMA user_version = {number + 1};")

@@ -1,0 +1,23 @@
+"""The Store: one SQLite file on the host disk (never on a drive under test), composed of one
+mixin per area, all sharing the connection of `StoreConnection` (docs/decisions.md, 102)."""
+
+from __future__ import annotations
+
+import os
+
+from rig.errors import UserError
+from rig.store.campaign import CampaignRows
+from rig.store.recording import RecordWrites
+from rig.store.replication import ReplicationReads
+from rig.store.summary import SummaryReads
+
+
+class Store(RecordWrites, CampaignRows, ReplicationReads, SummaryReads):
+    """One SQLite file. Thread-safe: one connection guarded by a lock (writes are batched)."""
+
+
+def open_existing(path: str) -> Store:
+    """Open a store that must already exist (status, report)."""
+    if not os.path.isfile(path):
+        raise UserError(f"{path}: no such store")
+    return Store(path)

@@ -1,0 +1,39 @@
+"""Reads for the short campaign summary (reports/summary.py)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from rig.store.connection import StoreConnection
+
+
+class SummaryReads(StoreConnection):
+    """What `rig report`'s summary shows of the latest campaign and every drive."""
+
+    def latest_campaign_head(self) -> list[sqlite3.Row]:
+        """(name, station, status) of the latest campaign; no row in an empty store."""
+        return self.query("SELECT name, station, status FROM campaign ORDER BY id DESC LIMIT 1")
+
+    def all_drives(self) -> list[sqlite3.Row]:
+        return self.query("SELECT * FROM drive ORDER BY campaign_id, channel")
+
+    def cycles_of(self, drive_id: int) -> list[sqlite3.Row]:
+        return self.query("SELECT * FROM cycle WHERE drive_id = ?", (drive_id,))
+
+    def finding_totals_of_drive(self, drive_id: int) -> list[sqlite3.Row]:
+        """(class, failure, n, blocks) of the drive's findings."""
+        return self.query(
+            "SELECT f.class, f.failure, COUNT(*) AS n, SUM(f.lba_count) AS blocks FROM finding f"
+            " JOIN cycle c ON c.id = f.cycle_id WHERE c.drive_id = ? GROUP BY f.class, f.failure",
+            (drive_id,),
+        )
+
+    def failure_examples(self, limit: int) -> list[sqlite3.Row]:
+        """The first `limit` failure findings of the store, with their drive and cycle."""
+        return self.query(
+            "SELECT d.channel, d.model, c.seq AS cycle, f.class, f.lba_first, f.lba_count,"
+            " f.expected_gen, f.observed_gen, f.detail FROM finding f"
+            " JOIN cycle c ON c.id = f.cycle_id"
+            " JOIN drive d ON d.id = c.drive_id WHERE f.failure = 1 ORDER BY f.id LIMIT ?",
+            (limit,),
+        )
