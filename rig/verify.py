@@ -101,10 +101,9 @@ def check(
 
     Per-block rules (docs/checker.md; `verify_rules.claims`): unreadable -> read error; a sector
     failing its checksum -> bit corruption (block written this cycle) or collateral damage (not
-    written);
-    old damage still there under a durable write of this cycle -> lost durable write; a valid
-    sector written for another LBA -> flying write; sectors of different generations -> shorn
-    write; a whole block older than its floor -> lost durable write (a durable write of this
+    written); old damage still there under a durable write of this cycle -> lost durable write;
+    a valid sector written for another LBA -> flying write; sectors of different generations ->
+    shorn write; a whole block older than its floor -> lost durable write (a durable write of this
     cycle) or collateral damage; zeros where older data was committed -> metadata loss (a read
     error of kind "unmapped"); a generation newer than the floor that this cycle never wrote ->
     flying write. A block several rules claim takes the class of strongest precedence in the
