@@ -1,0 +1,399 @@
+"""How the checker reads the checked blocks (docs/checker.md): in windows read ahead at queue
+depth, failing ranges split down to single blocks within a read budget and a hang budget, each
+window's sectors parsed on a helper thread while the next window is read."""
+
+from __future__ import annotations
+
+import errno
+import functools
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rig import media, readback
+from rig.failures import READ_ERROR, UNCHECKED
+from rig.verify_findings import Finding
+
+# What a read gets from a drive that left the bus under the checker (rig/blockio.py makes a
+# removed disk's empty reads ENODEV; ENXIO: a device node without its device): the drive is gone,
+# which is no read error of its media. The check stops (`DriveGone`), and the cycle is a rig
+# ERROR whose blocks stay unjudged.
+GONE_ERRNOS = frozenset({errno.ENODEV, errno.ENXIO})
+
+
+class DriveGone(OSError):
+    """The drive left the bus while the checker read it."""
+
+
+BlockReader = Callable[[int, int], npt.NDArray[np.uint8]]
+
+
+def runs(lbas: npt.NDArray[np.int64], longest: int) -> Iterator[tuple[int, int]]:
+    """(first, count) runs of consecutive LBAs, each at most `longest` long."""
+    if len(lbas) == 0:
+        return
+    breaks = np.flatnonzero(np.diff(lbas) != 1) + 1
+    for run in np.split(lbas, breaks):
+        for start in range(0, len(run), longest):
+            yield int(run[start]), min(longest, len(run) - start)
+
+
+@dataclass(frozen=True)
+class ReadPolicy:
+    """How the checker reads: failing ranges are split down to single blocks; a single block is
+    tried `attempts` times; a read that has not returned after `timeout_s` counts as a hang and is
+    not retried (the drive is sitting on it). `max_reads` bounds the extra reads spent on failing
+    ranges per check, `max_hangs` the hangs (each costs a timeout); past either, what is left is
+    `unchecked` (counted and reported, never a read error: no read of those blocks failed)."""
+
+    attempts: int = 2
+    timeout_s: float | None = None
+    max_reads: int = 2048
+    max_hangs: int = 16
+
+
+@dataclass(frozen=True)
+class Sectors:
+    """Per checked block × sector: what the headers say (rows of unreadable blocks stay zero)."""
+
+    state: npt.NDArray[np.uint8]
+    lba: npt.NDArray[np.int64]
+    gen: npt.NDArray[np.int64]
+    op: npt.NDArray[np.int64]
+    worker: npt.NDArray[np.int64]
+    campaign: npt.NDArray[np.uint64]
+
+    @classmethod
+    def empty(cls, rows: int, per_block: int) -> Sectors:
+        shape = (rows, per_block)
+        return cls(
+            np.full(shape, media.ZERO, dtype=np.uint8),
+            np.zeros(shape, dtype=np.int64),
+            np.zeros(shape, dtype=np.int64),
+            np.zeros(shape, dtype=np.int64),
+            np.zeros(shape, dtype=np.int64),
+            np.zeros(shape, dtype=np.uint64),
+        )
+
+    def fill(self, rows: slice, data: npt.NDArray[np.uint8]) -> None:
+        """Parse `data` (the blocks of `rows`) straight into these rows: one C pass."""
+        columns = media.Columns(
+            self.state[rows].reshape(-1),
+            self.campaign[rows].reshape(-1),
+            self.lba[rows].reshape(-1),
+            self.gen[rows].reshape(-1),
+            self.op[rows].reshape(-1),
+            self.worker[rows].reshape(-1),
+        )
+        media.parse_into(data, columns)
+
+
+@dataclass(frozen=True)
+class Reads:
+    """What reading the checked blocks gave: their sectors' headers, which rows were read, the
+    read errors and the ranges left unread."""
+
+    sectors: Sectors
+    readable: npt.NDArray[np.bool_]
+    errors: list[Finding]
+    unread: list[Finding]
+
+
+def read_blocks(
+    checked: npt.NDArray[np.int64],
+    read: BlockReader | readback.Reader,
+    block_size: int,
+    max_read_blocks: int,
+    policy: ReadPolicy,
+    budget: Budget,
+) -> Reads:
+    reads = Reads(
+        Sectors.empty(len(checked), block_size // media.SECTOR),
+        np.ones(len(checked), dtype=bool),
+        [],
+        [],
+    )
+    reader = readback.reader_for(read, block_size, policy.timeout_s)
+    parsing = _Parser()  # a large window is parsed while the next one is read
+    for n, window in enumerate(_windows(runs(checked, max_read_blocks), block_size)):
+        # one window of ranges: read ahead into one buffer (at queue depth where the reader can),
+        # judged range by range in order with the budget, then parsed in one pass
+        row0 = int(np.searchsorted(checked, window[0][0]))
+        nrows = sum(count for _, count in window)
+        data = reader.buffer(nrows * block_size, n % 2)
+        offsets, at = [], 0
+        for _, count in window:
+            offsets.append(at)
+            at += count * block_size
+        reader.read_ahead(window, data, offsets)
+        landed: list[tuple[int, int, npt.NDArray[np.uint8] | None]] = []  # rows read, and where
+        for k, (first, count) in enumerate(window):
+            start = row0 + offsets[k] // block_size
+            outcomes = _read_range(
+                reader, first, count, policy, budget, first_try=functools.partial(reader.take, k)
+            )
+            for part_first, part_count, outcome in outcomes:
+                rows = slice(start + part_first - first, start + part_first - first + part_count)
+                landed.extend(
+                    _take_outcome(reads, rows, part_first, outcome, data, row0, block_size)
+                )
+        parsing.join()
+        parsing.start(reads.sectors, landed, data, row0, block_size)  # rows never read stay 0
+    parsing.join()
+    return reads
+
+
+def _take_outcome(
+    reads: Reads,
+    rows: slice,
+    first: int,
+    outcome: ReadOutcome | _InBuffer,
+    data: npt.NDArray[np.uint8],
+    row0: int,
+    block_size: int,
+) -> list[tuple[int, int, npt.NDArray[np.uint8] | None]]:
+    """Account for one read outcome of `rows`; what landed, for the window's parse."""
+    count = rows.stop - rows.start
+    if isinstance(outcome, Unread):
+        # not read at all: treated like an unreadable block for the state (unchanged, or
+        # uncertain if this cycle wrote it), but no read of it failed
+        reads.readable[rows] = False
+        reads.unread.append(_unjudged(UNCHECKED, first, count, {"reason": outcome.reason}))
+        return []
+    if isinstance(outcome, ReadFailure):
+        reads.readable[rows] = False
+        reads.errors.append(_unjudged(READ_ERROR, first, count, outcome.detail()))
+        return []
+    if isinstance(outcome, np.ndarray) and count * block_size < COPY_BELOW:
+        at = (rows.start - row0) * block_size  # small: copied, parsed with its window
+        data[at : at + count * block_size] = outcome.view(np.uint8)
+        return [(rows.start, rows.stop, None)]
+    array = outcome if isinstance(outcome, np.ndarray) else None
+    return [(rows.start, rows.stop, array)]
+
+
+def _unjudged(cls: str, first: int, count: int, detail: dict[str, Any]) -> Finding:
+    """A range whose content was not judged (unreadable, or not read): no generations."""
+    return Finding(
+        cls=cls, lba_first=first, lba_count=count, expected_gen=-1, observed_gen=-1, detail=detail
+    )
+
+
+@dataclass(frozen=True)
+class ReadFailure:
+    """A range whose read failed: how (eio, timeout, hang) and after how many attempts."""
+
+    kind: str
+    errno: int | None
+    message: str
+    attempts: int
+
+    def detail(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "errno": self.errno,
+            "error": self.message,
+            "attempts": self.attempts,
+        }
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A range the check meant to read and did not (a budget was spent): `unchecked`."""
+
+    reason: str
+
+
+ReadOutcome = npt.NDArray[np.uint8] | ReadFailure | Unread
+
+
+@dataclass
+class Budget:
+    """What a check may still spend on failing reads: reads while splitting failing ranges,
+    and reads that hang (each costs a whole timeout)."""
+
+    reads: int
+    hangs: int
+
+
+def _read_range(
+    read: readback.Reader,
+    first: int,
+    count: int,
+    policy: ReadPolicy,
+    budget: Budget,
+    parent: ReadFailure | None = None,
+    first_try: Callable[[], npt.NDArray[np.uint8] | None] | None = None,
+) -> Iterator[tuple[int, int, ReadOutcome | _InBuffer]]:
+    """Read `count` blocks; a failing range is split in halves down to single blocks, so a bad
+    range is located exactly while good neighbours are still checked. A block is a read error
+    only when a read of it alone failed: past the budget, what is left of a failing range and
+    any range not read at all (the drive hung too often) is `Unread` (some of it may read fine;
+    calling it a read error would invent failures). `first_try`: the range's first read was
+    started ahead (data that landed in the caller's buffer: `_IN_BUFFER`)."""
+    if budget.hangs <= 0:
+        yield first, count, Unread("the drive hung too often in this check")
+        return
+    if parent is not None and budget.reads <= 0:
+        yield first, count, Unread(f"read budget spent inside a failing range ({parent.kind})")
+        return
+    attempts = policy.attempts if count == 1 else 1
+    outcome = _attempt(read, first, count, policy, attempts, budget, parent is not None, first_try)
+    if not isinstance(outcome, ReadFailure) or count == 1:
+        yield first, count, outcome
+        return
+    half = count // 2
+    yield from _read_range(read, first, half, policy, budget, outcome)
+    yield from _read_range(read, first + half, count - half, policy, budget, outcome)
+
+
+class _InBuffer:
+    """The outcome of a read that landed where the caller's buffer wanted it."""
+
+
+_IN_BUFFER = _InBuffer()
+
+
+def _attempt(
+    read: readback.Reader,
+    first: int,
+    count: int,
+    policy: ReadPolicy,
+    attempts: int,
+    budget: Budget,
+    splitting: bool,
+    first_try: Callable[[], npt.NDArray[np.uint8] | None] | None = None,
+) -> ReadOutcome | _InBuffer:
+    failure = ReadFailure("eio", None, "", 0)
+    for attempt in range(1, attempts + 1):
+        if splitting or attempt > 1:
+            budget.reads -= 1
+        try:
+            if attempt == 1 and first_try is not None:
+                ahead = first_try()
+                return _IN_BUFFER if ahead is None else ahead
+            return read.read(first, count)
+        except readback.Hung:
+            budget.hangs -= 1
+            return ReadFailure("hang", None, f"no answer within {policy.timeout_s} s", attempt)
+        except OSError as error:
+            if error.errno in GONE_ERRNOS:
+                raise DriveGone(error.errno, f"drive gone during the check: {error}") from error
+            kind = "timeout" if error.errno == errno.ETIMEDOUT else "eio"
+            failure = ReadFailure(kind, error.errno, str(error), attempt)
+        if budget.reads <= 0:
+            break
+    return failure
+
+
+COPY_BELOW = 64 << 10  # a read returned smaller than this is copied and parsed with its window
+
+
+def _parse_landed(
+    sec: Sectors,
+    landed: list[tuple[int, int, npt.NDArray[np.uint8] | None]],
+    data: npt.NDArray[np.uint8],
+    row0: int,
+    block_size: int,
+) -> None:
+    """Parse what a window read: rows in `data` (None) in runs as long as they are consecutive,
+    rows returned as arrays of their own one read each."""
+    run_start = run_stop = -1
+    for start, stop, array in [*landed, (-1, -1, None)]:
+        if array is None and start == run_stop and start >= 0:
+            run_stop = stop
+            continue
+        if run_start >= 0:
+            at = (run_start - row0) * block_size
+            sec.fill(
+                slice(run_start, run_stop), data[at : at + (run_stop - run_start) * block_size]
+            )
+            run_start = run_stop = -1
+        if array is not None:
+            sec.fill(slice(start, stop), array)
+        elif start >= 0:
+            run_start, run_stop = start, stop
+
+
+class _Parser:
+    """Parses a window's rows on a helper thread when the window is large (the C parse releases
+    the GIL, so the next window's reads and this parse overlap), inline when small. The helper
+    is one long-lived thread per checking thread: starting a thread per window cost ~20 ms each
+    on the loaded machine (start waits until the new thread runs)."""
+
+    OVERLAP_BYTES = 1 << 20
+
+    def __init__(self) -> None:
+        self._done: threading.Event | None = None
+        self._error: list[BaseException] = []
+
+    def start(
+        self,
+        sec: Sectors,
+        landed: list[tuple[int, int, npt.NDArray[np.uint8] | None]],
+        data: npt.NDArray[np.uint8],
+        row0: int,
+        block_size: int,
+    ) -> None:
+        if len(data) < self.OVERLAP_BYTES:
+            _parse_landed(sec, landed, data, row0, block_size)
+            return
+        done, error = threading.Event(), self._error
+
+        def job() -> None:
+            try:
+                _parse_landed(sec, landed, data, row0, block_size)
+            except BaseException as failure:  # raised in the checker by join
+                error.append(failure)
+            finally:
+                done.set()
+
+        self._done = done
+        _parse_worker().put(job)
+
+    def join(self) -> None:
+        if self._done is not None:
+            self._done.wait()
+            self._done = None
+        if self._error:
+            raise self._error.pop()
+
+
+_parse_local = threading.local()
+
+
+def _parse_worker() -> queue.SimpleQueue[Callable[[], None]]:
+    found: queue.SimpleQueue[Callable[[], None]] | None = getattr(_parse_local, "jobs", None)
+    if found is not None:
+        return found
+    jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+    _parse_local.jobs = jobs
+
+    def serve() -> None:
+        while True:
+            jobs.get()()
+
+    threading.Thread(target=serve, name="check-parse", daemon=True).start()
+    return jobs
+
+
+WINDOW_BYTES = 16 << 20  # read ahead and parsed at once: bounds the checker's read buffer
+WINDOW_RANGES = 4096
+
+
+def _windows(ranges: Iterator[tuple[int, int]], block_size: int) -> Iterator[list[tuple[int, int]]]:
+    window: list[tuple[int, int]] = []
+    size = 0
+    for first, count in ranges:
+        if window and (size + count * block_size > WINDOW_BYTES or len(window) == WINDOW_RANGES):
+            yield window
+            window, size = [], 0
+        window.append((first, count))
+        size += count * block_size
+    if window:
+        yield window

@@ -1,0 +1,444 @@
+"""The checker's per-block rules (docs/checker.md): the evidence each checked block gives, the
+classes the rules claim for it resolved by the class table's precedence (rig/failures.py), the
+settled committed state, findings merged into ranges, atomic-unit tears, the outcomes of
+non-durable writes and unserializable writes.
+
+Per block, `floor` is the generation the block must at least read back: the newest durable write
+of this cycle, else the committed generation from before the cycle. Any newer generation written
+this cycle (acknowledged but unflushed, or in flight) may survive or not, whole per atomic unit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rig import failures, media
+from rig.failures import (
+    ALLOWED_LOSS,
+    COLLATERAL,
+    CORRUPTION,
+    FLYING,
+    LOST_DURABLE,
+    READ_ERROR,
+    SHORN,
+    UNSERIALIZABLE,
+)
+from rig.ledger import CycleLog, Durability, is_uncertain, known_floor, uncertain
+from rig.verify_findings import NO_OP, Finding
+from rig.verify_reads import Reads
+
+
+class Cycle:
+    """This cycle's writes expanded to one entry per block, with each write's durability."""
+
+    def __init__(self, log: CycleLog, durability: Durability) -> None:
+        nblocks = log.column("nblocks")
+        total = int(nblocks.sum())
+        self.write = np.repeat(np.arange(len(nblocks)), nblocks)
+        offset_in_write = np.arange(total) - np.repeat(log.column("gen_offset"), nblocks)
+        self.lba = np.repeat(log.column("first_lba"), nblocks) + offset_in_write
+        self.gen = log.generations().astype(np.int64)
+        self.durable = durability.durable[self.write]
+        self.op_seq = log.column("op_seq")
+        self.log_nblocks = nblocks
+        self.worker = log.column("worker")
+        self.issue_ns = log.column("issue_ns")
+        self.complete_ns = log.column("complete_ns")
+        self.acked = durability.acked
+        self.durability = durability
+        self.keys = np.sort(self.lba << 32 | self.gen)
+        ok = log.column("flush_status") == 0
+        self.flush_done = np.sort(log.column("flush_complete_ns")[ok])
+
+    def last_flush_to_cut_ns(self, cut_ns: int) -> int:
+        """Time from the last flush that completed before the cut to the cut (-1: none)."""
+        before = self.flush_done[(self.flush_done >= 0) & (self.flush_done < cut_ns)]
+        return int(cut_ns - before[-1]) if len(before) else -1
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Per checked block: what the ledger says it must hold and what its sectors show."""
+
+    readable: npt.NDArray[np.bool_]
+    touched: npt.NDArray[np.bool_]  # written by this cycle
+    has_durable: npt.NDArray[np.bool_]  # a durable write of this cycle covers it
+    floor: npt.NDArray[np.int64]  # the generation it must at least hold
+    floor_write: npt.NDArray[np.int64]  # the write of this cycle behind the floor (NO_OP: none)
+    unknown: npt.NDArray[np.bool_]  # old content unknown (an earlier finding)
+    corrupt: npt.NDArray[np.bool_]  # a sector fails its checksum
+    misplaced: npt.NDArray[np.bool_]  # a valid sector of ours written for another LBA
+    mixed: npt.NDArray[np.bool_]  # sectors of different generations
+    sound: npt.NDArray[np.bool_]  # read, and none of the three above
+    gen: npt.NDArray[np.int64]  # first sector's generation (0: nothing of ours)
+    sector_gen: npt.NDArray[np.int64]
+    obs_gen: npt.NDArray[np.int64]
+    obs_op: npt.NDArray[np.int64]
+    obs_worker: npt.NDArray[np.int64]
+    carries_new: npt.NDArray[np.bool_]  # some sector holds a generation this cycle wrote here
+    rejudged: npt.NDArray[np.bool_]  # unknown, unjudged, but this cycle's write reached it
+    in_cycle: npt.NDArray[np.bool_]  # holds a generation this cycle wrote to it
+
+    @property
+    def judged(self) -> npt.NDArray[np.bool_]:
+        """Read, and judged against its floor (its old content known, or a durable write of
+        this cycle over it)."""
+        return self.readable & ~(self.unknown & ~self.has_durable)
+
+
+def evidence(
+    campaign: int,
+    cyc: Cycle,
+    checked: npt.NDArray[np.int64],
+    committed: npt.NDArray[np.int64],
+    reads: Reads,
+) -> Evidence:
+    # floor: newest durable generation of this cycle, else the committed one (for a block whose
+    # content is unknown: the oldest generation it may hold)
+    pos = np.searchsorted(checked, cyc.lba)
+    touched = np.zeros(len(checked), dtype=bool)
+    touched[pos] = True
+    floor = known_floor(committed)
+    floor_write = np.full(len(checked), NO_OP, dtype=np.int64)
+    durable_pos, durable_gen = pos[cyc.durable], cyc.gen[cyc.durable]
+    has_durable = np.zeros(len(checked), dtype=bool)
+    has_durable[durable_pos] = True
+    cycle_floor = np.zeros(len(checked), dtype=np.int64)
+    np.maximum.at(cycle_floor, durable_pos, durable_gen)
+    floor[has_durable] = cycle_floor[has_durable]
+    top = durable_gen == floor[durable_pos]
+    floor_write[durable_pos[top]] = cyc.write[cyc.durable][top]
+
+    sec, readable = reads.sectors, reads.readable
+    unknown = is_uncertain(committed)
+    ours = (sec.state == media.VALID) & (sec.campaign == np.uint64(campaign))
+    # a sector that is all zero or another campaign's counts as generation 0: nothing of ours
+    sector_gen = np.where(ours, sec.gen, 0)
+    corrupt = (sec.state == media.CORRUPT).any(axis=1)
+    misplaced = (ours & (sec.lba != checked[:, None])).any(axis=1)
+    mixed = (sector_gen != sector_gen[:, :1]).any(axis=1)
+    gen = sector_gen[:, 0]
+    # A block whose old content is unknown (an earlier finding) is still judged for damage to
+    # this cycle's write (torn, corrupt, misplaced) once some sector carries one of its
+    # generations.
+    # (per block: sector 0's key, and per sector only in the rare blocks of mixed generations)
+    in_cycle = member(checked << 32 | gen, cyc.keys)
+    placed = ours & (sec.lba == checked[:, None])
+    carries_new_any = in_cycle & placed.any(axis=1)
+    torn = np.flatnonzero(mixed)
+    if len(torn):
+        keys = checked[torn, None] << 32 | sector_gen[torn]
+        carries_new_any[torn] = (member(keys, cyc.keys) & placed[torn]).any(axis=1)
+    carries_new = carries_new_any
+    # ... and for a flying write of this cycle: a sector written by this cycle for another LBA
+    # does not belong there, whatever the block held before
+    # (only rows of unknown, misplaced blocks are looked at: few, and the check stays cheap)
+    open_rows = readable & unknown & ~has_durable
+    lands_new = np.zeros(len(checked), dtype=bool)
+    stray = np.flatnonzero(open_rows & misplaced)
+    if len(stray):
+        keys = sec.lba[stray] << 32 | sector_gen[stray]
+        away = ours[stray] & (sec.lba[stray] != checked[stray, None])
+        lands_new[stray] = (member(keys, cyc.keys) & away).any(axis=1)
+    return Evidence(
+        readable=readable,
+        touched=touched,
+        has_durable=has_durable,
+        floor=floor,
+        floor_write=floor_write,
+        unknown=unknown,
+        corrupt=corrupt,
+        misplaced=misplaced,
+        mixed=mixed,
+        sound=readable & ~corrupt & ~misplaced & ~mixed,
+        gen=gen,
+        sector_gen=sector_gen,
+        obs_gen=np.where(readable, gen, -1),
+        obs_op=np.where(ours[:, 0], sec.op[:, 0], NO_OP),
+        obs_worker=np.where(ours[:, 0], sec.worker[:, 0], NO_OP),
+        carries_new=carries_new,
+        rejudged=open_rows & (carries_new | lands_new),
+        in_cycle=in_cycle,
+    )
+
+
+Claim = tuple[str, npt.NDArray[np.bool_]]  # a class, and the blocks a rule gives it
+
+
+def claims(ev: Evidence) -> list[Claim]:
+    """Every rule's class and the blocks it claims. Rules may overlap: `resolve` gives each
+    block the claimed class of strongest precedence (rig/failures.py), e.g. old damage under a
+    lost durable write is that lost write, not the damage it shows; a misplaced sector makes a
+    flying write, not a shorn one."""
+    judged, sound, gen, floor = ev.judged, ev.sound, ev.gen, ev.floor
+    # (an unknown block that this cycle's write reached is judged for damage to that write)
+    damage_judged = judged | ev.rejudged
+    intact = damage_judged & ~ev.corrupt
+    # old damage (an earlier finding) still there, untouched by this cycle's durable write:
+    # that write is lost, whatever the old damage looks like
+    old_damage = (
+        ev.readable
+        & ev.unknown
+        & ev.has_durable
+        & ~ev.carries_new
+        & (ev.corrupt | ev.misplaced | ev.mixed)
+    )
+    # A block whose content is unknown and that no durable write of this cycle reached is not
+    # judged against one generation, but it may still not go back past its floor: older than
+    # that, it lost data it was known to hold.
+    older = sound & (gen < floor)
+    unmapped = older & (gen == 0) & ~ev.has_durable & (floor > 0)
+    return [
+        (LOST_DURABLE, old_damage),
+        (CORRUPTION, damage_judged & ev.corrupt & ev.touched),
+        (COLLATERAL, judged & ev.corrupt & ~ev.touched),
+        (FLYING, intact & ev.misplaced),
+        (SHORN, intact & ev.mixed),
+        (LOST_DURABLE, older & ev.has_durable),
+        (COLLATERAL, older & ~ev.has_durable & ~unmapped),
+        (READ_ERROR, unmapped),  # metadata loss: whole blocks read zero where data was
+        # newer than the floor but not a write of this cycle: data where it was never written
+        (FLYING, judged & sound & (gen > floor) & ~ev.in_cycle),
+    ]
+
+
+def resolve(rows: int, claims: list[Claim]) -> npt.NDArray[Any]:
+    """Each block's class ("" = fine): of the classes claiming it, the strongest by precedence."""
+    klass = np.full(rows, "", dtype=object)
+    weakest_first = sorted(claims, key=lambda c: failures.row(c[0]).precedence, reverse=True)
+    for cls, blocks in weakest_first:
+        klass[blocks] = cls
+    return klass
+
+
+def settle(ev: Evidence, committed: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The new committed state: whatever a whole, well-placed block holds now; unknown
+    otherwise. An unknown block that was not judged is known again once it reads back whole:
+    what it holds from now on is what it must keep holding, or a later loss there goes
+    unseen."""
+    unsure = uncertain(committed)  # keeps the floor: what it was last known to hold
+    new_committed = np.where(ev.sound, ev.gen, unsure)
+    # unreadable: unchanged if this cycle did not write it; else which version survived is unknown
+    return np.where(ev.readable, new_committed, np.where(ev.touched, unsure, committed))
+
+
+def sorted_unique(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """np.unique by one sort and one pass (numpy's default is hash-based, several times slower
+    here); an already sorted input (a sequential cycle) skips the sort."""
+    if len(values) > 1 and not (values[1:] >= values[:-1]).all():
+        values = np.sort(values)
+    if len(values) < 2:
+        return values.copy()
+    keep = np.empty(len(values), dtype=bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
+def member(keys: npt.NDArray[np.int64], sorted_set: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """np.isin(keys, sorted_set) for a sorted set: a binary search per key (keys that come
+    sorted, as the checked blocks' are, make each search start where the last one ended)."""
+    if len(sorted_set) == 0:
+        return np.zeros(keys.shape, dtype=bool)
+    pos = np.searchsorted(sorted_set, keys)
+    return sorted_set[np.minimum(pos, len(sorted_set) - 1)] == keys
+
+
+@dataclass(frozen=True)
+class Classified:
+    """Per checked block: its class ("" = fine), the generation it had to hold at least, what it
+    holds, the writes behind both, and its sectors' generations, damage and stored LBAs."""
+
+    checked: npt.NDArray[np.int64]
+    klass: npt.NDArray[Any]
+    floor: npt.NDArray[np.int64]
+    obs_gen: npt.NDArray[np.int64]
+    floor_write: npt.NDArray[np.int64]
+    obs_op: npt.NDArray[np.int64]
+    obs_worker: npt.NDArray[np.int64]
+    sector_gen: npt.NDArray[np.int64]
+    corrupt_sector: npt.NDArray[np.bool_]
+    sector_lba: npt.NDArray[np.int64]
+
+    def continues(self, prev: int, row: int) -> bool:
+        """Same finding: consecutive LBAs, same class, same expected and observed writes."""
+        return bool(
+            self.checked[row] == self.checked[prev] + 1
+            and self.klass[row] == self.klass[prev]
+            and self.floor_write[row] == self.floor_write[prev]
+            and self.obs_op[row] == self.obs_op[prev]
+            and self.klass[row] not in (SHORN, CORRUPTION, COLLATERAL)  # each stands alone
+        )
+
+
+def merge(blocks: Classified, cyc: Cycle) -> Iterator[Finding]:
+    """One finding per run of consecutive blocks with the same class and the same writes."""
+    run: list[int] = []
+    for row in np.flatnonzero(blocks.klass != "").tolist():
+        if run and not blocks.continues(run[-1], row):
+            yield _finding(run, blocks, cyc)
+            run = []
+        run.append(row)
+    if run:
+        yield _finding(run, blocks, cyc)
+
+
+def _finding(run: list[int], blocks: Classified, cyc: Cycle) -> Finding:
+    first = run[0]
+    cls = str(blocks.klass[first])
+    write = int(blocks.floor_write[first])
+    lba = int(blocks.checked[first])
+    detail: dict[str, Any] = {}
+    expected_op = NO_OP
+    if write != NO_OP:
+        expected_op = int(cyc.op_seq[write])
+        detail["expected_worker"] = int(cyc.worker[write])
+        if cls == LOST_DURABLE:
+            detail["ack_to_cut_ns"] = int(cyc.durability.ack_to_cut_ns[write])
+            detail["flush_to_cut_ns"] = int(cyc.durability.flush_to_cut_ns[write])
+            cut_ns = int(cyc.complete_ns[write] + cyc.durability.ack_to_cut_ns[write])
+            detail["last_flush_to_cut_ns"] = cyc.last_flush_to_cut_ns(cut_ns)
+    if blocks.obs_worker[first] != NO_OP:
+        detail["observed_worker"] = int(blocks.obs_worker[first])
+    gens = blocks.sector_gen[first]
+    if cls == SHORN:
+        detail["tear_sectors"] = (np.flatnonzero(np.diff(gens) != 0) + 1).tolist()
+        detail["sector_gens"] = gens.tolist()
+        if not detail["tear_sectors"]:  # whole block old inside a unit partly written
+            detail["atomic_unit_tear"] = True
+    if cls in (CORRUPTION, COLLATERAL, LOST_DURABLE) and blocks.corrupt_sector[first].any():
+        detail["corrupt_sectors"] = np.flatnonzero(blocks.corrupt_sector[first]).tolist()
+    if cls == FLYING:
+        stored = blocks.sector_lba[first]
+        foreign = stored[stored != lba]
+        if len(foreign) and blocks.obs_op[first] != NO_OP:
+            detail["written_for_lba"] = int(foreign[0])
+            detail["distance"] = lba - int(foreign[0])
+        else:
+            detail["kind"] = "unwritten"  # a generation this LBA never received
+    if cls == READ_ERROR:
+        detail["kind"] = "unmapped"  # whole blocks read zero where data was committed
+    if len(run) > 1:
+        detail["observed_gens"] = [int(blocks.obs_gen[r]) for r in run][:64]
+    return Finding(
+        cls=cls,
+        lba_first=lba,
+        lba_count=len(run),
+        expected_gen=int(blocks.floor[first]),
+        observed_gen=int(blocks.obs_gen[first]),
+        expected_op=expected_op,
+        observed_op=int(blocks.obs_op[first]),
+        detail=detail,
+    )
+
+
+def atomic_tears(
+    cyc: Cycle,
+    checked: npt.NDArray[np.int64],
+    held: npt.NDArray[np.int64],
+    klass: npt.NDArray[Any],
+    unit: int,
+) -> None:
+    """Mark as shorn the old blocks of every aligned atomic unit that a write of this cycle
+    covered whole, where some blocks hold that write and others something older."""
+    pos = np.searchsorted(checked, cyc.lba)
+    newest = np.zeros(len(checked), dtype=np.int64)
+    np.maximum.at(newest, pos, cyc.gen)  # a later write of this cycle over it decides instead
+    for write in range(len(cyc.op_seq)):
+        entries = np.flatnonzero(cyc.write == write)
+        lbas = cyc.lba[entries]
+        first_unit = -(-int(lbas[0]) // unit) * unit
+        for start in range(first_unit, int(lbas[-1]) + 1 - unit + 1, unit):
+            rows = pos[entries[start - lbas[0] : start - lbas[0] + unit]]
+            gens = cyc.gen[entries[start - lbas[0] : start - lbas[0] + unit]]
+            if (newest[rows] != gens).any() or (klass[rows] != "").any():
+                continue
+            new = held[rows] == gens
+            old = (held[rows] >= 0) & (held[rows] < gens)
+            if new.any() and old.any() and (new | old).all():
+                klass[rows[old]] = SHORN
+
+
+def nondurable_outcomes(
+    cyc: Cycle,
+    checked: npt.NDArray[np.int64],
+    obs_gen: npt.NDArray[np.int64],
+    readable: npt.NDArray[np.bool_],
+    klass: npt.NDArray[Any],
+) -> tuple[list[Finding], int, int]:
+    """Non-durable writes of this cycle: how many survived, and an allowed-loss row per loss."""
+    pos = np.searchsorted(checked, cyc.lba)
+    visible = obs_gen[pos] >= cyc.gen  # its data, or a newer write over it, reads back
+    clean = readable[pos] & (klass[pos] == "")
+    nondurable = ~cyc.durability.durable
+    writes = np.flatnonzero(nondurable)
+    if len(writes) == 0:
+        return [], 0, 0
+    lost_blocks = np.bincount(cyc.write, weights=~visible & clean, minlength=len(nondurable))
+    findings = []
+    for write in writes[lost_blocks[writes] > 0].tolist():
+        entries = np.flatnonzero(cyc.write == write)
+        first = int(cyc.lba[entries[0]])
+        outcome = "lost" if lost_blocks[write] == len(entries) else "partial"
+        findings.append(
+            Finding(
+                cls=ALLOWED_LOSS,
+                lba_first=first,
+                lba_count=len(entries),
+                expected_gen=int(cyc.gen[entries[0]]),
+                observed_gen=int(obs_gen[pos[entries[0]]]),
+                expected_op=int(cyc.op_seq[write]),
+                detail={"acknowledged": bool(cyc.acked[write]), "outcome": outcome},
+            )
+        )
+    return findings, len(writes), len(writes) - len(findings)
+
+
+def unserializable(
+    cyc: Cycle,
+    checked: npt.NDArray[np.int64],
+    held: npt.NDArray[np.int64],
+    klass: npt.NDArray[Any],
+) -> list[Finding]:
+    """FAST'13 serializability: a durable write lost while a write issued after its completion
+    survived (some block of it reads back whole with its generation). One finding per cut, with
+    the count of such lost writes and the first of them."""
+    pos = np.searchsorted(checked, cyc.lba)
+    lost_entry = (klass[pos] == LOST_DURABLE) & cyc.durable & (held[pos] < cyc.gen)
+    lost_durable = np.zeros(len(cyc.op_seq), dtype=bool)
+    lost_durable[cyc.write[lost_entry]] = True
+    survived = np.zeros(len(cyc.op_seq), dtype=bool)
+    survived[cyc.write[(held[pos] == cyc.gen) & (klass[pos] == "")]] = True
+    if not lost_durable.any() or not survived.any():
+        return []
+    latest_survivor_issue = cyc.issue_ns[survived].max()
+    victims = np.flatnonzero(lost_durable & (cyc.complete_ns < latest_survivor_issue))
+    if len(victims) == 0:
+        return []
+    first = int(cyc.lba[np.flatnonzero(cyc.write == victims[0])[0]])
+    later = np.flatnonzero(survived & (cyc.issue_ns > cyc.complete_ns[victims[0]]))
+    return [
+        Finding(
+            cls=UNSERIALIZABLE,
+            lba_first=first,
+            lba_count=int(cyc.log_nblocks[victims[0]]),
+            expected_gen=-1,  # a cut-scope finding: about writes, not one block's generation
+            observed_gen=-1,
+            expected_op=int(cyc.op_seq[victims[0]]),
+            observed_op=int(cyc.op_seq[later[0]]) if len(later) else NO_OP,
+            detail={
+                "lost_writes": len(victims),
+                "lost_writes_worker_op": [
+                    [int(w), int(op)]
+                    for w, op in zip(
+                        cyc.worker[victims][:64], cyc.op_seq[victims][:64], strict=True
+                    )
+                ],
+            },
+        )
+    ]
