@@ -28,8 +28,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rig import media, verify  # noqa: E402
-from rig.ledger import CycleLog, LbaState  # noqa: E402
+from rig.check import verify  # noqa: E402
+from rig.check.ledger import CycleLog, LbaState  # noqa: E402
+from rig.io import media  # noqa: E402
 
 BLOCK = 4096
 

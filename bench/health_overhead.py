@@ -31,7 +31,7 @@ from rig.bus.ready import probe_once  # noqa: E402
 from rig.health import crosscheck  # noqa: E402
 from rig.health.smart import parse_smartctl_json  # noqa: E402
 from rig.health.tools import ToolRunner, smartctl_snapshot  # noqa: E402
-from rig.identity import DriveIdentity  # noqa: E402
+from rig.station.identity import DriveIdentity  # noqa: E402
 
 
 def median_s(action: Callable[[], object], runs: int) -> float:

@@ -7,7 +7,7 @@ disk (default) or tmpfs (`--tmpfs`: no device time, the CPU cost shows fully), p
   O_DIRECT. Its figure is the verify pass alone (fio's own read runtime).
 - rig: writes the region with its records (one ledger write per `--bs`), then `verify.check`
   reads all of it back and classifies it: reads of `--bs` (max_read_blocks) through the
-  production reader for a `DirectTarget` (rig/readback.py: Linux AIO, QD 32, a timeout per
+  production reader for a `DirectTarget` (rig/check/readback.py: Linux AIO, QD 32, a timeout per
   read), each sector's checksum and regenerated payload checked, the ledger comparison, findings.
   Its figure is the wall time of `verify.check`, CPU seconds beside it.
 Rounds interleave fio and the rig, and the ratio is the median of per-round ratios (rig MB/s over
@@ -36,9 +36,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rig import media, verify  # noqa: E402
-from rig.blockio import DirectTarget  # noqa: E402
-from rig.ledger import CycleLog, LbaState  # noqa: E402
+from rig.check import verify  # noqa: E402
+from rig.check.ledger import CycleLog, LbaState  # noqa: E402
+from rig.io import media  # noqa: E402
+from rig.io.blockio import DirectTarget  # noqa: E402
 
 CAMPAIGN = 5
 

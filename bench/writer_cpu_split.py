@@ -1,6 +1,6 @@
 """Where the native writer's CPU goes, per GB written (the profile behind bench/writer_vs_fio.py).
 
-Runs `rig.workload.Writer` (native engine, 32 slots, stream layout, no flushes) on a loop device
+Runs `rig.io.workload.Writer` (native engine, 32 slots, stream layout, no flushes) on a loop device
 over tmpfs (no device time: the CPU cost shows fully) for 128 KiB sequential and 4 KiB random
 writes, and splits the process's CPU time into:
 - engine: CPU of the writer thread inside `engine_loop` (the C loop: record generation,
@@ -29,10 +29,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.writer_vs_fio import attach, machine  # noqa: E402
-from rig import media, workload_native  # noqa: E402
-from rig import workload as workload_module  # noqa: E402
-from rig.blockio import DirectTarget  # noqa: E402
-from rig.ledger import CycleLog, LbaState  # noqa: E402
+from rig.check.ledger import CycleLog, LbaState  # noqa: E402
+from rig.io import media, workload_native  # noqa: E402
+from rig.io import workload as workload_module  # noqa: E402
+from rig.io.blockio import DirectTarget  # noqa: E402
 
 CASES = {
     "128k-seq-qd32": workload_module.Workload(

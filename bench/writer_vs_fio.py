@@ -3,8 +3,8 @@
 Cases: 128 KiB sequential writes and 4 KiB random writes, queue depth 32, O_DIRECT, no flushes.
 - fio: `--ioengine=libaio --iodepth=32 --direct=1 --numjobs=1`, one sequential stream (seq) or
   random over the whole device (rand), no verification headers (plain buffers);
-- rig native: `rig.workload.Writer` with 32 slots (one request in flight per slot, each in its own
-  stripe: 32 sequential streams, or random within the stripes), every block generated with its
+- rig native: `rig.io.workload.Writer` with 32 slots (one request in flight per slot, each in its
+  own stripe: 32 sequential streams, or random within the stripes), every block generated with its
   per-sector headers and logged in the ledger, the C AIO engine; the mean number of its requests
   in flight over the measured window and the share of it with none in flight (from the ledger's
   timestamps) show whether the queue stays full;
@@ -42,9 +42,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rig.blockio import DirectTarget  # noqa: E402
-from rig.ledger import CycleLog, LbaState  # noqa: E402
-from rig.workload import Workload, Writer, WriterContext  # noqa: E402
+from rig.check.ledger import CycleLog, LbaState  # noqa: E402
+from rig.io.blockio import DirectTarget  # noqa: E402
+from rig.io.workload import Workload, Writer, WriterContext  # noqa: E402
 
 SIZE_MIB = 1024
 CASES = {  # name: (fio rw, block size, rig workload)

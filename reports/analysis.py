@@ -25,7 +25,7 @@ from typing import Any
 
 from reports import stats
 from reports.dataset import Campaign, Cut, Dataset, DriveRun
-from rig import failures
+from rig.check import failures
 from rig.health.delta import COUNTERS
 
 DELAY_BINS_MS = (0.0, 1.0, 10.0, 100.0, 1000.0, math.inf)

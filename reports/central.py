@@ -17,7 +17,7 @@ from reports.dataset import (
     decode,
     lost_after,
 )
-from rig.failures import COUNTER_ANOMALY, LOST_DURABLE
+from rig.check.failures import COUNTER_ANOMALY, LOST_DURABLE
 from rig.fleet.central import CentralStore
 
 Filter = Callable[[dict[str, Any]], bool]

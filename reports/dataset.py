@@ -23,14 +23,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rig.check.failures import COUNTER_ANOMALY, LOST_DURABLE
 from rig.errors import UserError
-from rig.failures import COUNTER_ANOMALY, LOST_DURABLE
 from rig.store import StoreReader
 
 # Cycle statuses that are power cuts of the drive (a dead drive's last cut counts: it failed).
 CUT_STATUSES = ("ok", "dead")
 EXAMPLES_PER_DRIVE = 20
-NOT_DONE = -1  # rig.ledger: completion time of a request that never completed
+NOT_DONE = -1  # rig.check.ledger: completion time of a request that never completed
 
 
 @dataclass
@@ -324,7 +324,7 @@ def _delay_ms(ns: int | None) -> float | None:
 
 def _last_ack_and_flush(blob: bytes, cut_ns: int) -> tuple[float | None, float | None]:
     """Time from the last acknowledged write and the last completed flush to the cut, from the
-    cycle's columnar write log (rig.ledger.CycleLog)."""
+    cycle's columnar write log (rig.check.ledger.CycleLog)."""
     try:
         arrays = _npz_columns(blob, LEDGER_COLUMNS)
         done = arrays["complete_ns"]

@@ -20,7 +20,7 @@ from reports.analysis import (
     Proportion,
     Report,
 )
-from rig import failures
+from rig.check import failures
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}

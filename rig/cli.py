@@ -10,15 +10,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rig import config
-from rig.campaign import DriveSummary, Station
+from rig.campaign.model import DriveSummary, Station
 from rig.errors import RigError, UserError
 from rig.power.base import Edge
 from rig.store import Store, open_existing
 
 
 def _station(campaign: config.Campaign, store: Store) -> Station:
-    """The campaign's station, built by its kind's row (rig/backends.py), its edges recorded."""
-    from rig import station
+    """The campaign's station, built by its kind's row (rig/station/backends.py), its edges
+    recorded."""
+    from rig.station import build as station
 
     def record_edge(edge: Edge) -> None:
         detail = {"channel": edge.channel, "error_ns": edge.error_ns, "mcu_us": edge.source_us}
@@ -42,9 +43,10 @@ def _print_summaries(summaries: list[DriveSummary]) -> None:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from reports import export
-    from rig import demo, runner
-    from rig.kinds.simulated import truth_path
-    from rig.progress import Progress
+    from rig import demo
+    from rig.campaign import runner
+    from rig.campaign.progress import Progress
+    from rig.station.kinds.simulated import truth_path
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -74,8 +76,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from rig import runner
-    from rig.progress import Progress
+    from rig.campaign import runner
+    from rig.campaign.progress import Progress
 
     if bool(args.campaign) == bool(args.resume):
         raise UserError("rig run: give a campaign file, or --resume STORE (not both)")
@@ -104,9 +106,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_drives(args: argparse.Namespace) -> int:
-    from rig import drives
     from rig.bus.udev import UdevPresence
     from rig.health.tools import ToolRunner
+    from rig.station import drives
 
     nodes = UdevPresence().candidates()
     if args.stanza:

@@ -11,14 +11,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rig import backends, failures
-from rig.backends import StationKind
 from rig.bus.recover import DEFAULT_WAIT_S, RECOVER_MODES
-from rig.cuts import STRATEGIES
+from rig.campaign.cuts import STRATEGIES
+from rig.check import failures
 from rig.errors import UserError
-from rig.identity import DriveIdentity
+from rig.io.workload import ENGINES, LAYOUTS, LBA_SKEWS, SIZE_MIXES, Workload
 from rig.schema import StationSpec, Table
-from rig.workload import ENGINES, LAYOUTS, LBA_SKEWS, SIZE_MIXES, Workload
+from rig.station import backends
+from rig.station.backends import StationKind
+from rig.station.identity import DriveIdentity
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class DriveSpec:
 @dataclass(frozen=True)
 class CutSpec:
     delay_ms: tuple[float, float] = (2.0, 60.0)
-    strategy: str = "uniform"  # rig.cuts.STRATEGIES
+    strategy: str = "uniform"  # rig.campaign.cuts.STRATEGIES
     after_ms: tuple[float, float] = (0.0, 1000.0)  # after_ack / idle: cut this long after
     off_ms: float = 50.0
     gone_timeout_s: float = 5.0
@@ -140,7 +141,7 @@ def _choice(table: Table, key: str, choices: tuple[str, ...]) -> str:
 def parse(
     text: str, where: str = "campaign", kinds: Mapping[str, StationKind] = backends.STATION_KINDS
 ) -> Campaign:
-    """`kinds`: the station kinds the file may name (rig/backends.py)."""
+    """`kinds`: the station kinds the file may name (rig/station/backends.py)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

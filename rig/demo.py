@@ -1,5 +1,6 @@
 """`rig demo`: the demo campaign (fixtures/demo.toml) as its command line adjusts it. It runs like
-any campaign (rig/runner.py); its simulated station is the `simulated` row of rig/backends.py."""
+any campaign (rig/campaign/runner.py); its simulated station is the `simulated` row of
+rig/station/backends.py."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from rig import config
 from rig.config import Campaign
-from rig.kinds.simulated import SimulatedSpec
+from rig.station.kinds.simulated import SimulatedSpec
 
 DEMO_CAMPAIGN = Path(__file__).resolve().parent.parent / "fixtures" / "demo.toml"
 

@@ -1,5 +1,5 @@
 """The building blocks of campaign-file schemas, shared by rig/config.py and every station kind
-(rig/kinds/): typed access to one TOML table, and what every station has.
+(rig/station/kinds/): typed access to one TOML table, and what every station has.
 
 A leaf module (nothing of the rig's above it): the station kinds subclass `StationSpec` and read
 their keys through `Table` without importing rig/config.py, which imports them.
@@ -67,7 +67,8 @@ class Table:
 
 @dataclass(frozen=True)
 class StationSpec:
-    """The [station] keys every kind has; each kind (rig/kinds/) subclasses it with its own."""
+    """The [station] keys every kind has; each kind (rig/station/kinds/) subclasses it with its
+    own."""
 
     kind: str
     recover: str = "none"  # bus recovery of drives not back after power-on (rig/bus/recover.py)

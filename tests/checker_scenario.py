@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from rig import media, verify
-from rig.ledger import NOT_DONE, CycleLog, LbaState
+from rig.check import verify
+from rig.check.ledger import NOT_DONE, CycleLog, LbaState
+from rig.io import media
 
 CAMPAIGN = 11
 BS = 4096

@@ -23,9 +23,11 @@ import numpy as np
 from fixtures import faultcore as fc
 from fixtures import sim_station
 from fixtures.virtual_drive import VirtualDrive
-from rig import config, failures, verify
-from rig.campaign import DriveSummary, run_campaign
-from rig.ledger import CycleLog
+from rig import config
+from rig.campaign.model import DriveSummary
+from rig.campaign.parallel import run_campaign
+from rig.check import failures, verify
+from rig.check.ledger import CycleLog
 from rig.power.base import Edge, PendingCut, PowerSwitch
 from rig.store import Store
 

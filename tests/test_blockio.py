@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rig import media, verify
-from rig.blockio import DirectTarget
-from rig.ledger import CycleLog, LbaState
-from rig.workload import Workload, Writer, WriterContext
+from rig.check import verify
+from rig.check.ledger import CycleLog, LbaState
+from rig.io import media
+from rig.io.blockio import DirectTarget
+from rig.io.workload import Workload, Writer, WriterContext
 from tests.loopdev import attached, loop_available
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from rig.bus.base import DriveNode
 from rig.bus.recover import RecoveringPresence, hotplug_label, locate
-from rig.identity import DriveIdentity
+from rig.station.identity import DriveIdentity
 
 FIXED_PORT = "0000:00:19.0"
 HOTPLUG_PORT = "0000:00:18.0"

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rig import media, safety
+from rig.io import media
+from rig.station import safety
 from tests.cli_runner import rig
 from tests.loopdev import attached, drop_partitions, loop_available, mounted
 
@@ -163,8 +164,9 @@ def test_drives_lists_identity_and_safety_and_prints_a_stanza(tmp_path: Path) ->
 def test_drives_shows_transport_and_a_claimed_drive_and_the_stanza_is_a_campaign_block(
     tmp_path: Path,
 ) -> None:
-    from rig import config, locks
-    from rig.identity import DriveIdentity
+    from rig import config
+    from rig.station import locks
+    from rig.station.identity import DriveIdentity
 
     image = tmp_path / "claimed.img"
     with image.open("wb") as handle:

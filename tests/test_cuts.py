@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 
 from fixtures.fake_power import FakePowerSwitch
-from rig import config, cuts
-from rig.blockio import DirectTarget
+from rig import config
+from rig.campaign import cuts
+from rig.check.ledger import CycleLog, LbaState
 from rig.errors import UserError
-from rig.ledger import CycleLog, LbaState
-from rig.workload import Workload, Writer, WriterContext
+from rig.io.blockio import DirectTarget
+from rig.io.workload import Workload, Writer, WriterContext
 from tests.test_sim_campaign import campaign_text, run
 
 

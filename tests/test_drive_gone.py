@@ -16,10 +16,10 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from rig import verify
-from rig.blockio import DirectTarget
-from rig.ledger import CycleLog, LbaState
-from rig.workload import Workload, Writer, WriterContext
+from rig.check import verify
+from rig.check.ledger import CycleLog, LbaState
+from rig.io.blockio import DirectTarget
+from rig.io.workload import Workload, Writer, WriterContext
 
 GONE = [errno.ENOSPC, errno.ENXIO, errno.ENODEV, errno.EIO]
 

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from fixtures import sim_station
-from rig import config, endurance
-from rig.campaign import run_campaign
+from rig import config
+from rig.campaign import endurance
+from rig.campaign.parallel import run_campaign
+from rig.check.ledger import CycleLog
 from rig.errors import UserError
-from rig.ledger import CycleLog
 from rig.store import Store
 from tests.test_sim_campaign import campaign_text
 

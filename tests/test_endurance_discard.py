@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rig import discard, media
-from rig.blockio import DirectTarget
+from rig.io import discard, media
+from rig.io.blockio import DirectTarget
 from tests.cli_runner import rig
 from tests.loop_station import campaign_text, loop_station, requirements
 from tests.loopdev import attached, loop_available

@@ -1,11 +1,11 @@
-"""The class table (rig/failures.py): well-formed, the only source of class facts, and the checker
-resolves blocks that several rules claim by its precedence."""
+"""The class table (rig/check/failures.py): well-formed, the only source of class facts, and the
+checker resolves blocks that several rules claim by its precedence."""
 
 from __future__ import annotations
 
 import pytest
 
-from rig import failures, verify
+from rig.check import failures, verify
 from tests.checker_scenario import BS, Scenario
 
 

@@ -16,7 +16,7 @@ import pytest
 from fixtures.guest import nbd
 from fixtures.guest.drive import GuestDrive, GuestDriveSpec
 from fixtures.profiles import load_profiles
-from rig import media
+from rig.io import media
 
 
 class Client:

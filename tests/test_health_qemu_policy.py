@@ -15,7 +15,7 @@ from rig.health.delta import diff_snapshots
 from rig.health.smart import parse_smartctl_json
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import HealthTracker
-from rig.identity import DriveIdentity
+from rig.station.identity import DriveIdentity
 from tests.health.health_paths import real_file
 
 QEMU = Path(__file__).resolve().parent.parent / "fixtures" / "recorded" / "qemu"

@@ -1,5 +1,5 @@
-"""The intent log (rig/intent.py): what a cycle planned to write survives `kill -9` of the rig,
-and the log is trusted only for its own drive, cycle and boot, and only when it did not
+"""The intent log (rig/check/intent.py): what a cycle planned to write survives `kill -9` of the
+rig, and the log is trusted only for its own drive, cycle and boot, and only when it did not
 overflow; merged runs cover exactly the blocks of the ranges."""
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rig import intent, resume
-from rig.campaign import DriveRun
-from rig.ledger import LbaState
+from rig.campaign import resume
+from rig.campaign.drive import DriveRun
+from rig.check import intent
+from rig.check.ledger import LbaState
 
 REPO = Path(__file__).resolve().parent.parent
 

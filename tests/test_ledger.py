@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rig.ledger import (
+from rig.check.ledger import (
     NOT_DONE,
     UNCERTAIN,
     UNKNOWN,

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rig import media
+from rig.io import media
 
 
 def _record(first_lba: int = 100, nblocks: int = 3, gen0: int = 1) -> media.WriteRecord:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rig import media
+from rig.io import media
 
 U64_MAX = (1 << 64) - 1
 

@@ -1,4 +1,4 @@
-"""Reading back for the checker (rig/readback.py): at queue depth on an O_DIRECT descriptor,
+"""Reading back for the checker (rig/check/readback.py): at queue depth on an O_DIRECT descriptor,
 one read at a time under a long-lived guard otherwise, and the same verdicts either way."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rig import readback, verify
-from rig.blockio import DirectTarget
-from rig.ledger import LbaState
+from rig.check import readback, verify
+from rig.check.ledger import LbaState
+from rig.io.blockio import DirectTarget
 from tests.checker_scenario import BS, CAMPAIGN, Scenario
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from rig import config, station
+from rig import config
 from rig.bus.recover import DEFAULT_WAIT_S, RecoveringPresence
 from rig.errors import UserError
+from rig.station import build as station
 
 CAMPAIGN = """
 [campaign]

@@ -9,7 +9,7 @@ import pytest
 
 from fixtures import sim_station
 from rig import config
-from rig.campaign import run_campaign
+from rig.campaign.parallel import run_campaign
 from rig.errors import UserError
 from rig.store import Store
 from tests.test_sim_campaign import campaign_text

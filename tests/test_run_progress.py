@@ -8,8 +8,9 @@ from pathlib import Path
 
 from fixtures import sim_station
 from rig import config
-from rig.campaign import DriveRun, run_campaign
-from rig.progress import Progress, _duration
+from rig.campaign.drive import DriveRun
+from rig.campaign.parallel import run_campaign
+from rig.campaign.progress import Progress, _duration
 from rig.store import Store
 from tests.test_sim_campaign import campaign_text
 

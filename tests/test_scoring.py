@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rig import verify
+from rig.check import verify
 from tests import scoring
 
 # each fault profile, and the failure classes its faults must produce

@@ -10,8 +10,10 @@ import pytest
 
 from fixtures import sim_station
 from fixtures.virtual_drive import VirtualDrive
-from rig import config, verify
-from rig.campaign import DriveSummary, run_campaign
+from rig import config
+from rig.campaign.model import DriveSummary
+from rig.campaign.parallel import run_campaign
+from rig.check import verify
 from rig.store import Store
 
 DRIVE = """

@@ -13,7 +13,9 @@ import pytest
 from fixtures import rig_faults, sim_station
 from fixtures.virtual_health import VirtualHealth
 from rig import config
-from rig.campaign import Cycle, DriveRun, run_campaign
+from rig.campaign.drive import DriveRun
+from rig.campaign.model import Cycle
+from rig.campaign.parallel import run_campaign
 from rig.store import Store
 
 TEXT = """

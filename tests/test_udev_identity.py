@@ -19,7 +19,7 @@ import pytest
 
 from rig.health import crosscheck
 from rig.health.smart import parse_smartctl_json
-from rig.identity import DriveIdentity
+from rig.station.identity import DriveIdentity
 from tests.health.health_paths import real_file
 
 SATA = {

@@ -11,7 +11,7 @@ import pytest
 
 from rig.health import crosscheck
 from rig.health.smart import parse_smartctl_json
-from rig.identity import DriveIdentity
+from rig.station.identity import DriveIdentity
 from tests.test_udev_identity import udev_view
 
 RECORDED = Path(__file__).resolve().parent.parent / "fixtures" / "recorded" / "qemu"

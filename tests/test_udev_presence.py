@@ -13,8 +13,8 @@ from fixtures import loopctl
 from rig.bus.udev import UdevPresence
 from rig.config import DriveSpec
 from rig.errors import UnsafeDeviceError
-from rig.identity import DriveIdentity
-from rig.station import ToolDrives
+from rig.station.build import ToolDrives
+from rig.station.identity import DriveIdentity
 from tests.loopdev import loop_available
 
 pytestmark = pytest.mark.skipif(bool(loop_available()), reason=loop_available() or "ok")

@@ -5,8 +5,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rig import verify
-from rig.ledger import is_uncertain
+from rig.check import verify
+from rig.check.ledger import is_uncertain
 from tests.checker_scenario import BS, Scenario, classes, failures
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rig import verify
+from rig.check import verify
 from tests.checker_scenario import BS, CAMPAIGN, Scenario, failures
 
 N = 64

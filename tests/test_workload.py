@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rig import media, verify
-from rig.blockio import DirectTarget
-from rig.ledger import NOT_DONE, CycleLog, LbaState
-from rig.workload import (
+from rig.check import verify
+from rig.check.ledger import NOT_DONE, CycleLog, LbaState
+from rig.io import media
+from rig.io.blockio import DirectTarget
+from rig.io.workload import (
     FLUSH,
     JESD219_SIZES,
     TIMER_WORKER,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rig import media
-from rig.blockio import DirectTarget
+from rig.io import media
+from rig.io.blockio import DirectTarget
 from rig.native import AioContext, BatchRing, EngineResult, engine_loop
 
 BLOCK = 4096

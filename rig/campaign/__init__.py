@@ -11,35 +11,3 @@
 
 See docs/campaign.md ("Inside a campaign").
 """
-
-from rig.campaign.drive import DriveRun
-from rig.campaign.model import (
-    Cycle,
-    DeadDevice,
-    DriveClaim,
-    DriveCounts,
-    DriveSummary,
-    Interrupted,
-    ReadyProbe,
-    ResumePoint,
-    Station,
-    TargetOpener,
-    WriteCacheControl,
-)
-from rig.campaign.parallel import run_campaign
-
-__all__ = [
-    "Cycle",
-    "DeadDevice",
-    "DriveClaim",
-    "DriveCounts",
-    "DriveRun",
-    "DriveSummary",
-    "Interrupted",
-    "ReadyProbe",
-    "ResumePoint",
-    "Station",
-    "TargetOpener",
-    "WriteCacheControl",
-    "run_campaign",
-]

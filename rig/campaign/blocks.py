@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rig import verify
 from rig.campaign.model import Cycle
-from rig.ledger import CycleLog
+from rig.check import verify
+from rig.check.ledger import CycleLog
 
 if TYPE_CHECKING:
     from rig.campaign.drive import DriveRun

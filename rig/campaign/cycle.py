@@ -8,9 +8,9 @@ import random
 import time
 from typing import TYPE_CHECKING
 
-from rig import cuts, verify
-from rig.campaign import phases, recording
+from rig.campaign import cuts, phases, recording
 from rig.campaign.model import Cycle, DeadDevice, Interrupted
+from rig.check import verify
 from rig.errors import RigError, UnsafeDeviceError
 
 if TYPE_CHECKING:

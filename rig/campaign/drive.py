@@ -12,11 +12,11 @@ from contextlib import ExitStack
 
 import numpy as np
 
-from rig import intent
 from rig.bus.base import DriveNode
 from rig.campaign import preparation, recording
 from rig.campaign.cycle import run_cycle
 from rig.campaign.model import Cycle, DriveCounts, DriveSummary, ResumePoint, Station
+from rig.check import intent
 from rig.config import Campaign, DriveSpec
 from rig.errors import UserError
 from rig.store import Store

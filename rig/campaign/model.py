@@ -10,14 +10,14 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from rig import verify
-from rig.blockio import BlockTarget
 from rig.bus.base import DriveNode, Presence, PresenceWatch
+from rig.check import verify
+from rig.check.ledger import CycleLog, Durability, LbaState
 from rig.config import DriveSpec
 from rig.health.tracker import HealthReader
-from rig.ledger import CycleLog, Durability, LbaState
+from rig.io.blockio import BlockTarget
+from rig.io.workload import Writer
 from rig.power.base import Edge, PendingCut, PowerSwitch
-from rig.workload import Writer
 
 TargetOpener = Callable[[DriveNode, DriveSpec], BlockTarget]
 ReadyProbe = Callable[[DriveNode, float], int]  # (node, timeout) -> host ns ready; NotReady
@@ -50,7 +50,7 @@ class Interrupted(Exception):
 
 @dataclass
 class ResumePoint:
-    """Where a drive's run continues after a stop or a crash (built by rig/resume.py)."""
+    """Where a drive's run continues after a stop or a crash (built by rig/campaign/resume.py)."""
 
     drive_id: int
     state: LbaState
@@ -69,7 +69,8 @@ class Cycle:
 
     seq: int
     cut_delay_s: float
-    cut_warmup_s: float = 0.0  # write phase before a triggered cut strategy arms (rig.cuts)
+    # write phase before a triggered cut strategy arms (rig.campaign.cuts)
+    cut_warmup_s: float = 0.0
     started_at: float = field(default_factory=time.time)
     target: BlockTarget | None = None
     watch: PresenceWatch | None = None

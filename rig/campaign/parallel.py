@@ -27,8 +27,8 @@ def run_campaign(
 ) -> list[DriveSummary]:
     """Run every drive's cycles in parallel; power goes to the safe state however this ends.
 
-    With `campaign_id` and `resume` (rig/resume.py) an existing campaign continues: each drive
-    from its `ResumePoint`, keyed by channel. `on_start` gets the drive runs before their
+    With `campaign_id` and `resume` (rig/campaign/resume.py) an existing campaign continues: each
+    drive from its `ResumePoint`, keyed by channel. `on_start` gets the drive runs before their
     threads start (after resume's read-back of each region), `on_cycle` every recorded cycle.
     """
     stop = stop or threading.Event()

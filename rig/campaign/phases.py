@@ -14,16 +14,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rig import cuts
-from rig import verify as checker
 from rig.bus.base import DriveNode
 from rig.bus.ready import NotReady
-from rig.campaign import preparation, recording
+from rig.campaign import cuts, preparation, recording
 from rig.campaign.blocks import blocks_to_check, unchecked_detail, written_lbas
 from rig.campaign.model import Cycle, DeadDevice
+from rig.check import verify as checker
 from rig.errors import RigError, UnsafeDeviceError
 from rig.health.tracker import anomaly_details
-from rig.workload import Writer, WriterContext
+from rig.io.workload import Writer, WriterContext
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 from rig.bus.base import DriveNode
 from rig.campaign import recording
 from rig.campaign.model import ResumePoint
+from rig.check.ledger import LbaState
 from rig.errors import RigError, UserError
 from rig.health.errors import HealthToolError, ToolMissing
 from rig.health.tracker import HealthTracker
-from rig.ledger import LbaState
 
 if TYPE_CHECKING:
     from rig.campaign.drive import DriveRun

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rig import verify
 from rig.campaign.blocks import written_lbas
 from rig.campaign.model import Cycle, Station
+from rig.check import verify
+from rig.check.ledger import uncertain
 from rig.config import Campaign
 from rig.errors import RigError
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import snapshot_fields
-from rig.ledger import uncertain
 from rig.power.base import RailResult, RailSensedCut
 from rig.store import CycleRow, RailSenseRow, Store
 

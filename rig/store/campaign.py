@@ -1,5 +1,6 @@
 """The campaign's own writes and reads beside the record phase (rig/campaign/recording.py,
-rig/endurance.py, rig/resume.py): criteria, begun cycles, endurance intervals, resume reads."""
+rig/campaign/endurance.py, rig/campaign/resume.py): criteria, begun cycles, endurance intervals,
+resume reads."""
 
 from __future__ import annotations
 

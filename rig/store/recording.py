@@ -9,7 +9,7 @@ import zlib
 from dataclasses import asdict
 from typing import Any
 
-from rig import failures
+from rig.check import failures
 from rig.errors import UserError
 from rig.store.connection import StoreConnection, save_lba_state
 from rig.store.rows import CycleRow, RailSenseRow

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.guest.station import BOARD_SERIAL, GuestStation
-from rig import verify
+from rig.check import verify
 from rig.store import Store
 from tests import scoring
 from tests.guest.conftest import STATION_DRIVES

@@ -12,8 +12,10 @@ import pytest
 
 from fixtures import sim_station
 from fixtures.virtual_health import VirtualHealth
-from rig import config, verify
-from rig.campaign import DriveSummary, run_campaign
+from rig import config
+from rig.campaign.model import DriveSummary
+from rig.campaign.parallel import run_campaign
+from rig.check import verify
 from rig.errors import UserError
 from rig.store import Store
 
@@ -171,7 +173,7 @@ def test_bad_health_options_are_one_line_errors(text: str) -> None:
 def test_a_refused_drive_releases_its_claim(tmp_path: Path) -> None:
     from contextlib import AbstractContextManager
 
-    from rig import locks
+    from rig.station import locks
 
     campaign = config.parse(TEXT.format(cycles=1, health="[health]\nevery = 1"))
     station, drives = sim_station.build(campaign)

@@ -30,8 +30,8 @@ from rig.health.smart import parse_smartctl_json
 from rig.health.snapshot import HealthSnapshot, SmartctlExit
 from rig.health.tools import ToolRunner
 from rig.health.tracker import HealthTracker, snapshot_fields
-from rig.identity import DriveIdentity
-from rig.station import ToolDrives
+from rig.station.build import ToolDrives
+from rig.station.identity import DriveIdentity
 from rig.store import Store
 
 NVME = "INTEL_SSDPE2KX080T8_1.json"

@@ -13,7 +13,7 @@ import pytest
 from rig.bus.udev import UdevPresence
 from rig.health import crosscheck
 from rig.health.tools import ToolRunner
-from rig.station import ToolDrives
+from rig.station.build import ToolDrives
 
 DEVICE = os.environ.get("RIG_HEALTH_DEVICE", "")
 

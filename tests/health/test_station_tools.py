@@ -1,4 +1,4 @@
-"""A real station's drive tools (rig.station.ToolDrives, rig.health.crosscheck, rig.bus.ready)
+"""A real station's drive tools (rig.station.build.ToolDrives, rig.health.crosscheck, rig.bus.ready)
 with fake executables on PATH replaying recorded and real captured outputs."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from rig.errors import UnsafeDeviceError
 from rig.health import crosscheck
 from rig.health.errors import ToolMissing
 from rig.health.tools import ToolRunner
-from rig.identity import DriveIdentity
-from rig.station import ToolDrives
+from rig.station.build import ToolDrives
+from rig.station.identity import DriveIdentity
 
 SAS = DriveIdentity("HITACHI H109060SESUN600G", "SYNTH0001", "0x5000cca0123456a7", "A31A")
 NVME = DriveIdentity("INTEL SSDPE2KX080T8", "SYNTHPHLJ000000008P0I", "", "VDV10170")

@@ -1,4 +1,4 @@
-"""The station-kind table (rig/backends.py) is data: a new network PDU backend is one module
+"""The station-kind table (rig/station/backends.py) is data: a new network PDU backend is one module
 (tests/power/fake_pdu.py) plus one row in a copy of the table, passed explicitly to the parser
 and the station builder. Nothing registers itself by being imported."""
 
@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from rig import backends, config, station
-from rig.backends import StationKind
+from rig import config
 from rig.bus.recover import RecoveringPresence
 from rig.errors import UserError
 from rig.power.base import Edge
+from rig.station import backends
+from rig.station import build as station
+from rig.station.backends import StationKind
 from tests.power import fake_pdu
 
 WITH_PDU = {

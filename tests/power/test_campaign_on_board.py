@@ -1,7 +1,7 @@
 """A campaign through the production campaign code and the production relay-board wiring
-(`rig.station`: watchdog and rail sense applied at connect), on the real firmware in both twins,
-with line noise in both directions and an MCU reset in the middle: no channel that was not asked
-to switch ever switches, and every cycle's rail-sense capture lands in the store.
+(`rig.station.build`: watchdog and rail sense applied at connect), on the real firmware in both
+twins, with line noise in both directions and an MCU reset in the middle: no channel that was not
+asked to switch ever switches, and every cycle's rail-sense capture lands in the store.
 
 The drives are in-process virtual drives powered by the twin's pin log (the pin edge, not the
 driver, switches them), found by identity like real ones (fixtures/)."""
@@ -18,13 +18,15 @@ from pathlib import Path
 from fixtures.fake_presence import FakePresence
 from fixtures.profiles import profile
 from fixtures.virtual_drive import VirtualDrive, VirtualTarget
-from rig import config, station
-from rig.blockio import BlockTarget
+from rig import config
 from rig.bus.base import DriveNode
-from rig.campaign import Station, run_campaign
+from rig.campaign.model import Station
+from rig.campaign.parallel import run_campaign
 from rig.config import DriveSpec
+from rig.io.blockio import BlockTarget
 from rig.power.base import Edge
 from rig.power.relay import RelayBoard
+from rig.station import build as station
 from rig.store import Store
 from tests.power.twins import Pin, Proxy, Twin
 

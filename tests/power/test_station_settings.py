@@ -1,14 +1,15 @@
 """[station] watchdog_ms and [station.rail_sense]: validated in the campaign file and applied to
-the relay board when the production wiring (rig/station.py) connects to it."""
+the relay board when the production wiring (rig/station/build.py) connects to it."""
 
 from __future__ import annotations
 
 import pytest
 
-from rig import config, station
+from rig import config
 from rig.errors import UserError
-from rig.kinds.relay_board import RailSenseSpec
 from rig.power.relay import RelayBoard, SerialPendingCut
+from rig.station import build as station
+from rig.station.kinds.relay_board import RailSenseSpec
 from tests.power.raw_session import raw_session
 from tests.power.twins import Twin
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from rig import failures
-from rig.ledger import CycleLog
+from rig.check import failures
+from rig.check.ledger import CycleLog
 from rig.store import CycleRow, RailSenseRow, Store
 
 MS = 1_000_000

@@ -299,7 +299,7 @@ def test_ledger_columns_read_directly_equal_np_load(writes: int) -> None:
 
     import numpy as np
 
-    from rig.ledger import CycleLog
+    from rig.check.ledger import CycleLog
 
     log = CycleLog()
     rng = np.random.default_rng(writes)

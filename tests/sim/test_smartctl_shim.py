@@ -9,7 +9,7 @@ import pytest
 
 from fixtures.simssd import smartctl
 from rig.health.smart import parse_smartctl_json
-from rig.identity import DriveIdentity
+from rig.station.identity import DriveIdentity
 
 
 def state(**changes: Any) -> dict[str, Any]:

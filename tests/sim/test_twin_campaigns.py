@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.simssd import runtime
-from rig import verify
+from rig.check import verify
 from tests.cli_runner import rig
 from tests.sim.twin_helpers import TwinRun, campaign_text, event_details, leftovers, run_twin
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rig import discard, media
-from rig.blockio import DirectTarget
+from rig.io import discard, media
+from rig.io.blockio import DirectTarget
 from tests.sim.conftest import twin_unavailable
 from tests.sim.twin_drive import twin_drive
 

@@ -26,7 +26,7 @@ import pytest
 
 from fixtures import faultcore as fc
 from fixtures import rig_faults
-from rig import verify
+from rig.check import verify
 from tests.cli_runner import rig
 from tests.sim.twin_helpers import (
     TwinRun,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rig import verify
+from rig.check import verify
 from rig.store import Store
 from tests import scoring
 from tests.sim.twin_helpers import TwinRun, campaign_text, run_twin

@@ -1,4 +1,4 @@
-"""A sparse u32 array over a drive's blocks, stored by leaf (the storage of rig/ledger.py's
+"""A sparse u32 array over a drive's blocks, stored by leaf (the storage of rig/check/ledger.py's
 `LbaState`)."""
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from rig.ledger import NOT_DONE, CycleLog
+from rig.check.ledger import NOT_DONE, CycleLog
+from rig.io.workload import Writer
 from rig.power.base import PendingCut, PowerSwitch
-from rig.workload import Writer
 
 STRATEGIES = ("uniform", "during_flush", "after_ack", "idle")
 POLL_S = 0.0001  # how often a trigger looks at the writer's live signals

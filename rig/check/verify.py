@@ -2,8 +2,9 @@
 
 The check is O(blocks checked): the blocks written in the cycle plus a sample of older blocks.
 Everything is columnar numpy over (blocks × sectors); the only Python loops are over findings.
-Reading is in rig/verify_reads.py, the per-block rules in rig/verify_rules.py, the finding
-types in rig/verify_findings.py; their public names are re-exported here for the checker's callers.
+Reading is in rig/check/verify_reads.py, the per-block rules in rig/check/verify_rules.py, the
+finding types in rig/check/verify_findings.py; their public names are re-exported here for the
+checker's callers.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from rig import media, readback
+from rig.check import readback
 
-# the classes are rows of rig/failures.py; their names are re-exported for the checker's callers
-from rig.failures import (
+# the classes are rows of rig/check/failures.py; their names are re-exported for the checker's
+# callers
+from rig.check.failures import (
     ALLOWED_LOSS,
     COLLATERAL,
     CORRUPTION,
@@ -27,9 +29,9 @@ from rig.failures import (
     UNCHECKED,
     UNSERIALIZABLE,
 )
-from rig.ledger import CycleLog, Durability, LbaState
-from rig.verify_findings import NO_OP, CheckResult, Finding, drive_finding
-from rig.verify_reads import (
+from rig.check.ledger import CycleLog, Durability, LbaState
+from rig.check.verify_findings import NO_OP, CheckResult, Finding, drive_finding
+from rig.check.verify_reads import (
     GONE_ERRNOS,
     BlockReader,
     Budget,
@@ -40,7 +42,7 @@ from rig.verify_reads import (
     read_blocks,
     runs,
 )
-from rig.verify_rules import (
+from rig.check.verify_rules import (
     Classified,
     Cycle,
     atomic_tears,
@@ -53,6 +55,7 @@ from rig.verify_rules import (
     sorted_unique,
     unserializable,
 )
+from rig.io import media
 
 __all__ = [
     "ALLOWED_LOSS",
@@ -107,7 +110,7 @@ def check(
     cycle) or collateral damage; zeros where older data was committed -> metadata loss (a read
     error of kind "unmapped"); a generation newer than the floor that this cycle never wrote ->
     flying write. A block several rules claim takes the class of strongest precedence in the
-    class table (rig/failures.py). With `atomic_blocks` > 1 (the drive's physical block or
+    class table (rig/check/failures.py). With `atomic_blocks` > 1 (the drive's physical block or
     atomic write unit, in logical blocks), a write that covered a whole aligned unit must
     survive in it all or nothing: a unit holding some of its blocks new and others old is shorn
     too."""

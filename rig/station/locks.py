@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
 from rig.errors import UserError
-from rig.identity import DriveIdentity, normalise_wwn
+from rig.station.identity import DriveIdentity, normalise_wwn
 
 LOCK_DIR = "/run/lock/rig"
 

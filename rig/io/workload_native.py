@@ -12,12 +12,20 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from rig import media
+from rig.io import media
+from rig.io.workload_plan import (
+    FLUSH,
+    NOT_SUBMITTED,
+    TIMER_WORKER,
+    WRITE,
+    Plan,
+    SlotPlanner,
+    Workload,
+)
 from rig.native import AioContext, BatchRing, EngineResult, engine_loop
-from rig.workload_plan import FLUSH, NOT_SUBMITTED, TIMER_WORKER, WRITE, Plan, SlotPlanner, Workload
 
 if TYPE_CHECKING:
-    from rig.workload import DescriptorTarget, Live, WriterContext
+    from rig.io.workload import DescriptorTarget, Live, WriterContext
 
 STUCK: list[npt.NDArray[np.uint8]] = []  # buffers of requests that never came back
 

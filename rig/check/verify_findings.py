@@ -1,13 +1,14 @@
 """The checker's findings: one classified block range (or whole-drive finding) per row, and the
-result of one check (ARCHITECTURE §4). Built by rig/verify_reads.py and rig/verify_rules.py;
-callers use them as `rig.verify.Finding` / `rig.verify.CheckResult`."""
+result of one check (ARCHITECTURE §4). Built by rig/check/verify_reads.py and
+rig/check/verify_rules.py; callers use them as `rig.check.verify.Finding` /
+`rig.check.verify.CheckResult`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from rig import failures
+from rig.check import failures
 
 NO_OP = -1
 
@@ -24,7 +25,8 @@ class Finding:
     detail: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        failures.row(self.cls)  # KeyError for a class the table (rig/failures.py) does not hold
+        # KeyError for a class the table (rig/check/failures.py) does not hold
+        failures.row(self.cls)
 
     @property
     def failure(self) -> bool:

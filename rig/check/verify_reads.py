@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rig import media, readback
-from rig.failures import READ_ERROR, UNCHECKED
-from rig.verify_findings import Finding
+from rig.check import readback
+from rig.check.failures import READ_ERROR, UNCHECKED
+from rig.check.verify_findings import Finding
+from rig.io import media
 
-# What a read gets from a drive that left the bus under the checker (rig/blockio.py makes a
+# What a read gets from a drive that left the bus under the checker (rig/io/blockio.py makes a
 # removed disk's empty reads ENODEV; ENXIO: a device node without its device): the drive is gone,
 # which is no read error of its media. The check stops (`DriveGone`), and the cycle is a rig
 # ERROR whose blocks stay unjudged.

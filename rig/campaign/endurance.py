@@ -21,15 +21,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rig import discard, verify
-from rig.campaign import DriveRun
+from rig.campaign.drive import DriveRun
+from rig.check import verify
+from rig.check.ledger import CycleLog, uncertain
 from rig.config import EnduranceSpec
 from rig.errors import RigError
 from rig.health.errors import HealthToolError
 from rig.health.tracker import snapshot_fields
-from rig.ledger import CycleLog, uncertain
+from rig.io import discard
+from rig.io.workload import Writer, WriterContext
 from rig.store import IntervalRow
-from rig.workload import Writer, WriterContext
 
 STEADY_RANGE = 0.20  # SNIA PTS: max - min within 20% of the window's average
 STEADY_SLOPE = 0.10  # ... and the least-squares line moves at most 10% of it over the window

@@ -14,9 +14,9 @@ from rig.errors import UserError
 from rig.schema import StationSpec, Table
 
 if TYPE_CHECKING:
-    from rig.backends import Wiring
-    from rig.campaign import Station
+    from rig.campaign.model import Station
     from rig.config import Campaign
+    from rig.station.backends import Wiring
 
 TWINS = ("in-process", "simavr")  # fixtures/: virtual drives, or the full-system twin
 

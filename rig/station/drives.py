@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from rig import locks, safety
 from rig.bus.base import DriveNode
 from rig.bus.recover import hotplug_label, locate
 from rig.health import crosscheck
 from rig.health.tools import Runner
+from rig.station import locks, safety
 
 
 def refusal_reasons(node: DriveNode, runner: Runner, lock_dir: str = locks.LOCK_DIR) -> list[str]:

@@ -12,7 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from rig.campaign import Cycle, DriveRun
+from rig.campaign.drive import DriveRun
+from rig.campaign.model import Cycle
 
 
 @dataclass

@@ -6,15 +6,12 @@ import os
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 
-from rig import backends, locks, safety
-from rig.backends import StationKind, Wiring
-from rig.blockio import BlockTarget, DirectTarget
 from rig.bus import proof
 from rig.bus.base import DriveNode
 from rig.bus.ready import wait_ready
 from rig.bus.recover import RecoveringPresence
 from rig.bus.udev import UdevPresence
-from rig.campaign import Station
+from rig.campaign.model import Station
 from rig.config import Campaign, DriveSpec
 from rig.errors import UnsafeDeviceError
 from rig.health import crosscheck
@@ -23,8 +20,11 @@ from rig.health.nvme import nvme_snapshot
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tools import Runner, ToolRunner, smartctl_snapshot
 from rig.health.wcache import CacheTool, read_write_cache, set_write_cache
-from rig.identity import DriveIdentity
+from rig.io.blockio import BlockTarget, DirectTarget
 from rig.power.base import Edge, PowerSwitch
+from rig.station import backends, locks, safety
+from rig.station.backends import StationKind, Wiring
+from rig.station.identity import DriveIdentity
 
 
 class ToolDrives:
@@ -150,9 +150,9 @@ def build(
     store_path: str = "",
     kinds: Mapping[str, StationKind] = backends.STATION_KINDS,
 ) -> Station:
-    """The station of the campaign's kind, built by its row in `kinds` (rig/backends.py): a power
-    backend on the real bus gets udev presence (with the bus recovery the campaign asks for) and
-    the real tools. `on_edge` receives every switching edge the power backend reports (for the
+    """The station of the campaign's kind, built by its row in `kinds` (rig/station/backends.py): a
+    power backend on the real bus gets udev presence (with the bus recovery the campaign asks for)
+    and the real tools. `on_edge` receives every switching edge the power backend reports (for the
     store); `store_path` is the campaign's store."""
     kind = backends.lookup(campaign.station.kind, kinds)
     if kind.station is not None:

@@ -1,5 +1,5 @@
 """The checker's per-block rules (docs/checker.md): the evidence each checked block gives, the
-classes the rules claim for it resolved by the class table's precedence (rig/failures.py), the
+classes the rules claim for it resolved by the class table's precedence (rig/check/failures.py), the
 settled committed state, findings merged into ranges, atomic-unit tears, the outcomes of
 non-durable writes and unserializable writes.
 
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rig import failures, media
-from rig.failures import (
+from rig.check import failures
+from rig.check.failures import (
     ALLOWED_LOSS,
     COLLATERAL,
     CORRUPTION,
@@ -28,9 +28,10 @@ from rig.failures import (
     SHORN,
     UNSERIALIZABLE,
 )
-from rig.ledger import CycleLog, Durability, is_uncertain, known_floor, uncertain
-from rig.verify_findings import NO_OP, Finding
-from rig.verify_reads import Reads
+from rig.check.ledger import CycleLog, Durability, is_uncertain, known_floor, uncertain
+from rig.check.verify_findings import NO_OP, Finding
+from rig.check.verify_reads import Reads
+from rig.io import media
 
 
 class Cycle:
@@ -172,7 +173,7 @@ Claim = tuple[str, npt.NDArray[np.bool_]]  # a class, and the blocks a rule give
 
 def claims(ev: Evidence) -> list[Claim]:
     """Every rule's class and the blocks it claims. Rules may overlap: `resolve` gives each
-    block the claimed class of strongest precedence (rig/failures.py), e.g. old damage under a
+    block the claimed class of strongest precedence (rig/check/failures.py), e.g. old damage under a
     lost durable write is that lost write, not the damage it shows; a misplaced sector makes a
     flying write, not a shorn one."""
     judged, sound, gen, floor = ev.judged, ev.sound, ev.gen, ev.floor

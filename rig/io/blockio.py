@@ -3,7 +3,7 @@
 The real target opens a block device (or a regular file, for rehearsals) with O_DIRECT and issues
 aligned pwritev/preadv; a flush is fdatasync; a durable write is RWF_DSYNC (FUA on the wire where
 the drive supports it). Requests release the GIL, so several worker threads give a real queue
-depth. Timestamps are taken by the caller around each request (see `rig.workload`).
+depth. Timestamps are taken by the caller around each request (see `rig.io.workload`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rig.errors import UserError
-from rig.media import aligned_buffer
+from rig.io.media import aligned_buffer
 
 
 class BlockTarget(Protocol):
@@ -48,7 +48,8 @@ class DirectTarget:
     """A block device or regular file opened with O_DIRECT.
 
     Block devices are opened O_EXCL as well: the kernel then refuses the open while the device is
-    mounted or claimed by md/dm, a last line of defence behind the interlocks in `rig.safety`.
+    mounted or claimed by md/dm, a last line of defence behind the interlocks in
+    `rig.station.safety`.
     """
 
     def __init__(self, path: str, block_size: int | None = None) -> None:
@@ -77,7 +78,7 @@ class DirectTarget:
         return self._nblocks
 
     def fileno(self) -> int:
-        """The O_DIRECT descriptor, for the native write engine (rig.workload)."""
+        """The O_DIRECT descriptor, for the native write engine (rig.io.workload)."""
         if self._fd < 0:
             raise OSError(9, f"{self.path}: target is closed")
         return self._fd

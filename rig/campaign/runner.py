@@ -1,10 +1,10 @@
 """`rig run`: a campaign from its file, or `--resume` from its store, unattended.
 
-- all channels in parallel (rig/campaign/), live progress (rig/progress.py), a JSON-lines log
-  (rig/runlog.py);
+- all channels in parallel (rig/campaign/), live progress (rig/campaign/progress.py), a JSON-lines
+  log (rig/campaign/runlog.py);
 - SIGINT/SIGTERM stop safely: every drive's cycle in flight ends at its next phase boundary and
   is recorded as `interrupted`, the store is closed consistent, power goes to the safe state;
-- `--resume STORE` continues the store's last campaign at the next cycle (rig/resume.py).
+- `--resume STORE` continues the store's last campaign at the next cycle (rig/campaign/resume.py).
 """
 
 from __future__ import annotations
@@ -18,12 +18,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
 
-from rig import backends, config, endurance, resume
-from rig.campaign import Cycle, DriveRun, DriveSummary, Station, run_campaign
+from rig import config
+from rig.campaign import endurance, resume
+from rig.campaign.drive import DriveRun
+from rig.campaign.model import Cycle, DriveSummary, Station
+from rig.campaign.parallel import run_campaign
+from rig.campaign.progress import Progress
+from rig.campaign.runlog import RunLog
 from rig.config import Campaign
 from rig.errors import UserError
-from rig.progress import Progress
-from rig.runlog import RunLog
+from rig.station import backends
 from rig.store import Store, open_existing
 
 StationFactory = Callable[[Campaign, Store], Station]

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rig import media
-from rig.ledger import NOT_DONE
-from rig.workload_plan import FLUSH, TIMER_WORKER, WRITE, Plan, SlotPlanner, Workload
+from rig.check.ledger import NOT_DONE
+from rig.io import media
+from rig.io.workload_plan import FLUSH, TIMER_WORKER, WRITE, Plan, SlotPlanner, Workload
 
 if TYPE_CHECKING:
-    from rig.workload import Live, WriterContext
+    from rig.io.workload import Live, WriterContext
 
 
 class SlotRun:

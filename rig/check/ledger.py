@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rig.chunked import ChunkedArray
+from rig.check.chunked import ChunkedArray
 
 # A block's committed generation (< 2^31), or UNCERTAIN | floor: its content is not known (an
 # unreadable block a write was in flight to, a damaged read, a cycle left unjudged) but it may

@@ -26,12 +26,15 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from rig import config, intent, media, readback
-from rig.campaign import DriveRun, ResumePoint
+from rig import config
+from rig.campaign.drive import DriveRun
+from rig.campaign.model import ResumePoint
+from rig.check import intent, readback
+from rig.check.failures import ALLOWED_LOSS
+from rig.check.ledger import UNKNOWN, LbaState, is_uncertain
 from rig.config import Campaign
 from rig.errors import UserError
-from rig.failures import ALLOWED_LOSS
-from rig.ledger import UNKNOWN, LbaState, is_uncertain
+from rig.io import media
 from rig.store import CycleRow, Store
 
 MIN_GENERATION_GAP = 1 << 16

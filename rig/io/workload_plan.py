@@ -1,6 +1,6 @@
 """What each slot of a cycle's workload writes: the workload's parameters, and the
 `SlotPlanner` that plans addresses, sizes, generations and flushes a batch at a time (numpy).
-The writer (rig/workload.py) carries the plans out with one of its two engines."""
+The writer (rig/io/workload.py) carries the plans out with one of its two engines."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from rig.ledger import LbaState
+from rig.check.ledger import LbaState
 
 # JESD219A (JEDEC SSD endurance workloads, 2012), enterprise workload: transfer sizes in bytes and
 # their share of requests ...
@@ -201,7 +201,7 @@ class SlotPlanner:
         return Plan(kind, lba, nblocks, offsets, gens, op)
 
 
-# (first LBAs, blocks) of writes about to be planned: the intent log (rig/intent.py)
+# (first LBAs, blocks) of writes about to be planned: the intent log (rig/check/intent.py)
 IntentSink = Callable[[npt.NDArray[np.int64], npt.NDArray[np.int64]], None]
 
 TIMER_WORKER = 0xFFFF  # the worker id of flushes issued by the every-T-ms cadence

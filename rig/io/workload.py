@@ -14,9 +14,9 @@ a batch at a time). Two engines carry the plan out:
   queue never drains between batches (docs/decisions.md 98);
 - threads: one Python thread per slot calling `BlockTarget.write`/`flush` (targets without a
   descriptor, such as the in-process virtual drive).
-Both produce the same ledger. The plan lives in rig/workload_plan.py, the engines in
-rig/workload_native.py and rig/workload_threads.py; this module is the `Writer` that picks one
-(its public names re-exported here, so importers need only rig.workload).
+Both produce the same ledger. The plan lives in rig/io/workload_plan.py, the engines in
+rig/io/workload_native.py and rig/io/workload_threads.py; this module is the `Writer` that picks one
+(its public names re-exported here, so importers need only rig.io.workload).
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from rig.blockio import BlockTarget
+from rig.check.ledger import CycleLog, LbaState
 from rig.errors import RigError
-from rig.ledger import CycleLog, LbaState
-from rig.workload_native import NativeRun
-from rig.workload_plan import (
+from rig.io.blockio import BlockTarget
+from rig.io.workload_native import NativeRun
+from rig.io.workload_plan import (
     ENGINES,
     FLUSH,
     JESD219_SIZES,
@@ -49,7 +49,7 @@ from rig.workload_plan import (
     Workload,
     block_sizes,
 )
-from rig.workload_threads import SlotRun, Stream, TimerFlush
+from rig.io.workload_threads import SlotRun, Stream, TimerFlush
 
 __all__ = [
     "ENGINES",
@@ -75,8 +75,8 @@ __all__ = [
 
 
 class Live:
-    """What the writer is doing right now, for cut strategies (rig.cuts): acknowledgements seen,
-    the host time of the last one, flushes in flight and done. The native engine updates the
+    """What the writer is doing right now, for cut strategies (rig.campaign.cuts): acknowledgements
+    seen, the host time of the last one, flushes in flight and done. The native engine updates the
     same four int64 words from C while it runs."""
 
     def __init__(self) -> None:

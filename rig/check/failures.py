@@ -1,10 +1,10 @@
 """The finding classes as data: one row per class (docs/checker.md, "The class table").
 
-Every layer that names a class reads it here: the checker (`rig.verify`) takes the constants and
-resolves a block that several rules claim by `precedence`; the store derives a finding's `failure`
-column from `failure`; config validates `[criteria].classes` against `failure_names()`; reports
-list classes in table order; the fault scorer (tests/scoring.py) scores the failure classes of
-block and cut scope. Adding a class is one row here, its rule in the checker and their tests.
+Every layer that names a class reads it here: the checker (`rig.check.verify`) takes the constants
+and resolves a block that several rules claim by `precedence`; the store derives a finding's
+`failure` column from `failure`; config validates `[criteria].classes` against `failure_names()`;
+reports list classes in table order; the fault scorer (tests/scoring.py) scores the failure classes
+of block and cut scope. Adding a class is one row here, its rule in the checker and their tests.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def row(name: str) -> FindingClass:
     try:
         return _BY_NAME[name]
     except KeyError:
-        raise KeyError(f"unknown finding class {name!r} (rig/failures.py)") from None
+        raise KeyError(f"unknown finding class {name!r} (rig/check/failures.py)") from None
 
 
 def known(name: str) -> bool:

@@ -1,11 +1,11 @@
 """Every station kind a campaign file can name, in one table: `[station] kind = "..."` is looked
 up here, its keys are read by the kind's own function, its station built by its own constructor.
 
-A kind is one module in rig/kinds/ (its `StationSpec` subclass, `settings`, and a constructor)
-plus one row below. Kinds on the real bus give a power backend (`power`): rig/station.py wires it
-to udev presence and the real tools. A kind that brings its whole station (the simulated rig)
-gives `station` instead. Nothing registers itself: a test passes its own copy of the table to
-`config.parse` and `station.build` (decision 81).
+A kind is one module in rig/station/kinds/ (its `StationSpec` subclass, `settings`, and a
+constructor) plus one row below. Kinds on the real bus give a power backend (`power`):
+rig/station/build.py wires it to udev presence and the real tools. A kind that brings its whole
+station (the simulated rig) gives `station` instead. Nothing registers itself: a test passes its own
+copy of the table to `config.parse` and `station.build` (decision 81).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rig.errors import UserError
-from rig.kinds import manual, relay_board, simulated
 from rig.power.base import Edge, PowerSwitch
 from rig.schema import StationSpec, Table
+from rig.station.kinds import manual, relay_board, simulated
 
 if TYPE_CHECKING:
-    from rig.campaign import Station
+    from rig.campaign.model import Station
     from rig.config import Campaign
 
 

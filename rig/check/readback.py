@@ -5,7 +5,7 @@ A `Reader` reads a window of ranges ahead into one buffer (`read_ahead`) and the
 range's outcome in order (`take`): its data is in the buffer, or the OSError of its read, or
 `Hung` (no answer within the timeout: the drive sits on it). Extra reads (retries, halves of a
 failing range) go through `read`. The checker consumes outcomes in order with its read budget,
-so its verdicts are those of reading one range after another (rig/verify_reads.py).
+so its verdicts are those of reading one range after another (rig/check/verify_reads.py).
 
 - `AioReader`: a `DirectTarget`'s descriptor through the native queue (rig/native/readq.c, Linux
   AIO): up to `depth` reads in flight, each timed from its own submission. After a hang nothing
@@ -29,8 +29,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from rig.blockio import DirectTarget
-from rig.media import aligned_buffer
+from rig.io.blockio import DirectTarget
+from rig.io.media import aligned_buffer
 from rig.native import lib
 
 BlockReader = Callable[[int, int], npt.NDArray[np.uint8]]

@@ -1,0 +1,1 @@
+"""Ledger and checker: what was issued and made durable, and what survived a cut."""

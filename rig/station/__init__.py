@@ -1,0 +1,1 @@
+"""A station and its capabilities: identity, wiring of backends, interlocks, locks."""
