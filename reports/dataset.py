@@ -420,6 +420,7 @@ def cut_from_row(c: Any, classes: frozenset[str]) -> Cut:
         bytes_written=c["bytes_written"],
         blocks_checked=c["blocks_checked"],
         full_scan=bool(c["full_scan"]),
+        blocks_unchecked=c["blocks_unchecked"],
     )
 
 

@@ -279,5 +279,9 @@ def _grants_and_policies() -> str:
     return "\n".join(parts)
 
 
-MIGRATIONS: tuple[str, ...] = (_ROLES + _V1 + _grants_and_policies(),)
+# v2: a cycle's blocks left unread by a read budget (the station store's v9), so a fleet report
+# says "unchecked" where a station's report does
+_V2 = "ALTER TABLE fleet.cycle ADD COLUMN blocks_unchecked bigint NOT NULL DEFAULT 0;"
+
+MIGRATIONS: tuple[str, ...] = (_ROLES + _V1 + _grants_and_policies(), _V2)
 SCHEMA_VERSION = len(MIGRATIONS)

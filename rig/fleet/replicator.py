@@ -132,7 +132,7 @@ _CYCLE_KEYS = (
     *("back_ns", "writes", "writes_acked", "writes_durable", "flushes", "bytes_written"),
     *("blocks_checked", "nondurable_writes", "nondurable_survived", "failures", "full_scan"),
     *("unserializable_writes", "last_ack_to_cut_ns", "last_flush_to_cut_ns", "started_at"),
-    "ended_at",
+    *("ended_at", "blocks_unchecked"),
 )
 _FINDING_KEYS = (
     *("class", "failure", "lba_first", "lba_count", "expected_gen", "observed_gen"),
