@@ -32,6 +32,7 @@ from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import HealthReader, HealthTracker, anomaly_details, snapshot_fields
 from rig.ledger import CycleLog, Durability, LbaState, uncertain
 from rig.power.base import Edge, PendingCut, PowerSwitch, RailResult, RailSensedCut
+from rig.purge import DrivePurge
 from rig.store import CycleRow, RailSenseRow, Store
 from rig.workload import Writer, WriterContext
 
@@ -54,6 +55,7 @@ class Station:
     ready: ReadyProbe | None = None  # after a return: waits until the drive answers I/O
     write_cache: WriteCacheControl | None = None
     claim: DriveClaim | None = None  # holds the drive against other campaigns
+    purge: DrivePurge | None = None  # PTS purge before an endurance run (rig/purge.py)
 
 
 RESTORE_ATTEMPTS = 3  # the teardown's tries to switch a channel back on (a serial timeout)

@@ -75,6 +75,14 @@ class StationSpec:
 
 
 DISCARD_KINDS = ("none", "blkdiscard", "sg_unmap", "nvme")
+PURGE_METHODS = (
+    "auto",
+    "discard",
+    "nvme_sanitize",
+    "nvme_format",
+    "ata_secure_erase",
+    "scsi_sanitize",
+)  # as rig/purge.py METHODS
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,11 @@ class EnduranceSpec:
     tbw_tb: float = 0.0  # the drive's rated endurance in TB written, for progress; 0 = unknown
     steady_window: int = 5  # intervals in the steady-state window (SNIA PTS: 5)
     discard: str = "none"  # trim the test region before the first interval
+    # the SNIA PTS test flow (docs/campaign.md, "PTS test flow"; rig/pts.py)
+    purge: str = "none"  # before anything: none | PURGE_METHODS (the drive says what it supports)
+    precondition: bool = False  # workload-independent: 2 x region of 128 KiB sequential writes
+    max_rounds: int = 25  # rounds after which steady state is "not reached"; 0 = no limit
+    stop_at_steady: bool = False  # end the drive's run at steady state (or at max_rounds)
 
 
 @dataclass(frozen=True)
@@ -325,7 +338,9 @@ def parse(text: str, where: str = "campaign") -> Campaign:
     criteria = _criteria(_Table("[criteria]", root.get("criteria", dict, {})))
     endurance = None
     if "endurance" in root.data:
-        endurance = _endurance(_Table("[endurance]", root.get("endurance", dict)), kind)
+        endurance = _endurance(
+            _Table("[endurance]", root.get("endurance", dict)), kind, station.twin
+        )
         if not endurance.intervals and not duration_s:
             raise UserError("campaign: [endurance] needs intervals, or [campaign].duration_s")
 
@@ -401,7 +416,7 @@ def _recover_waits(station_t: _Table) -> tuple[tuple[str, float], ...]:
     return tuple(waits)
 
 
-def _endurance(table: _Table, station_kind: str) -> EnduranceSpec:
+def _endurance(table: _Table, station_kind: str, twin: str = "") -> EnduranceSpec:
     spec = EnduranceSpec(
         intervals=table.whole("intervals", 0, 0, 100_000_000),
         interval_s=float(table.number("interval_s", 60.0, 0.05, 86400)),
@@ -412,7 +427,25 @@ def _endurance(table: _Table, station_kind: str) -> EnduranceSpec:
         tbw_tb=float(table.number("tbw_tb", 0.0, 0, 1e9)),
         steady_window=table.whole("steady_window", 5, 2, 1000),
         discard=table.get("discard", str, "none"),
+        purge=table.get("purge", str, "none"),
+        precondition=table.get("precondition", bool, False),
+        max_rounds=table.whole("max_rounds", 25, 0, 1_000_000),
+        stop_at_steady=table.get("stop_at_steady", bool, False),
     )
+    if spec.purge not in ("none", *PURGE_METHODS):
+        raise UserError(
+            f"campaign: [endurance].purge must be one of none, {', '.join(PURGE_METHODS)}"
+        )
+    if spec.purge != "none" and station_kind == "simulated" and twin != "simavr":
+        raise UserError(
+            "campaign: [endurance].purge needs drives that can be purged: the in-process"
+            ' virtual drives cannot (use [station] twin = "simavr", whose drives take discard)'
+        )
+    if spec.max_rounds and spec.max_rounds < spec.steady_window:
+        raise UserError(
+            f"campaign: [endurance].max_rounds = {spec.max_rounds} is shorter than"
+            f" steady_window = {spec.steady_window} (0 = no limit)"
+        )
     if spec.discard not in DISCARD_KINDS:
         raise UserError(f"campaign: [endurance].discard must be one of {', '.join(DISCARD_KINDS)}")
     if spec.discard != "none" and station_kind == "simulated":

@@ -22,17 +22,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rig import discard, verify
+from rig import discard, pts, verify
 from rig.campaign import DriveRun
 from rig.config import EnduranceSpec
 from rig.errors import RigError
 from rig.health.errors import HealthToolError
 from rig.health.tracker import snapshot_fields
 from rig.ledger import CycleLog, uncertain
-from rig.workload import Writer, WriterContext
+from rig.workload import Workload, Writer, WriterContext
 
-STEADY_RANGE = 0.20  # SNIA PTS: max - min within 20% of the window's average
-STEADY_SLOPE = 0.10  # ... and the least-squares line moves at most 10% of it over the window
+PRECONDITION_WRITE_BYTES = 128 * 1024  # PTS workload-independent preconditioning: 128 KiB SEQ
+PRECONDITION_PASSES = 2  # ... twice the tested capacity
 FINDINGS_KEPT = 20  # findings kept in an interval's detail (all are counted)
 
 
@@ -61,17 +61,15 @@ def latency_us(log: CycleLog) -> Latency:
 
 
 def steady_state(values: list[float], window: int) -> bool:
-    """SNIA PTS rule over the last `window` values: the range stays within 20% of the average
-    and the fitted line's excursion over the window within 10% of it."""
-    if len(values) < window:
-        return False
-    y = np.asarray(values[-window:], dtype=float)
-    mean = float(y.mean())
-    if mean <= 0:
-        return False
-    slope = float(np.polyfit(np.arange(window, dtype=float), y, 1)[0])
-    flat = y.max() - y.min() <= STEADY_RANGE * mean
-    return bool(flat and abs(slope) * (window - 1) <= STEADY_SLOPE * mean)
+    """SNIA PTS rule (rig/pts.py) on one variable over the last `window` values."""
+    return len(values) >= window and pts.check_window(values[-window:]).ok
+
+
+def mean_latency_us(log: CycleLog) -> float:
+    """Mean latency of completed writes in µs (a PTS tracking variable); 0 without any."""
+    ok = log.column("status") == 0
+    latency = (log.column("complete_ns")[ok] - log.column("issue_ns")[ok]) / 1000.0
+    return float(latency.mean()) if len(latency) else 0.0
 
 
 Blocks = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]
@@ -117,12 +115,13 @@ class EnduranceRun:
         self.seq = int(last["seq"])
         self.host_bytes = int(last["bytes"])
         rows = run.store.query(
-            "SELECT mb_per_s FROM endurance_interval WHERE drive_id = ? AND kind = 'write'"
+            "SELECT mb_per_s, detail FROM endurance_interval WHERE drive_id = ? AND kind = 'write'"
             " ORDER BY seq",
             (run.drive_id,),
         )
         self.throughputs = [float(r["mb_per_s"]) for r in rows]
         self.write_intervals = len(self.throughputs)
+        self.rounds = rounds_from(spec, [json.loads(r["detail"]) for r in rows])
 
     # the drive's loop ---------------------------------------------------------------------------
     def loop(self, stop: threading.Event) -> None:
@@ -130,7 +129,9 @@ class EnduranceRun:
         run.stop = stop
         try:
             if self.seq == 0:
+                self._purge()
                 self._prepare_region()
+                self._precondition(stop)
             while not stop.is_set() and not self._done():
                 self._write_interval(stop)
                 n = self.write_intervals
@@ -152,6 +153,9 @@ class EnduranceRun:
         if reason := self.run._time_is_up():
             self.run.stopped_by = reason
             return True
+        if self.spec.stop_at_steady and self.rounds.verdict in (pts.REACHED, pts.NOT_REACHED):
+            self.run.stopped_by = f"steady state {self.rounds.verdict}"
+            return True
         return False
 
     def _prepare_region(self) -> None:
@@ -164,18 +168,151 @@ class EnduranceRun:
             run.progress(f"ch{run.spec.channel}: warning: {why}")
             warning: dict[str, Any] = {"why": why}
             run.store.add_event(run.drive_id, time.monotonic_ns(), "alignment_warning", warning)
-        kind = self.spec.discard
-        if kind != "none":
-            fileno = getattr(run.target, "fileno", None)
-            fd = fileno() if callable(fileno) else -1
-            started = time.monotonic_ns()
-            discard.discard(
-                kind, node.devnode, fd, state.first_lba, state.nblocks, run.target.block_size
+        if self.spec.discard != "none":
+            self._discard_region(self.spec.discard)
+
+    def _discard_region(self, kind: str) -> None:
+        run = self.run
+        state = run.state
+        fileno = getattr(run.target, "fileno", None)
+        fd = fileno() if callable(fileno) else -1
+        started = time.monotonic_ns()
+        discard.discard(
+            kind, run.node.devnode, fd, state.first_lba, state.nblocks, run.target.block_size
+        )
+        detail: dict[str, Any] = {"kind": kind, "blocks": state.nblocks}
+        detail["ns"] = time.monotonic_ns() - started
+        run.store.add_event(run.drive_id, started, "discard", detail)
+        run.progress(f"ch{run.spec.channel}: discarded the test region ({kind})")
+
+    # the PTS test flow (docs/campaign.md, "PTS test flow") ------------------------------------
+    def _purge(self) -> None:
+        """Purge before anything else, as the drive says it can; refused with the reason (the
+        drive's run stops: a PTS run without its purge would not be one)."""
+        wanted = self.spec.purge
+        if wanted == "none":
+            return
+        run = self.run
+        if run.station.purge is None:
+            raise RigError(
+                f"purge {wanted} refused: station {run.station.name} cannot purge drives"
             )
-            detail: dict[str, Any] = {"kind": kind, "blocks": state.nblocks}
-            detail["ns"] = time.monotonic_ns() - started
-            run.store.add_event(run.drive_id, started, "discard", detail)
-            run.progress(f"ch{run.spec.channel}: discarded the test region ({kind})")
+        started = time.monotonic_ns()
+        method = run.station.purge(run.node, wanted)
+        if method == "discard":
+            self._discard_region("blkdiscard")
+        detail: dict[str, Any] = {"wanted": wanted, "method": method}
+        detail["ns"] = time.monotonic_ns() - started
+        run.store.add_event(run.drive_id, started, "purge", detail)
+        run.progress(f"ch{run.spec.channel}: purged ({method})")
+
+    def _precondition(self, stop: threading.Event) -> None:
+        """Workload-independent preconditioning: PRECONDITION_PASSES x the region in 128 KiB
+        sequential writes, one `precondition` row per pass (they take no interval number and
+        are no round: rounds start after it)."""
+        if not self.spec.precondition:
+            return
+        run = self.run
+        block = run.target.block_size
+        per_write = max(1, PRECONDITION_WRITE_BYTES // block)
+        load = Workload(
+            workers=run.campaign.workload.workers,
+            write_blocks=(per_write,),
+            flush_every=0,
+            sequential=True,
+            layout="stream",
+            engine=run.campaign.workload.engine,
+        )
+        writes_per_pass = -(-run.state.nblocks // per_write)
+        for number in range(1, PRECONDITION_PASSES + 1):
+            if stop.is_set():
+                return
+            self._precondition_pass(load, number, writes_per_pass, stop)
+        run.store.add_event(
+            run.drive_id, time.monotonic_ns(), "precondition", {"passes": PRECONDITION_PASSES}
+        )
+
+    def _precondition_pass(
+        self, load: Workload, number: int, writes: int, stop: threading.Event
+    ) -> None:
+        run = self.run
+        self.seq += 1
+        log = CycleLog()
+        halt = threading.Event()
+        context = WriterContext(run.media_id, run.target, run.state, log, halt)
+        writer = Writer(
+            load, context, seed=random.Random(f"{run.campaign.seed}/pc{number}").randrange(1 << 30)
+        )
+        started_at = time.time()
+        t0 = time.monotonic()
+        writer.start()
+        while writer.live.acks < writes and not stop.is_set() and not halt.is_set():
+            time.sleep(0.01)
+        halt.set()
+        writer.join(30.0)
+        seconds = time.monotonic() - t0
+        run.target.flush()
+        ok = log.column("status") == 0
+        written = int(log.column("nblocks")[ok].sum()) * run.target.block_size
+        self.host_bytes += written
+        commit_flushed(run, log)
+        fill = len(run.state.committed.nonzero()) / run.state.nblocks
+        tbw = self.host_bytes / (self.spec.tbw_tb * 1e12) if self.spec.tbw_tb else None
+        mb_per_s = written / seconds / 1e6 if seconds > 0 else 0.0
+        detail: dict[str, Any] = {"pass": number, "write_bytes": PRECONDITION_WRITE_BYTES}
+        self._smart(detail)
+        self._store_row(
+            started_at,
+            seconds,
+            log,
+            written,
+            tbw,
+            mb_per_s,
+            latency_us(log),
+            fill,
+            False,
+            0,
+            0,
+            "precondition",
+            detail,
+        )
+        run.progress(
+            f"ch{run.spec.channel} preconditioning pass {number}/{PRECONDITION_PASSES}:"
+            f" {mb_per_s:8.1f} MB/s  fill {fill * 100:5.1f}%"
+        )
+
+    def _track_round(
+        self, mb_per_s: float, iops: float, mean_us: float, detail: dict[str, Any]
+    ) -> bool:
+        """Feed this write interval to the steady-state bookkeeping as a round; True once steady
+        state is reached. The verdict's turn (reached / not reached) is an event."""
+        run = self.run
+        before = self.rounds.verdict
+        verdict = self.rounds.add(pts.Round(self.write_intervals, iops, mb_per_s, mean_us))
+        detail["pts"] = {
+            "round": self.write_intervals,
+            "iops": iops,
+            "mb_per_s": mb_per_s,
+            "mean_latency_us": mean_us,
+            "verdict": verdict,
+        }
+        if verdict != before and verdict in (pts.REACHED, pts.NOT_REACHED):
+            window = self.rounds.window_rounds()
+            event: dict[str, Any] = {
+                "verdict": verdict,
+                "round": self.write_intervals,
+                "window": [window[0].number, window[-1].number],
+                "checks": {
+                    c.variable: {"average": c.average, "range": c.range_share, "slope": c.excursion}
+                    for c in self.rounds.checks
+                },
+            }
+            run.store.add_event(run.drive_id, time.monotonic_ns(), "steady_state", event)
+            run.progress(
+                f"ch{run.spec.channel}: steady state {verdict} at round {self.write_intervals}"
+                f" (window rounds {window[0].number}..{window[-1].number})"
+            )
+        return self.rounds.steady
 
     # one interval --------------------------------------------------------------------------------
     def _write_interval(self, stop: threading.Event) -> None:
@@ -207,8 +344,9 @@ class EnduranceRun:
         latency = latency_us(log)
         mb_per_s = written / seconds / 1e6 if seconds > 0 else 0.0
         self.throughputs.append(mb_per_s)
-        steady = steady_state(self.throughputs, self.spec.steady_window)
         detail: dict[str, Any] = {}
+        iops = int(ok.sum()) / seconds if seconds > 0 else 0.0
+        steady = self._track_round(mb_per_s, iops, mean_latency_us(log), detail)
         verified = failures = 0
         if self.spec.verify_every and self.write_intervals % self.spec.verify_every == 0:
             durability = log.durability(flush_done + 1, 0)
@@ -408,6 +546,23 @@ class EnduranceRun:
             f" {result.blocks_checked} blocks read back, failures {failures}"
         )
         return True
+
+
+def rounds_from(spec: EnduranceSpec, stored: list[dict[str, Any]]) -> pts.SteadyState:
+    """The steady-state bookkeeping rebuilt from stored write rows' details (a resume); rows
+    from before rounds were recorded count as rounds with their own figures missing (0)."""
+    tracker = pts.SteadyState(window=spec.steady_window, max_rounds=spec.max_rounds)
+    for number, detail in enumerate(stored, start=1):
+        figures = detail.get("pts", {})
+        tracker.add(
+            pts.Round(
+                number,
+                float(figures.get("iops", 0.0)),
+                float(figures.get("mb_per_s", 0.0)),
+                float(figures.get("mean_latency_us", 0.0)),
+            )
+        )
+    return tracker
 
 
 def drive_loop(run: DriveRun, stop: threading.Event) -> None:

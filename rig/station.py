@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from rig import locks, safety
+from rig import locks, purge, safety
 from rig.blockio import BlockTarget, DirectTarget
 from rig.bus import proof
 from rig.bus.base import DriveNode
@@ -84,6 +84,20 @@ class ToolDrives:
                 raise
         return nvme_snapshot(node.devnode, self.runner)
 
+    def purge(self, node: DriveNode, wanted: str) -> str:
+        """Purge the drive as it says it can (rig/purge.py); returns the method run. "discard"
+        is left to the caller, which discards the test region through its open target."""
+        caps = purge.probe(
+            node.devnode,
+            _purge_kind(node),
+            self.runner,
+            purge.sysfs_discard_max_bytes(node.devnode),
+        )
+        method = purge.choose(wanted, caps)
+        if method != "discard":
+            purge.run(method, node.devnode, self.runner)
+        return method
+
     def ready(self, node: DriveNode, timeout_s: float) -> int:
         return wait_ready(node, self.runner, timeout_s)
 
@@ -123,6 +137,11 @@ def _check_attachment(fd: int, node: DriveNode) -> None:
 
 def _kind(node: DriveNode) -> str:
     return os.path.basename(os.path.realpath(node.devnode))
+
+
+def _purge_kind(node: DriveNode) -> str:
+    tool = _cache_tool(node)
+    return {"nvme": "nvme", "hdparm": "ata", "sdparm": "scsi"}.get(tool or "", "other")
 
 
 def _cache_tool(node: DriveNode) -> CacheTool | None:
@@ -199,4 +218,5 @@ def udev_station(
         ready=drives.ready,
         write_cache=drives.write_cache,
         claim=drives.claim,
+        purge=drives.purge,
     )
