@@ -338,9 +338,8 @@ def parse(text: str, where: str = "campaign") -> Campaign:
     criteria = _criteria(_Table("[criteria]", root.get("criteria", dict, {})))
     endurance = None
     if "endurance" in root.data:
-        endurance = _endurance(
-            _Table("[endurance]", root.get("endurance", dict)), kind, station.twin
-        )
+        in_process = kind == "simulated" and station.twin == "in-process"
+        endurance = _endurance(_Table("[endurance]", root.get("endurance", dict)), in_process)
         if not endurance.intervals and not duration_s:
             raise UserError("campaign: [endurance] needs intervals, or [campaign].duration_s")
 
@@ -416,7 +415,7 @@ def _recover_waits(station_t: _Table) -> tuple[tuple[str, float], ...]:
     return tuple(waits)
 
 
-def _endurance(table: _Table, station_kind: str, twin: str = "") -> EnduranceSpec:
+def _endurance(table: _Table, in_process: bool) -> EnduranceSpec:
     spec = EnduranceSpec(
         intervals=table.whole("intervals", 0, 0, 100_000_000),
         interval_s=float(table.number("interval_s", 60.0, 0.05, 86400)),
@@ -436,7 +435,7 @@ def _endurance(table: _Table, station_kind: str, twin: str = "") -> EnduranceSpe
         raise UserError(
             f"campaign: [endurance].purge must be one of none, {', '.join(PURGE_METHODS)}"
         )
-    if spec.purge != "none" and station_kind == "simulated" and twin != "simavr":
+    if spec.purge != "none" and in_process:
         raise UserError(
             "campaign: [endurance].purge needs drives that can be purged: the in-process"
             ' virtual drives cannot (use [station] twin = "simavr", whose drives take discard)'
@@ -448,8 +447,12 @@ def _endurance(table: _Table, station_kind: str, twin: str = "") -> EnduranceSpe
         )
     if spec.discard not in DISCARD_KINDS:
         raise UserError(f"campaign: [endurance].discard must be one of {', '.join(DISCARD_KINDS)}")
-    if spec.discard != "none" and station_kind == "simulated":
-        raise UserError("campaign: [endurance].discard needs a block device (not simulated)")
+    if spec.discard != "none" and in_process:
+        # the in-process twin's drives are Python objects: no node a discard could be sent to
+        # (the full-system twin's are loop devices, which take BLKDISCARD)
+        raise UserError(
+            "campaign: [endurance].discard needs a block device (not the in-process twin)"
+        )
     table.done()
     return spec
 

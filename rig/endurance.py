@@ -161,12 +161,11 @@ class EnduranceRun:
     def _prepare_region(self) -> None:
         run = self.run
         node, state = run.node, run.state
-        why = discard.misalignment(
-            state.first_lba, state.nblocks, node.logical_block, node.physical_block
-        )
+        physical, source = self._physical_block()
+        why = discard.misalignment(state.first_lba, state.nblocks, node.logical_block, physical)
         if why:
             run.progress(f"ch{run.spec.channel}: warning: {why}")
-            warning: dict[str, Any] = {"why": why}
+            warning: dict[str, Any] = {"why": why, "physical_block": physical, "source": source}
             run.store.add_event(run.drive_id, time.monotonic_ns(), "alignment_warning", warning)
         if self.spec.discard != "none":
             self._discard_region(self.spec.discard)
@@ -313,6 +312,18 @@ class EnduranceRun:
                 f" (window rounds {window[0].number}..{window[-1].number})"
             )
         return self.rounds.steady
+
+    def _physical_block(self) -> tuple[int, str]:
+        """The drive's physical block and where it was read: the kernel's (sysfs), or the
+        larger one the drive's own identify reports (the health baseline). Behind a USB bridge
+        or HBA that does not pass READ CAPACITY(16) through, and on a loop device, sysfs shows
+        the logical block as the physical one while the drive itself says 512e."""
+        node, tracker = self.run.node, self.run.tracker
+        snapshot = tracker.last if tracker is not None else None
+        reported = snapshot.identity.physical_block_size if snapshot is not None else None
+        if reported and reported > node.physical_block:
+            return reported, "identify"
+        return node.physical_block, "sysfs"
 
     # one interval --------------------------------------------------------------------------------
     def _write_interval(self, stop: threading.Event) -> None:
