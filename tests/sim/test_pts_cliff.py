@@ -148,13 +148,14 @@ discard = "{discard}"
 """
 
 
-def _twin(tmp_path: Path, name: str, profile: str, table: str, cycles: int = 1) -> str:
+def _twin(tmp_path: Path, name: str, drive_profile: str, table: str, cycles: int = 1) -> str:
+    """One campaign through the CLI; the drive's identity follows from the label and profile
+    (two campaigns of one profile are the same drive to the report)."""
     text = twin_campaign_text(
-        name, [profile], cycles=cycles, label="pts", region_mib=REGION_MIB, flush_every=64
+        name, [drive_profile], cycles=cycles, label="pts", region_mib=REGION_MIB, flush_every=64
     )
-    text = text.replace(
-        "write_blocks = [1, 2, 4]", 'write_blocks = [8]\nsequential = true\nlayout = "stream"'
-    )
+    text = text.replace("write_blocks = [1, 2, 4]", "write_blocks = [8]")  # as in-process
+    text = text.replace("workers = 3", "workers = 16")
     where = tmp_path / name
     where.mkdir()
     run = run_twin(where, text.replace("[station]", table + "[station]"))
@@ -179,9 +180,11 @@ def test_pts_flow_cliff_and_trim_on_the_twin(tmp_path: Path, twin: None) -> None
     pairs = [p for m in report.models for p in m.trim_pairs]
     assert [(p.off.campaign, p.on.campaign) for p in pairs] == [("trim-off", "trim-on")]
     off, on = (
-        statistics.median(r["mb_per_s"] for r in s.rows[:3]) for s in (pairs[0].off, pairs[0].on)
+        statistics.median(r["mb_per_s"] for r in s.rows[:2]) for s in (pairs[0].off, pairs[0].on)
     )
     # a used drive without TRIM writes at the GC rate from the start; trimmed, at the fresh rate
-    assert on > 3 * off, (on, off)
+    # until a quarter of the drive is left free again
+    assert off <= 1.1 * profile("cliff-used").gc_write_mb_s
+    assert on > 2 * off, (on, off)
     page = html.render(report)
     assert "TRIM off / on" in page and "TRIM on (blkdiscard): MB/s vs capacity written" in page
