@@ -97,8 +97,8 @@ def convergence_chart(s: EnduranceSeries) -> str:
 def window_chart(s: EnduranceSeries, fit: WindowFit) -> str:
     label = LABELS[fit.variable]
     title = (
-        f"Measurement window, {label}: range {fit.range_share:.0%} (≤ 20 %),"
-        f" slope {fit.excursion:.0%} (≤ 10 %)"
+        f"Window, {label}: range {fit.range_share:.0%} (≤20%),"
+        f" slope {fit.excursion:.0%} (≤10%)"
     )
     avg = fit.average
     low = min([avg * 0.75, *fit.values])

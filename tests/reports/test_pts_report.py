@@ -141,7 +141,7 @@ def test_report_shows_convergence_window_cliff_and_marks() -> None:
     assert "PTS steady-state convergence: S1 (off)" in page
     assert "steady state reached at round 9 (measurement window rounds 5–9)" in page
     for label in ("IOPS", "MB/s", "mean latency µs"):
-        assert f"Measurement window, {label}: range" in page
+        assert f"Window, {label}: range" in page
     assert "Throughput vs fill level" in page
     assert "Write cliff: throughput vs drive capacity written" in page
     assert "IOPS vs drive capacity written" in page

@@ -127,12 +127,12 @@ def test_pts_flow_and_cliff_on_in_process_drives(tmp_path: Path) -> None:
 
 TWIN_PTS = """
 [endurance]
-intervals = 25
+intervals = 40
 interval_s = 0.4
 verify_every = 0
 precondition = true
 steady_window = 5
-max_rounds = 25
+max_rounds = 40
 stop_at_steady = true
 cut_every = 3
 retention_every = 4
@@ -152,7 +152,13 @@ def _twin(tmp_path: Path, name: str, drive_profile: str, table: str, cycles: int
     """One campaign through the CLI; the drive's identity follows from the label and profile
     (two campaigns of one profile are the same drive to the report)."""
     text = twin_campaign_text(
-        name, [drive_profile], cycles=cycles, label="pts", region_mib=REGION_MIB, flush_every=64
+        name,
+        [drive_profile],
+        cycles=cycles,
+        label="pts",
+        region_mib=REGION_MIB,
+        flush_every=64,
+        health="",  # no [health]: a retention power-off is not a cut to the counter checks
     )
     text = text.replace("write_blocks = [1, 2, 4]", "write_blocks = [8]")  # as in-process
     text = text.replace("workers = 3", "workers = 16")
