@@ -96,10 +96,7 @@ def convergence_chart(s: EnduranceSeries) -> str:
 
 def window_chart(s: EnduranceSeries, fit: WindowFit) -> str:
     label = LABELS[fit.variable]
-    title = (
-        f"Window, {label}: range {fit.range_share:.0%} (≤20%),"
-        f" slope {fit.excursion:.0%} (≤10%)"
-    )
+    title = f"Window, {label}: range {fit.range_share:.1%} (≤20%), slope {fit.excursion:.1%} (≤10%)"
     avg = fit.average
     low = min([avg * 0.75, *fit.values])
     high = max([avg * 1.25, *fit.values])
@@ -178,6 +175,7 @@ def series_chart(
     mark_x: Callable[[Mark], float | None],
     ylog: bool = False,
     y_range: tuple[float, float] | None = None,
+    x_range: tuple[float, float] | None = None,
 ) -> str:
     points = [
         (xv, yv)
@@ -192,9 +190,8 @@ def series_chart(
     ys_all = [p[1] for p in points]
     low_y = min(ys_all) if ylog else 0.0
     yr = y_range or (low_y, max(ys_all) * 1.1 or 1.0)
-    chart = svg.Chart(
-        title, (min(xs_all), max(xs_all)), yr, xlabel, ylabel, ylog=ylog, width=W, height=H
-    )
+    xr = x_range or (min(xs_all), max(xs_all))
+    chart = svg.Chart(title, xr, yr, xlabel, ylabel, ylog=ylog, width=W, height=H)
     for i, s in enumerate(series):
         for get, dash in ys:
             pts_ = [
@@ -344,9 +341,11 @@ SUMMARY_HEAD = (
 
 
 def trim_section(pair: TrimPair) -> str:
-    """TRIM off beside TRIM on, on the same scales so the difference is visible."""
+    """TRIM off beside TRIM on, on the same scales (MB/s, capacity multiples from 0) so the
+    difference is visible."""
     both = [pair.off, pair.on]
     top = max((_num(r.get("mb_per_s")) or 0.0) for s in both for r in s.rows) * 1.1 or 1.0
+    right = max((_num(r.get("capacity_multiple")) or 0.0) for s in both for r in s.rows) or 1.0
     charts = []
     for s in both:
         charts.append(
@@ -359,6 +358,7 @@ def trim_section(pair: TrimPair) -> str:
                 ((_getter("mb_per_s"), ""),),
                 lambda m: m.capacity_multiple,
                 y_range=(0.0, top),
+                x_range=(0.0, right),
             )
         )
     off, on = (

@@ -14,6 +14,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+from PIL import Image
+
 from reports import export
 from tests.reports.test_render import CHROMIUM, chromium
 
@@ -34,7 +37,7 @@ def endurance_only(page: str) -> str:
     return f"{head}<body>{''.join(kept)}</body></html>"
 
 
-def shoot(out_png: Path, stores: list[str], width: int = 1280, height: int = 4200) -> None:
+def shoot(out_png: Path, stores: list[str], width: int = 1280, height: int = 7600) -> None:
     if CHROMIUM is None:
         raise SystemExit("chromium is not installed (make setup installs it)")
     with tempfile.TemporaryDirectory(prefix="rig-endurance-shot-") as tmp:
@@ -44,6 +47,17 @@ def shoot(out_png: Path, stores: list[str], width: int = 1280, height: int = 420
         result = chromium(cut, f"--screenshot={out_png}", f"--window-size={width},{height}")
     if result.returncode != 0 or not out_png.exists():
         raise SystemExit(f"chromium failed: {result.stderr[-2000:]}")
+    crop_blank_bottom(out_png)
+
+
+def crop_blank_bottom(png: Path, margin: int = 24) -> None:
+    """Cut the white space below the last drawn row (the window is taller than the page)."""
+    image = Image.open(png).convert("RGB")
+    pixels = np.asarray(image)
+    page = pixels[:-20, :-20]  # not the window's scrollbars
+    drawn = np.nonzero((page < 250).any(axis=(1, 2)))[0]
+    if len(drawn):
+        image.crop((0, 0, image.width, min(image.height, int(drawn[-1]) + margin))).save(png)
 
 
 if __name__ == "__main__":
