@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import signal
 import sys
@@ -11,29 +10,21 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rig import config
-from rig.campaign import DriveSummary, Station, run_campaign
+from rig.campaign import DriveSummary, Station
 from rig.errors import RigError, UserError
 from rig.power.base import Edge
 from rig.store import Store, open_existing
 
-DEMO_CAMPAIGN = Path(__file__).resolve().parent.parent / "fixtures" / "demo.toml"
-
 
 def _station(campaign: config.Campaign, store: Store) -> Station:
+    """The campaign's station, built by its kind's row (rig/backends.py), its edges recorded."""
+    from rig import station
+
     def record_edge(edge: Edge) -> None:
         detail = {"channel": edge.channel, "error_ns": edge.error_ns, "mcu_us": edge.source_us}
         store.queue_event(None, edge.host_ns, "edge_on" if edge.powered else "edge_off", detail)
 
-    if campaign.station.kind == "simulated":
-        from fixtures import sim_station  # the simulated rig, wired in explicitly
-
-        if campaign.station.twin == "simavr":  # closing its power switch stops the simulator
-            truth = Path(store.path).with_suffix(".truth.jsonl")
-            return sim_station.build_twin(campaign, truth, record_edge)[0]
-        return sim_station.build(campaign, record_edge)[0]
-    from rig import station
-
-    return station.build(campaign, record_edge)
+    return station.build(campaign, record_edge, store.path)
 
 
 def _print_summaries(summaries: list[DriveSummary]) -> None:
@@ -49,46 +40,36 @@ def _print_summaries(summaries: list[DriveSummary]) -> None:
         )
 
 
-def _run(campaign: config.Campaign, db_path: str, quiet: bool) -> list[DriveSummary]:
-    store = Store(db_path)
-    try:
-        station = _station(campaign, store)
-        try:
-            progress = (lambda line: None) if quiet else print
-            return run_campaign(campaign, station, store, progress)
-        finally:
-            station.power.close()
-    finally:
-        store.close()
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
     from reports import export
+    from rig import demo, runner
+    from rig.kinds.simulated import truth_path
+    from rig.progress import Progress
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    campaign = config.load(str(DEMO_CAMPAIGN))
-    if args.cycles:
-        campaign = dataclasses.replace(campaign, cycles=args.cycles)
-    if args.in_process:
-        station = dataclasses.replace(campaign.station, twin="in-process")
-        campaign = dataclasses.replace(campaign, station=station)
+    campaign = demo.campaign(args.cycles, args.in_process)
     db = out / "demo.sqlite"
-    db.unlink(missing_ok=True)
-    where = (
-        "in-process virtual drives"
-        if campaign.station.twin == "in-process"
-        else "firmware in simavr, FUSE-served loop devices"
+    log = runner.default_log_path(str(db))
+    for old in (db, Path(log), truth_path(str(db))):  # a fresh demo each time
+        old.unlink(missing_ok=True)
+    print(demo.headline(campaign))
+    result = runner.run(
+        _station,
+        campaign=campaign,
+        db=str(db),
+        log_path=log,
+        progress=Progress(live=False if args.quiet else None),
     )
-    print(
-        f"rig demo: {len(campaign.drives)} simulated drives ({where}), {campaign.cycles} cuts each"
-    )
-    _print_summaries(_run(campaign, str(db), args.quiet))
+    _print_summaries(result.summaries)
+    if result.signal:
+        print(f"stopped by {signal.Signals(result.signal).name}")
+        return 128 + result.signal
     report = export.write_report([str(db)], str(out))
-    truth = db.with_suffix(".truth.jsonl")
-    if campaign.station.twin == "simavr" and truth.exists():
+    truth = truth_path(str(db))
+    if truth.exists():
         print(f"\ntruth:  {truth}  (what the simulated drives really did, per cut)", end="")
-    print(f"\nstore:  {db}\nreport: {report}")
+    print(f"\nstore:  {db}\nlog:    {log}\nreport: {report}")
     return 0
 
 
@@ -182,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="a short campaign on the simulated rig, then its report")
     demo.add_argument("--out", default="demo-out", help="folder for the store and the report")
     demo.add_argument("--cycles", type=int, default=0, help="cuts per drive (default: 60)")
-    demo.add_argument("--quiet", action="store_true", help="no per-cycle progress lines")
+    demo.add_argument("--quiet", action="store_true", help="plain progress lines, no live table")
     demo.add_argument(
         "--in-process",
         action="store_true",

@@ -7,18 +7,19 @@ to a default in a destructive tool).
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rig import backends
+from rig.backends import StationKind
 from rig.bus.recover import DEFAULT_WAIT_S, RECOVER_MODES
 from rig.cuts import STRATEGIES
 from rig.errors import UserError
 from rig.identity import DriveIdentity
+from rig.schema import StationSpec, Table
 from rig.verify import FAILURE_CLASSES
 from rig.workload import ENGINES, LAYOUTS, LBA_SKEWS, SIZE_MIXES, Workload
-
-STATION_KINDS = ("simulated", "relay-board", "manual")
-SIMULATED_TWINS = ("in-process", "simavr")  # fixtures/: virtual drives, or the full-system twin
 
 
 @dataclass(frozen=True)
@@ -49,29 +50,6 @@ class HealthSpec:
     every: int = 1  # a health snapshot after every Nth cut (and one before the first); 0 = none
     required: bool = False  # [health].every given: a station that cannot read health refuses
     write_cache: str = "keep"  # keep (read and record only) | on | off (set after every return)
-
-
-@dataclass(frozen=True)
-class RailSenseSpec:
-    """Relay board rail sense, for every campaign channel (ADC counts; see docs/campaign.md)."""
-
-    hi: int
-    lo: int
-    window_ms: int
-    samples: int
-
-
-@dataclass(frozen=True)
-class StationSpec:
-    kind: str
-    port: str = ""  # relay board by path
-    usb_serial: str = ""  # or by its USB serial number (udev)
-    watchdog_ms: int = 5000  # relay board: host silence after which every channel goes safe
-    rail_sense: RailSenseSpec | None = None
-    twin: str = "in-process"  # simulated stations: which twin (SIMULATED_TWINS)
-    recover: str = "none"  # bus recovery of drives not back after power-on (rig/bus/recover.py)
-    recover_wait_s: tuple[tuple[str, float], ...] = ()  # per transport, before recovering
-    bus: str = ""  # the full-system twin: bus behaviours of every drive (a profile modifier)
 
 
 DISCARD_KINDS = ("none", "blkdiscard", "sg_unmap", "nvme")
@@ -152,48 +130,7 @@ class Campaign:
     endurance: EnduranceSpec | None = None  # endurance mode when the file has [endurance]
 
 
-class _Table:
-    """Typed access to one TOML table that remembers which keys were used."""
-
-    def __init__(self, where: str, data: Any) -> None:
-        if not isinstance(data, dict):
-            raise UserError(f"campaign: {where} must be a table")
-        self.where = where
-        self.data: dict[str, Any] = data
-        self.used: set[str] = set()
-
-    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
-        self.used.add(key)
-        if key not in self.data:
-            if default is None:
-                raise UserError(f"campaign: {self.where} needs '{key}'")
-            return default
-        value = self.data[key]
-        bad_bool = isinstance(value, bool) and bool not in _as_tuple(kind)
-        if bad_bool or not isinstance(value, kind):
-            raise UserError(f"campaign: {self.where}.{key} has the wrong type ({value!r})")
-        return value
-
-    def number(self, key: str, default: float | None, low: float, high: float) -> Any:
-        value = self.get(key, (int, float), default)
-        if not low <= value <= high:
-            raise UserError(f"campaign: {self.where}.{key} = {value} is outside {low}..{high}")
-        return value
-
-    def whole(self, key: str, default: int | None, low: int, high: int) -> int:
-        """A whole number: 0.5 is refused, never truncated."""
-        value = self.number(key, default, low, high)
-        if isinstance(value, float) and not value.is_integer():
-            raise UserError(f"campaign: {self.where}.{key} = {value} is not a whole number")
-        return int(value)
-
-    def done(self) -> None:
-        unknown = sorted(set(self.data) - self.used)
-        if unknown:
-            raise UserError(f"campaign: {self.where} has unknown key '{unknown[0]}'")
-
-
-def _range_ms(table: _Table, key: str, default: list[float]) -> tuple[float, float]:
+def _range_ms(table: Table, key: str, default: list[float]) -> tuple[float, float]:
     value = table.get(key, list, default)
     if (
         len(value) != 2
@@ -206,7 +143,7 @@ def _range_ms(table: _Table, key: str, default: list[float]) -> tuple[float, flo
     return float(value[0]), float(value[1])
 
 
-def _choice(table: _Table, key: str, choices: tuple[str, ...]) -> str:
+def _choice(table: Table, key: str, choices: tuple[str, ...]) -> str:
     """A string key from a fixed list; the first choice is the default."""
     value: str = table.get(key, str, choices[0])
     if value not in choices:
@@ -214,48 +151,16 @@ def _choice(table: _Table, key: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kind if isinstance(kind, tuple) else (kind,)
-
-
-def _whole(table: _Table, key: str, default: int | None, low: int, high: int) -> int:
-    value = table.number(key, default, low, high)
-    if not isinstance(value, int):
-        raise UserError(f"campaign: {table.where}.{key} must be a whole number")
-    return value
-
-
-def _relay_board_settings(station_t: _Table, kind: str) -> tuple[int, RailSenseSpec | None]:
-    """[station] watchdog_ms and [station.rail_sense]: relay-board stations only."""
-    if kind != "relay-board":
-        for key in ("watchdog_ms", "rail_sense"):
-            if key in station_t.data:
-                raise UserError(f"campaign: [station].{key} applies to relay-board stations only")
-        return 5000, None
-    # The firmware accepts 50..600000 (0 would disable it: not offered, power must end safe).
-    watchdog_ms = _whole(station_t, "watchdog_ms", 5000, 50, 600_000)
-    if "rail_sense" not in station_t.data:
-        return watchdog_ms, None
-    rail_t = _Table("[station.rail_sense]", station_t.get("rail_sense", dict))
-    rail = RailSenseSpec(
-        hi=_whole(rail_t, "hi", None, 0, 1023),
-        lo=_whole(rail_t, "lo", 0, 0, 1023),
-        window_ms=_whole(rail_t, "window_ms", 50, 1, 60_000),
-        samples=_whole(rail_t, "samples", 0, 0, 32),
-    )
-    rail_t.done()
-    if rail.hi == 0 or rail.lo >= rail.hi:
-        raise UserError("campaign: [station.rail_sense] needs hi > 0 and lo < hi (ADC counts)")
-    return watchdog_ms, rail
-
-
-def parse(text: str, where: str = "campaign") -> Campaign:
+def parse(
+    text: str, where: str = "campaign", kinds: Mapping[str, StationKind] = backends.STATION_KINDS
+) -> Campaign:
+    """`kinds`: the station kinds the file may name (rig/backends.py)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise UserError(f"{where}: not valid TOML: {error}") from error
-    root = _Table("file", data)
-    head = _Table("[campaign]", root.get("campaign", dict))
+    root = Table("file", data)
+    head = Table("[campaign]", root.get("campaign", dict))
     name = head.get("name", str)
     cycles = head.whole("cycles", None, 1, 10_000_000)
     duration_s = float(head.number("duration_s", 0.0, 0, 10 * 365 * 86400))
@@ -264,31 +169,9 @@ def parse(text: str, where: str = "campaign") -> Campaign:
     region_offset_bytes = _size(head, "region_offset", 0, 0)
     head.done()
 
-    station_t = _Table("[station]", root.get("station", dict))
-    kind = station_t.get("kind", str)
-    if kind not in STATION_KINDS:
-        raise UserError(f"campaign: [station].kind must be one of {', '.join(STATION_KINDS)}")
-    station = StationSpec(
-        kind,
-        station_t.get("port", str, ""),
-        station_t.get("usb_serial", str, ""),
-        *_relay_board_settings(station_t, kind),
-        twin=station_t.get("twin", str, "in-process"),
-        recover=_choice(station_t, "recover", RECOVER_MODES),
-        recover_wait_s=_recover_waits(station_t),
-        bus=station_t.get("bus", str, ""),
-    )
-    station_t.done()
-    if station.twin not in SIMULATED_TWINS:
-        raise UserError(f"campaign: [station].twin must be one of {', '.join(SIMULATED_TWINS)}")
-    if station.recover != "none" and kind == "simulated" and station.twin == "in-process":
-        raise UserError("campaign: [station].recover needs drives on a real bus (not in-process)")
-    if station.bus and (kind != "simulated" or station.twin != "simavr"):
-        raise UserError('campaign: [station].bus is for the full-system twin (twin = "simavr")')
-    if kind == "relay-board" and not (station.port or station.usb_serial):
-        raise UserError("campaign: a relay-board station needs [station].port or .usb_serial")
+    station, kind = _station(Table("[station]", root.get("station", dict)), kinds)
 
-    load_t = _Table("[workload]", root.get("workload", dict, {}))
+    load_t = Table("[workload]", root.get("workload", dict, {}))
     sizes = load_t.get("write_blocks", list, [1, 2, 8, 32])
     if not sizes or not all(isinstance(s, int) and 1 <= s <= 4096 for s in sizes):
         raise UserError("campaign: [workload].write_blocks must be whole numbers from 1 to 4096")
@@ -306,7 +189,7 @@ def parse(text: str, where: str = "campaign") -> Campaign:
     )
     load_t.done()
 
-    cut_t = _Table("[cut]", root.get("cut", dict, {}))
+    cut_t = Table("[cut]", root.get("cut", dict, {}))
     delay = cut_t.get("delay_ms", list, [2.0, 60.0])
     if (
         len(delay) != 2
@@ -334,12 +217,12 @@ def parse(text: str, where: str = "campaign") -> Campaign:
     cut_t.done()
 
     health = _health(root.get("health", dict, {}))
-    stop = _stop_rules(_Table("[stop]", root.get("stop", dict, {})))
-    criteria = _criteria(_Table("[criteria]", root.get("criteria", dict, {})))
+    stop = _stop_rules(Table("[stop]", root.get("stop", dict, {})))
+    criteria = _criteria(Table("[criteria]", root.get("criteria", dict, {})))
     endurance = None
     if "endurance" in root.data:
-        in_process = kind == "simulated" and station.twin == "in-process"
-        endurance = _endurance(_Table("[endurance]", root.get("endurance", dict)), in_process)
+        endurance_t = Table("[endurance]", root.get("endurance", dict))
+        endurance = _endurance(endurance_t, kind, station)
         if not endurance.intervals and not duration_s:
             raise UserError("campaign: [endurance] needs intervals, or [campaign].duration_s")
 
@@ -373,7 +256,7 @@ def parse(text: str, where: str = "campaign") -> Campaign:
 SIZE_UNITS = (("mib", 1 << 20), ("kib", 1 << 10), ("bytes", 1))
 
 
-def _size(table: _Table, stem: str, default: int, low: int) -> int:
+def _size(table: Table, stem: str, default: int, low: int) -> int:
     """A size in bytes from exactly one of `<stem>_mib`, `<stem>_kib`, `<stem>_bytes`, each a
     whole number of its unit (alignment needs offsets finer than a MiB: a 512-byte offset is
     `<stem>_bytes = 512`, never `<stem>_mib = 0.0005` rounded)."""
@@ -393,7 +276,24 @@ def _size(table: _Table, stem: str, default: int, low: int) -> int:
     return int(value) * scale
 
 
-def _recover_waits(station_t: _Table) -> tuple[tuple[str, float], ...]:
+def _station(table: Table, kinds: Mapping[str, StationKind]) -> tuple[StationSpec, StationKind]:
+    """[station]: the keys every kind has here, the kind's own keys read by the kind; a key of
+    another kind is named as such."""
+    name = table.get("kind", str)
+    kind = backends.lookup(name, kinds)
+    common = StationSpec(name, _choice(table, "recover", RECOVER_MODES), _recover_waits(table))
+    spec = kind.settings(table, common)
+    for key in sorted(set(table.data) - table.used):
+        owners = [other for other, k in kinds.items() if key in k.own_keys()]
+        if owners:
+            raise UserError(
+                f"campaign: [station].{key} applies to {' or '.join(owners)} stations only"
+            )
+    table.done()
+    return spec, kind
+
+
+def _recover_waits(station_t: Table) -> tuple[tuple[str, float], ...]:
     """[station].recover_wait_s: seconds after power-on before a drive that is not back is
     recovered; one number for every transport, or a table of them (nvme, sata, sas, scsi)."""
     if "recover_wait_s" not in station_t.data:
@@ -415,7 +315,7 @@ def _recover_waits(station_t: _Table) -> tuple[tuple[str, float], ...]:
     return tuple(waits)
 
 
-def _endurance(table: _Table, in_process: bool) -> EnduranceSpec:
+def _endurance(table: Table, station_kind: StationKind, station: StationSpec) -> EnduranceSpec:
     spec = EnduranceSpec(
         intervals=table.whole("intervals", 0, 0, 100_000_000),
         interval_s=float(table.number("interval_s", 60.0, 0.05, 86400)),
@@ -435,7 +335,9 @@ def _endurance(table: _Table, in_process: bool) -> EnduranceSpec:
         raise UserError(
             f"campaign: [endurance].purge must be one of none, {', '.join(PURGE_METHODS)}"
         )
-    if spec.purge != "none" and in_process:
+    # (simulated drives can be block devices: the full twin's are loop devices)
+    simulated = station_kind.simulated_drives and not station.simulated_block_devices()
+    if spec.purge != "none" and simulated:
         raise UserError(
             "campaign: [endurance].purge needs drives that can be purged: the in-process"
             ' virtual drives cannot (use [station] twin = "simavr", whose drives take discard)'
@@ -447,17 +349,13 @@ def _endurance(table: _Table, in_process: bool) -> EnduranceSpec:
         )
     if spec.discard not in DISCARD_KINDS:
         raise UserError(f"campaign: [endurance].discard must be one of {', '.join(DISCARD_KINDS)}")
-    if spec.discard != "none" and in_process:
-        # the in-process twin's drives are Python objects: no node a discard could be sent to
-        # (the full-system twin's are loop devices, which take BLKDISCARD)
-        raise UserError(
-            "campaign: [endurance].discard needs a block device (not the in-process twin)"
-        )
+    if spec.discard != "none" and simulated:
+        raise UserError("campaign: [endurance].discard needs a block device (not simulated)")
     table.done()
     return spec
 
 
-def _stop_rules(table: _Table) -> StopRules:
+def _stop_rules(table: Table) -> StopRules:
     rules = StopRules(
         max_failures=table.whole("max_failures", 0, 0, 10_000_000),
         max_consecutive_errors=table.whole("max_consecutive_errors", 5, 1, 1_000_000),
@@ -467,7 +365,7 @@ def _stop_rules(table: _Table) -> StopRules:
     return rules
 
 
-def _criteria(table: _Table) -> Criteria:
+def _criteria(table: Table) -> Criteria:
     classes = table.get("classes", list, [])
     for cls in classes:
         if cls not in FAILURE_CLASSES:
@@ -492,7 +390,7 @@ def _criteria(table: _Table) -> Criteria:
 
 
 def _health(data: Any) -> HealthSpec:
-    table = _Table("[health]", data)
+    table = Table("[health]", data)
     given = "every" in table.data
     every = table.whole("every", 1, 0, 1_000_000)
     write_cache = table.get("write_cache", str, "keep")
@@ -502,8 +400,8 @@ def _health(data: Any) -> HealthSpec:
     return HealthSpec(every, given and every > 0, write_cache)
 
 
-def _drive(index: int, entry: Any, station_kind: str) -> DriveSpec:
-    table = _Table(f"[[drive]] #{index + 1}", entry)
+def _drive(index: int, entry: Any, station_kind: StationKind) -> DriveSpec:
+    table = Table(f"[[drive]] #{index + 1}", entry)
     channel = table.whole("channel", None, 0, 63)
     identity = DriveIdentity(
         model=table.get("model", str, ""),
@@ -514,9 +412,9 @@ def _drive(index: int, entry: Any, station_kind: str) -> DriveSpec:
     if not identity.wwn and not (identity.serial and identity.model):
         raise UserError(f"campaign: {table.where} must name the drive by wwn or serial + model")
     profile = table.get("profile", str, "")
-    if station_kind == "simulated" and not profile:
+    if station_kind.simulated_drives and not profile:
         raise UserError(f"campaign: {table.where} on a simulated station needs a profile")
-    if station_kind != "simulated" and profile:
+    if not station_kind.simulated_drives and profile:
         raise UserError(f"campaign: {table.where}: profile is for simulated drives only")
     spec = DriveSpec(channel, identity, profile, table.get("allow_wipe", bool, False))
     table.done()

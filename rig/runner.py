@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
 
-from rig import config, endurance, resume
+from rig import backends, config, endurance, resume
 from rig.campaign import Cycle, DriveRun, DriveSummary, Station, run_campaign
 from rig.config import Campaign
 from rig.errors import UserError
@@ -91,12 +91,16 @@ def run(
     station_factory: StationFactory,
     *,
     campaign_path: str = "",
+    campaign: Campaign | None = None,
     resume_db: str = "",
     db: str = "",
     log_path: str = "",
     progress: Progress | None = None,
 ) -> RunResult:
-    """Run a campaign file (`campaign_path`) or resume a store (`resume_db`)."""
+    """Run a campaign file (`campaign_path`), a campaign already read (`campaign`: `rig demo`'s,
+    adjusted by its command line), or resume a store (`resume_db`)."""
+    if sum(map(bool, (campaign_path, campaign, resume_db))) != 1:
+        raise UserError("rig run: give a campaign file, or --resume STORE (not both)")
     progress = progress or Progress()
     resumable: resume.Resumable | None = None
     if resume_db:
@@ -107,14 +111,14 @@ def run(
             store.close()
             raise
         campaign, db = resumable.campaign, resume_db
-        if campaign.station.kind == "simulated":
+        if backends.lookup(campaign.station.kind).simulated_drives:
             store.close()
             raise UserError(
                 f"{resume_db}: a simulated station's drives live inside the rig process and"
                 " are gone with it; resume needs drives that outlive it"
             )
     else:
-        campaign = config.load(campaign_path)
+        campaign = campaign or config.load(campaign_path)
         db = db or f"{campaign.name}.sqlite"
         store = Store(db)
     log = RunLog(log_path or default_log_path(db))

@@ -1,12 +1,13 @@
-"""Wiring of a real station: power backend, udev presence, interlocked O_DIRECT targets."""
+"""Wiring of a station: a power backend, udev presence, interlocked O_DIRECT targets."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 
-from rig import locks, purge, safety
+from rig import backends, locks, purge, safety
+from rig.backends import StationKind, Wiring
 from rig.blockio import BlockTarget, DirectTarget
 from rig.bus import proof
 from rig.bus.base import DriveNode
@@ -15,7 +16,7 @@ from rig.bus.recover import RecoveringPresence
 from rig.bus.udev import UdevPresence
 from rig.campaign import Station
 from rig.config import Campaign, DriveSpec
-from rig.errors import UnsafeDeviceError, UserError
+from rig.errors import UnsafeDeviceError
 from rig.health import crosscheck
 from rig.health.errors import HealthToolError, ToolFailed
 from rig.health.nvme import nvme_snapshot
@@ -24,8 +25,6 @@ from rig.health.tools import Runner, ToolRunner, smartctl_snapshot
 from rig.health.wcache import CacheTool, read_write_cache, set_write_cache
 from rig.identity import DriveIdentity
 from rig.power.base import Edge, PowerSwitch
-from rig.power.manual import ManualSwitch
-from rig.power.relay import RelayBoard
 
 
 class ToolDrives:
@@ -164,44 +163,23 @@ def _merged(udev: DriveIdentity, tool: DriveIdentity) -> DriveIdentity:
     )
 
 
-def _power(campaign: Campaign, on_edge: Callable[[Edge], None] | None) -> PowerSwitch:
-    channels = max(d.channel for d in campaign.drives) + 1
-    spec = campaign.station
-    if spec.kind == "manual":
-        return ManualSwitch(channels)
-    if spec.kind == "relay-board":
-        # The watchdog setting is applied at connect and again after every MCU reset.
-        board = (
-            RelayBoard.find(spec.usb_serial, on_edge=on_edge, watchdog_ms=spec.watchdog_ms)
-            if spec.usb_serial
-            else RelayBoard(spec.port, on_edge=on_edge, watchdog_ms=spec.watchdog_ms)
-        )
-        try:
-            if board.channels < channels:
-                raise UserError(
-                    f"relay board has {board.channels} channels; campaign uses {channels}"
-                )
-            rail = spec.rail_sense
-            if rail is not None:
-                for drive in campaign.drives:
-                    board.configure_rail(
-                        drive.channel, rail.hi, rail.lo, rail.window_ms, rail.samples
-                    )
-        except BaseException:
-            board.close()
-            raise
-        return board
-    raise UserError(f"station kind '{spec.kind}' is not a real station")
-
-
-def build(campaign: Campaign, on_edge: Callable[[Edge], None] | None = None) -> Station:
-    """`on_edge` receives every switching edge the power backend reports (for the store)."""
-    name = campaign.station.kind
-    if campaign.station.kind == "relay-board":
-        name = f"relay-board {campaign.station.usb_serial or campaign.station.port}"
+def build(
+    campaign: Campaign,
+    on_edge: Callable[[Edge], None] | None = None,
+    store_path: str = "",
+    kinds: Mapping[str, StationKind] = backends.STATION_KINDS,
+) -> Station:
+    """The station of the campaign's kind, built by its row in `kinds` (rig/backends.py): a power
+    backend on the real bus gets udev presence (with the bus recovery the campaign asks for) and
+    the real tools. `on_edge` receives every switching edge the power backend reports (for the
+    store); `store_path` is the campaign's store."""
+    kind = backends.lookup(campaign.station.kind, kinds)
+    if kind.station is not None:
+        return kind.station(campaign, Wiring(on_edge, store_path))
+    assert kind.power is not None
     spec = campaign.station
     recovery = RecoveringPresence(UdevPresence(), spec.recover, dict(spec.recover_wait_s))
-    return udev_station(name, _power(campaign, on_edge), ToolDrives(), recovery)
+    return udev_station(spec.label(), kind.power(campaign, on_edge), ToolDrives(), recovery)
 
 
 def udev_station(

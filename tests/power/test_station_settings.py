@@ -7,6 +7,7 @@ import pytest
 
 from rig import config, station
 from rig.errors import UserError
+from rig.kinds.relay_board import RailSenseSpec
 from rig.power.relay import RelayBoard, SerialPendingCut
 from tests.power.raw_session import raw_session
 from tests.power.twins import Twin
@@ -31,7 +32,7 @@ def test_watchdog_and_rail_sense_are_parsed() -> None:
     spec = config.parse(campaign_text("watchdog_ms = 1500\nrail_sense = {hi = 600, lo = 100}"))
     assert spec.station.watchdog_ms == 1500
     rail = spec.station.rail_sense
-    assert rail == config.RailSenseSpec(hi=600, lo=100, window_ms=50, samples=0)
+    assert rail == RailSenseSpec(hi=600, lo=100, window_ms=50, samples=0)
     default = config.parse(campaign_text(""))
     assert default.station.watchdog_ms == 5000 and default.station.rail_sense is None
 

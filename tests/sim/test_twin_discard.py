@@ -4,6 +4,8 @@ drive's fault model then reads the range as zeros."""
 
 from __future__ import annotations
 
+import fcntl
+import struct
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,32 @@ def test_a_discarded_region_reads_as_never_written_to_the_checker(tmp_path: Path
             target.close()
     assert (before != media.ZERO).all()
     assert (after == media.ZERO).all()
+
+
+BLKZEROOUT = 0x127F  # _IO(0x12, 127): write zeroes, keep the blocks mapped (NOUNMAP)
+
+
+def test_zeroout_writes_zeros_and_discard_still_works_after(tmp_path: Path) -> None:
+    """BLKZEROOUT reaches the image as fallocate(ZERO_RANGE): a write of zeros (the blocks stay
+    mapped). The server answers it without EOPNOTSUPP, which would make the loop device drop
+    discard support: a discard afterwards still punches its range."""
+    with twin_drive(tmp_path, "cliff", "W") as drive:
+        cliff = drive.engine.cliff
+        assert cliff is not None
+        node = f"/dev/loop{drive.index}"
+        target = DirectTarget(node)
+        try:
+            block = target.block_size
+            _write(target, 0, 32, 0x77)
+            target.flush()
+            fcntl.ioctl(target.fileno(), BLKZEROOUT, struct.pack("QQ", 0, 8 * block))
+            zeroed = target.read(0, 32).reshape(32, block)
+            mapped_after_zeroout = cliff.free_blocks()
+            discard.discard("blkdiscard", node, target.fileno(), 8, 8, block)
+            trimmed = target.read(0, 32).reshape(32, block)
+        finally:
+            target.close()
+    assert (zeroed[:8] == 0).all() and (zeroed[8:] == 0x77).all()
+    assert mapped_after_zeroout == drive.profile.capacity_blocks - 32  # zeros are data
+    assert (trimmed[:16] == 0).all() and (trimmed[16:] == 0x77).all()
+    assert cliff.free_blocks() == drive.profile.capacity_blocks - 24

@@ -1,0 +1,79 @@
+"""Every station kind a campaign file can name, in one table: `[station] kind = "..."` is looked
+up here, its keys are read by the kind's own function, its station built by its own constructor.
+
+A kind is one module in rig/kinds/ (its `StationSpec` subclass, `settings`, and a constructor)
+plus one row below. Kinds on the real bus give a power backend (`power`): rig/station.py wires it
+to udev presence and the real tools. A kind that brings its whole station (the simulated rig)
+gives `station` instead. Nothing registers itself: a test passes its own copy of the table to
+`config.parse` and `station.build` (decision 81).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rig.errors import UserError
+from rig.kinds import manual, relay_board, simulated
+from rig.power.base import Edge, PowerSwitch
+from rig.schema import StationSpec, Table
+
+if TYPE_CHECKING:
+    from rig.campaign import Station
+    from rig.config import Campaign
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """What the rig hands a station constructor besides the campaign."""
+
+    on_edge: Callable[[Edge], None] | None = None  # every switching edge, for the store
+    store_path: str = ""  # the campaign's store; a station may keep its own files beside it
+
+
+Settings = Callable[[Table, StationSpec], StationSpec]
+PowerFactory = Callable[["Campaign", Callable[[Edge], None] | None], PowerSwitch]
+StationFactory = Callable[["Campaign", Wiring], "Station"]
+
+
+@dataclass(frozen=True)
+class StationKind:
+    spec: type[StationSpec]  # its [station] keys: the fields it adds to StationSpec's
+    settings: Settings  # reads and checks them (the common ones are read already)
+    power: PowerFactory | None = None  # a power backend; drives on the real bus (udev, tools)
+    station: StationFactory | None = None  # or a whole station of its own
+    # drives simulated by the rig process from a [[drive]] profile: each needs a profile, none
+    # is a block device to discard (unless the spec says so: simulated_block_devices, the
+    # full-system twin's loop devices), none outlives the rig (no resume)
+    simulated_drives: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.power is None) == (self.station is None):
+            raise ValueError("a station kind gives either a power backend or a station")
+
+    def own_keys(self) -> tuple[str, ...]:
+        common = {f.name for f in dataclasses.fields(StationSpec)}
+        return tuple(f.name for f in dataclasses.fields(self.spec) if f.name not in common)
+
+
+STATION_KINDS: Mapping[str, StationKind] = {
+    "simulated": StationKind(
+        simulated.SimulatedSpec,
+        simulated.settings,
+        station=simulated.station,
+        simulated_drives=True,
+    ),
+    "relay-board": StationKind(
+        relay_board.RelayBoardSpec, relay_board.settings, power=relay_board.power
+    ),
+    "manual": StationKind(StationSpec, manual.settings, power=manual.power),
+}
+
+
+def lookup(name: str, kinds: Mapping[str, StationKind] = STATION_KINDS) -> StationKind:
+    kind = kinds.get(name)
+    if kind is None:
+        raise UserError(f"campaign: [station].kind must be one of {', '.join(kinds)}")
+    return kind
