@@ -12,10 +12,13 @@ import pytest
 
 from fixtures import sim_station
 from rig import config, endurance, purge
+from rig.bus.base import DriveNode
 from rig.campaign import run_campaign
 from rig.errors import UserError
 from rig.health.errors import ToolMissing
 from rig.health.tools import ToolResult
+from rig.identity import DriveIdentity
+from rig.station import ToolDrives
 from rig.store import Store
 from tests.test_sim_campaign import campaign_text
 
@@ -142,3 +145,17 @@ def test_preconditioning_then_rounds_on_the_simulated_rig(tmp_path: Path) -> Non
     )
     assert [e["kind"] for e in events] == ["precondition", "steady_state"]
     store.close()
+
+
+def test_a_real_station_purges_as_the_drive_says() -> None:
+    """ToolDrives.purge (the station capability): the NVMe node's id-ctrl answer picks sanitize
+    and the tool runs on that node; a node of no known transport without discard is refused."""
+    tools = FakeTools(
+        {"nvme id-ctrl": (0, json.dumps({"oacs": 0x2, "sanicap": 0x2})), "nvme sanitize": (0, "")}
+    )
+    node = DriveNode(DriveIdentity("M", "S", ""), "/dev/nvme9n1", 1 << 30)
+    assert ToolDrives(tools).purge(node, "auto") == "nvme_sanitize"
+    assert tools.ran[-1] == ["nvme", "sanitize", "/dev/nvme9n1", "--sanact=2"]
+    other = DriveNode(DriveIdentity("M", "S", ""), "/dev/rig-no-such-node", 1 << 30)
+    with pytest.raises(purge.PurgeRefused, match="no purge applies to this other device"):
+        ToolDrives(FakeTools({})).purge(other, "auto")

@@ -9,6 +9,8 @@ needs the twin's discard (the in-process drives take no discard from the rig).""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import statistics
 from pathlib import Path
 
@@ -134,6 +136,7 @@ precondition = true
 steady_window = 5
 max_rounds = 30
 stop_at_steady = true
+purge = "auto"
 cut_every = 2
 retention_every = 4
 retention_off_s = 0.05
@@ -182,6 +185,9 @@ def test_pts_flow_cliff_and_trim_on_the_twin(tmp_path: Path, twin: None) -> None
     _steady_only_after_preconditioning(pts_run)
     _cliff_in_capacity_data(pts_run)
     assert {k.kind for k in pts_run.marks} == {"cut", "retention"}
+    # the purge asked the twin's node what it takes: a loop device that takes discard
+    purged = sqlite3.connect(stores[0]).execute("SELECT detail FROM event WHERE kind = 'purge'")
+    assert [json.loads(d)["method"] for (d,) in purged] == ["discard"]
     # the same drive (identity from the same label and profile), discard only differing
     pairs = [p for m in report.models for p in m.trim_pairs]
     assert [(p.off.campaign, p.on.campaign) for p in pairs] == [("trim-off", "trim-on")]
