@@ -129,16 +129,16 @@ def test_pts_flow_and_cliff_on_in_process_drives(tmp_path: Path) -> None:
 
 TWIN_PTS = """
 [endurance]
-intervals = 30
+intervals = 60
 interval_s = 1.0
 verify_every = 0
 precondition = true
 steady_window = 5
-max_rounds = 30
+max_rounds = 60
 stop_at_steady = true
 purge = "auto"
 cut_every = 2
-retention_every = 4
+retention_every = 10
 retention_off_s = 0.05
 """
 
