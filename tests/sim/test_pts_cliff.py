@@ -138,7 +138,7 @@ max_rounds = 60
 stop_at_steady = true
 purge = "auto"
 cut_every = 2
-retention_every = 10
+retention_every = 5
 retention_off_s = 0.05
 """
 
@@ -174,7 +174,8 @@ def _twin(tmp_path: Path, name: str, drive_profile: str, table: str, cycles: int
 @pytest.mark.slow
 def test_pts_flow_cliff_and_trim_on_the_twin(tmp_path: Path, twin: None) -> None:
     stores = [
-        # one cut (after round 2), then retention checks: none between a cut's health readings
+        # one cut (after round 2), then retention checks (after round 5, the earliest steady
+        # round, and every 5th): none between a cut's health readings
         _twin(tmp_path, "pts", "cliff", TWIN_PTS, cycles=1),
         _twin(tmp_path, "trim-off", "cliff-used", TWIN_TRIM.format(discard="none")),
         _twin(tmp_path, "trim-on", "cliff-used", TWIN_TRIM.format(discard="blkdiscard")),
