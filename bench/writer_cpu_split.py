@@ -3,7 +3,7 @@
 Runs `rig.workload.Writer` (native engine, 32 slots, stream layout, no flushes) on a loop device
 over tmpfs (no device time: the CPU cost shows fully) for 128 KiB sequential and 4 KiB random
 writes, and splits the process's CPU time into:
-- engine: CPU of the writer thread inside `engine_run` (the C loop: record generation,
+- engine: CPU of the writer thread inside `engine_loop` (the C loop: record generation,
   io_submit/io_getevents, timestamps; kernel time of those syscalls included);
 - Python: everything else in the process (planning addresses and generations in numpy, the
   per-LBA state, turning each batch into ledger columns).
@@ -46,7 +46,7 @@ CASES = {
 
 def split(devnode: str, load: workload_module.Workload, seconds: float) -> tuple[float, ...]:
     inside = [0.0]
-    original = workload_module.engine_run
+    original = workload_module.engine_loop
 
     def timed(*args: Any, **kwargs: Any) -> Any:
         start = time.thread_time()
@@ -55,7 +55,7 @@ def split(devnode: str, load: workload_module.Workload, seconds: float) -> tuple
         finally:
             inside[0] += time.thread_time() - start
 
-    workload_module.engine_run = timed  # type: ignore[assignment]
+    workload_module.engine_loop = timed  # type: ignore[assignment]
     target = DirectTarget(devnode)
     try:
         state, log, stop = LbaState(0, target.nblocks), CycleLog(), threading.Event()
@@ -71,7 +71,7 @@ def split(devnode: str, load: workload_module.Workload, seconds: float) -> tuple
         gb = int(log.column("nblocks").sum()) * target.block_size / 1e9
         return gb / seconds, cpu / gb, inside[0] / gb, (cpu - inside[0]) / gb
     finally:
-        workload_module.engine_run = original
+        workload_module.engine_loop = original
         target.close()
 
 

@@ -5,14 +5,16 @@ Cases: 128 KiB sequential writes and 4 KiB random writes, queue depth 32, O_DIRE
   random over the whole device (rand), no verification headers (plain buffers);
 - rig native: `rig.workload.Writer` with 32 slots (one request in flight per slot, each in its own
   stripe: 32 sequential streams, or random within the stripes), every block generated with its
-  per-sector headers and logged in the ledger, the C AIO engine;
+  per-sector headers and logged in the ledger, the C AIO engine; the mean number of its requests
+  in flight over the measured window and the share of it with none in flight (from the ledger's
+  timestamps) show whether the queue stays full;
 - rig threads: the same workload through 32 Python threads (the path for targets without a file
   descriptor), to show why the engine is in C.
-Runs are interleaved (fio, native, threads, fio, ...) and each ratio is the median of per-round
-ratios, so a slow moment of this shared machine hits both sides of a ratio alike. Beside the
-throughput, the CPU seconds each spends per GB written (fio: the child's rusage; the rig: the
-process's CPU time, all threads): a figure the machine's load does not change much, and the one
-that decides who falls behind when cores are scarce.
+Runs are interleaved (fio, native, threads, fio, ...) and the ratios are min / median / max of
+the per-round ratios, so a slow moment of this shared machine hits both sides of a ratio alike.
+Beside the throughput, the CPU seconds each spends per GB written (fio: the child's rusage; the
+rig: the process's CPU time, all threads): a figure the machine's load does not change much, and
+the one that decides who falls behind when cores are scarce.
 
 The target: a loop device (`losetup --direct-io=on`, 4 KiB sectors) over a preallocated file on
 the host disk (default, under /work) or on tmpfs (`--tmpfs`: no device time, so the CPU cost of
@@ -34,6 +36,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -83,8 +87,12 @@ def fio_mb_s(devnode: str, rw: str, block: int, seconds: float) -> tuple[float, 
     return float(job["bw_bytes"]) / 1e6, cpu / (float(job["io_bytes"]) / 1e9)
 
 
-def rig_mb_s(devnode: str, load: Workload, engine: str, seconds: float) -> tuple[float, float]:
-    """(MB/s, CPU seconds per GB written) of the rig's writer (all its threads)."""
+def rig_mb_s(
+    devnode: str, load: Workload, engine: str, seconds: float
+) -> tuple[float, float, float, float]:
+    """(MB/s, CPU seconds per GB written, mean requests in flight, share of time with none in
+    flight) of the rig's writer (all its threads); the last two from the ledger's own
+    timestamps over the measured window."""
     target = DirectTarget(devnode)
     try:
         state = LbaState(0, target.nblocks)
@@ -105,9 +113,24 @@ def rig_mb_s(devnode: str, load: Workload, engine: str, seconds: float) -> tuple
         inside = (done >= start_ns) & (done < end_ns) & (log.column("status") == 0)
         nbytes = int(log.column("nblocks")[inside].sum()) * target.block_size
         everything = int(log.column("nblocks")[log.column("status") == 0].sum()) * target.block_size
-        return nbytes / ((end_ns - start_ns) / 1e9) / 1e6, cpu / (everything / 1e9)
+        issued = np.clip(log.column("issue_ns"), start_ns, end_ns)
+        completed = np.clip(np.where(done < 0, end_ns, done), start_ns, end_ns)
+        depth = float((completed - issued).sum()) / (end_ns - start_ns)
+        mb_s = nbytes / ((end_ns - start_ns) / 1e9) / 1e6
+        return mb_s, cpu / (everything / 1e9), depth, idle_share(issued, completed)
     finally:
         target.close()
+
+
+def idle_share(issued: np.ndarray, completed: np.ndarray) -> float:
+    """Share of the window [min, max] of these times with no request in flight."""
+    times = np.concatenate([issued, completed])
+    steps = np.concatenate([np.ones(len(issued)), -np.ones(len(completed))])
+    order = np.lexsort((-steps, times))  # at equal times a completion does not open a gap
+    times, depth = times[order], np.cumsum(steps[order])
+    span = float(times[-1] - times[0]) if len(times) else 0.0
+    gaps = np.diff(times)[depth[:-1] == 0]
+    return float(gaps.sum()) / span if span else 0.0
 
 
 def attach(image: Path) -> str:
@@ -140,12 +163,13 @@ def main() -> None:
             print(f"# machine: {machine()}")
             print(f"# {opts.rounds} rounds x {opts.seconds:g} s per run, interleaved")
             print(
-                "| case | fio MB/s | rig native MB/s | native/fio | rig threads MB/s | threads/fio"
-                " | CPU s/GB fio | CPU s/GB native | CPU s/GB threads |"
+                "| case | fio MB/s | rig native MB/s | native/fio min/med/max | rig threads MB/s"
+                " | threads/fio min/med/max | CPU s/GB fio | CPU s/GB native | CPU s/GB threads"
+                " | in flight, native (of 32) | idle, native |"
             )
-            print("|---|---|---|---|---|---|---|---|---|")
+            print("|---|---|---|---|---|---|---|---|---|---|---|")
             for name, (rw, block, load) in CASES.items():
-                runs: dict[str, list[tuple[float, float]]] = {
+                runs: dict[str, list[tuple[float, ...]]] = {
                     "fio": [],
                     "native": [],
                     "threads": [],
@@ -160,20 +184,24 @@ def main() -> None:
             subprocess.run(["losetup", "-d", devnode], check=False)
 
 
-def row(runs: dict[str, list[tuple[float, float]]]) -> str:
-    """Medians of MB/s, of the per-round ratios to fio, and of CPU seconds per GB."""
+def row(runs: dict[str, list[tuple[float, ...]]]) -> str:
+    """Medians of MB/s; min/median/max of the per-round ratios to fio; medians of CPU seconds
+    per GB and of the native writer's mean requests in flight and idle share."""
     fio = runs["fio"]
-    cells = [f"{statistics.median(m for m, _ in fio):.0f}"]
+    cells = [f"{statistics.median(r[0] for r in fio):.0f}"]
     for engine in ("native", "threads"):
         mine = runs[engine]
         if not mine:
             cells += ["-", "-"]
             continue
-        ratio = statistics.median(m / f for (m, _), (f, _) in zip(mine, fio, strict=True))
-        cells += [f"{statistics.median(m for m, _ in mine):.0f}", f"{ratio:.2f}"]
+        ratios = sorted(m[0] / f[0] for m, f in zip(mine, fio, strict=True))
+        spread = f"{ratios[0]:.2f} / {statistics.median(ratios):.2f} / {ratios[-1]:.2f}"
+        cells += [f"{statistics.median(r[0] for r in mine):.0f}", spread]
     for engine in ("fio", "native", "threads"):
         mine = runs[engine]
-        cells.append(f"{statistics.median(c for _, c in mine):.2f}" if mine else "-")
+        cells.append(f"{statistics.median(r[1] for r in mine):.2f}" if mine else "-")
+    cells.append(f"{statistics.median(r[2] for r in runs['native']):.1f}")
+    cells.append(f"{100 * statistics.median(r[3] for r in runs['native']):.1f} %")
     return " | ".join(cells)
 
 

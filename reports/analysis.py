@@ -26,19 +26,9 @@ from typing import Any
 from reports import stats
 from reports.dataset import Campaign, Cut, Dataset, DriveRun
 from reports.endurance import EnduranceSeries, TrimPair, endurance_series, trim_pairs
+from rig import failures
 from rig.health.delta import COUNTERS
 
-FAILURE_ORDER = (
-    "lost_durable_write",
-    "unserializable_write",
-    "shorn_write",
-    "bit_corruption",
-    "flying_write",
-    "collateral_damage",
-    "read_error",
-    "counter_anomaly",
-    "dead_device",
-)
 DELAY_BINS_MS = (0.0, 1.0, 10.0, 100.0, 1000.0, math.inf)
 
 
@@ -53,7 +43,7 @@ class Criteria:
 
     @property
     def counts_dead(self) -> bool:
-        return not self.classes or "dead_device" in self.classes
+        return not self.classes or failures.DEAD in self.classes
 
     def describe(self) -> str:
         what = ", ".join(self.classes) if self.classes else "any failure class"
@@ -351,7 +341,7 @@ ANY_FAILURE = "any failure"
 def compare(models: Sequence[ModelReport], confidence: float) -> list[Comparison]:
     """Every pair of models, Fisher's exact test (two-sided) on cuts with vs without the outcome,
     for any failure and for each failure class seen; Holm-corrected over all those tests."""
-    classes = _ordered_classes(s.cls for m in models for s in m.classes)
+    classes = failures.ordered(s.cls for m in models for s in m.classes)
 
     def outcome(m: ModelReport, name: str) -> Proportion:
         if name == ANY_FAILURE:
@@ -379,17 +369,11 @@ def compare(models: Sequence[ModelReport], confidence: float) -> list[Comparison
     ]
 
 
-def _ordered_classes(present: Iterable[str]) -> list[str]:
-    present = set(present)
-    known = [c for c in FAILURE_ORDER if c in present]
-    return known + sorted(present - set(FAILURE_ORDER))
-
-
 def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
     runs = sorted(runs, key=lambda r: (r.campaign.started_at, r.channel))
     criteria, note = merged_criteria({id(r.campaign): r.campaign for r in runs}.values())
     cuts = [c for r in runs for c in r.cuts if c.is_cut]
-    classes_present = _ordered_classes(k for r in runs for k in r.findings)
+    classes_present = failures.ordered(k for r in runs for k in r.findings)
     class_stats = [
         ClassStat(
             cls,
@@ -417,7 +401,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
             c.flush_to_cut_ms,
             c.cut_delay_ms,
             c.failed,
-            _ordered_classes(c.failure_classes),
+            failures.ordered(c.failure_classes),
         )
         for c in cuts
     ]
@@ -493,7 +477,7 @@ def _drives(runs: list[DriveRun], confidence: float, criteria: Criteria) -> list
                 cuts=proportion(failed, len(cuts), confidence),
                 rig_errors=sum(c.status == "error" for r in group for c in r.cuts),
                 interrupted=sum(c.status == "interrupted" for r in group for c in r.cuts),
-                findings={k: findings[k] for k in _ordered_classes(findings)},
+                findings={k: findings[k] for k in failures.ordered(findings)},
                 allowed_losses=sum(r.allowed_losses for r in group),
                 bytes_written=sum(c.bytes_written for r in group for c in r.cuts),
                 blocks_checked=sum(c.blocks_checked for c in cuts),

@@ -1,4 +1,4 @@
-"""The report's dataset read from the fleet's central PostgreSQL (rig/fleet/central.py) instead
+"""The report's dataset read from the fleet's central PostgreSQL (rig/fleet/central/) instead
 of SQLite stores: the same `Dataset` (reports/dataset.py), so the analysis and every page are the
 same. A campaign's source is `central:<station>`; its station reads `<station>: <board>`."""
 
@@ -8,9 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reports.dataset import (
-    COUNTER_ANOMALY,
     EXAMPLES_PER_DRIVE,
-    LOST_DURABLE,
     Campaign,
     Dataset,
     DriveRun,
@@ -19,6 +17,7 @@ from reports.dataset import (
     decode,
     lost_after,
 )
+from rig.failures import COUNTER_ANOMALY, LOST_DURABLE
 from rig.fleet.central import CentralStore
 
 Filter = Callable[[dict[str, Any]], bool]

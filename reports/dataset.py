@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rig.errors import UserError
+from rig.failures import COUNTER_ANOMALY, LOST_DURABLE
 from rig.store import SCHEMA_VERSION
 
 # Cycle statuses that are power cuts of the drive (a dead drive's last cut counts: it failed).
@@ -127,8 +128,6 @@ KNOWN_TABLES = {
     *("campaign", "drive", "cycle", "finding", "event", "ledger", "lba_state", "health"),
     *("rail_sense", "cycle_start"),
 }
-COUNTER_ANOMALY = "counter_anomaly"
-LOST_DURABLE = "lost_durable_write"  # rig.verify: a health counter that moved wrongly
 
 
 def load(paths: Iterable[str]) -> Dataset:

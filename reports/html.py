@@ -13,7 +13,6 @@ from typing import Any
 
 from reports import svg
 from reports.analysis import (
-    FAILURE_ORDER,
     DelayBin,
     DriveHealth,
     DriveStat,
@@ -22,6 +21,7 @@ from reports.analysis import (
     Report,
 )
 from reports.endurance_html import endurance_sections
+from rig import failures
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
@@ -243,8 +243,7 @@ def lost_after_chart(m: ModelReport) -> str:
 
 def class_chart(drives: Sequence[DriveStat]) -> str:
     """Failure findings per class per drive, stacked horizontal bars."""
-    classes = [c for c in FAILURE_ORDER if any(c in d.findings for d in drives)]
-    classes += sorted({c for d in drives for c in d.findings} - set(classes))
+    classes = failures.ordered(c for d in drives for c in d.findings)
     if not classes:
         return svg.no_data("Failure findings per class per drive", "no failure findings")
     width, row_h, left = 560, 26, 200

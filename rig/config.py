@@ -11,14 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rig import backends
+from rig import backends, failures
 from rig.backends import StationKind
 from rig.bus.recover import DEFAULT_WAIT_S, RECOVER_MODES
 from rig.cuts import STRATEGIES
 from rig.errors import UserError
 from rig.identity import DriveIdentity
 from rig.schema import StationSpec, Table
-from rig.verify import FAILURE_CLASSES
 from rig.workload import ENGINES, LAYOUTS, LBA_SKEWS, SIZE_MIXES, Workload
 
 
@@ -368,10 +367,10 @@ def _stop_rules(table: Table) -> StopRules:
 def _criteria(table: Table) -> Criteria:
     classes = table.get("classes", list, [])
     for cls in classes:
-        if cls not in FAILURE_CLASSES:
+        if cls not in failures.failure_names():
             raise UserError(
                 f"campaign: [criteria].classes: '{cls}' is not a failure class"
-                f" ({', '.join(FAILURE_CLASSES)})"
+                f" ({', '.join(failures.failure_names())})"
             )
     probability = float(table.number("max_failure_probability", 1e-3, 0, 1))
     if not 0 < probability < 1:

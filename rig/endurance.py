@@ -12,7 +12,6 @@ off for `retention_off_s` and reads back every block holding data.
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 import time
@@ -22,17 +21,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rig import discard, pts, verify
+from rig import discard, pts, pts_flow, verify
 from rig.campaign import DriveRun
 from rig.config import EnduranceSpec
 from rig.errors import RigError
 from rig.health.errors import HealthToolError
 from rig.health.tracker import snapshot_fields
 from rig.ledger import CycleLog, uncertain
-from rig.workload import Workload, Writer, WriterContext
+from rig.store import IntervalRow
+from rig.workload import Writer, WriterContext
 
-PRECONDITION_WRITE_BYTES = 128 * 1024  # PTS workload-independent preconditioning: 128 KiB SEQ
-PRECONDITION_PASSES = 2  # ... twice the tested capacity
 FINDINGS_KEPT = 20  # findings kept in an interval's detail (all are counted)
 
 
@@ -107,21 +105,9 @@ class EnduranceRun:
     def __init__(self, run: DriveRun, spec: EnduranceSpec) -> None:
         self.run = run
         self.spec = spec
-        last = run.store.query(
-            "SELECT COALESCE(MAX(seq), 0) AS seq, COALESCE(MAX(host_bytes_total), 0) AS bytes"
-            " FROM endurance_interval WHERE drive_id = ?",
-            (run.drive_id,),
-        )[0]
-        self.seq = int(last["seq"])
-        self.host_bytes = int(last["bytes"])
-        rows = run.store.query(
-            "SELECT mb_per_s, detail FROM endurance_interval WHERE drive_id = ? AND kind = 'write'"
-            " ORDER BY seq",
-            (run.drive_id,),
-        )
-        self.throughputs = [float(r["mb_per_s"]) for r in rows]
+        self.seq, self.host_bytes, self.throughputs = run.store.endurance_so_far(run.drive_id)
         self.write_intervals = len(self.throughputs)
-        self.rounds = rounds_from(spec, [json.loads(r["detail"]) for r in rows])
+        self.rounds = pts_flow.rounds_from(spec, run.store.endurance_details(run.drive_id))
 
     # the drive's loop ---------------------------------------------------------------------------
     def loop(self, stop: threading.Event) -> None:
@@ -129,28 +115,28 @@ class EnduranceRun:
         run.stop = stop
         try:
             if self.seq == 0:
-                self._purge()
+                pts_flow.purge(self)
                 self._prepare_region()
-                self._precondition(stop)
+                pts_flow.precondition(self, stop)
             while not stop.is_set() and not self._done():
                 self._write_interval(stop)
                 n = self.write_intervals
                 cut_due = self.spec.cut_every and n % self.spec.cut_every == 0
-                can_cut = cut_due and not stop.is_set() and run.cycles < run.campaign.cycles
+                can_cut = cut_due and not stop.is_set() and run.counts.cycles < run.campaign.cycles
                 if can_cut and not self._cut():
                     break
                 retention_due = self.spec.retention_every and n % self.spec.retention_every == 0
                 if retention_due and not stop.is_set() and not self._retention(stop):
                     break
         except (RigError, OSError) as error:
-            run._stop_drive(f"endurance: {error}", "stopped")
+            run.stop_drive(f"endurance: {error}", "stopped")
         finally:
             run.close()
 
     def _done(self) -> bool:
         if self.spec.intervals and self.write_intervals >= self.spec.intervals:
             return True
-        if reason := self.run._time_is_up():
+        if reason := self.run.time_is_up():
             self.run.stopped_by = reason
             return True
         if self.spec.stop_at_steady and self.rounds.verdict in (pts.REACHED, pts.NOT_REACHED):
@@ -168,9 +154,9 @@ class EnduranceRun:
             warning: dict[str, Any] = {"why": why, "physical_block": physical, "source": source}
             run.store.add_event(run.drive_id, time.monotonic_ns(), "alignment_warning", warning)
         if self.spec.discard != "none":
-            self._discard_region(self.spec.discard)
+            self.discard_region(self.spec.discard)
 
-    def _discard_region(self, kind: str) -> None:
+    def discard_region(self, kind: str) -> None:
         run = self.run
         state = run.state
         fileno = getattr(run.target, "fileno", None)
@@ -183,135 +169,6 @@ class EnduranceRun:
         detail["ns"] = time.monotonic_ns() - started
         run.store.add_event(run.drive_id, started, "discard", detail)
         run.progress(f"ch{run.spec.channel}: discarded the test region ({kind})")
-
-    # the PTS test flow (docs/campaign.md, "PTS test flow") ------------------------------------
-    def _purge(self) -> None:
-        """Purge before anything else, as the drive says it can; refused with the reason (the
-        drive's run stops: a PTS run without its purge would not be one)."""
-        wanted = self.spec.purge
-        if wanted == "none":
-            return
-        run = self.run
-        if run.station.purge is None:
-            raise RigError(
-                f"purge {wanted} refused: station {run.station.name} cannot purge drives"
-            )
-        started = time.monotonic_ns()
-        method = run.station.purge(run.node, wanted)
-        if method == "discard":
-            self._discard_region("blkdiscard")
-        detail: dict[str, Any] = {"wanted": wanted, "method": method}
-        detail["ns"] = time.monotonic_ns() - started
-        run.store.add_event(run.drive_id, started, "purge", detail)
-        run.progress(f"ch{run.spec.channel}: purged ({method})")
-
-    def _precondition(self, stop: threading.Event) -> None:
-        """Workload-independent preconditioning: PRECONDITION_PASSES x the region in 128 KiB
-        sequential writes, one `precondition` row per pass (they take no interval number and
-        are no round: rounds start after it)."""
-        if not self.spec.precondition:
-            return
-        run = self.run
-        block = run.target.block_size
-        per_write = max(1, PRECONDITION_WRITE_BYTES // block)
-        load = Workload(
-            workers=run.campaign.workload.workers,
-            write_blocks=(per_write,),
-            flush_every=0,
-            sequential=True,
-            layout="stream",
-            engine=run.campaign.workload.engine,
-        )
-        writes_per_pass = -(-run.state.nblocks // per_write)
-        for number in range(1, PRECONDITION_PASSES + 1):
-            if stop.is_set():
-                return
-            self._precondition_pass(load, number, writes_per_pass, stop)
-        run.store.add_event(
-            run.drive_id, time.monotonic_ns(), "precondition", {"passes": PRECONDITION_PASSES}
-        )
-
-    def _precondition_pass(
-        self, load: Workload, number: int, writes: int, stop: threading.Event
-    ) -> None:
-        run = self.run
-        self.seq += 1
-        log = CycleLog()
-        halt = threading.Event()
-        context = WriterContext(run.media_id, run.target, run.state, log, halt)
-        writer = Writer(
-            load, context, seed=random.Random(f"{run.campaign.seed}/pc{number}").randrange(1 << 30)
-        )
-        started_at = time.time()
-        t0 = time.monotonic()
-        writer.start()
-        while writer.live.acks < writes and not stop.is_set() and not halt.is_set():
-            time.sleep(0.01)
-        halt.set()
-        writer.join(30.0)
-        seconds = time.monotonic() - t0
-        run.target.flush()
-        ok = log.column("status") == 0
-        written = int(log.column("nblocks")[ok].sum()) * run.target.block_size
-        self.host_bytes += written
-        commit_flushed(run, log)
-        fill = len(run.state.committed.nonzero()) / run.state.nblocks
-        tbw = self.host_bytes / (self.spec.tbw_tb * 1e12) if self.spec.tbw_tb else None
-        mb_per_s = written / seconds / 1e6 if seconds > 0 else 0.0
-        detail: dict[str, Any] = {"pass": number, "write_bytes": PRECONDITION_WRITE_BYTES}
-        self._smart(detail)
-        self._store_row(
-            started_at,
-            seconds,
-            log,
-            written,
-            tbw,
-            mb_per_s,
-            latency_us(log),
-            fill,
-            False,
-            0,
-            0,
-            "precondition",
-            detail,
-        )
-        run.progress(
-            f"ch{run.spec.channel} preconditioning pass {number}/{PRECONDITION_PASSES}:"
-            f" {mb_per_s:8.1f} MB/s  fill {fill * 100:5.1f}%"
-        )
-
-    def _track_round(
-        self, mb_per_s: float, iops: float, mean_us: float, detail: dict[str, Any]
-    ) -> bool:
-        """Feed this write interval to the steady-state bookkeeping as a round; True once steady
-        state is reached. The verdict's turn (reached / not reached) is an event."""
-        run = self.run
-        before = self.rounds.verdict
-        verdict = self.rounds.add(pts.Round(self.write_intervals, iops, mb_per_s, mean_us))
-        detail["pts"] = {
-            "round": self.write_intervals,
-            "iops": iops,
-            "mb_per_s": mb_per_s,
-            "mean_latency_us": mean_us,
-            "verdict": verdict,
-        }
-        if verdict != before and verdict in (pts.REACHED, pts.NOT_REACHED):
-            window = self.rounds.window_rounds()
-            event: dict[str, Any] = {
-                "verdict": verdict,
-                "round": self.write_intervals,
-                "window": [window[0].number, window[-1].number],
-                "checks": {
-                    c.variable: {"average": c.average, "range": c.range_share, "slope": c.excursion}
-                    for c in self.rounds.checks
-                },
-            }
-            run.store.add_event(run.drive_id, time.monotonic_ns(), "steady_state", event)
-            run.progress(
-                f"ch{run.spec.channel}: steady state {verdict} at round {self.write_intervals}"
-                f" (window rounds {window[0].number}..{window[-1].number})"
-            )
-        return self.rounds.steady
 
     def _physical_block(self) -> tuple[int, str]:
         """The drive's physical block and where it was read: the kernel's (sysfs), or the
@@ -357,11 +214,11 @@ class EnduranceRun:
         self.throughputs.append(mb_per_s)
         detail: dict[str, Any] = {}
         iops = int(ok.sum()) / seconds if seconds > 0 else 0.0
-        steady = self._track_round(mb_per_s, iops, mean_latency_us(log), detail)
+        steady = pts_flow.track_round(self, mb_per_s, iops, mean_latency_us(log), detail)
         verified = failures = 0
         if self.spec.verify_every and self.write_intervals % self.spec.verify_every == 0:
             durability = log.durability(flush_done + 1, 0)
-            sample = run._sample_older_blocks()
+            sample = run.sample_older_blocks()
             result = verify.check(
                 run.media_id,
                 run.state,
@@ -374,15 +231,15 @@ class EnduranceRun:
                     timeout_s=run.campaign.cut.read_timeout_s,
                     max_reads=run.campaign.cut.read_budget,
                 ),
-                atomic_blocks=run._atomic_blocks(run.node, block),
+                atomic_blocks=run.atomic_blocks(run.node, block),
             )
             verified, failures = result.blocks_checked, self._note_findings(result, detail)
         else:
             commit_flushed(run, log)
-        self._smart(detail)
+        self.read_smart(detail)
         fill = len(run.state.committed.nonzero()) / run.state.nblocks
         tbw = self.host_bytes / (self.spec.tbw_tb * 1e12) if self.spec.tbw_tb else None
-        self._store_row(
+        self.store_row(
             started_at,
             seconds,
             log,
@@ -421,7 +278,7 @@ class EnduranceRun:
         ]
         return len(failing)
 
-    def _smart(self, detail: dict[str, Any]) -> None:
+    def read_smart(self, detail: dict[str, Any]) -> None:
         health = self.run.station.health
         if health is None:
             return
@@ -430,7 +287,7 @@ class EnduranceRun:
         except HealthToolError as error:
             detail["smart_error"] = str(error)
 
-    def _store_row(
+    def store_row(
         self,
         started_at: float,
         seconds: float,
@@ -448,40 +305,33 @@ class EnduranceRun:
     ) -> None:
         run = self.run
         ok = int((log.column("status") == 0).sum())
-        with run.store.transaction() as db:
-            db.execute(
-                "INSERT INTO endurance_interval (drive_id, seq, started_at, seconds, writes,"
-                " failed_writes, bytes_written, host_bytes_total, tbw_fraction, mb_per_s, iops,"
-                " lat_p50_us, lat_p99_us, lat_p999_us, lat_max_us, lat_samples, fill_fraction,"
-                " steady, verified_blocks, failures, kind, detail, interval_no)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    run.drive_id,
-                    self.seq,
-                    started_at,
-                    seconds,
-                    ok,
-                    log.write_count - ok,
-                    written,
-                    self.host_bytes,
-                    tbw,
-                    mb_per_s,
-                    ok / seconds if seconds else 0.0,
-                    *latency,
-                    fill,
-                    int(steady),
-                    verified,
-                    failures,
-                    kind,
-                    json.dumps(detail, sort_keys=True),
-                    self.write_intervals if kind == "write" else None,
-                ),
-            )
-            # the expected state goes with the row, so a resume continues from it
-            db.execute(
-                "INSERT OR REPLACE INTO lba_state (drive_id, after_cycle, state) VALUES (?,?,?)",
-                (run.drive_id, run.next_seq - 1, run.state.to_bytes()),
-            )
+        row = IntervalRow(
+            drive_id=run.drive_id,
+            seq=self.seq,
+            started_at=started_at,
+            seconds=seconds,
+            writes=ok,
+            failed_writes=log.write_count - ok,
+            bytes_written=written,
+            host_bytes_total=self.host_bytes,
+            tbw_fraction=tbw,
+            mb_per_s=mb_per_s,
+            iops=ok / seconds if seconds else 0.0,
+            lat_p50_us=latency[0],
+            lat_p99_us=latency[1],
+            lat_p999_us=latency[2],
+            lat_max_us=latency[3],
+            lat_samples=latency[4],
+            fill_fraction=fill,
+            steady=int(steady),
+            verified_blocks=verified,
+            failures=failures,
+            kind=kind,
+            detail=detail,
+            interval_no=self.write_intervals if kind == "write" else None,
+        )
+        # the expected state goes with the row, so a resume continues from it
+        run.store.record_interval(row, run.next_seq - 1, run.state.to_bytes())
 
     # interleaved events ---------------------------------------------------------------------------
     def _cut(self) -> bool:
@@ -512,7 +362,7 @@ class EnduranceRun:
             watch.close()
         if node is None:
             run.dead = True
-            run._stop_drive("dead device after the retention power-off", "dead")
+            run.stop_drive("dead device after the retention power-off", "dead")
             return False
         run.node = node
         run.target = station.open_target(node, run.spec)
@@ -530,14 +380,14 @@ class EnduranceRun:
                 timeout_s=run.campaign.cut.read_timeout_s,
                 max_reads=run.campaign.cut.read_budget,
             ),
-            atomic_blocks=run._atomic_blocks(node, run.target.block_size),
+            atomic_blocks=run.atomic_blocks(node, run.target.block_size),
         )
         detail: dict[str, Any] = {"off_s": self.spec.retention_off_s}
         failures = self._note_findings(result, detail)
-        self._smart(detail)
+        self.read_smart(detail)
         fill = len(run.state.committed.nonzero()) / run.state.nblocks
         tbw = self.host_bytes / (self.spec.tbw_tb * 1e12) if self.spec.tbw_tb else None
-        self._store_row(
+        self.store_row(
             started_at,
             off_s,
             log,
@@ -557,23 +407,6 @@ class EnduranceRun:
             f" {result.blocks_checked} blocks read back, failures {failures}"
         )
         return True
-
-
-def rounds_from(spec: EnduranceSpec, stored: list[dict[str, Any]]) -> pts.SteadyState:
-    """The steady-state bookkeeping rebuilt from stored write rows' details (a resume); rows
-    from before rounds were recorded count as rounds with their own figures missing (0)."""
-    tracker = pts.SteadyState(window=spec.steady_window, max_rounds=spec.max_rounds)
-    for number, detail in enumerate(stored, start=1):
-        figures = detail.get("pts", {})
-        tracker.add(
-            pts.Round(
-                number,
-                float(figures.get("iops", 0.0)),
-                float(figures.get("mb_per_s", 0.0)),
-                float(figures.get("mean_latency_us", 0.0)),
-            )
-        )
-    return tracker
 
 
 def drive_loop(run: DriveRun, stop: threading.Event) -> None:

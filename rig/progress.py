@@ -70,20 +70,20 @@ class Progress:
     def start(self, runs: list[DriveRun]) -> None:
         with self._lock:
             for run in runs:
-                rules = run.campaign
+                rules, counts = run.campaign, run.counts
                 budgets = [b for b in (rules.duration_s, rules.stop.duration_s) if b]
                 self.drives[run.spec.channel] = DriveProgress(
                     run.spec.channel,
                     f"{run.spec.identity.model} {run.spec.identity.serial}"[:40],
                     run.campaign.cycles,
-                    run.cycles,
-                    run.cycles,
+                    counts.cycles,
+                    counts.cycles,
                     min(budgets) if budgets else 0.0,
-                    run.elapsed_s,
-                    run.errors,
-                    run.failing_cycles,
-                    dict(run.failures),
-                    run.interrupted,
+                    counts.elapsed_s,
+                    counts.errors,
+                    counts.failing_cycles,
+                    dict(counts.failures),
+                    counts.interrupted,
                 )
         self.started = time.monotonic()
         if self.live and self._thread is None:
@@ -95,12 +95,17 @@ class Progress:
             d = self.drives.get(run.spec.channel)
             if d is None:
                 return
-            d.done, d.errors, d.failing_cycles = run.cycles, run.errors, run.failing_cycles
-            d.findings, d.interrupted, d.last_status = dict(run.failures), run.interrupted, c.status
+            counts = run.counts
+            d.done, d.errors, d.failing_cycles = counts.cycles, counts.errors, counts.failing_cycles
+            d.findings, d.interrupted, d.last_status = (
+                dict(counts.failures),
+                counts.interrupted,
+                c.status,
+            )
             if not self.live:
                 now = time.monotonic()
                 self._print(
-                    f"{run._progress_line(c)}  rate {d.rate_per_hour(self.started, now):.0f}/h"
+                    f"{run.progress_line(c)}  rate {d.rate_per_hour(self.started, now):.0f}/h"
                     f"  ETA {_duration(d.eta_s(self.started, now))}"
                 )
 

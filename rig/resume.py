@@ -17,7 +17,6 @@ generation after a crash, so no generation the lost cycle may have issued is eve
 from __future__ import annotations
 
 import dataclasses
-import json
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -30,6 +29,7 @@ from rig import config, intent, media
 from rig.campaign import DriveRun, ResumePoint
 from rig.config import Campaign
 from rig.errors import UserError
+from rig.failures import ALLOWED_LOSS
 from rig.ledger import UNKNOWN, LbaState, is_uncertain
 from rig.store import CycleRow, Store
 
@@ -73,10 +73,9 @@ class ScanResult:
 
 def load(store: Store) -> Resumable:
     """Everything needed to continue the store's last campaign; a clear error if it cannot."""
-    rows = store.query("SELECT id, name, config, status FROM campaign ORDER BY id DESC LIMIT 1")
-    if not rows:
+    head = store.latest_campaign()
+    if head is None:
         raise UserError(f"{store.path}: no campaign to resume")
-    head = rows[0]
     campaign = config.parse(head["config"], f"{store.path} (stored campaign)")
     campaign_id = int(head["id"])
     points: dict[int, ResumePoint] = {}
@@ -85,13 +84,10 @@ def load(store: Store) -> Resumable:
     finished: list[str] = []
     active = []
     for spec in campaign.drives:
-        found = store.query(
-            "SELECT * FROM drive WHERE campaign_id = ? AND channel = ?", (campaign_id, spec.channel)
-        )
-        if not found:  # the crash came before this drive's first cycle: it starts afresh
+        drive = store.drive_on_channel(campaign_id, spec.channel)
+        if drive is None:  # the crash came before this drive's first cycle: it starts afresh
             active.append(spec)
             continue
-        drive = found[0]
         point, lost_cycle, gap = _drive_point(store, drive)
         if drive["status"] != "active" or point.counted >= campaign.cycles:
             finished.append(f"ch{spec.channel} {spec.identity.label()}: {drive['status']}")
@@ -109,30 +105,15 @@ def load(store: Store) -> Resumable:
 def _drive_point(store: Store, row: sqlite3.Row) -> tuple[ResumePoint, LostCycle | None, int]:
     drive_id = int(row["id"])
     first, count = int(row["region_first_lba"]), int(row["region_blocks"])
-    blob = store.query("SELECT state FROM lba_state WHERE drive_id = ?", (drive_id,))
-    state = LbaState.from_bytes(first, blob[0]["state"]) if blob else LbaState(first, count)
-    totals = store.query(
-        "SELECT COALESCE(MAX(seq), 0) AS last, COALESCE(MAX(writes), 0) AS most,"
-        " SUM(status != 'interrupted') AS counted, SUM(status = 'error') AS errors,"
-        " SUM(status != 'interrupted' AND failures > 0) AS failing,"
-        " COALESCE(SUM(CASE WHEN status != 'interrupted' THEN ended_at - started_at END), 0)"
-        " AS elapsed FROM cycle WHERE drive_id = ?",
-        (drive_id,),
-    )[0]
-    by_class = store.query(
-        "SELECT f.class, f.failure, COUNT(*) AS n FROM finding f JOIN cycle c ON c.id = f.cycle_id"
-        " WHERE c.drive_id = ? GROUP BY f.class, f.failure",
-        (drive_id,),
-    )
+    blob = store.lba_state_of(drive_id)
+    state = LbaState.from_bytes(first, blob) if blob is not None else LbaState(first, count)
+    totals = store.cycle_totals(drive_id)
+    by_class = store.finding_counts_of_drive(drive_id)
     failures = {r["class"]: int(r["n"]) for r in by_class if r["failure"]}
-    allowed = sum(int(r["n"]) for r in by_class if r["class"] == "allowed_loss")
+    allowed = sum(int(r["n"]) for r in by_class if r["class"] == ALLOWED_LOSS)
     last = int(totals["last"])
-    started = store.query(
-        "SELECT seq, started_at, cut_delay_ns FROM cycle_start WHERE drive_id = ? AND seq > ?"
-        " ORDER BY seq DESC LIMIT 1",
-        (drive_id, last),
-    )
-    lost = LostCycle(*started[0]) if started else None
+    started = store.last_begun_after(drive_id, last)
+    lost = LostCycle(*started) if started else None
     point = ResumePoint(
         drive_id=drive_id,
         state=state,
@@ -237,24 +218,11 @@ def reconcile(run: DriveRun, resumable: Resumable, store: Store) -> ScanResult:
             error="rig stopped mid-cycle (crash or kill): not judged; region read back on resume",
         )
         store.record_cycle(row, [], [(now, "resume_scan", detail)], None, run.state.to_bytes())
-        run.interrupted += 1
+        run.counts.interrupted += 1
     else:
-        with store.transaction() as db:
-            db.execute(
-                "INSERT INTO event (drive_id, host_ns, kind, detail) VALUES (?,?,?,?)",
-                (run.drive_id, now, "resume_scan", json.dumps(detail, sort_keys=True)),
-            )
-            db.execute(
-                "INSERT OR REPLACE INTO lba_state (drive_id, after_cycle, state) VALUES (?,?,?)",
-                (run.drive_id, run.next_seq - 1, run.state.to_bytes()),
-            )
+        store.record_resume_scan(run.drive_id, now, detail, run.next_seq - 1, run.state.to_bytes())
     return result
 
 
 def mark_resumed(store: Store, campaign_id: int) -> None:
-    with store.transaction() as db:
-        db.execute(
-            "UPDATE campaign SET status = 'running', ended_at = NULL, resumes = resumes + 1"
-            " WHERE id = ?",
-            (campaign_id,),
-        )
+    store.mark_resumed(campaign_id)

@@ -1,6 +1,6 @@
 """`rig run`: a campaign from its file, or `--resume` from its store, unattended.
 
-- all channels in parallel (rig/campaign.py), live progress (rig/progress.py), a JSON-lines log
+- all channels in parallel (rig/campaign/), live progress (rig/progress.py), a JSON-lines log
   (rig/runlog.py);
 - SIGINT/SIGTERM stop safely: every drive's cycle in flight ends at its next phase boundary and
   is recorded as `interrupted`, the store is closed consistent, power goes to the safe state;
@@ -87,6 +87,83 @@ def wait_for_drives(station: Station, campaign: Campaign, progress: Progress) ->
             time.sleep(0.1)
 
 
+class _Reports:
+    """Where a run's events go: its JSON-lines log and the progress display."""
+
+    def __init__(self, log: RunLog, progress: Progress) -> None:
+        self.log = log
+        self.progress = progress
+
+    def signal(self, signum: int) -> None:
+        name = signal.Signals(signum).name
+        self.log.write("signal", signal=name)
+        self.progress.message(f"rig: {name}: stopping after each drive's current phase")
+
+    def cycle(self, drive: DriveRun, c: Cycle) -> None:
+        failures: dict[str, int] = {}
+        for f in c.findings:
+            if f.failure:
+                failures[f.cls] = failures.get(f.cls, 0) + 1
+        self.log.write(
+            "cycle",
+            channel=drive.spec.channel,
+            seq=c.seq,
+            status=c.status,
+            error=c.error,
+            cut_delay_ms=round(c.cut_delay_s * 1000, 3),
+            writes=c.log.write_count,
+            failures=failures,
+            counted=drive.counts.cycles,
+            target=drive.campaign.cycles,
+        )
+        self.progress.cycle(drive, c)
+
+    def message(self, text: str) -> None:
+        self.log.write("message", text=text)
+        self.progress.message(text)
+
+    def end(self, summaries: list[DriveSummary], stopped: bool) -> None:
+        self.log.write(
+            "end",
+            status="stopped" if stopped else "done",
+            drives=[
+                {
+                    "channel": s.channel,
+                    "cycles": s.cycles,
+                    "errors": s.errors,
+                    "interrupted": s.interrupted,
+                    "dead": s.dead,
+                    "failures": s.failures,
+                    "stopped_by": s.stopped_by,
+                }
+                for s in summaries
+            ],
+        )
+
+
+def _open(
+    campaign_path: str, campaign: Campaign | None, resume_db: str, db: str
+) -> tuple[Campaign, str, Store, resume.Resumable | None]:
+    """The campaign, its store's path, the store open, and what a resume continues."""
+    if resume_db:
+        store = open_existing(resume_db)
+        try:
+            resumable = resume.load(store)
+        except BaseException:
+            store.close()
+            raise
+        if backends.lookup(resumable.campaign.station.kind).simulated_drives:
+            store.close()
+            raise UserError(
+                f"{resume_db}: a simulated station's drives live inside the rig process and"
+                " are gone with it; resume needs drives that outlive it"
+            )
+        return resumable.campaign, resume_db, store, resumable
+    campaign = campaign or config.load(campaign_path)
+    db = db or f"{campaign.name}.sqlite"
+    return campaign, db, Store(db), None
+
+
 def run(
     station_factory: StationFactory,
     *,
@@ -102,60 +179,15 @@ def run(
     if sum(map(bool, (campaign_path, campaign, resume_db))) != 1:
         raise UserError("rig run: give a campaign file, or --resume STORE (not both)")
     progress = progress or Progress()
-    resumable: resume.Resumable | None = None
-    if resume_db:
-        store = open_existing(resume_db)
-        try:
-            resumable = resume.load(store)
-        except BaseException:
-            store.close()
-            raise
-        campaign, db = resumable.campaign, resume_db
-        if backends.lookup(campaign.station.kind).simulated_drives:
-            store.close()
-            raise UserError(
-                f"{resume_db}: a simulated station's drives live inside the rig process and"
-                " are gone with it; resume needs drives that outlive it"
-            )
-    else:
-        campaign = campaign or config.load(campaign_path)
-        db = db or f"{campaign.name}.sqlite"
-        store = Store(db)
+    campaign, db, store, resumable = _open(campaign_path, campaign, resume_db, db)
     log = RunLog(log_path or default_log_path(db))
+    reports = _Reports(log, progress)
     stop = threading.Event()
     summaries: list[DriveSummary] = []
     finished = resumable.finished if resumable else []
 
-    def on_signal(signum: int) -> None:
-        name = signal.Signals(signum).name
-        log.write("signal", signal=name)
-        progress.message(f"rig: {name}: stopping after each drive's current phase")
-
-    def on_cycle(drive: DriveRun, c: Cycle) -> None:
-        failures: dict[str, int] = {}
-        for f in c.findings:
-            if f.failure:
-                failures[f.cls] = failures.get(f.cls, 0) + 1
-        log.write(
-            "cycle",
-            channel=drive.spec.channel,
-            seq=c.seq,
-            status=c.status,
-            error=c.error,
-            cut_delay_ms=round(c.cut_delay_s * 1000, 3),
-            writes=c.log.write_count,
-            failures=failures,
-            counted=drive.cycles,
-            target=drive.campaign.cycles,
-        )
-        progress.cycle(drive, c)
-
-    def message(text: str) -> None:
-        log.write("message", text=text)
-        progress.message(text)
-
     try:
-        with stop_on_signals(stop, on_signal) as received:
+        with stop_on_signals(stop, reports.signal) as received:
             station = station_factory(campaign, store)
             try:
                 if resumable is not None:
@@ -177,9 +209,9 @@ def run(
                             continue
                         scanned = resume.reconcile(drive, resumable, store)
                         lost = resumable.lost.get(drive.spec.channel)
-                        message(
+                        reports.message(
                             f"ch{drive.spec.channel}: resumed at cycle {drive.next_seq}"
-                            f" ({drive.cycles}/{campaign.cycles} done"
+                            f" ({drive.counts.cycles}/{campaign.cycles} done"
                             + (f"; cycle {lost.seq} was interrupted" if lost else "")
                             + f"); region read back: {scanned.as_json()}"
                         )
@@ -189,32 +221,17 @@ def run(
                     campaign,
                     station,
                     store,
-                    message,
+                    reports.message,
                     stop,
                     campaign_id=resumable.campaign_id if resumable else None,
                     resume=resumable.points if resumable else None,
-                    on_cycle=on_cycle,
+                    on_cycle=reports.cycle,
                     on_start=on_start,
                     drive_loop=endurance.drive_loop if campaign.endurance else None,
                 )
             finally:
                 station.power.close()
-        log.write(
-            "end",
-            status="stopped" if received else "done",
-            drives=[
-                {
-                    "channel": s.channel,
-                    "cycles": s.cycles,
-                    "errors": s.errors,
-                    "interrupted": s.interrupted,
-                    "dead": s.dead,
-                    "failures": s.failures,
-                    "stopped_by": s.stopped_by,
-                }
-                for s in summaries
-            ],
-        )
+        reports.end(summaries, bool(received))
         return RunResult(db, log.path, summaries, finished, received[0] if received else 0)
     finally:
         progress.close()

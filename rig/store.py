@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from rig import failures
 from rig.errors import UserError
 
 # Each entry upgrades the schema by one version; never edit a released entry, append a new one.
@@ -276,6 +277,35 @@ class CycleRow:
     last_flush_to_cut_ns: int | None = None  # -1: no flush completed before the cut
 
 
+@dataclass(frozen=True)
+class IntervalRow:
+    """One `endurance_interval` row (docs/schema.md)."""
+
+    drive_id: int
+    seq: int
+    started_at: float
+    seconds: float
+    writes: int
+    failed_writes: int
+    bytes_written: int
+    host_bytes_total: int
+    tbw_fraction: float | None
+    mb_per_s: float
+    iops: float
+    lat_p50_us: float | None
+    lat_p99_us: float | None
+    lat_p999_us: float | None
+    lat_max_us: float | None
+    lat_samples: int
+    fill_fraction: float
+    steady: int
+    verified_blocks: int
+    failures: int
+    kind: str
+    detail: dict[str, Any]
+    interval_no: int | None
+
+
 class Store:
     """One SQLite file. Thread-safe: one connection guarded by a lock (writes are batched)."""
 
@@ -433,7 +463,7 @@ class Store:
                     (
                         cycle_id,
                         f["cls"],
-                        int(f["failure"]),
+                        int(failures.is_failure(f["cls"])),  # KeyError: a class not in the table
                         f["lba_first"],
                         f["lba_count"],
                         f["expected_gen"],
@@ -457,11 +487,7 @@ class Store:
                     "INSERT INTO ledger (cycle_id, writes) VALUES (?, ?)", (cycle_id, ledger)
                 )
             if lba_state is not None:
-                db.execute(
-                    "INSERT OR REPLACE INTO lba_state (drive_id, after_cycle, state)"
-                    " VALUES (?,?,?)",
-                    (row.drive_id, row.seq, lba_state),
-                )
+                _save_lba_state(db, row.drive_id, row.seq, lba_state)
             if rail_sense is not None:
                 rail = asdict(rail_sense)
                 rail["samples"] = json.dumps(list(rail_sense.samples))
@@ -509,6 +535,131 @@ class Store:
                     zlib.compress(raw.encode("utf-8", errors="backslashreplace"), 6),
                 ),
             )
+
+    # -- the campaign's own writes and reads beside the record phase (rig/campaign/recording.py,
+    # rig/endurance.py, rig/resume.py)
+
+    def set_criteria(self, campaign_id: int, criteria: dict[str, Any]) -> None:
+        """The campaign's pass/fail criteria, as the report judges them."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE campaign SET criteria = ? WHERE id = ?",
+                (json.dumps(criteria, sort_keys=True), campaign_id),
+            )
+
+    def begin_cycle(self, drive_id: int, seq: int, started_at: float, cut_delay_ns: int) -> None:
+        """Written before any I/O of a cycle: a resume finds a cycle begun and never recorded."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO cycle_start (drive_id, seq, started_at, cut_delay_ns)"
+                " VALUES (?,?,?,?)",
+                (drive_id, seq, started_at, cut_delay_ns),
+            )
+
+    def has_health(self, drive_id: int, after_seq: int) -> bool:
+        """Whether a health snapshot taken after cycle `after_seq` is stored."""
+        rows = self.query(
+            "SELECT 1 FROM health WHERE drive_id = ? AND after_seq = ?", (drive_id, after_seq)
+        )
+        return bool(rows)
+
+    def endurance_so_far(self, drive_id: int) -> tuple[int, int, list[float]]:
+        """A drive's last endurance interval number, its host bytes written so far, and the
+        throughput of every write interval in order (an endurance run continues from them)."""
+        last = self.query(
+            "SELECT COALESCE(MAX(seq), 0) AS seq, COALESCE(MAX(host_bytes_total), 0) AS bytes"
+            " FROM endurance_interval WHERE drive_id = ?",
+            (drive_id,),
+        )[0]
+        rows = self.query(
+            "SELECT mb_per_s FROM endurance_interval WHERE drive_id = ? AND kind = 'write'"
+            " ORDER BY seq",
+            (drive_id,),
+        )
+        return int(last["seq"]), int(last["bytes"]), [float(r["mb_per_s"]) for r in rows]
+
+    def endurance_details(self, drive_id: int) -> list[dict[str, Any]]:
+        """The `detail` of every write interval of a drive, in order (its PTS round figures:
+        a resumed endurance run rebuilds its steady-state bookkeeping from them)."""
+        rows = self.query(
+            "SELECT detail FROM endurance_interval WHERE drive_id = ? AND kind = 'write'"
+            " ORDER BY seq",
+            (drive_id,),
+        )
+        return [json.loads(r["detail"]) for r in rows]
+
+    def record_interval(self, row: IntervalRow, after_cycle: int, lba_state: bytes) -> None:
+        """One endurance interval and the expected state after it, atomically (a resume
+        continues from that state)."""
+        values = asdict(row)
+        values["detail"] = json.dumps(row.detail, sort_keys=True)
+        with self.transaction() as db:
+            db.execute(
+                f"INSERT INTO endurance_interval ({', '.join(values)})"
+                f" VALUES ({', '.join('?' * len(values))})",
+                tuple(values.values()),
+            )
+            _save_lba_state(db, row.drive_id, after_cycle, lba_state)
+
+    def record_resume_scan(
+        self, drive_id: int, host_ns: int, detail: dict[str, Any], after_cycle: int, state: bytes
+    ) -> None:
+        """A resume's read-back of a drive with no interrupted cycle: its event and the state
+        rebuilt from it, atomically."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO event (drive_id, host_ns, kind, detail) VALUES (?,?,?,?)",
+                (drive_id, host_ns, "resume_scan", json.dumps(detail, sort_keys=True)),
+            )
+            _save_lba_state(db, drive_id, after_cycle, state)
+
+    def mark_resumed(self, campaign_id: int) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE campaign SET status = 'running', ended_at = NULL, resumes = resumes + 1"
+                " WHERE id = ?",
+                (campaign_id,),
+            )
+
+    def drive_on_channel(self, campaign_id: int, channel: int) -> sqlite3.Row | None:
+        rows = self.query(
+            "SELECT * FROM drive WHERE campaign_id = ? AND channel = ?", (campaign_id, channel)
+        )
+        return rows[0] if rows else None
+
+    def lba_state_of(self, drive_id: int) -> bytes | None:
+        """The drive's expected state as last stored, if any."""
+        rows = self.query("SELECT state FROM lba_state WHERE drive_id = ?", (drive_id,))
+        return bytes(rows[0]["state"]) if rows else None
+
+    def cycle_totals(self, drive_id: int) -> sqlite3.Row:
+        """Per drive: the last recorded seq, the most writes of a cycle, cycles that count
+        (all but interrupted ones), rig errors, cycles with failures, time spent in cycles."""
+        return self.query(
+            "SELECT COALESCE(MAX(seq), 0) AS last, COALESCE(MAX(writes), 0) AS most,"
+            " SUM(status != 'interrupted') AS counted, SUM(status = 'error') AS errors,"
+            " SUM(status != 'interrupted' AND failures > 0) AS failing,"
+            " COALESCE(SUM(CASE WHEN status != 'interrupted' THEN ended_at - started_at END), 0)"
+            " AS elapsed FROM cycle WHERE drive_id = ?",
+            (drive_id,),
+        )[0]
+
+    def finding_counts_of_drive(self, drive_id: int) -> list[sqlite3.Row]:
+        """(class, failure, n) of every finding of the drive's cycles."""
+        return self.query(
+            "SELECT f.class, f.failure, COUNT(*) AS n FROM finding f"
+            " JOIN cycle c ON c.id = f.cycle_id WHERE c.drive_id = ? GROUP BY f.class, f.failure",
+            (drive_id,),
+        )
+
+    def last_begun_after(self, drive_id: int, seq: int) -> sqlite3.Row | None:
+        """(seq, started_at, cut_delay_ns) of the last cycle begun after `seq`, if any."""
+        rows = self.query(
+            "SELECT seq, started_at, cut_delay_ns FROM cycle_start WHERE drive_id = ? AND seq > ?"
+            " ORDER BY seq DESC LIMIT 1",
+            (drive_id, seq),
+        )
+        return rows[0] if rows else None
 
     def health_raw(self, health_id: int) -> str:
         row = self.query("SELECT raw FROM health WHERE id = ?", (health_id,))
@@ -623,6 +774,13 @@ class Store:
                 pass  # writes what is still queued
         with self._lock:
             self._db.close()
+
+
+def _save_lba_state(db: sqlite3.Connection, drive_id: int, after_cycle: int, state: bytes) -> None:
+    db.execute(
+        "INSERT OR REPLACE INTO lba_state (drive_id, after_cycle, state) VALUES (?,?,?)",
+        (drive_id, after_cycle, state),
+    )
 
 
 def _json_safe(value: Any) -> Any:

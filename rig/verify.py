@@ -19,31 +19,23 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rig import media
-from rig.ledger import CycleLog, Durability, LbaState, is_uncertain, known_floor, uncertain
+from rig import failures, media
 
-LOST_DURABLE = "lost_durable_write"
-UNSERIALIZABLE = "unserializable_write"
-SHORN = "shorn_write"
-CORRUPTION = "bit_corruption"
-FLYING = "flying_write"
-COLLATERAL = "collateral_damage"
-READ_ERROR = "read_error"
-DEAD = "dead_device"
-COUNTER_ANOMALY = "counter_anomaly"  # from the health phase (rig/health/tracker.py)
-ALLOWED_LOSS = "allowed_loss"  # a non-durable write lost whole per unit: allowed, reported
-UNCHECKED = "unchecked"  # meant to be read, not read (a read budget spent): counted, no failure
-FAILURE_CLASSES = (
-    LOST_DURABLE,
-    UNSERIALIZABLE,
-    SHORN,
-    CORRUPTION,
-    FLYING,
+# the classes are rows of rig/failures.py; their names are re-exported for the checker's callers
+from rig.failures import (
+    ALLOWED_LOSS,
     COLLATERAL,
+    CORRUPTION,
+    COUNTER_ANOMALY,  # noqa: F401 (re-exported for rig.campaign)
+    DEAD,  # noqa: F401 (re-exported for rig.campaign)
+    FLYING,
+    LOST_DURABLE,
     READ_ERROR,
-    DEAD,
-    COUNTER_ANOMALY,
+    SHORN,
+    UNCHECKED,
+    UNSERIALIZABLE,
 )
+from rig.ledger import CycleLog, Durability, LbaState, is_uncertain, known_floor, uncertain
 
 NO_OP = -1
 # What a read gets from a drive that left the bus under the checker (rig/blockio.py makes a
@@ -68,9 +60,21 @@ class Finding:
     observed_op: int = NO_OP  # op_seq found in the block's headers
     detail: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        failures.row(self.cls)  # KeyError for a class the table (rig/failures.py) does not hold
+
     @property
     def failure(self) -> bool:
-        return self.cls in FAILURE_CLASSES
+        return failures.is_failure(self.cls)
+
+
+def drive_finding(cls: str, detail: dict[str, Any]) -> Finding:
+    """A finding about the whole drive, not a block range (dead, a health counter that moved
+    wrongly, metadata lost at the bus): the one place such findings are built outside the
+    checker's block rules. No LBAs, no generations."""
+    return Finding(
+        cls=cls, lba_first=0, lba_count=0, expected_gen=-1, observed_gen=-1, detail=detail
+    )
 
 
 @dataclass(frozen=True)
@@ -187,23 +191,142 @@ def check(
 ) -> CheckResult:
     """Read back and classify this cycle's blocks plus `extra_blocks`; update `state.committed`.
 
-    Per-block rules (docs/checker.md), in order of precedence: unreadable -> read error; a sector
-    failing its checksum -> lost durable write (old damage still there under a lost durable
-    write), else bit corruption (block written this cycle) or collateral damage (not written);
-    a valid sector written for another LBA -> flying write; sectors of different generations ->
-    shorn write; a whole block older than its floor -> lost durable write (a durable write of this
+    Per-block rules (docs/checker.md; `_claims`): unreadable -> read error; a sector failing its
+    checksum -> bit corruption (block written this cycle) or collateral damage (not written);
+    old damage still there under a durable write of this cycle -> lost durable write; a valid
+    sector written for another LBA -> flying write; sectors of different generations -> shorn
+    write; a whole block older than its floor -> lost durable write (a durable write of this
     cycle) or collateral damage; zeros where older data was committed -> metadata loss (a read
     error of kind "unmapped"); a generation newer than the floor that this cycle never wrote ->
-    flying write. With `atomic_blocks` > 1 (the drive's physical block or atomic write unit, in
-    logical blocks), a write that covered a whole aligned unit must survive in it all or nothing:
-    a unit holding some of its blocks new and others old is shorn too."""
+    flying write. A block several rules claim takes the class of strongest precedence in the
+    class table (rig/failures.py). With `atomic_blocks` > 1 (the drive's physical block or
+    atomic write unit, in logical blocks), a write that covered a whole aligned unit must
+    survive in it all or nothing: a unit holding some of its blocks new and others old is shorn
+    too."""
     policy = policy or ReadPolicy()
     cyc = _Cycle(log, durability)
     checked = np.unique(np.concatenate([cyc.lba, extra_blocks.astype(np.int64)]))
     idx = checked - state.first_lba
     committed = state.committed[idx].astype(np.int64)
-    unknown = is_uncertain(committed)
+    budget = budget or _Budget(policy.max_reads, policy.max_hangs)
+    reads = _read_blocks(checked, read, block_size, max_read_blocks, policy, budget)
+    ev = _evidence(campaign, cyc, checked, committed, reads)
+    klass = _resolve(len(checked), _claims(ev))
+    state.committed[idx] = _settle(ev, committed).astype(np.uint32)
 
+    held = np.where(ev.sound, ev.gen, -1)  # -1: damaged, unread
+    if atomic_blocks > 1:
+        _atomic_tears(cyc, checked, held, klass, atomic_blocks)
+    sec = reads.sectors
+    blocks = _Classified(
+        checked,
+        klass,
+        ev.floor,
+        ev.obs_gen,
+        ev.floor_write,
+        ev.obs_op,
+        ev.obs_worker,
+        ev.sector_gen,
+        sec.state == media.CORRUPT,
+        sec.lba,
+    )
+    findings = list(reads.errors)
+    findings.extend(_merge(blocks, cyc))
+    allowed, nondurable, survived = _nondurable_outcomes(
+        cyc, checked, ev.obs_gen, ev.readable, klass
+    )
+    findings.extend(allowed)
+    findings.extend(_unserializable(cyc, checked, held, klass))
+    unread = reads.unread
+    unchecked = sum(f.lba_count for f in unread)
+    return CheckResult(findings, len(checked) - unchecked, nondurable, survived, unchecked, unread)
+
+
+@dataclass(frozen=True)
+class _Reads:
+    """What reading the checked blocks gave: their sectors' headers, which rows were read, the
+    read errors and the ranges left unread."""
+
+    sectors: _Sectors
+    readable: npt.NDArray[np.bool_]
+    errors: list[Finding]
+    unread: list[Finding]
+
+
+def _read_blocks(
+    checked: npt.NDArray[np.int64],
+    read: BlockReader,
+    block_size: int,
+    max_read_blocks: int,
+    policy: ReadPolicy,
+    budget: _Budget,
+) -> _Reads:
+    readable = np.ones(len(checked), dtype=bool)
+    sec = _Sectors.empty(len(checked), block_size // media.SECTOR)
+    errors: list[Finding] = []
+    unread: list[Finding] = []
+    for first, count in runs(checked, max_read_blocks):
+        start = int(np.searchsorted(checked, first))
+        for part_first, part_count, outcome in _read_range(read, first, count, policy, budget):
+            rows = slice(start + part_first - first, start + part_first - first + part_count)
+            if isinstance(outcome, Unread):
+                # not read at all: treated like an unreadable block for the state (unchanged,
+                # or uncertain if this cycle wrote it), but no read of it failed
+                readable[rows] = False
+                detail = {"reason": outcome.reason}
+                unread.append(_unjudged(UNCHECKED, part_first, part_count, detail))
+            elif isinstance(outcome, ReadFailure):
+                readable[rows] = False
+                errors.append(_unjudged(READ_ERROR, part_first, part_count, outcome.detail()))
+            else:
+                sec.fill(rows, outcome)
+    return _Reads(sec, readable, errors, unread)
+
+
+def _unjudged(cls: str, first: int, count: int, detail: dict[str, Any]) -> Finding:
+    """A range whose content was not judged (unreadable, or not read): no generations."""
+    return Finding(
+        cls=cls, lba_first=first, lba_count=count, expected_gen=-1, observed_gen=-1, detail=detail
+    )
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """Per checked block: what the ledger says it must hold and what its sectors show."""
+
+    readable: npt.NDArray[np.bool_]
+    touched: npt.NDArray[np.bool_]  # written by this cycle
+    has_durable: npt.NDArray[np.bool_]  # a durable write of this cycle covers it
+    floor: npt.NDArray[np.int64]  # the generation it must at least hold
+    floor_write: npt.NDArray[np.int64]  # the write of this cycle behind the floor (NO_OP: none)
+    unknown: npt.NDArray[np.bool_]  # old content unknown (an earlier finding)
+    corrupt: npt.NDArray[np.bool_]  # a sector fails its checksum
+    misplaced: npt.NDArray[np.bool_]  # a valid sector of ours written for another LBA
+    mixed: npt.NDArray[np.bool_]  # sectors of different generations
+    sound: npt.NDArray[np.bool_]  # read, and none of the three above
+    gen: npt.NDArray[np.int64]  # first sector's generation (0: nothing of ours)
+    sector_gen: npt.NDArray[np.int64]
+    obs_gen: npt.NDArray[np.int64]
+    obs_op: npt.NDArray[np.int64]
+    obs_worker: npt.NDArray[np.int64]
+    carries_new: npt.NDArray[np.bool_]  # some sector holds a generation this cycle wrote here
+    rejudged: npt.NDArray[np.bool_]  # unknown, unjudged, but this cycle's write reached it
+    in_cycle: npt.NDArray[np.bool_]  # holds a generation this cycle wrote to it
+
+    @property
+    def judged(self) -> npt.NDArray[np.bool_]:
+        """Read, and judged against its floor (its old content known, or a durable write of
+        this cycle over it)."""
+        return self.readable & ~(self.unknown & ~self.has_durable)
+
+
+def _evidence(
+    campaign: int,
+    cyc: _Cycle,
+    checked: npt.NDArray[np.int64],
+    committed: npt.NDArray[np.int64],
+    reads: _Reads,
+) -> _Evidence:
     # floor: newest durable generation of this cycle, else the committed one (for a block whose
     # content is unknown: the oldest generation it may hold)
     pos = np.searchsorted(checked, cyc.lba)
@@ -220,48 +343,20 @@ def check(
     top = durable_gen == floor[durable_pos]
     floor_write[durable_pos[top]] = cyc.write[cyc.durable][top]
 
-    per_block = block_size // media.SECTOR
-    findings: list[Finding] = []
-    klass = np.full(len(checked), "", dtype=object)
-    readable = np.ones(len(checked), dtype=bool)
-    sec = _Sectors.empty(len(checked), per_block)
-    budget = budget or _Budget(policy.max_reads, policy.max_hangs)
-    unread: list[Finding] = []
-    for first, count in runs(checked, max_read_blocks):
-        start = int(np.searchsorted(checked, first))
-        for part_first, part_count, outcome in _read_range(read, first, count, policy, budget):
-            rows = slice(start + part_first - first, start + part_first - first + part_count)
-            if isinstance(outcome, Unread):
-                # not read at all: treated like an unreadable block for the state (unchanged,
-                # or uncertain if this cycle wrote it), but no read of it failed
-                readable[rows] = False
-                detail = {"reason": outcome.reason}
-                unread.append(Finding(UNCHECKED, part_first, part_count, -1, -1, detail=detail))
-            elif isinstance(outcome, ReadFailure):
-                readable[rows] = False
-                findings.append(
-                    Finding(READ_ERROR, part_first, part_count, -1, -1, detail=outcome.detail())
-                )
-            else:
-                sec.fill(rows, outcome)
-
+    sec, readable = reads.sectors, reads.readable
+    unknown = is_uncertain(committed)
     ours = (sec.state == media.VALID) & (sec.campaign == np.uint64(campaign))
     # a sector that is all zero or another campaign's counts as generation 0: nothing of ours
     sector_gen = np.where(ours, sec.gen, 0)
-    corrupt_sector = sec.state == media.CORRUPT
-    corrupt = corrupt_sector.any(axis=1)
+    corrupt = (sec.state == media.CORRUPT).any(axis=1)
     misplaced = (ours & (sec.lba != checked[:, None])).any(axis=1)
     mixed = (sector_gen != sector_gen[:, :1]).any(axis=1)
     gen = sector_gen[:, 0]
-    obs_gen = np.where(readable, gen, -1)
-    obs_op = np.where(ours[:, 0], sec.op[:, 0], NO_OP)
-    obs_worker = np.where(ours[:, 0], sec.worker[:, 0], NO_OP)
-    judged = readable & ~(unknown & ~has_durable)
     # A block whose old content is unknown (an earlier finding) is still judged for damage to
     # this cycle's write (torn, corrupt, misplaced) once some sector carries one of its
     # generations.
     sector_keys = checked[:, None] << 32 | sector_gen
-    carries_new = np.isin(sector_keys, cyc.keys) & ours & (sec.lba == checked[:, None])
+    carries_new = (np.isin(sector_keys, cyc.keys) & ours & (sec.lba == checked[:, None])).any(1)
     # ... and for a flying write of this cycle: a sector written by this cycle for another LBA
     # does not belong there, whatever the block held before
     # (only rows of unknown, misplaced blocks are looked at: few, and the check stays cheap)
@@ -272,66 +367,86 @@ def check(
         keys = sec.lba[stray] << 32 | sector_gen[stray]
         away = ours[stray] & (sec.lba[stray] != checked[stray, None])
         lands_new[stray] = (np.isin(keys, cyc.keys) & away).any(axis=1)
-    rejudged = open_rows & (carries_new.any(axis=1) | lands_new)
+    return _Evidence(
+        readable=readable,
+        touched=touched,
+        has_durable=has_durable,
+        floor=floor,
+        floor_write=floor_write,
+        unknown=unknown,
+        corrupt=corrupt,
+        misplaced=misplaced,
+        mixed=mixed,
+        sound=readable & ~corrupt & ~misplaced & ~mixed,
+        gen=gen,
+        sector_gen=sector_gen,
+        obs_gen=np.where(readable, gen, -1),
+        obs_op=np.where(ours[:, 0], sec.op[:, 0], NO_OP),
+        obs_worker=np.where(ours[:, 0], sec.worker[:, 0], NO_OP),
+        carries_new=carries_new,
+        rejudged=open_rows & (carries_new | lands_new),
+        in_cycle=np.isin(checked << 32 | gen, cyc.keys),
+    )
 
-    # Old damage (an earlier finding) still there, untouched by this cycle's durable write:
-    # that write is lost, whatever the old damage looks like.
-    old_damage = unknown & has_durable & ~carries_new.any(axis=1) & (corrupt | misplaced | mixed)
-    klass[readable & old_damage] = LOST_DURABLE
-    judged &= ~old_damage
+
+Claim = tuple[str, npt.NDArray[np.bool_]]  # a class, and the blocks a rule gives it
+
+
+def _claims(ev: _Evidence) -> list[Claim]:
+    """Every rule's class and the blocks it claims. Rules may overlap: `_resolve` gives each
+    block the claimed class of strongest precedence (rig/failures.py), e.g. old damage under a
+    lost durable write is that lost write, not the damage it shows; a misplaced sector makes a
+    flying write, not a shorn one."""
+    judged, sound, gen, floor = ev.judged, ev.sound, ev.gen, ev.floor
     # (an unknown block that this cycle's write reached is judged for damage to that write)
-    damage_judged = judged | rejudged
-    klass[damage_judged & corrupt & touched] = CORRUPTION
-    klass[judged & corrupt & ~touched] = COLLATERAL
-    klass[damage_judged & ~corrupt & misplaced] = FLYING
-    shorn = damage_judged & ~corrupt & ~misplaced & mixed
-    klass[shorn] = SHORN
-
-    whole = judged & ~corrupt & ~misplaced & ~mixed
-    in_cycle = np.isin(checked << 32 | gen, cyc.keys)
+    damage_judged = judged | ev.rejudged
+    intact = damage_judged & ~ev.corrupt
+    # old damage (an earlier finding) still there, untouched by this cycle's durable write:
+    # that write is lost, whatever the old damage looks like
+    old_damage = (
+        ev.readable
+        & ev.unknown
+        & ev.has_durable
+        & ~ev.carries_new
+        & (ev.corrupt | ev.misplaced | ev.mixed)
+    )
     # A block whose content is unknown and that no durable write of this cycle reached is not
     # judged against one generation, but it may still not go back past its floor: older than
     # that, it lost data it was known to hold.
-    sound_unknown = open_rows & ~corrupt & ~misplaced & ~mixed
-    older = (whole | sound_unknown) & (gen < floor)
-    unmapped = older & (gen == 0) & ~has_durable & (floor > 0)
-    klass[older & has_durable] = LOST_DURABLE
-    klass[older & ~has_durable & ~unmapped] = COLLATERAL
-    klass[unmapped] = READ_ERROR
-    # newer than the floor but not a write of this cycle: data where it was never written
-    klass[whole & (gen > floor) & ~in_cycle] = FLYING
+    older = sound & (gen < floor)
+    unmapped = older & (gen == 0) & ~ev.has_durable & (floor > 0)
+    return [
+        (LOST_DURABLE, old_damage),
+        (CORRUPTION, damage_judged & ev.corrupt & ev.touched),
+        (COLLATERAL, judged & ev.corrupt & ~ev.touched),
+        (FLYING, intact & ev.misplaced),
+        (SHORN, intact & ev.mixed),
+        (LOST_DURABLE, older & ev.has_durable),
+        (COLLATERAL, older & ~ev.has_durable & ~unmapped),
+        (READ_ERROR, unmapped),  # metadata loss: whole blocks read zero where data was
+        # newer than the floor but not a write of this cycle: data where it was never written
+        (FLYING, judged & sound & (gen > floor) & ~ev.in_cycle),
+    ]
 
-    # new committed state: whatever a whole, well-placed block holds now; unknown otherwise
-    # (an unknown block that was not judged is known again once it reads back whole: what it
-    # holds from now on is what it must keep holding, or a later loss there goes unseen)
-    settled = whole | sound_unknown
+
+def _resolve(rows: int, claims: list[Claim]) -> npt.NDArray[Any]:
+    """Each block's class ("" = fine): of the classes claiming it, the strongest by precedence."""
+    klass = np.full(rows, "", dtype=object)
+    weakest_first = sorted(claims, key=lambda c: failures.row(c[0]).precedence, reverse=True)
+    for cls, blocks in weakest_first:
+        klass[blocks] = cls
+    return klass
+
+
+def _settle(ev: _Evidence, committed: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The new committed state: whatever a whole, well-placed block holds now; unknown
+    otherwise. An unknown block that was not judged is known again once it reads back whole:
+    what it holds from now on is what it must keep holding, or a later loss there goes
+    unseen."""
     unsure = uncertain(committed)  # keeps the floor: what it was last known to hold
-    new_committed = np.where(settled, gen, unsure)
+    new_committed = np.where(ev.sound, ev.gen, unsure)
     # unreadable: unchanged if this cycle did not write it; else which version survived is unknown
-    new_committed = np.where(readable, new_committed, np.where(touched, unsure, committed))
-    state.committed[idx] = new_committed.astype(np.uint32)
-
-    held = np.where(readable & ~corrupt & ~misplaced & ~mixed, gen, -1)  # -1: damaged, unread
-    if atomic_blocks > 1:
-        _atomic_tears(cyc, checked, held, klass, atomic_blocks)
-    blocks = _Classified(
-        checked,
-        klass,
-        floor,
-        obs_gen,
-        floor_write,
-        obs_op,
-        obs_worker,
-        sector_gen,
-        corrupt_sector,
-        sec.lba,
-    )
-    findings.extend(_merge(blocks, cyc))
-    allowed, nondurable, survived = _nondurable_outcomes(cyc, checked, obs_gen, readable, klass)
-    findings.extend(allowed)
-    findings.extend(_unserializable(cyc, checked, held, klass))
-    unchecked = sum(f.lba_count for f in unread)
-    return CheckResult(findings, len(checked) - unchecked, nondurable, survived, unchecked, unread)
+    return np.where(ev.readable, new_committed, np.where(ev.touched, unsure, committed))
 
 
 SCAN_CHUNK_BLOCKS = 1 << 16  # ~20 MiB of per-block working arrays per chunk of a full scan
@@ -579,14 +694,14 @@ def _finding(run: list[int], blocks: _Classified, cyc: _Cycle) -> Finding:
     if len(run) > 1:
         detail["observed_gens"] = [int(blocks.obs_gen[r]) for r in run][:64]
     return Finding(
-        cls,
-        lba,
-        len(run),
-        int(blocks.floor[first]),
-        int(blocks.obs_gen[first]),
-        expected_op,
-        int(blocks.obs_op[first]),
-        detail,
+        cls=cls,
+        lba_first=lba,
+        lba_count=len(run),
+        expected_gen=int(blocks.floor[first]),
+        observed_gen=int(blocks.obs_gen[first]),
+        expected_op=expected_op,
+        observed_op=int(blocks.obs_op[first]),
+        detail=detail,
     )
 
 
@@ -640,14 +755,13 @@ def _nondurable_outcomes(
         outcome = "lost" if lost_blocks[write] == len(entries) else "partial"
         findings.append(
             Finding(
-                ALLOWED_LOSS,
-                first,
-                len(entries),
-                int(cyc.gen[entries[0]]),
-                int(obs_gen[pos[entries[0]]]),
-                int(cyc.op_seq[write]),
-                NO_OP,
-                {"acknowledged": bool(cyc.acked[write]), "outcome": outcome},
+                cls=ALLOWED_LOSS,
+                lba_first=first,
+                lba_count=len(entries),
+                expected_gen=int(cyc.gen[entries[0]]),
+                observed_gen=int(obs_gen[pos[entries[0]]]),
+                expected_op=int(cyc.op_seq[write]),
+                detail={"acknowledged": bool(cyc.acked[write]), "outcome": outcome},
             )
         )
     return findings, len(writes), len(writes) - len(findings)
@@ -678,14 +792,14 @@ def _unserializable(
     later = np.flatnonzero(survived & (cyc.issue_ns > cyc.complete_ns[victims[0]]))
     return [
         Finding(
-            UNSERIALIZABLE,
-            first,
-            int(cyc.log_nblocks[victims[0]]),
-            -1,
-            -1,
-            int(cyc.op_seq[victims[0]]),
-            int(cyc.op_seq[later[0]]) if len(later) else NO_OP,
-            {
+            cls=UNSERIALIZABLE,
+            lba_first=first,
+            lba_count=int(cyc.log_nblocks[victims[0]]),
+            expected_gen=-1,  # a cut-scope finding: about writes, not one block's generation
+            observed_gen=-1,
+            expected_op=int(cyc.op_seq[victims[0]]),
+            observed_op=int(cyc.op_seq[later[0]]) if len(later) else NO_OP,
+            detail={
                 "lost_writes": len(victims),
                 "lost_writes_worker_op": [
                     [int(w), int(op)]

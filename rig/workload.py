@@ -9,7 +9,9 @@ What each slot writes comes from a `SlotPlanner` (addresses, sizes, generations,
 a batch at a time). Two engines carry the plan out:
 - native (`rig/native/engine.c`): one C thread per writer with Linux AIO on the target's O_DIRECT
   descriptor, generating each record right before submitting it; used whenever the target has a
-  file descriptor (real drives, loop devices, image files);
+  file descriptor (real drives, loop devices, image files). It runs planned batches from a ring
+  back to back while a planner thread logs each finished batch and publishes the next, so the
+  queue never drains between batches (docs/decisions.md 98);
 - threads: one Python thread per slot calling `BlockTarget.write`/`flush` (targets without a
   descriptor, such as the in-process virtual drive).
 Both produce the same ledger.
@@ -31,7 +33,7 @@ from rig import media
 from rig.blockio import BlockTarget
 from rig.errors import RigError
 from rig.ledger import NOT_DONE, CycleLog, LbaState
-from rig.native import AioContext, EngineResult, engine_run
+from rig.native import AioContext, BatchRing, EngineResult, engine_loop
 
 # JESD219A (JEDEC SSD endurance workloads, 2012), enterprise workload: transfer sizes in bytes and
 # their share of requests ...
@@ -286,7 +288,8 @@ class WriterContext:
 class Writer:
     """Runs the workload's slots until `stop` is set or each slot hits an I/O error."""
 
-    BATCH_SECONDS = 0.5  # native engine: plan about this much work per call (drains at its end)
+    BATCH_SECONDS = 0.2  # native engine: plan about this much work per batch ...
+    RING_BATCHES = 3  # ... and keep this many published ahead (stripes drift apart by up to 2)
     DRAIN_TIMEOUT_S = 10.0  # after stop, wait this long for requests still in flight
 
     def __init__(self, workload: Workload, context: WriterContext, seed: int) -> None:
@@ -386,10 +389,14 @@ class Writer:
 
     # native engine ------------------------------------------------------------------------------
     def _run_native(self, planners: list[SlotPlanner]) -> None:
+        """The C engine runs published batches back to back in this thread (GIL released) while
+        a planner thread logs each retired batch and publishes the next, so the queue never
+        drains between batches (docs/decisions.md 98)."""
         ctx, load = self.context, self.workload
         assert isinstance(ctx.target, DescriptorTarget)
         block = ctx.target.block_size
         slot_bytes = int(max(p.sizes.max() for p in planners)) * block
+        slots = load.workers
         stop_flag = ctypes.c_int(0)
         done = threading.Event()
 
@@ -400,80 +407,130 @@ class Writer:
                     return
 
         threading.Thread(target=relay_stop, name="writer-stop", daemon=True).start()
-        slots = load.workers
-        shared = load.layout == "stream"
         buffers = media.aligned_buffer(slot_bytes * slots)
         aio = AioContext(slots + 1)
-        leaked = False
-        alive = list(planners)
-        per_slot = 4
         timers = 16 + int(4000 * self.BATCH_SECONDS / (load.flush_every_ms or 1000))
+        ring = BatchRing(self.RING_BATCHES, timers)
+        finished = threading.Event()
+        feeder = threading.Thread(
+            target=self._guarded,
+            args=(self._feed_native, planners, ring, finished, stop_flag),
+            name="writer-plan",
+        )
+        stuck = False
         try:
-            while alive and not ctx.stop.is_set():
-                plans = [p.next(per_slot * (slots if shared else 1)) for p in alive]
-                ids = np.arange(slots) if shared else np.array([p.slot for p in alive])
-                workers = ids.astype(np.uint16)
-                lengths = np.array([len(p) for p in plans], dtype=np.int64)
-                gen_base = np.cumsum([0] + [len(p.gens) for p in plans[:-1]])
-                offsets = [p.gen_offset + b for p, b in zip(plans, gen_base, strict=True)]
-                started = time.monotonic()
-                result = engine_run(
-                    aio,
-                    ctx.target.fileno(),
-                    slots if shared else len(alive),
-                    shared,
-                    block,
-                    ctx.campaign,
-                    load.durable_writes,
-                    int(load.flush_every_ms * 1e6),
-                    int(self.DRAIN_TIMEOUT_S * 1e9),
-                    buffers,
-                    slot_bytes,
-                    np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
-                    np.concatenate([p.kind for p in plans]),
-                    np.concatenate([p.lba for p in plans]),
-                    np.concatenate([p.nblocks for p in plans]),
-                    np.concatenate(offsets),
-                    np.concatenate([p.gens for p in plans]),
-                    np.concatenate([p.op_seq for p in plans]),
-                    workers,
-                    stop_flag,
-                    timers,
-                    self.live.words,
-                )
-                elapsed = time.monotonic() - started
-                failed = self._log_native(alive, plans, workers, result)
-                if result.stuck:  # the kernel may still use the buffers and the context
-                    _STUCK.append(buffers)
-                    leaked = True
-                    return
-                alive = [p for p, bad in zip(alive, failed, strict=True) if not bad]
-                scale = self.BATCH_SECONDS / max(elapsed, 1e-4)
-                per_slot = int(min(65536, max(2, per_slot * min(4.0, max(0.25, scale)))))
+            feeder.start()
+            stuck = engine_loop(
+                aio,
+                ctx.target.fileno(),
+                slots,
+                load.layout == "stream",
+                block,
+                ctx.campaign,
+                load.durable_writes,
+                int(load.flush_every_ms * 1e6),
+                int(self.DRAIN_TIMEOUT_S * 1e9),
+                buffers,
+                slot_bytes,
+                np.arange(slots, dtype=np.uint16),
+                ring,
+                stop_flag,
+                self.live.words,
+            )
         finally:
+            finished.set()  # every batch published before this is retired
+            ring.wake()
+            feeder.join()  # it logs what the engine retired, then ends
             done.set()
-            if not leaked:  # io_destroy waits for an RCU grace period: not on the cycle's path
+            ring.close()
+            if stuck:  # the kernel may still write from the buffers and use the context
+                _STUCK.append(buffers)
+            else:  # io_destroy waits for an RCU grace period: not on the cycle's path
                 threading.Thread(target=aio.close, name="writer-aio-close", daemon=True).start()
 
-    def _log_native(
+    def _feed_native(
         self,
         planners: list[SlotPlanner],
-        plans: list[Plan],
-        workers: npt.NDArray[np.uint16],
-        result: EngineResult,
-    ) -> list[bool]:
-        """Log what the engine submitted; which planners' slots failed."""
+        ring: BatchRing,
+        finished: threading.Event,
+        stop_flag: ctypes.c_int,
+    ) -> None:
+        """Keep the engine's ring full of planned batches; log each batch the engine retires."""
+        try:
+            self._feed_loop(planners, ring, finished)
+        except BaseException:
+            stop_flag.value = 1  # the engine must not wait for batches that will not come
+            raise
+
+    def _feed_loop(
+        self, planners: list[SlotPlanner], ring: BatchRing, finished: threading.Event
+    ) -> None:
+        ctx, load = self.context, self.workload
+        shared = load.layout == "stream"
+        alive = [True] * len(planners)
+        per_slot = 4
+        in_flight: list[tuple[list[Plan | None], int]] = []  # published, not collected
+        while True:
+            # plan first: the engine runs on what is published while this thread logs
+            while ring.has_room() and any(alive) and not ctx.stop.is_set():
+                if finished.is_set():
+                    break
+                plans = [
+                    p.next(per_slot * (load.workers if shared else 1)) if ok else None
+                    for p, ok in zip(planners, alive, strict=True)
+                ]
+                self._publish(ring, plans)
+                in_flight.append((plans, per_slot))
+                if ring.published < ring.size:  # no measurement yet: grow towards a batch
+                    per_slot = min(65536, per_slot * 4)
+            result = ring.collect()
+            if result is None:
+                if finished.is_set():
+                    return  # what was published after the engine ended never ran
+                ring.wait(0.05)
+                continue
+            plans, planned_per_slot = in_flight.pop(0)
+            failed = self._log_native(plans, result)
+            alive = [ok and not bad for ok, bad in zip(alive, failed, strict=True)]
+            if result.seconds > 0 and not result.stuck:
+                scale = self.BATCH_SECONDS / max(result.seconds, 1e-4)
+                per_slot = int(min(65536, max(2, planned_per_slot * min(4.0, max(0.25, scale)))))
+
+    def _publish(self, ring: BatchRing, plans: list[Plan | None]) -> None:
+        """One batch: the slots' plans in slot order (a slot that failed gets no entries)."""
+        live = [p for p in plans if p is not None]
+        lengths = np.array([len(p) if p else 0 for p in plans], dtype=np.int64)
+        gen_base = np.cumsum([0] + [len(p.gens) for p in live[:-1]])
+
+        def column(arrays: list[npt.NDArray[Any]], dtype: type) -> npt.NDArray[Any]:
+            joined = np.concatenate(arrays) if arrays else np.zeros(0, dtype)
+            return joined.astype(dtype, copy=False)
+
+        ring.publish(
+            np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+            column([p.kind for p in live], np.uint8),
+            column([p.lba for p in live], np.int64),
+            column([p.nblocks for p in live], np.uint32),
+            column([p.gen_offset + b for p, b in zip(live, gen_base, strict=True)], np.int64),
+            column([p.gens for p in live], np.uint32),
+            column([p.op_seq for p in live], np.uint64),
+        )
+
+    def _log_native(self, plans: list[Plan | None], result: EngineResult) -> list[bool]:
+        """Log what the engine submitted of one batch; which slots' planners failed in it."""
         log, fua = self.context.log, self.workload.durable_writes
         failed = []
         start = 0
-        for planner, plan in zip(planners, plans, strict=True):
+        for plan in plans:
+            if plan is None:
+                failed.append(False)
+                continue
             end = start + len(plan)
-            slot_of = workers[result.slot_of[start:end].astype(np.int64)].astype(np.int64)
+            slot_of = result.slot_of[start:end].astype(np.int64)  # worker id = slot index
             issue = result.issue_ns[start:end]
             complete = result.complete_ns[start:end]
             status = result.status[start:end].astype(np.int64)
             sent = issue != NOT_SUBMITTED
-            planner.give_back(plan, int(sent.sum()))  # a slot's entries are issued in order
             writes = sent & (plan.kind == WRITE)
             flushes = sent & (plan.kind == FLUSH)
             failed.append(bool((status != 0).any()))

@@ -23,7 +23,7 @@ import numpy as np
 from fixtures import faultcore as fc
 from fixtures import sim_station
 from fixtures.virtual_drive import VirtualDrive
-from rig import config, verify
+from rig import config, failures, verify
 from rig.campaign import DriveSummary, run_campaign
 from rig.ledger import CycleLog
 from rig.power.base import Edge, PendingCut, PowerSwitch
@@ -40,15 +40,7 @@ _BY_KIND = {
 }
 _DROPS = (fc.LOST_UNFLUSHED, fc.LOST_FLUSHED, fc.MISDIRECTED)  # the host's version is gone
 _DAMAGE = (fc.BIT_FLIP, fc.RETRO_CORRUPT, fc.BIT_ROT)  # sectors fail their checksum
-SCORED = (
-    verify.LOST_DURABLE,
-    verify.UNSERIALIZABLE,
-    verify.SHORN,
-    verify.CORRUPTION,
-    verify.FLYING,
-    verify.COLLATERAL,
-    verify.READ_ERROR,
-)
+SCORED = failures.failure_names("block", "cut")  # the checker's classes, in table order
 
 
 @dataclass
@@ -434,10 +426,11 @@ def _blocks(log: CycleLog) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _observed(store: Store, cycle_id: int) -> dict[int, str]:
+    others = [c for c in failures.names() if c not in failures.names("block")]
     rows = store.query(
         "SELECT class, lba_first, lba_count FROM finding WHERE cycle_id = ? AND failure = 1"
-        " AND class NOT IN (?, ?)",
-        (cycle_id, verify.UNSERIALIZABLE, verify.DEAD),
+        f" AND class NOT IN ({', '.join('?' * len(others))})",
+        (cycle_id, *others),
     )
     observed: dict[int, str] = {}
     for row in rows:

@@ -144,8 +144,11 @@ def test_endurance_on_the_loop_station_trims_first(tmp_path: Path, udevd: None) 
     events = con.execute("SELECT detail FROM event WHERE kind = 'discard'").fetchall()
     assert len(events) == 1 and json.loads(events[0][0])["blocks"] == 1024
     rows = con.execute(
-        "SELECT writes, failures, verified_blocks, lat_p99_us FROM endurance_interval ORDER BY seq"
+        "SELECT writes, failures, verified_blocks, lat_p99_us, lat_samples"
+        " FROM endurance_interval ORDER BY seq"
     ).fetchall()
     assert len(rows) == 3
-    assert all(r[0] > 0 and r[1] == 0 and r[2] > 0 and r[3] > 0 for r in rows)
+    assert all(r[0] > 0 and r[1] == 0 and r[2] > 0 for r in rows)
+    # p99 is stated exactly where the interval's samples support it (a loaded host writes less)
+    assert all((r[3] is None) is (r[4] < 1_000) and (r[3] is None or r[3] > 0) for r in rows)
     con.close()

@@ -38,7 +38,7 @@ def test_plain_lines_carry_rate_and_eta(tmp_path: Path) -> None:
     assert table[0].split()[:3] == ["ch", "drive", "cycles"]
     assert "3/3" in table[1] and "3/3" in table[2]
     for row, run in zip(table[1:], runs, strict=True):
-        assert all(f"{cls} x{n}" in row for cls, n in run.failures.items())
+        assert all(f"{cls} x{n}" in row for cls, n in run.counts.failures.items())
 
 
 def test_live_table_redraws_in_place_and_shows_stops(tmp_path: Path) -> None:

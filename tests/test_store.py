@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from rig.errors import UserError
-from rig.store import SCHEMA_VERSION, CycleRow, Store
+from rig.store import SCHEMA_VERSION, CycleRow, IntervalRow, Store
 
 
 def test_fresh_store_is_migrated_to_the_current_schema_in_wal_mode(tmp_path: Path) -> None:
@@ -85,3 +85,56 @@ def test_queued_events_are_written_with_the_next_transaction_or_at_close(tmp_pat
     again = Store(path)
     assert [r[0] for r in again.query("SELECT host_ns FROM event ORDER BY host_ns")] == [10, 20]
     again.close()
+
+
+def _interval(drive_id: int, seq: int, mb_per_s: float, kind: str = "write") -> IntervalRow:
+    return IntervalRow(
+        drive_id, seq, 0.0, 1.0, 10, 0, 40960, 40960 * seq, None, mb_per_s, 10.0,
+        None, None, None, None, 0, 0.5, 0, 0, 0, kind, {"n": seq}, seq if kind == "write" else None,
+    )  # fmt: skip
+
+
+def test_named_reads_and_writes_beside_the_cycle_record(tmp_path: Path) -> None:
+    """What campaign, resume and endurance store outside `record_cycle`, through named methods:
+    each write lands whole, each read gives back what was written."""
+    store = Store(str(tmp_path / "s.sqlite"))
+    cid = store.new_campaign("c", "toml", 1, "simulated")
+    store.set_criteria(cid, {"confidence": 0.9})
+    assert store.latest_campaign()["criteria"] == '{"confidence": 0.9}'  # type: ignore[index]
+    ident = {"model": "m", "serial": "s", "wwn": "", "firmware": ""}
+    did = store.add_drive(cid, 3, ident, 1 << 30, 4096, (0, 100))
+    assert store.drive_on_channel(cid, 3)["id"] == did  # type: ignore[index]
+    assert store.drive_on_channel(cid, 4) is None
+    assert store.lba_state_of(did) is None
+    store.begin_cycle(did, 1, 5.0, 7000)
+    store.record_cycle(CycleRow(did, 1, "ok", 7000, 5.0, writes=9, failures=1), [], [], None, b"s1")
+    store.begin_cycle(did, 2, 6.0, 8000)  # begun, never recorded: the one a crash interrupted
+    assert store.last_begun_after(did, 1)[:] == (2, 6.0, 8000)  # type: ignore[index]
+    assert store.last_begun_after(did, 2) is None
+    totals = store.cycle_totals(did)
+    assert (totals["last"], totals["most"], totals["counted"], totals["failing"]) == (1, 9, 1, 1)
+    assert store.lba_state_of(did) == b"s1"
+    assert not store.has_health(did, 0)
+    store.add_health(did, 0, 1, "smartctl", {}, "raw")
+    assert store.has_health(did, 0) and not store.has_health(did, 1)
+    store.record_interval(_interval(did, 1, 100.0), 1, b"s2")
+    store.record_interval(_interval(did, 2, 0.0, "retention"), 1, b"s3")
+    store.record_interval(_interval(did, 3, 120.0), 1, b"s4")
+    assert store.endurance_so_far(did) == (3, 3 * 40960, [100.0, 120.0])
+    assert store.lba_state_of(did) == b"s4"  # the state goes with its interval
+    with pytest.raises(sqlite3.IntegrityError):  # (drive, seq) again: neither row nor state
+        store.record_interval(_interval(did, 3, 1.0), 1, b"s5")
+    assert store.lba_state_of(did) == b"s4"
+    store.record_resume_scan(did, 42, {"scan": {}}, 1, b"s6")
+    events = store.query("SELECT host_ns, kind FROM event WHERE drive_id = ?", (did,))
+    assert [tuple(e) for e in events] == [(42, "resume_scan")]
+    assert store.lba_state_of(did) == b"s6"
+    store.end_campaign(cid, "stopped")
+    store.mark_resumed(cid)
+    head = store.latest_campaign()
+    assert head is not None and (head["status"], head["ended_at"], head["resumes"]) == (
+        "running",
+        None,
+        1,
+    )
+    store.close()

@@ -197,20 +197,30 @@ def _live(url: str, content: str, every_ms: int = PROGRESS_EVERY_MS) -> str:
 
 def create_app(view: FleetView, *, dispatch_dsn: str = "", token: str = "") -> Flask:
     app = Flask("rig.fleet.dashboard")
+    _add_error_handler(app)
+    _add_pages(app, view)
+    _add_api(app, view, dispatch_dsn, token)
+    return app
 
-    def find(key: str) -> CampaignProgress:
-        found = next((c for c in view.overview().campaigns if c.key == key), None)
-        if found is None:
-            abort(404)
-        return found
 
-    def authorized() -> None:
-        """Submit and stop: a configured token, presented exactly."""
-        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        if not token or not given or not hmac.compare_digest(given.encode(), token.encode()):
-            abort(401)
-        if not dispatch_dsn:
-            abort(503, "this dashboard has no dispatch role (--dispatch)")
+def _find(view: FleetView, key: str) -> CampaignProgress:
+    found = next((c for c in view.overview().campaigns if c.key == key), None)
+    if found is None:
+        abort(404)
+    return found
+
+
+def _authorize(token: str, dispatch_dsn: str) -> None:
+    """Submit and stop: a configured token, presented exactly."""
+    given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+    if not token or not given or not hmac.compare_digest(given.encode(), token.encode()):
+        abort(401)
+    if not dispatch_dsn:
+        abort(503, "this dashboard has no dispatch role (--dispatch)")
+
+
+def _add_error_handler(app: Flask) -> None:
+    """A page whose data source fails answers 503 (HTTP errors stay what they are)."""
 
     @app.errorhandler(Exception)
     def failed(error: Exception) -> Any:
@@ -220,6 +230,10 @@ def create_app(view: FleetView, *, dispatch_dsn: str = "", token: str = "") -> F
             return error
         log.warning("page failed: %s: %s", type(error).__name__, error)
         return Response(f"data source unavailable: {type(error).__name__}", status=503)
+
+
+def _add_pages(app: Flask, view: FleetView) -> None:
+    """The overview, campaign and model pages, and the fragments they reload."""
 
     @app.get("/")
     def overview() -> str:
@@ -234,7 +248,7 @@ def create_app(view: FleetView, *, dispatch_dsn: str = "", token: str = "") -> F
 
     @app.get("/campaign/<path:key>")
     def campaign(key: str) -> str:
-        c = find(key)
+        c = _find(view, key)
         return _page(
             f"Campaign {c.name} on {c.station}",
             _live(f"/fragment/campaign/{key}", campaign_fragment(c))
@@ -248,11 +262,11 @@ def create_app(view: FleetView, *, dispatch_dsn: str = "", token: str = "") -> F
 
     @app.get("/fragment/campaign/<path:key>")
     def campaign_live(key: str) -> str:
-        return campaign_fragment(find(key))
+        return campaign_fragment(_find(view, key))
 
     @app.get("/fragment/campaign-report/<path:key>")
     def campaign_report(key: str) -> str:
-        find(key)
+        _find(view, key)
         return report_fragment(view.campaign_dataset(key))
 
     @app.get("/model/<path:model>")
@@ -270,6 +284,10 @@ def create_app(view: FleetView, *, dispatch_dsn: str = "", token: str = "") -> F
     def model_live(model: str) -> str:
         return report_fragment(view.model_dataset(model))
 
+
+def _add_api(app: Flask, view: FleetView, dispatch_dsn: str, token: str) -> None:
+    """The JSON overview (open), and submit and stop (token and dispatch role)."""
+
     @app.get("/api/overview")
     def overview_json() -> Response:
         import dataclasses
@@ -280,7 +298,7 @@ def create_app(view: FleetView, *, dispatch_dsn: str = "", token: str = "") -> F
     def submit() -> Any:
         from rig.fleet import dispatch
 
-        authorized()
+        _authorize(token, dispatch_dsn)
         try:
             done = dispatch.submit(dispatch_dsn, request.get_data(as_text=True), "request")
         except UserError as error:
@@ -293,13 +311,11 @@ def create_app(view: FleetView, *, dispatch_dsn: str = "", token: str = "") -> F
     def stop(submission_id: int) -> Any:
         from rig.fleet import dispatch
 
-        authorized()
+        _authorize(token, dispatch_dsn)
         try:
             return jsonify({"result": dispatch.stop(dispatch_dsn, submission_id)})
         except UserError as error:
             return jsonify({"error": str(error)}), 400
-
-    return app
 
 
 def make_view(central: str, stores: list[str]) -> FleetView:

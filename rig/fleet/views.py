@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -153,15 +154,7 @@ class CentralView:
 
     def _overview(self, central: Any) -> Overview:
         now = time.time()
-        stations = [
-            StationStatus(
-                r["name"],
-                int(r["drives"]),
-                float(r["silent_s"]) if r["silent_s"] is not None else None,
-                r["agent"],
-            )
-            for r in central.stations()
-        ]
+        stations = [_station_status(r) for r in central.stations()]
         progress = {
             (r["station"], r["campaign_uid"], r["channel"]): r
             for r in central.progress_rows(RATE_WINDOW_S)
@@ -180,60 +173,10 @@ class CentralView:
             sub = submissions.get(c["submission_id"]) if c["submission_id"] else None
             if sub is not None:
                 shown.add(sub["id"])
-            rows = drives.get(key, [])
-            per_drive = [
-                DriveProgress(
-                    d["channel"],
-                    d["model"],
-                    d["serial"],
-                    d["status"],
-                    *_counts(progress.get((c["station"], c["uid"], d["channel"]))),
-                )
-                for d in rows
-            ]
-            recent = sum(
-                int(progress[(c["station"], c["uid"], d["channel"])]["recent"])
-                for d in rows
-                if (c["station"], c["uid"], d["channel"]) in progress
-            )
-            status = sub["status"] if sub is not None else c["status"]
             campaigns.append(
-                _progress(
-                    f"{c['station']}/{c['uid']}",
-                    c["name"],
-                    c["station"],
-                    status,
-                    sub["id"] if sub is not None else None,
-                    c["started_at"],
-                    c["ended_at"],
-                    planned_cycles(c["config"], len(rows)),
-                    per_drive,
-                    recent,
-                    int(c["resumes"]),
-                    findings.get(key, {}),
-                    now,
-                )
+                _central_campaign(c, sub, drives.get(key, []), progress, findings.get(key, {}), now)
             )
-        for sub in submissions.values():
-            if sub["id"] in shown:
-                continue
-            campaigns.append(
-                _progress(
-                    f"q{sub['id']}",
-                    sub["name"],
-                    sub["station"],
-                    sub["status"],
-                    sub["id"],
-                    None,
-                    None,
-                    int(sub["cycles_planned"]),
-                    [],
-                    0,
-                    0,
-                    {},
-                    now,
-                )
-            )
+        campaigns += [_queued(s, now) for s in submissions.values() if s["id"] not in shown]
         models = sorted({d["model"] for rows in drives.values() for d in rows})
         return Overview(self.source, stations, campaigns, models, now)
 
@@ -255,6 +198,98 @@ class CentralView:
 
     def close(self) -> None:
         self._central.close()
+
+
+def _station_status(row: Any) -> StationStatus:
+    silent = float(row["silent_s"]) if row["silent_s"] is not None else None
+    return StationStatus(row["name"], int(row["drives"]), silent, row["agent"])
+
+
+def _central_campaign(
+    c: Any,
+    sub: Any,
+    rows: list[dict[str, Any]],
+    progress: dict[tuple[str, int, int], Any],
+    findings: dict[str, int],
+    now: float,
+) -> CampaignProgress:
+    """A campaign of the central database; its submission's state, where it has one, wins."""
+    return _campaign_progress(
+        c,
+        f"{c['station']}/{c['uid']}",
+        c["station"],
+        sub["status"] if sub is not None else c["status"],
+        sub["id"] if sub is not None else None,
+        _drive_progress(rows, progress, lambda d: (c["station"], c["uid"], d["channel"])),
+        findings,
+        now,
+    )
+
+
+def _campaign_progress(
+    c: Any,
+    key: str,
+    station: str,
+    status: str,
+    submission_id: int | None,
+    drives: tuple[list[DriveProgress], int],
+    findings: dict[str, int],
+    now: float,
+) -> CampaignProgress:
+    """A campaign row (the central database's or a store's: the same columns) with its drives'
+    progress and the cycles they ended within the rate window (`_drive_progress`)."""
+    per_drive, recent = drives
+    return _progress(
+        key,
+        c["name"],
+        station,
+        status,
+        submission_id,
+        c["started_at"],
+        c["ended_at"],
+        planned_cycles(c["config"], len(per_drive)),
+        per_drive,
+        recent,
+        int(c["resumes"]),
+        findings,
+        now,
+    )
+
+
+def _queued(sub: Any, now: float) -> CampaignProgress:
+    """A submission no cycle of which has reached the central database yet."""
+    return _progress(
+        f"q{sub['id']}",
+        sub["name"],
+        sub["station"],
+        sub["status"],
+        sub["id"],
+        None,
+        None,
+        int(sub["cycles_planned"]),
+        [],
+        0,
+        0,
+        {},
+        now,
+    )
+
+
+def _drive_progress(
+    rows: list[Any], progress: Mapping[Any, Any], key: Callable[[Any], Any]
+) -> tuple[list[DriveProgress], int]:
+    """Each drive's progress, and the cycles its drives ended within the rate window
+    (`progress`: progress rows by `key` of their drive row; a drive without cycles has none)."""
+    per_drive: list[DriveProgress] = []
+    recent = 0
+    for d in rows:
+        found = progress.get(key(d))
+        per_drive.append(
+            DriveProgress(d["channel"], d["model"], d["serial"], d["status"], *_counts(found))
+        )
+        if found is not None:
+            recent += int(found["recent"])
+    return per_drive, recent
 
 
 def _counts(row: Any) -> tuple[int, int, int, int]:
@@ -330,32 +365,14 @@ class StoreView:
                 for c in store.campaigns():
                     rows = store.drives_of(c["id"])
                     models.update(d["model"] for d in rows)
-                    per_drive = [
-                        DriveProgress(
-                            d["channel"],
-                            d["model"],
-                            d["serial"],
-                            d["status"],
-                            *_counts(progress.get(d["id"])),
-                        )
-                        for d in rows
-                    ]
-                    recent = sum(
-                        int(progress[d["id"]]["recent"]) for d in rows if d["id"] in progress
-                    )
                     campaigns.append(
-                        _progress(
+                        _campaign_progress(
+                            c,
                             f"{index}/{c['id']}",
-                            c["name"],
                             self.station,
                             c["status"],
                             None,
-                            c["started_at"],
-                            c["ended_at"],
-                            planned_cycles(c["config"], len(rows)),
-                            per_drive,
-                            recent,
-                            int(c["resumes"]),
+                            _drive_progress(rows, progress, lambda d: d["id"]),
                             findings.get(c["id"], {}),
                             now,
                         )

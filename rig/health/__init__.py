@@ -1,7 +1,8 @@
 """Health layer: SMART and identity through smartctl --json, nvme-cli and sg3_utils.
 
-Modules: snapshot (typed results), smart (smartctl JSON parser), delta (before/after and the
-counter-anomaly rules), tools (runner and smartctl invocation), nvme, scsi, wcache.
+Modules: snapshot (typed results), smart (smartctl JSON parser), ata (its ATA attribute
+mapping), delta (before/after and the counter-anomaly rules), tools (runner and smartctl
+invocation), nvme, scsi, wcache.
 Nothing is registered or run at import; callers wire a Runner in explicitly.
 """
 

@@ -130,21 +130,43 @@ def wrap_modulus(before: int, after: int) -> int:
 def diff_snapshots(before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1) -> HealthDelta:
     if isinstance(cuts, bool) or not isinstance(cuts, int) or cuts < 1:
         raise ValueError(f"cuts must be an integer >= 1, not {cuts!r}")
-    anomalies: list[CounterAnomaly] = []
-    not_reported: list[str] = []
-
-    for name in IDENTITY_FIELDS + GEOMETRY_FIELDS:
-        b, a = getattr(before.identity, name), getattr(after.identity, name)
-        if b is not None and a is not None and b != a:
-            what = "identity" if name in IDENTITY_FIELDS else "geometry"
-            anomalies.append(CounterAnomaly(name, b, a, "unchanged", f"{what} changed across cut"))
+    anomalies = _identity_anomalies(before, after)
     replaced = _replaced(before, after)
     if replaced is not None:
         # Another drive: comparing its counters with this one's would only add noise.
         anomalies.append(replaced)
         return HealthDelta(cuts, (), tuple(anomalies), ())
 
+    not_reported: list[str] = []
     unaccounted = before.power_cycles == 0 or after.power_cycles == 0
+    changes, compared = _compare_counters(before, after, anomalies, not_reported)
+    _check_power_counts(before, after, cuts, compared, unaccounted, anomalies, not_reported)
+    _check_must_not_rise(compared, cuts, unaccounted, anomalies)
+    _check_monotonic(compared, unaccounted, anomalies, not_reported)
+    _check_spare(after, compared, cuts, anomalies)
+    anomalies.extend(_status_anomalies(before, after))
+    return HealthDelta(cuts, tuple(changes), tuple(anomalies), tuple(not_reported))
+
+
+def _identity_anomalies(before: HealthSnapshot, after: HealthSnapshot) -> list[CounterAnomaly]:
+    """Identity or geometry fields known on both sides that changed across the cut."""
+    anomalies: list[CounterAnomaly] = []
+    for name in IDENTITY_FIELDS + GEOMETRY_FIELDS:
+        b, a = getattr(before.identity, name), getattr(after.identity, name)
+        if b is not None and a is not None and b != a:
+            what = "identity" if name in IDENTITY_FIELDS else "geometry"
+            anomalies.append(CounterAnomaly(name, b, a, "unchanged", f"{what} changed across cut"))
+    return anomalies
+
+
+def _compare_counters(
+    before: HealthSnapshot,
+    after: HealthSnapshot,
+    anomalies: list[CounterAnomaly],
+    not_reported: list[str],
+) -> tuple[list[CounterChange], dict[str, tuple[int, int]]]:
+    """Every counter known on both sides (its change, and its (before, after) pair); a counter
+    read from another source is not reported, one that stopped being reported an anomaly."""
     changes: list[CounterChange] = []
     compared: dict[str, tuple[int, int]] = {}
     for name in (*COUNTERS, "available_spare"):
@@ -161,7 +183,19 @@ def diff_snapshots(before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1)
             anomalies.append(
                 CounterAnomaly(name, b, a, "still reported", "reported before the cut, not after")
             )
+    return changes, compared
 
+
+def _check_power_counts(
+    before: HealthSnapshot,
+    after: HealthSnapshot,
+    cuts: int,
+    compared: dict[str, tuple[int, int]],
+    unaccounted: bool,
+    anomalies: list[CounterAnomaly],
+    not_reported: list[str],
+) -> None:
+    """Unsafe shutdowns and power cycles rise by exactly `cuts`."""
     for name, rule in (("unsafe_shutdowns", "unsafe-shutdown"), ("power_cycles", "power-cycle")):
         if unaccounted and name not in not_reported:
             not_reported.append(name)  # a device that keeps no power accounting
@@ -173,6 +207,14 @@ def diff_snapshots(before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1)
             not_reported.append(name)
         # otherwise already flagged (lost) above, appeared, or read from another source
 
+
+def _check_must_not_rise(
+    compared: dict[str, tuple[int, int]],
+    cuts: int,
+    unaccounted: bool,
+    anomalies: list[CounterAnomaly],
+) -> None:
+    """Error counters do not rise, and (but pending sectors) never fall."""
     for name in MUST_NOT_RISE:
         if name not in compared:
             continue
@@ -188,6 +230,14 @@ def diff_snapshots(before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1)
         elif rise < 0 and name not in MAY_FALL and not unaccounted:
             anomalies.append(CounterAnomaly(name, b, a, f">= {b}", "lifetime counter went down"))
 
+
+def _check_monotonic(
+    compared: dict[str, tuple[int, int]],
+    unaccounted: bool,
+    anomalies: list[CounterAnomaly],
+    not_reported: list[str],
+) -> None:
+    """Lifetime totals never fall (but per-instance ones of a device without power accounting)."""
     for name in MONOTONIC:
         if name in compared and _rise(*compared[name]) < 0:
             if unaccounted:  # a per-instance total, started again when the device came back
@@ -199,23 +249,29 @@ def diff_snapshots(before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1)
                 CounterAnomaly(name, b, a, f">= {b}", reason or "lifetime counter went down")
             )
 
-    if "available_spare" in compared:
-        b, a = compared["available_spare"]
-        if a < b:
-            threshold = after.available_spare_threshold
-            below = f" (threshold {threshold})" if threshold is not None else ""
-            anomalies.append(
-                CounterAnomaly(
-                    "available_spare",
-                    b,
-                    a,
-                    f">= {b}",
-                    f"available spare dropped by {b - a} points across {_cuts(cuts)}{below}",
-                )
-            )
 
-    anomalies.extend(_status_anomalies(before, after))
-    return HealthDelta(cuts, tuple(changes), tuple(anomalies), tuple(not_reported))
+def _check_spare(
+    after: HealthSnapshot,
+    compared: dict[str, tuple[int, int]],
+    cuts: int,
+    anomalies: list[CounterAnomaly],
+) -> None:
+    """Available spare never drops."""
+    if "available_spare" not in compared:
+        return
+    b, a = compared["available_spare"]
+    if a < b:
+        threshold = after.available_spare_threshold
+        below = f" (threshold {threshold})" if threshold is not None else ""
+        anomalies.append(
+            CounterAnomaly(
+                "available_spare",
+                b,
+                a,
+                f">= {b}",
+                f"available spare dropped by {b - a} points across {_cuts(cuts)}{below}",
+            )
+        )
 
 
 def _rise(b: int, a: int) -> int:

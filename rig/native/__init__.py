@@ -6,9 +6,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
+import select
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,20 +45,23 @@ def lib() -> ctypes.CDLL:
     handle.pfr_aio_setup.restype = _int
     handle.pfr_aio_destroy.argtypes = [_u64]
     handle.pfr_aio_destroy.restype = None
-    engine_args: list[Any] = [_u64, _int, _u32, _int, _u32, _u64, _int, _i64, _i64, _p, _u64]
-    engine_args += [_p] * 9  # slot_start kind lba nblocks gen_offset gens op_seq worker slot_of
-    engine_args += [_p] * 6  # issue, complete, status, timer issue, complete, status
-    engine_args += [_u64, _p, _p, _p]  # timer capacity, timer count, stop flag, live signals
-    handle.pfr_engine_run.argtypes = engine_args
-    handle.pfr_engine_run.restype = _int
+    loop_args: list[Any] = [_u64, _int, _u32, _int, _u32, _u64, _int, _i64, _i64, _p, _u64]
+    loop_args += [_p, _p, _u32, _int, _p, _p]  # worker ids, ring, ring size, eventfd, stop, live
+    handle.pfr_engine_loop.argtypes = loop_args
+    handle.pfr_engine_loop.restype = _int
+    handle.pfr_batch_publish.argtypes = [_p]
+    handle.pfr_batch_publish.restype = None
+    handle.pfr_batch_state.argtypes = [_p]
+    handle.pfr_batch_state.restype = ctypes.c_int32
     return handle
 
 
 @dataclass(frozen=True)
 class EngineResult:
-    """Per planned entry: issue ns (-2 = never submitted), completion ns (-1 = never), errno;
-    plus the engine's timed flushes. `stuck`: requests were still in flight at the drain
-    timeout (they are marked ETIMEDOUT; their buffers must never be reused)."""
+    """One retired batch, per planned entry: the slot that ran it, issue ns (-2 = never
+    submitted), completion ns (-1 = never), errno; plus the engine's timed flushes logged with it.
+    `stuck`: requests were still in flight at the drain timeout (they are marked ETIMEDOUT; their
+    buffers must never be reused). `seconds`: from its first submission to its retirement."""
 
     slot_of: npt.NDArray[np.int16]
     issue_ns: npt.NDArray[np.int64]
@@ -66,6 +71,139 @@ class EngineResult:
     timer_complete_ns: npt.NDArray[np.int64]
     timer_status: npt.NDArray[np.int32]
     stuck: bool
+    seconds: float
+
+
+_BATCH_RETIRED = 3  # PFR_BATCH_RETIRED
+
+
+_POINTERS = (  # the plan's columns, then the results', in struct pfr_batch order
+    "slot_start",
+    "kind",
+    "lba",
+    "nblocks",
+    "gen_offset",
+    "gens",
+    "op_seq",
+    "slot_of",
+    "issue_ns",
+    "complete_ns",
+    "status",
+    "t_issue",
+    "t_complete",
+    "t_status",
+)
+
+
+class _Batch(ctypes.Structure):
+    """struct pfr_batch (pfr.h)."""
+
+    _fields_ = [(name, ctypes.c_void_p) for name in _POINTERS] + [
+        ("t_cap", ctypes.c_uint64),
+        ("t_count", ctypes.c_uint64),
+        ("seq", ctypes.c_uint64),
+        ("nslots_planned", ctypes.c_uint64),
+        ("started_ns", ctypes.c_int64),
+        ("retired_ns", ctypes.c_int64),
+        ("inflight", ctypes.c_int64),
+        ("state", ctypes.c_int32),
+        ("stuck", ctypes.c_int32),
+    ]
+
+
+class BatchRing:
+    """The write engine's ring of planned batches: one thread publishes batches in order (seq 0,
+    1, ...) and collects them once retired, while the engine (`engine_loop`, in another thread)
+    runs them back to back. Batch q goes into descriptor q % size, free again once batch
+    q - size is collected. The arrays of a published batch are kept alive here until collected."""
+
+    def __init__(self, size: int, timer_capacity: int) -> None:
+        self.size = size
+        self.timer_capacity = timer_capacity
+        self.descriptors = (_Batch * size)()
+        self._arrays: list[list[npt.NDArray[Any]]] = [[] for _ in range(size)]
+        self.published = 0  # batches published so far (the next seq)
+        self.collected = 0  # batches collected so far
+        self.notify = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)  # the engine: "retired"
+
+    def close(self) -> None:
+        os.close(self.notify)
+
+    def has_room(self) -> bool:
+        return self.published - self.collected < self.size
+
+    def publish(
+        self,
+        slot_start: npt.NDArray[np.int64],
+        kind: npt.NDArray[np.uint8],
+        lba: npt.NDArray[np.int64],
+        nblocks: npt.NDArray[np.uint32],
+        gen_offset: npt.NDArray[np.int64],
+        gens: npt.NDArray[np.uint32],
+        op_seq: npt.NDArray[np.uint64],
+    ) -> None:
+        """The next batch (see engine.c for the layout of a plan)."""
+        if not self.has_room():
+            raise RuntimeError("engine ring full: collect a retired batch first")
+        n = int(slot_start[-1])
+        plan: list[npt.NDArray[Any]] = [np.ascontiguousarray(slot_start, dtype=np.int64)]
+        plan += [np.ascontiguousarray(kind, dtype=np.uint8)]
+        plan += [np.ascontiguousarray(lba, dtype=np.int64)]
+        plan += [np.ascontiguousarray(nblocks, dtype=np.uint32)]
+        plan += [np.ascontiguousarray(gen_offset, dtype=np.int64)]
+        plan += [np.ascontiguousarray(gens, dtype=np.uint32)]
+        plan += [np.ascontiguousarray(op_seq, dtype=np.uint64)]
+        if any(len(a) != n for a in plan[1:5] + plan[6:]):
+            raise ValueError("plan columns differ in length")
+        results: list[npt.NDArray[Any]] = [np.empty(n, np.int16), np.empty(n, np.int64)]
+        results += [np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int32)]
+        cap = self.timer_capacity
+        results += [np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)]
+        results += [np.empty(cap, dtype=np.int32)]
+        index = self.published % self.size
+        d = self.descriptors[index]
+        for name, array in zip(_POINTERS, plan + results, strict=True):
+            setattr(d, name, array.ctypes.data)
+        d.t_cap, d.t_count, d.seq = cap, 0, self.published
+        d.nslots_planned = len(slot_start) - 1
+        self._arrays[index] = plan + results
+        lib().pfr_batch_publish(ctypes.byref(d))
+        self.published += 1
+
+    def collect(self) -> EngineResult | None:
+        """The results of the oldest batch not collected yet, once the engine retired it."""
+        if self.collected == self.published:
+            return None
+        index = self.collected % self.size
+        d = self.descriptors[index]
+        if lib().pfr_batch_state(ctypes.byref(d)) != _BATCH_RETIRED:
+            return None
+        slot_of, issue, complete, status, t_issue, t_complete, t_status = self._arrays[index][7:]
+        t = int(d.t_count)
+        seconds = (d.retired_ns - d.started_ns) / 1e9 if d.started_ns else 0.0
+        result = EngineResult(
+            slot_of,
+            issue,
+            complete,
+            status,
+            t_issue[:t],
+            t_complete[:t],
+            t_status[:t],
+            bool(d.stuck),
+            seconds,
+        )
+        self.collected += 1
+        return result
+
+    def wait(self, timeout_s: float) -> None:
+        """Until the engine retires a batch (or `wake` is called), at most `timeout_s`."""
+        ready, _, _ = select.select([self.notify], [], [], timeout_s)
+        if ready:
+            with contextlib.suppress(BlockingIOError):  # another reader took it
+                os.eventfd_read(self.notify)
+
+    def wake(self) -> None:
+        os.eventfd_write(self.notify, 1)
 
 
 class AioContext:
@@ -84,7 +222,7 @@ class AioContext:
             self.handle = 0
 
 
-def engine_run(
+def engine_loop(
     aio: AioContext,
     fd: int,
     nslots: int,
@@ -96,40 +234,20 @@ def engine_run(
     drain_timeout_ns: int,
     buffers: npt.NDArray[np.uint8],
     slot_bytes: int,
-    slot_start: npt.NDArray[np.int64],
-    kind: npt.NDArray[np.uint8],
-    lba: npt.NDArray[np.int64],
-    nblocks: npt.NDArray[np.uint32],
-    gen_offset: npt.NDArray[np.int64],
-    gens: npt.NDArray[np.uint32],
-    op_seq: npt.NDArray[np.uint64],
     worker: npt.NDArray[np.uint16],
+    ring: BatchRing,
     stop: ctypes.c_int,
-    timer_capacity: int,
     live: ctypes.Array[ctypes.c_int64],
-) -> EngineResult:
-    """One batch of the write engine (engine.c). Stripes: slot s runs entries slot_start[s] ..
-    slot_start[s+1]-1. Shared (stream layout): `nslots` slots take entries 0 .. slot_start[1]-1
-    in order. Slot s writes as `worker[s]`; `slot_of` in the result is the slot index."""
-    if len(slot_start) != (2 if shared else nslots + 1):
-        raise ValueError("slot_start does not match the layout")
-    n = int(slot_start[-1])
-    arrays = [np.ascontiguousarray(a) for a in (slot_start, kind, lba, nblocks, gen_offset)]
-    arrays += [np.ascontiguousarray(gens, dtype=np.uint32), np.ascontiguousarray(op_seq)]
-    arrays += [np.ascontiguousarray(worker, dtype=np.uint16)]
+) -> bool:
+    """Runs the batches published in `ring` until `stop` is set or every slot failed (engine.c,
+    pfr_engine_loop); True if requests were still in flight at the drain timeout ("stuck").
+    Slot s writes as `worker[s]`; `slot_of` in each result is the slot index."""
+    worker = np.ascontiguousarray(worker, dtype=np.uint16)
     if len(worker) != nslots:
         raise ValueError("one worker id per slot")
     if len(buffers) < nslots * slot_bytes:
         raise ValueError("engine buffers too small")
-    slot_of = np.empty(n, dtype=np.int16)
-    issue = np.empty(n, dtype=np.int64)
-    complete = np.empty(n, dtype=np.int64)
-    status = np.empty(n, dtype=np.int32)
-    t_issue = np.empty(timer_capacity, dtype=np.int64)
-    t_complete = np.empty(timer_capacity, dtype=np.int64)
-    t_status = np.empty(timer_capacity, dtype=np.int32)
-    t_count = ctypes.c_uint64(0)
-    rc = lib().pfr_engine_run(
+    rc = lib().pfr_engine_loop(
         aio.handle,
         fd,
         nslots,
@@ -141,22 +259,13 @@ def engine_run(
         drain_timeout_ns,
         buffers.ctypes.data,
         slot_bytes,
-        *[a.ctypes.data for a in arrays],
-        slot_of.ctypes.data,
-        issue.ctypes.data,
-        complete.ctypes.data,
-        status.ctypes.data,
-        t_issue.ctypes.data,
-        t_complete.ctypes.data,
-        t_status.ctypes.data,
-        timer_capacity,
-        ctypes.byref(t_count),
+        worker.ctypes.data,
+        ring.descriptors,
+        ring.size,
+        ring.notify,
         ctypes.byref(stop),
         live,
     )
     if rc < 0:
         raise OSError(-rc, f"write engine: {os.strerror(-rc)}")
-    t = t_count.value
-    return EngineResult(
-        slot_of, issue, complete, status, t_issue[:t], t_complete[:t], t_status[:t], rc == 1
-    )
+    return rc == 1

@@ -1,4 +1,4 @@
-/* Write engine: the hot loop of one workload batch in C, off the GIL.
+/* Write engine: the writer's slot loop in C, off the GIL, fed with planned batches as it runs.
  *
  * Linux native AIO (io_submit/io_getevents through raw syscalls; no library needed) on an O_DIRECT
  * descriptor. Each slot (a "worker" of the ledger) owns a disjoint stripe and has at most one
@@ -18,7 +18,7 @@
 
 #include "pfr.h"
 
-#define TIMER_TAG 0xFFFFFFFFFFFFFFFFULL
+#define TIMER_BIT (1ULL << 63) /* aio_data of a timed flush: TIMER_BIT | ring index */
 #define MAX_SLOTS 1024 /* < 1 << SLOT_BITS */
 
 static int64_t now_ns(void)
@@ -71,7 +71,9 @@ static int overlaps(const int64_t *start, const int64_t *end, uint32_t n, int64_
     return 0;
 }
 
-#define SLOT_BITS 11 /* aio_data = entry << SLOT_BITS | slot */
+#define SLOT_BITS 11 /* aio_data = (entry << RING_BITS | ring index) << SLOT_BITS | slot */
+#define RING_BITS 3
+#define MAX_RING (1u << RING_BITS)
 
 /* An AIO context for `depth` requests (kept across batches: io_destroy waits for an RCU grace
  * period, tens of milliseconds). 0 or -errno. */
@@ -86,63 +88,115 @@ int pfr_aio_setup(uint32_t depth, uint64_t *ctx)
 
 void pfr_aio_destroy(uint64_t ctx) { sys_io_destroy((aio_context_t)ctx); }
 
-/* Runs the plan until one slot has used up its entries, the stop flag is set, or every slot
- * failed; then waits for what is in flight (at most drain_timeout_ns after stopping).
+/* The ring of planned batches, in the order of their `seq`: batch q lives in ring[q % nring]. */
+static struct pfr_batch *available(struct pfr_batch *ring, uint32_t nring, uint64_t seq)
+{
+    struct pfr_batch *b = &ring[seq % nring];
+    int32_t state = __atomic_load_n(&b->state, __ATOMIC_ACQUIRE);
+    if ((state != PFR_BATCH_READY && state != PFR_BATCH_RUNNING) || b->seq != seq)
+        return NULL;
+    if (state == PFR_BATCH_READY) { /* first touch: nothing of it submitted yet */
+        int64_t total = b->slot_start[b->nslots_planned];
+        for (int64_t i = 0; i < total; i++) {
+            b->slot_of[i] = -1;
+            b->issue_ns[i] = -2;
+            b->complete_ns[i] = -1;
+            b->status[i] = 0;
+        }
+        b->t_count = 0;
+        b->started_ns = 0;
+        b->inflight = 0;
+        b->stuck = 0;
+        __atomic_store_n(&b->state, PFR_BATCH_RUNNING, __ATOMIC_RELAXED);
+    }
+    return b;
+}
+
+static void retire(struct pfr_batch *b, int notify_fd)
+{
+    b->retired_ns = now_ns();
+    __atomic_store_n(&b->state, PFR_BATCH_RETIRED, __ATOMIC_RELEASE);
+    if (notify_fd >= 0) {
+        uint64_t one = 1;
+        ssize_t w = write(notify_fd, &one, sizeof(one)); /* an eventfd: cannot block for 1 */
+        (void)w;
+    }
+}
+
+void pfr_batch_publish(struct pfr_batch *b)
+{
+    __atomic_store_n(&b->state, PFR_BATCH_READY, __ATOMIC_RELEASE);
+}
+
+int32_t pfr_batch_state(const struct pfr_batch *b)
+{
+    return __atomic_load_n(&b->state, __ATOMIC_ACQUIRE);
+}
+
+/* Runs planned batches back to back, without letting the queue drain between them, until the
+ * stop flag is set or every slot failed; then waits for what is in flight (at most
+ * drain_timeout_ns after stopping) and retires every batch it started or was given.
  *
- * Plan, stripes layout (shared = 0): entries grouped by slot; slot s runs entries
- * slot_start[s] .. slot_start[s+1]-1 in order. Stream layout (shared = 1): one queue
- * slot_start[0] .. slot_start[1]-1 taken in order by whichever slot is idle; a write that would
- * overlap one in flight waits (with everything after it) until that one completes, so no two
- * requests in flight ever overlap either way. slot_of[e] says which slot ran entry e; worker[s]
- * is the worker id slot s writes into the headers (and the ledger's worker column).
+ * The caller keeps the ring filled from another thread: it publishes batch q (seq q, in
+ * ring[q % nring]) once batch q - nring is retired and its results read. While the caller plans
+ * and logs, the engine goes on with the batches already published; a slot whose next batch is
+ * not published yet waits for it (the only way the queue can thin out).
+ *
+ * Plan of one batch, stripes layout (shared = 0): entries grouped by slot; slot s runs entries
+ * slot_start[s] .. slot_start[s+1]-1 in order, then moves to the next batch on its own (so slots
+ * drift at most nring - 1 batches apart). Stream layout (shared = 1): one queue slot_start[0] ..
+ * slot_start[1]-1 taken in order by whichever slot is idle, batch after batch; a write that would
+ * overlap one in flight (of any batch) waits, with everything after it, until that one
+ * completes, so no two requests in flight ever overlap either way. slot_of[e] says which slot ran
+ * entry e; worker[s] is the worker id slot s writes into the headers (and the ledger's worker).
  *   kind 0 = write of nblocks at lba with generations gens[gen_offset ..], 1 = flush (fdatasync).
  * Results per entry: issue_ns (-2 = never submitted), complete_ns (-1 = never completed),
- * status (0 ok, else errno). Timer flushes (every flush_every_ns, engine-wide) go to the t_*
- * arrays, at most t_cap of them; their count is returned in *t_count.
+ * status (0 ok, else errno). A slot that fails (an error, a short write, a refused submission)
+ * submits nothing more in this run (a stream: no slot does). Timer flushes (every
+ * flush_every_ns, engine-wide) are logged in the oldest batch not retired (t_* arrays, at most
+ * t_cap per batch; a due flush waits for room).
+ * A batch is retired (state RETIRED, then 8 bytes written to notify_fd, an eventfd) once every
+ * live slot has moved past it and none of its requests (timer flushes included) is in flight;
+ * batches retire in seq order.
  * live[LIVE_N] is updated as requests complete (acknowledgements, flushes in flight).
  * `ctx` comes from pfr_aio_setup with a depth of at least nslots + 1.
- * Returns 0, or -EINVAL for a bad slot count, or 1 if requests were still in flight at the
- * drain timeout (their buffers and the context must then never be reused: the kernel may still
- * write from them). */
-int pfr_engine_run(uint64_t aio, int fd, uint32_t nslots, int shared, uint32_t block_size,
-                   uint64_t campaign, int durable,
-                   int64_t flush_every_ns, int64_t drain_timeout_ns, uint8_t *buffers,
-                   uint64_t slot_bytes, const int64_t *slot_start, const uint8_t *kind,
-                   const int64_t *lba, const uint32_t *nblocks, const int64_t *gen_offset,
-                   const uint32_t *gens, const uint64_t *op_seq, const uint16_t *worker,
-                   int16_t *slot_of, int64_t *issue_ns,
-                   int64_t *complete_ns, int32_t *status, int64_t *t_issue, int64_t *t_complete,
-                   int32_t *t_status, uint64_t t_cap, uint64_t *t_count, volatile int *stop,
-                   int64_t *live)
+ * Returns 0, or -EINVAL for a bad slot or ring count, or 1 if requests were still in flight at
+ * the drain timeout (marked ETIMEDOUT, their batches `stuck`; their buffers and the context must
+ * then never be reused: the kernel may still write from them). */
+int pfr_engine_loop(uint64_t aio, int fd, uint32_t nslots, int shared, uint32_t block_size,
+                    uint64_t campaign, int durable, int64_t flush_every_ns,
+                    int64_t drain_timeout_ns, uint8_t *buffers, uint64_t slot_bytes,
+                    const uint16_t *worker, struct pfr_batch *ring, uint32_t nring,
+                    int notify_fd, volatile int *stop, int64_t *live)
 {
-    if (nslots == 0 || nslots > MAX_SLOTS)
+    if (nslots == 0 || nslots > MAX_SLOTS || nring == 0 || nring > MAX_RING)
         return -EINVAL;
     aio_context_t ctx = (aio_context_t)aio;
 
     static __thread struct iocb cbs[MAX_SLOTS + 1];
     static __thread int64_t current[MAX_SLOTS + 1]; /* entry in flight per slot, -1 = idle */
-    static __thread int64_t next[MAX_SLOTS];
+    static __thread struct pfr_batch *current_batch[MAX_SLOTS + 1];
+    static __thread uint64_t slot_seq[MAX_SLOTS]; /* the batch each slot is in (stripes) */
+    static __thread int64_t next[MAX_SLOTS];      /* its next entry there, -1 = not entered */
+    static __thread uint8_t dead[MAX_SLOTS];
     static __thread int64_t busy_lba[MAX_SLOTS], busy_end[MAX_SLOTS]; /* write in flight */
-    int64_t shared_next = slot_start[0];
-    const int64_t total = shared ? slot_start[1] : slot_start[nslots];
+    uint64_t stream_seq = 0, head = 0; /* head: the oldest batch not retired */
+    int64_t stream_next = -1;
     struct io_event events[MAX_SLOTS + 1];
     const uint32_t per_block = block_size / PFR_SECTOR;
     const uint64_t flags = durable ? 1 : 0;
-    uint64_t timers = 0;
     long inflight = 0, failed = 0;
-    int draining = 0;
+    int draining = 0, timed_out = 0;
     int64_t stopped_at = 0, last_timer = now_ns();
 
-    for (int64_t i = 0; i < total; i++) {
-        slot_of[i] = -1;
-        issue_ns[i] = -2;
-        complete_ns[i] = -1;
-        status[i] = 0;
-    }
-    for (uint32_t s = 0; s <= nslots; s++)
+    for (uint32_t s = 0; s <= nslots; s++) {
         current[s] = -1;
+        current_batch[s] = NULL;
+    }
     for (uint32_t s = 0; s < nslots; s++) {
-        next[s] = shared ? 0 : slot_start[s];
+        slot_seq[s] = 0;
+        next[s] = -1;
+        dead[s] = 0;
         busy_lba[s] = busy_end[s] = 0;
     }
 
@@ -151,157 +205,220 @@ int pfr_engine_run(uint64_t aio, int fd, uint32_t nslots, int shared, uint32_t b
             draining = 1;
             stopped_at = now_ns();
         }
+        int starving = 0; /* an idle slot waits for a batch the caller has not published yet */
         /* feed every idle slot its next entry */
         for (uint32_t s = 0; s < nslots && !draining; s++) {
-            if (current[s] != -1 || next[s] < 0)
+            if (current[s] != -1 || dead[s])
                 continue;
+            struct pfr_batch *b;
             int64_t e;
             if (shared) {
-                if (shared_next >= total) {
-                    draining = 1;
-                    stopped_at = now_ns();
+                for (;;) {
+                    b = available(ring, nring, stream_seq);
+                    if (!b)
+                        break;
+                    if (stream_next < 0)
+                        stream_next = b->slot_start[0];
+                    if (stream_next < b->slot_start[1])
+                        break;
+                    stream_seq++; /* this batch is all submitted: on to the next */
+                    stream_next = -1;
+                }
+                if (!b) {
+                    starving = 1;
                     break;
                 }
-                e = shared_next;
-                if (kind[e] == 0 && overlaps(busy_lba, busy_end, nslots, lba[e], nblocks[e]))
+                e = stream_next;
+                if (b->kind[e] == 0 &&
+                    overlaps(busy_lba, busy_end, nslots, b->lba[e], b->nblocks[e]))
                     break; /* the stream waits for the write in its way */
-                shared_next++;
+                stream_next++;
             } else {
-                if (next[s] >= slot_start[s + 1]) {
-                    draining = 1; /* one slot ran dry: stop here so no slot runs far ahead */
-                    stopped_at = now_ns();
-                    break;
+                for (;;) {
+                    b = available(ring, nring, slot_seq[s]);
+                    if (!b)
+                        break;
+                    if (next[s] < 0)
+                        next[s] = b->slot_start[s];
+                    if (next[s] < b->slot_start[s + 1])
+                        break;
+                    slot_seq[s]++; /* this slot's part is all submitted: on to the next batch */
+                    next[s] = -1;
+                }
+                if (!b) {
+                    starving = 1;
+                    continue;
                 }
                 e = next[s]++;
             }
-            slot_of[e] = (int16_t)s;
+            b->slot_of[e] = (int16_t)s;
             struct iocb *cb = &cbs[s];
             memset(cb, 0, sizeof(*cb));
-            cb->aio_data = ((uint64_t)e << SLOT_BITS) | s;
+            cb->aio_data = (((uint64_t)e << RING_BITS | (uint64_t)(b - ring)) << SLOT_BITS) | s;
             cb->aio_fildes = (uint32_t)fd;
             int64_t t = now_ns();
-            if (kind[e] == 1) {
+            if (b->kind[e] == 1) {
                 cb->aio_lio_opcode = IOCB_CMD_FDSYNC;
             } else {
                 uint8_t *buf = buffers + (uint64_t)s * slot_bytes;
-                uint64_t bytes = (uint64_t)nblocks[e] * block_size;
+                uint64_t bytes = (uint64_t)b->nblocks[e] * block_size;
                 if (bytes > slot_bytes) {
-                    status[e] = EINVAL;
-                    next[s] = -1;
+                    b->status[e] = EINVAL;
+                    dead[s] = 1;
                     failed = shared ? (long)nslots : failed + 1;
                     continue;
                 }
-                pfr_build32((uint64_t *)buf, per_block, nblocks[e], campaign, (uint64_t)lba[e],
-                            gens + gen_offset[e], worker[s], op_seq[e], (uint64_t)t, flags);
+                pfr_build32((uint64_t *)buf, per_block, b->nblocks[e], campaign,
+                            (uint64_t)b->lba[e], b->gens + b->gen_offset[e], worker[s],
+                            b->op_seq[e], (uint64_t)t, flags);
                 cb->aio_lio_opcode = IOCB_CMD_PWRITE;
                 cb->aio_buf = (uint64_t)(uintptr_t)buf;
                 cb->aio_nbytes = bytes;
-                cb->aio_offset = lba[e] * (int64_t)block_size;
+                cb->aio_offset = b->lba[e] * (int64_t)block_size;
                 cb->aio_rw_flags = durable ? RWF_DSYNC : 0;
             }
-            issue_ns[e] = t;
-            status[e] = submit_one(ctx, cb);
-            if (status[e]) { /* refused at submission: the request never reached the drive */
-                next[s] = -1;
+            b->issue_ns[e] = t;
+            if (!b->started_ns)
+                b->started_ns = t;
+            b->status[e] = submit_one(ctx, cb);
+            if (b->status[e]) { /* refused at submission: the request never reached the drive */
+                dead[s] = 1;
                 failed = shared ? (long)nslots : failed + 1;
                 continue;
             }
             current[s] = e;
+            current_batch[s] = b;
+            b->inflight++;
             inflight++;
-            if (kind[e] == 1) {
+            if (b->kind[e] == 1) {
                 live_add(live, LIVE_FLUSHES_IN_FLIGHT, 1);
             } else {
-                busy_lba[s] = lba[e];
-                busy_end[s] = lba[e] + nblocks[e];
+                busy_lba[s] = b->lba[e];
+                busy_end[s] = b->lba[e] + b->nblocks[e];
             }
         }
         if (!draining && flush_every_ns > 0 && current[nslots] == -1 &&
             now_ns() - last_timer >= flush_every_ns) {
-            if (timers == t_cap) { /* no room to log another: end the batch, the caller goes on */
-                draining = 1;
-                stopped_at = now_ns();
-                continue;
+            struct pfr_batch *b = available(ring, nring, head);
+            if (b && b->t_count < b->t_cap) { /* else it waits for a batch with room */
+                struct iocb *cb = &cbs[nslots];
+                memset(cb, 0, sizeof(*cb));
+                cb->aio_data = TIMER_BIT | (uint64_t)(b - ring);
+                cb->aio_fildes = (uint32_t)fd;
+                cb->aio_lio_opcode = IOCB_CMD_FDSYNC;
+                last_timer = now_ns();
+                uint64_t i = b->t_count++;
+                b->t_issue[i] = last_timer;
+                b->t_complete[i] = -1;
+                b->t_status[i] = submit_one(ctx, cb);
+                if (!b->t_status[i]) {
+                    current[nslots] = (int64_t)i;
+                    current_batch[nslots] = b;
+                    b->inflight++;
+                    inflight++;
+                    live_add(live, LIVE_FLUSHES_IN_FLIGHT, 1);
+                }
             }
-            struct iocb *cb = &cbs[nslots];
-            memset(cb, 0, sizeof(*cb));
-            cb->aio_data = TIMER_TAG;
-            cb->aio_fildes = (uint32_t)fd;
-            cb->aio_lio_opcode = IOCB_CMD_FDSYNC;
-            last_timer = now_ns();
-            t_issue[timers] = last_timer;
-            t_complete[timers] = -1;
-            t_status[timers] = submit_one(ctx, cb);
-            if (!t_status[timers]) {
-                current[nslots] = (int64_t)timers;
-                inflight++;
-                live_add(live, LIVE_FLUSHES_IN_FLIGHT, 1);
-            }
-            timers++;
         }
-        if (inflight == 0) {
-            if (draining)
+        /* retire, in order, the batches every live slot has left and nothing of is in flight */
+        for (;;) {
+            struct pfr_batch *b = available(ring, nring, head);
+            if (!b || b->inflight > 0)
                 break;
+            int left = 1;
+            if (!draining) {
+                if (shared)
+                    left = stream_seq > head;
+                else
+                    for (uint32_t s = 0; s < nslots && left; s++)
+                        left = dead[s] || slot_seq[s] > head;
+            }
+            if (!left)
+                break;
+            retire(b, notify_fd);
+            head++;
+        }
+        if (draining && (inflight == 0 || timed_out))
+            break;
+        if (inflight == 0) {
+            if (starving) { /* nothing to reap: give the caller a moment to publish */
+                struct timespec pause = {0, 100000};
+                nanosleep(&pause, NULL);
+            }
             continue;
         }
-        int64_t wait = 20000000; /* look at the stop flag at least every 20 ms */
+        int64_t wait = starving ? 500000 : 20000000; /* the stop flag at least every 20 ms */
         if (flush_every_ns > 0 && !draining) {
             int64_t due = last_timer + flush_every_ns - now_ns();
             if (due < wait)
                 wait = due > 0 ? due : 0;
         }
-        if (draining && now_ns() - stopped_at > drain_timeout_ns)
-            break;
+        if (draining && now_ns() - stopped_at > drain_timeout_ns) {
+            timed_out = 1;
+            continue; /* the batches are retired as they are, stuck requests marked */
+        }
         struct timespec timeout = {wait / 1000000000LL, wait % 1000000000LL};
         long got = sys_io_getevents(ctx, 1, nslots + 1, events, &timeout);
         int64_t t = now_ns();
-        if (got < 0 && errno != EINTR)
-            break;
+        if (got < 0 && errno != EINTR) {
+            timed_out = 1; /* the context is unusable: what is in flight never comes back */
+            draining = 1;
+            continue;
+        }
         for (long k = 0; k < got; k++) {
             inflight--;
             long res = (long)events[k].res;
-            if (events[k].data == TIMER_TAG) {
+            uint64_t data = events[k].data;
+            if (data & TIMER_BIT) {
+                struct pfr_batch *b = current_batch[nslots];
                 int64_t i = current[nslots];
-                t_complete[i] = res < 0 ? -1 : t;
-                t_status[i] = res < 0 ? (int32_t)-res : 0;
+                b->t_complete[i] = res < 0 ? -1 : t;
+                b->t_status[i] = res < 0 ? (int32_t)-res : 0;
+                b->inflight--;
                 current[nslots] = -1;
+                current_batch[nslots] = NULL;
                 live_add(live, LIVE_FLUSHES_IN_FLIGHT, -1);
                 if (res >= 0)
                     live_add(live, LIVE_FLUSHES_DONE, 1);
                 continue;
             }
-            int64_t e = (int64_t)(events[k].data >> SLOT_BITS);
-            uint32_t s = (uint32_t)(events[k].data & ((1u << SLOT_BITS) - 1));
+            uint32_t s = (uint32_t)(data & ((1u << SLOT_BITS) - 1));
+            struct pfr_batch *b = &ring[(data >> SLOT_BITS) & (MAX_RING - 1)];
+            int64_t e = (int64_t)(data >> (SLOT_BITS + RING_BITS));
             current[s] = -1;
+            current_batch[s] = NULL;
             busy_lba[s] = busy_end[s] = 0;
-            uint64_t want = kind[e] == 1 ? 0 : (uint64_t)nblocks[e] * block_size;
-            if (res < 0 || (kind[e] == 0 && (uint64_t)res != want)) {
-                status[e] = res < 0 ? (int32_t)-res : EIO; /* short write: an I/O error */
-                next[s] = -1;
+            b->inflight--;
+            uint64_t want = b->kind[e] == 1 ? 0 : (uint64_t)b->nblocks[e] * block_size;
+            if (res < 0 || (b->kind[e] == 0 && (uint64_t)res != want)) {
+                b->status[e] = res < 0 ? (int32_t)-res : EIO; /* short write: an I/O error */
+                dead[s] = 1;
                 failed = shared ? (long)nslots : failed + 1; /* a stream stops at its first error */
             } else {
-                complete_ns[e] = t;
-                if (kind[e] == 0) {
+                b->complete_ns[e] = t;
+                if (b->kind[e] == 0) {
                     live_set(live, LIVE_LAST_ACK_NS, t);
                     live_add(live, LIVE_ACKS, 1);
                 } else {
                     live_add(live, LIVE_FLUSHES_DONE, 1);
                 }
             }
-            if (kind[e] == 1)
+            if (b->kind[e] == 1)
                 live_add(live, LIVE_FLUSHES_IN_FLIGHT, -1);
         }
     }
-    *t_count = timers;
-    if (inflight > 0) {
-        for (uint32_t s = 0; s <= nslots; s++) {
-            if (current[s] == -1)
-                continue;
-            if (s < nslots)
-                status[current[s]] = ETIMEDOUT;
-            else
-                t_status[current[s]] = ETIMEDOUT;
-        }
-        return 1;
+    int stuck = inflight > 0;
+    for (uint32_t s = 0; s <= nslots && stuck; s++) {
+        struct pfr_batch *b = current_batch[s];
+        if (!b)
+            continue;
+        b->stuck = 1;
+        if (s < nslots)
+            b->status[current[s]] = ETIMEDOUT;
+        else
+            b->t_status[current[s]] = ETIMEDOUT;
     }
-    return 0;
+    for (struct pfr_batch *b; (b = available(ring, nring, head)) != NULL; head++)
+        retire(b, notify_fd); /* the rest, in order: ones never started submitted nothing */
+    return stuck;
 }

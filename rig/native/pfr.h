@@ -26,6 +26,36 @@ void pfr_build32(uint64_t *out, uint32_t per_block, uint64_t nblocks, uint64_t c
                  uint64_t first_lba, const uint32_t *gens, uint64_t worker, uint64_t op_seq,
                  uint64_t issued_ns, uint64_t flags);
 
+/* One planned batch of the write engine and its results (engine.c, pfr_engine_loop; mirrored
+ * by rig/native/__init__.py). The caller fills the plan and publishes it; the engine runs it and
+ * retires it; the caller then reads the results and may fill the descriptor again. */
+enum { PFR_BATCH_EMPTY = 0, PFR_BATCH_READY = 1, PFR_BATCH_RUNNING = 2, PFR_BATCH_RETIRED = 3 };
+struct pfr_batch {
+    const int64_t *slot_start; /* nslots_planned + 1 offsets (stripes) or 2 (stream) */
+    const uint8_t *kind;
+    const int64_t *lba;
+    const uint32_t *nblocks;
+    const int64_t *gen_offset;
+    const uint32_t *gens;
+    const uint64_t *op_seq;
+    int16_t *slot_of;
+    int64_t *issue_ns;
+    int64_t *complete_ns;
+    int32_t *status;
+    int64_t *t_issue;
+    int64_t *t_complete;
+    int32_t *t_status;
+    uint64_t t_cap;
+    uint64_t t_count;
+    uint64_t seq;           /* the caller's batch number: 0, 1, 2, ... */
+    uint64_t nslots_planned; /* slot_start[nslots_planned] is the entry count */
+    int64_t started_ns;     /* first submission, 0 if none */
+    int64_t retired_ns;
+    int64_t inflight;
+    int32_t state;
+    int32_t stuck; /* a request of it was still in flight at the drain timeout */
+};
+
 /* State of each of `nsectors` sectors (PFR_VALID / PFR_ZERO / PFR_CORRUPT). */
 void pfr_check(const uint64_t *words, uint64_t nsectors, uint8_t *state);
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from rig import failures
 from rig.ledger import CycleLog
 from rig.store import CycleRow, RailSenseRow, Store
 
@@ -98,7 +99,7 @@ def build(
                 status = outcome if outcome in ("ok", "error", "interrupted", "dead") else "ok"
                 classes = [] if outcome in ("ok", "error", "interrupted") else outcome.split("+")
                 if outcome == "dead":
-                    classes = ["dead_device"]
+                    classes = [failures.DEAD]
                 findings = [
                     {
                         "cls": cls,
@@ -118,7 +119,7 @@ def build(
                                 "reason": "unsafe-shutdown counter did not count the cut",
                                 "cuts": 1,
                             }
-                            if cls == "counter_anomaly"
+                            if cls == failures.COUNTER_ANOMALY
                             else {"ack_to_cut_ns": 3 * MS, "flush_to_cut_ns": 2 * MS}
                         ),
                     }
@@ -126,7 +127,7 @@ def build(
                 ]
                 findings.append(
                     {
-                        "cls": "allowed_loss",
+                        "cls": failures.ALLOWED_LOSS,
                         "failure": False,
                         "lba_first": 7,
                         "lba_count": 1,

@@ -1,0 +1,109 @@
+"""One power-cut cycle: its phases in order (rig/campaign/phases.py), then the record phase,
+which always runs; power goes back on every exit path (ARCHITECTURE §6)."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from typing import TYPE_CHECKING
+
+from rig import cuts, verify
+from rig.campaign import phases, recording
+from rig.campaign.model import Cycle, DeadDevice, Interrupted
+from rig.errors import RigError, UnsafeDeviceError
+
+if TYPE_CHECKING:
+    from rig.campaign.drive import DriveRun
+
+RESTORE_ATTEMPTS = 3  # the teardown's tries to switch a channel back on (a serial timeout)
+RESTORE_RETRY_S = 1.0
+
+
+def run_cycle(drive: DriveRun, seq: int) -> Cycle:
+    """Cycle `seq` of the drive, recorded; a phase that fails ends it as ERROR or DEAD."""
+    # Each cycle's randomness derives from (seed, channel, seq) alone, so a resumed campaign
+    # draws the same cut delays and writes as one that never stopped.
+    drive.rng = random.Random(f"{drive.campaign.seed}/{drive.spec.channel}/{seq}")
+    spec = drive.campaign.cut
+    draw = cuts.draw(spec.strategy, spec.delay_ms, spec.after_ms, drive.rng)
+    c = Cycle(seq, draw.delay_s, draw.warmup_s)
+    name = ""
+    phase_ms: dict[str, float] = {}  # where the cycle's time went (event `phase_ms`)
+    try:
+        for phase in phases.PHASES:
+            name = phase.__name__
+            if drive.stop.is_set():
+                raise Interrupted("stop requested")
+            started = time.monotonic_ns()
+            phase_ms[name] = 0.0  # reached (the write phase may schedule the cut)
+            try:
+                phase(drive, c)
+            finally:
+                phase_ms[name] = round((time.monotonic_ns() - started) / 1e6, 3)
+    except Interrupted as error:
+        c.status, c.error = "interrupted", f"{name}: {error}"
+        c.findings = []
+    except DeadDevice as error:
+        c.status, c.error = "dead", f"{name}: {error}"
+        c.findings.append(verify.drive_finding(verify.DEAD, {"phase": name}))
+    except UnsafeDeviceError as error:  # identity or an interlock failed after a return
+        c.status, c.error, c.stop_channel = "error", f"{name}: {error}", True
+    except (RigError, OSError) as error:
+        c.status, c.error = "error", f"{name}: {error}"
+    except Exception as error:  # a bug in the rig: an ERROR of the cycle, never a finding
+        c.status, c.error = "error", f"{name}: internal error: {error!r}"
+        logging.getLogger("rig").exception("cycle %d phase %s", seq, name)
+    finally:
+        c.stop.set()
+        # (a crash was raised in observe_loss)
+        writers_done = c.writer is None or c.writer.join(5.0, raise_crash=False)
+        if c.watch is not None:
+            c.events.extend(c.watch.bus_events())
+            c.watch.close()
+        if "write" in phase_ms and not c.restored:
+            restore_after_fault(drive, c, writers_done)
+        c.events.append((time.monotonic_ns(), "phase_ms", phase_ms))
+    # the cut was scheduled (its edge may have fallen unseen: a lost reply or edge report)
+    cut_maybe = c.edge is not None or "write" in phase_ms
+    if c.status in ("error", "interrupted") and cut_maybe:
+        # maybe a cut, maybe not (power that did not go off): no counter judged across it
+        c.findings = [f for f in c.findings if f.cls != verify.COUNTER_ANOMALY]
+        if drive.tracker is not None:
+            drive.tracker.cycle_failed_after_cut()
+    recording.record(drive, c)
+    return c
+
+
+def restore_after_fault(drive: DriveRun, c: Cycle, writers_done: bool) -> None:
+    """The teardown guarantee (ARCHITECTURE §6): the cycle ended after a cut was scheduled and
+    before the restore phase switched the channel on (a writer crash, a serial timeout, an
+    exception, a stop). Power goes back as the campaign says (after its off time), whatever
+    happened; the cut may or may not have fallen, so the drive is found and proven again
+    before the next write. A switch that still does not answer stops the channel (the
+    board's watchdog puts power back on when the host falls silent)."""
+    drive.reacquire = True
+    if writers_done:
+        drive.target.close()  # a loop device leaves the bus only after its last close
+    else:  # its descriptor stays open: a number reused by the next open would take their I/O
+        c.stop_channel = True
+        c.error += "; writers still stuck in I/O: channel stopped"
+    off_s = drive.campaign.cut.off_ms / 1000
+    if c.edge is not None:
+        since_cut_s = (time.monotonic_ns() - c.edge.host_ns) / 1e9
+        time.sleep(max(0.0, off_s - since_cut_s))
+    else:
+        time.sleep(off_s)
+    failed: list[str] = []
+    for _ in range(RESTORE_ATTEMPTS):
+        try:
+            edge = drive.station.power.on(drive.spec.channel)
+        except (RigError, OSError) as error:
+            failed.append(str(error))
+            time.sleep(RESTORE_RETRY_S)
+            continue
+        detail = {"error_ns": edge.error_ns, "teardown": True, "failed_attempts": failed}
+        c.events.append((edge.host_ns, "power_on", detail))
+        return
+    c.stop_channel = True
+    c.error += f"; power could not be restored ({RESTORE_ATTEMPTS} tries: {failed[-1]})"

@@ -1,0 +1,177 @@
+"""One drive on one channel for the whole campaign: the context its cycles' phases work on
+(rig/campaign/phases.py) and the public API that endurance, resume, progress and the runner
+use (docs/campaign.md, "Inside a campaign")."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import deque
+from collections.abc import Callable
+from contextlib import ExitStack
+
+import numpy as np
+
+from rig import intent
+from rig.bus.base import DriveNode
+from rig.campaign import preparation, recording
+from rig.campaign.cycle import run_cycle
+from rig.campaign.model import Cycle, DriveCounts, DriveSummary, ResumePoint, Station
+from rig.config import Campaign, DriveSpec
+from rig.errors import UserError
+from rig.store import Store
+
+
+class DriveRun:
+    """A drive's wiring (campaign, station, store, open target), its expected state and its
+    counts. Phases read and update it; other modules use only its public methods."""
+
+    def __init__(
+        self,
+        campaign: Campaign,
+        campaign_id: int,
+        spec: DriveSpec,
+        station: Station,
+        store: Store,
+        progress: Callable[[str], None],
+        resume: ResumePoint | None = None,
+        on_cycle: Callable[[DriveRun, Cycle], None] | None = None,
+    ) -> None:
+        self.campaign = campaign
+        self.campaign_id = campaign_id
+        self.store = store
+        self.media_id = recording.media_id(self)  # what the record headers carry
+        self.spec = spec
+        self.station = station
+        self.progress = progress
+        self.rng = random.Random(campaign.seed * 7919 + spec.channel)
+        self.on_cycle = on_cycle
+        self.stop = threading.Event()
+        self.counts = DriveCounts.resumed(resume)
+        self.next_seq = resume.next_seq if resume else 1
+        self.stopped_by = ""
+        self.dead = False
+        # The open target is not known to be the drive as it is now (a cycle ended between the
+        # cut and the identify phase): the next cycle finds and proves the drive again first.
+        self.reacquire = False
+        node = station.presence.find(spec.identity)
+        if node is None:
+            raise UserError(f"drive {spec.identity.label()} not found on the bus")
+        self.node = node
+        self.backing = node.backing  # a loop device's file: the same after every return
+        self.seen_size_bytes, self.seen_read_only = node.size_bytes, node.read_only
+        self.claims = ExitStack()  # the drive's claim and its open target; released by close()
+        try:
+            if station.claim is not None:
+                self.claims.enter_context(station.claim(node, campaign.name))
+            self.target = station.open_target(node, spec)
+            self.claims.callback(lambda: self.target.close())  # whichever target is current
+            self.state, self.drive_id = preparation.region(self, node, resume)
+            # LBAs written in the last few cycles: still at risk (a drive may destage them late)
+            self.recent: deque[np.ndarray] = deque(maxlen=campaign.cut.recent_cycles or None)
+            attachment = {"devnode": node.devnode, "diskseq": node.diskseq, "backing": node.backing}
+            recording.event(self, "attachment", attachment)
+            self.tracker = preparation.start_health(self, node, self.next_seq - 1)
+            # Endurance intervals write outside cycles, so only a cut campaign keeps an intent log.
+            where = None if campaign.endurance else intent.path_for(store.path, self.drive_id)
+            self.intent = intent.IntentLog(where, self.drive_id) if where else None
+            if self.intent is not None:
+                self.claims.callback(self.intent.close)
+        except BaseException:
+            self.claims.close()
+            raise
+
+    # the drive's loop ---------------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        self.stop = stop
+        consecutive_errors = 0
+        rules = self.campaign.stop
+        try:
+            while self.counts.cycles < self.campaign.cycles and not stop.is_set():
+                if reason := self.time_is_up():
+                    self.stop_drive(reason, "stopped")
+                    break
+                c = self.next_cycle()
+                if self.dead or c.stop_channel:
+                    break
+                consecutive_errors = consecutive_errors + 1 if c.status == "error" else 0
+                if consecutive_errors >= rules.max_consecutive_errors:
+                    self.stop_drive(f"{consecutive_errors} rig errors in a row", "stopped")
+                    break
+                failing = self.counts.failing_cycles
+                if rules.max_failures and failing >= rules.max_failures:
+                    self.stop_drive(f"{failing} cycles with failures", "stopped")
+                    break
+            if self.intent is not None and not stop.is_set():  # finished: no resume reads it
+                self.intent.path.unlink(missing_ok=True)
+        finally:
+            self.close()
+
+    def next_cycle(self) -> Cycle:
+        """Run and report the next cycle; a dead drive or a channel stop is recorded here."""
+        seq, self.next_seq = self.next_seq, self.next_seq + 1
+        c = run_cycle(self, seq)
+        if self.on_cycle is not None:
+            self.on_cycle(self, c)
+        else:
+            self.progress(self.progress_line(c))
+        if c.status == "dead":
+            self.dead = True
+            self.stop_drive("dead device", "dead")
+        elif c.stop_channel:  # a different drive or a failed interlock after a return
+            self.stop_drive(c.error, "stopped")
+        return c
+
+    def close(self) -> None:
+        self.claims.close()  # closes the target, then releases the claim
+
+    # public API ---------------------------------------------------------------------------------
+    def time_is_up(self) -> str:
+        """The duration rule that ends this drive now, if any ("" while time is left)."""
+        budgets = [b for b in (self.campaign.duration_s, self.campaign.stop.duration_s) if b]
+        if budgets and self.counts.elapsed_s >= min(budgets):
+            return f"duration of {min(budgets):g} s reached"
+        return ""
+
+    def stop_drive(self, reason: str, status: str) -> None:
+        """End this drive's run: why (progress and summary) and its status in the store."""
+        self.stopped_by = reason
+        self.progress(f"ch{self.spec.channel}: stopped: {reason}")
+        recording.drive_status(self, status)
+
+    def sample_older_blocks(self) -> np.ndarray:
+        """A random sample of blocks holding data, O(sample) whatever the region's size."""
+        rng = np.random.default_rng(self.rng.randrange(1 << 30))
+        pick = self.state.committed.sample_nonzero(self.campaign.cut.sample_blocks, rng)
+        return pick + self.state.first_lba
+
+    @staticmethod
+    def atomic_blocks(node: DriveNode, block_size: int) -> int:
+        """The drive's atomic unit in the rig's blocks: its physical block where it reports one
+        larger than the block the rig writes (a 512e drive: 8). For NVMe the kernel sets the
+        physical block to min(NPWG, NAWUPF or AWUPF) from identify (the logical block without
+        NPWG): never above the power-fail atomic unit, so a tear found inside it is real; a larger
+        AWUPF goes unused (fewer tears found, none invented)."""
+        return max(1, node.physical_block // block_size)
+
+    def progress_line(self, c: Cycle) -> str:
+        found = sum(1 for f in c.findings if f.failure)
+        extra = f" {c.status.upper()}: {c.error}" if c.status != "ok" else ""
+        return (
+            f"ch{self.spec.channel} {self.spec.identity.model:<22} cycle {c.seq:>5}"
+            f" ({self.counts.cycles}/{self.campaign.cycles})  cut at {c.cut_delay_s * 1000:7.2f} ms"
+            f"  failures {found}{extra}"
+        )
+
+    def summary(self) -> DriveSummary:
+        return DriveSummary(
+            self.spec.channel,
+            self.spec.identity.label(),
+            self.counts.cycles,
+            self.counts.errors,
+            self.dead,
+            dict(self.counts.failures),
+            self.counts.allowed_losses,
+            self.counts.interrupted,
+            self.stopped_by,
+        )

@@ -1,0 +1,77 @@
+"""A whole campaign: every drive's run in its own thread, power safe however it ends."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from rig.campaign import recording
+from rig.campaign.drive import DriveRun
+from rig.campaign.model import Cycle, DriveSummary, ResumePoint, Station
+from rig.config import Campaign
+from rig.store import Store
+
+
+def run_campaign(
+    campaign: Campaign,
+    station: Station,
+    store: Store,
+    progress: Callable[[str], None] = print,
+    stop: threading.Event | None = None,
+    *,
+    campaign_id: int | None = None,
+    resume: dict[int, ResumePoint] | None = None,
+    on_cycle: Callable[[DriveRun, Cycle], None] | None = None,
+    on_start: Callable[[list[DriveRun]], None] | None = None,
+    drive_loop: Callable[[DriveRun, threading.Event], None] | None = None,
+) -> list[DriveSummary]:
+    """Run every drive's cycles in parallel; power goes to the safe state however this ends.
+
+    With `campaign_id` and `resume` (rig/resume.py) an existing campaign continues: each drive
+    from its `ResumePoint`, keyed by channel. `on_start` gets the drive runs before their
+    threads start (after resume's read-back of each region), `on_cycle` every recorded cycle.
+    """
+    stop = stop or threading.Event()
+    if campaign_id is None:
+        campaign_id = recording.new_campaign(store, campaign, station)
+    status = "error"
+    try:
+        for spec in campaign.drives:
+            if not station.power.state(spec.channel):
+                station.power.on(spec.channel)
+        runs: list[DriveRun] = []
+        try:
+            for spec in campaign.drives:
+                point = (resume or {}).get(spec.channel)
+                runs.append(
+                    DriveRun(campaign, campaign_id, spec, station, store, progress, point, on_cycle)
+                )
+            if on_start is not None:
+                on_start(runs)
+        except BaseException:
+            for run in runs:
+                run.close()
+            raise
+        threads = [
+            threading.Thread(
+                target=drive_loop or DriveRun.run, args=(r, stop), name=f"drive-ch{r.spec.channel}"
+            )
+            for r in runs
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.2)
+        except KeyboardInterrupt:
+            stop.set()
+            for thread in threads:
+                thread.join()
+            status = "stopped"
+            raise
+        status = "stopped" if stop.is_set() else "done"
+        return [r.summary() for r in runs]
+    finally:
+        station.power.safe()
+        recording.end_campaign(store, campaign_id, status)

@@ -1,0 +1,270 @@
+"""The phases of one power-cut cycle, in order (`PHASES`): plain functions of the drive's
+context and the cycle, each filling in what it learns (docs/campaign.md, "Inside a campaign").
+
+    arm -> write -> cut -> observe_loss -> restore -> observe_return -> identify -> health
+    -> verify
+
+A phase that raises ends the cycle (rig/campaign/cycle.py); the record phase always follows.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rig import cuts
+from rig import verify as checker
+from rig.bus.base import DriveNode
+from rig.bus.ready import NotReady
+from rig.campaign import preparation, recording
+from rig.campaign.blocks import blocks_to_check, unchecked_detail, written_lbas
+from rig.campaign.model import Cycle, DeadDevice
+from rig.errors import RigError, UnsafeDeviceError
+from rig.health.tracker import anomaly_details
+from rig.workload import Writer, WriterContext
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from rig.campaign.drive import DriveRun
+
+REACQUIRE_PROBE_S = 1.0  # one readiness probe while the drive is found again after a rig error
+REACQUIRE_PAUSE_S = 0.1
+
+
+def arm(drive: DriveRun, c: Cycle) -> None:
+    power = drive.station.power
+    if not power.state(drive.spec.channel):
+        raise RigError(f"channel {drive.spec.channel} is off at the start of a cycle")
+    if drive.reacquire:
+        _reacquire(drive, c)
+    c.target = drive.target
+    if drive.intent is not None:  # first: a crash before the row below leaves it empty
+        drive.intent.begin(c.seq)
+    recording.begin_cycle(drive, c)
+    c.watch = drive.station.presence.watch(drive.spec.identity)
+
+
+def write(drive: DriveRun, c: Cycle) -> None:
+    assert c.target is not None
+    sink = drive.intent.add if drive.intent is not None else None
+    context = WriterContext(drive.media_id, c.target, drive.state, c.log, c.stop, sink)
+    c.writer = Writer(drive.campaign.workload, context, seed=drive.rng.randrange(1 << 30))
+    c.write_start_ns = time.monotonic_ns()
+    c.writer.start()
+    draw = cuts.CutDraw(c.cut_warmup_s, c.cut_delay_s)
+    power, channel = drive.station.power, drive.spec.channel
+    c.pending, detail = cuts.schedule(
+        drive.campaign.cut.strategy, draw, c.writer, c.stop, power, channel
+    )
+    c.events.append((time.monotonic_ns(), "cut_scheduled", detail))
+
+
+def cut(drive: DriveRun, c: Cycle) -> None:
+    assert c.pending is not None
+    c.edge = c.pending.wait(c.cut_delay_s + 10.0)
+    c.events.append((c.edge.host_ns, "power_off", {"error_ns": c.edge.error_ns}))
+
+
+def observe_loss(drive: DriveRun, c: Cycle) -> None:
+    assert c.watch is not None and c.writer is not None
+    c.stop.set()
+    if not c.writer.join(drive.campaign.cut.gone_timeout_s):
+        raise RigError("writers still stuck in I/O after the cut")
+    if c.edge is not None:  # where the edge really fell, against the strategy's aim
+        c.events.append((c.edge.host_ns, "cut_context", cuts.context(c.log, c.edge.host_ns)))
+    # A loop device leaves the bus only after its last close; a real drive leaves while open.
+    drive.reacquire = True  # until identify opens the drive as it comes back
+    drive.target.close()
+    c.gone_ns = c.watch.wait_gone(drive.campaign.cut.gone_timeout_s)
+    if c.gone_ns is None:
+        raise RigError("drive did not leave the bus after the cut: did power really go off?")
+    c.events.append((c.gone_ns, "bus_gone", {}))
+
+
+def restore(drive: DriveRun, c: Cycle) -> None:
+    time.sleep(drive.campaign.cut.off_ms / 1000)
+    edge = drive.station.power.on(drive.spec.channel)
+    c.restored = True
+    c.events.append((edge.host_ns, "power_on", {"error_ns": edge.error_ns}))
+
+
+def observe_return(drive: DriveRun, c: Cycle) -> None:
+    assert c.watch is not None
+    timeout = drive.campaign.cut.return_timeout_s
+    node = c.watch.wait_back(timeout)
+    if node is None:
+        raise DeadDevice(f"did not return within {timeout:g} s of power-on")
+    c.node = node
+    c.back_ns = time.monotonic_ns()
+    proof = {"devnode": node.devnode, "diskseq": node.diskseq, "backing": node.backing}
+    c.events.append((c.back_ns, "bus_back", proof))
+    c.events.extend(c.watch.bus_events())
+    if drive.station.ready is not None:
+        try:
+            c.ready_ns = drive.station.ready(node, timeout)
+        except NotReady as error:
+            raise DeadDevice(f"back on the bus but not ready: {error}") from error
+        c.events.append((c.ready_ns, "ready", {"devnode": node.devnode}))
+
+
+def identify(drive: DriveRun, c: Cycle) -> None:
+    assert c.node is not None
+    _open_proven(drive, c, c.node)
+
+
+def health(drive: DriveRun, c: Cycle) -> None:
+    """Write-cache setting re-applied, then a health snapshot when one is due (tracker)."""
+    assert c.node is not None
+    if drive.station.write_cache is not None:
+        detail = preparation.write_cache(drive, c.node)
+        c.events.append((time.monotonic_ns(), "write_cache", detail))
+    if drive.tracker is None:
+        return
+    snapshot, delta, events = drive.tracker.after_cut(c.node)
+    c.events.extend((ns or time.monotonic_ns(), kind, d) for ns, kind, d in events)
+    if snapshot is not None:
+        recording.snapshot(drive, c.seq, snapshot)
+    if delta is not None:
+        c.findings.extend(
+            checker.drive_finding(checker.COUNTER_ANOMALY, detail)
+            for detail in anomaly_details(delta)
+        )
+
+
+def verify(drive: DriveRun, c: Cycle) -> None:
+    """The verify phase: this cycle's writes and the blocks at risk, read back and judged."""
+    assert c.edge is not None and c.target is not None
+    c.durability = durability = c.log.durability(c.edge.host_ns, c.edge.error_ns)
+    # A write issued after the cut edge cannot succeed on a drive without power: if one did,
+    # the power did not really go off (scheduling delays cannot fake this, unlike timestamps
+    # of completions, which may reach the host late).
+    after_cut = c.log.column("issue_ns") > c.edge.host_ns + c.edge.error_ns
+    if (after_cut & (c.log.column("status") == 0)).any():
+        raise RigError("a write issued after the cut succeeded: power did not really go off")
+    spec, state = drive.campaign.cut, drive.state
+    policy = checker.ReadPolicy(timeout_s=spec.read_timeout_s, max_reads=spec.read_budget)
+    extra = blocks_to_check(drive, c)
+    read, block = c.target.read, c.target.block_size
+    c.result = checker.check(
+        drive.media_id,
+        state,
+        c.log,
+        durability,
+        extra,
+        read,
+        block,
+        policy=policy,
+        atomic_blocks=drive.atomic_blocks(c.node or drive.node, block),
+    )
+    if c.full_scan and state.nblocks > checker.SCAN_CHUNK_BLOCKS:
+        # a large region: the blocks this cycle did not touch, chunk by chunk
+        judged = np.concatenate([written_lbas(c.log), extra])
+        rest = checker.scan_rest(drive.media_id, state, judged, read, block, policy=policy)
+        c.result = checker.CheckResult(
+            c.result.findings + rest.findings,
+            c.result.blocks_checked + rest.blocks_checked,
+            c.result.nondurable_writes,
+            c.result.nondurable_survived,
+            c.result.blocks_unchecked + rest.blocks_unchecked,
+            c.result.unchecked + rest.unchecked,
+        )
+    c.findings.extend(c.result.findings)  # after the health phase's findings
+    if c.result.unchecked:  # where the check left blocks unread (not findings: no failure)
+        c.events.append((time.monotonic_ns(), "unchecked", unchecked_detail(c.result)))
+
+
+PHASES: tuple[Callable[[DriveRun, Cycle], None], ...] = (
+    arm,
+    write,
+    cut,
+    observe_loss,
+    restore,
+    observe_return,
+    identify,
+    health,
+    verify,
+)
+
+
+# finding the drive again --------------------------------------------------------------------
+def _reacquire(drive: DriveRun, c: Cycle) -> None:
+    """After a cycle that ended between the cut and identify: find the drive on the bus as it
+    is now, wait until it answers, prove it and open it (the identify phase's checks), before
+    this cycle writes anything."""
+    timeout = drive.campaign.cut.return_timeout_s
+    deadline = time.monotonic() + timeout
+    identity = drive.spec.identity
+    while True:
+        node = drive.station.presence.find(identity)  # fresh state; two: refused
+        if node is not None and _answers(drive, node, deadline):
+            again = drive.station.presence.find(identity)
+            if again == node:  # the same attachment it answered on
+                c.events.append((time.monotonic_ns(), "reacquired", {"devnode": node.devnode}))
+                c.node = node
+                _open_proven(drive, c, node)
+                return
+        if time.monotonic() > deadline:
+            raise DeadDevice(f"not back within {timeout:g} s after a rig error")
+        time.sleep(REACQUIRE_PAUSE_S)
+
+
+def _answers(drive: DriveRun, node: DriveNode, deadline: float) -> bool:
+    """Whether the drive at `node` answers I/O (a node that lost power does not)."""
+    if drive.station.ready is None:
+        return True
+    try:
+        drive.station.ready(node, max(0.0, min(REACQUIRE_PROBE_S, deadline - time.monotonic())))
+    except NotReady:
+        return False
+    return True
+
+
+def _open_proven(drive: DriveRun, c: Cycle, node: DriveNode) -> None:
+    """Open the drive at `node` once it is proven to be this channel's drive as it is now:
+    its identity, the backing file it had when the campaign started (a loop device), the
+    same attachment read fresh again just before the open (the ready probe may have taken
+    seconds), then the station's own checks (the drive's answer, interlocks, the opened
+    descriptor's attachment). Any doubt stops the channel before anything is written."""
+    spec = drive.spec
+    label = spec.identity.label()
+    if not spec.identity.matches(node.identity):
+        raise UnsafeDeviceError(f"a different drive came back on channel {spec.channel}")
+    if drive.backing and node.backing != drive.backing:
+        raise UnsafeDeviceError(
+            f"{node.devnode} answers to {label} but is backed by {node.backing or 'no file'},"
+            f" not by the drive's {drive.backing}"
+        )
+    now = drive.station.presence.find(spec.identity)  # two nodes with it: refused
+    if now is None:
+        raise DeadDevice(f"left the bus again before it was identified at {node.devnode}")
+    if (now.devnode, now.diskseq, now.backing) != (node.devnode, node.diskseq, node.backing):
+        raise UnsafeDeviceError(
+            f"{node.devnode} changed between its return and identify"
+            f" (now {now.devnode}, disk sequence {now.diskseq}, was {node.diskseq})"
+        )
+    c.findings.extend(_bus_changes(drive, node))
+    drive.target.close()
+    try:
+        drive.target = drive.station.open_target(node, spec)
+    except OSError as error:
+        raise DeadDevice(f"came back but cannot be opened: {error}") from error
+    c.target = drive.target
+    drive.reacquire = False
+
+
+def _bus_changes(drive: DriveRun, node: DriveNode) -> list[checker.Finding]:
+    """A drive that returns with another capacity or write-protected lost metadata
+    (ARCHITECTURE §4, read error / metadata loss); each change is reported once."""
+    found = []
+    if node.size_bytes != drive.seen_size_bytes:
+        detail = {"kind": "capacity_changed", "bytes_before": drive.seen_size_bytes}
+        detail["bytes_after"] = node.size_bytes
+        found.append(checker.drive_finding(checker.READ_ERROR, detail))
+    if node.read_only and not drive.seen_read_only:
+        detail = {"kind": "read_only", "devnode": node.devnode}
+        found.append(checker.drive_finding(checker.READ_ERROR, detail))
+    drive.seen_size_bytes, drive.seen_read_only = node.size_bytes, node.read_only
+    return found

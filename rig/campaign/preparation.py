@@ -1,0 +1,104 @@
+"""Before a drive's first cycle: its test region and store row, its write-cache setting and
+its health baseline (docs/campaign.md, docs/health.md)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from rig.bus.base import DriveNode
+from rig.campaign import recording
+from rig.campaign.model import ResumePoint
+from rig.errors import RigError, UserError
+from rig.health.errors import HealthToolError, ToolMissing
+from rig.health.tracker import HealthTracker
+from rig.ledger import LbaState
+
+if TYPE_CHECKING:
+    from rig.campaign.drive import DriveRun
+
+WRITE_CACHE = {"keep": None, "on": True, "off": False}  # [health] write_cache: what to set
+
+
+def region(drive: DriveRun, node: DriveNode, resume: ResumePoint | None) -> tuple[LbaState, int]:
+    """The drive's test region in its blocks, checked against the drive; its expected state and
+    store row: a resume's, or a new drive row."""
+    spec, campaign = drive.spec, drive.campaign
+    block = drive.target.block_size
+    for what, size in (
+        ("offset", campaign.region_offset_bytes),
+        ("size", campaign.region_bytes),
+    ):
+        if size % block:
+            raise UserError(
+                f"drive {spec.identity.label()}: test region {what} {size} B is not a"
+                f" multiple of its {block}-byte logical block"
+            )
+    first = campaign.region_offset_bytes // block
+    count = min(campaign.region_bytes // block, drive.target.nblocks - first)
+    if count <= 0:
+        raise UserError(f"drive {spec.identity.label()}: test region lies beyond its end")
+    if resume is not None:
+        if (resume.state.first_lba, resume.state.nblocks) != (first, count):
+            raise UserError(f"drive {spec.identity.label()}: test region differs from store")
+        return resume.state, resume.drive_id
+    ident = asdict(node.identity)
+    return LbaState(first, count), recording.add_drive(drive, ident, node.size_bytes, first, count)
+
+
+def start_health(drive: DriveRun, node: DriveNode, after_seq: int = 0) -> HealthTracker | None:
+    """Write-cache setting and the baseline snapshot, before the first cut."""
+    options, station = drive.campaign.health, drive.station
+    wanted = WRITE_CACHE[options.write_cache]
+    if wanted is not None and station.write_cache is None:
+        raise UserError(f"station '{station.name}' cannot set a drive's write cache")
+    if options.required and station.health is None:
+        raise UserError(f"station '{station.name}' cannot read drive health ([health])")
+    if station.write_cache is not None:
+        try:
+            detail = write_cache(drive, node)
+        except RigError as error:
+            raise UserError(f"drive {drive.spec.identity.label()}: {error}") from error
+        recording.event(drive, "write_cache", detail)
+    if station.health is None or options.every == 0:
+        return None
+    tracker = HealthTracker(station.health, options.every)
+    try:
+        snapshot = tracker.baseline(node)
+    except HealthToolError as error:
+        _health_unavailable(drive, error)
+        return None
+    if not recording.has_snapshot(drive, after_seq):
+        # (a resume keeps the reading taken after that cycle before the stop)
+        recording.snapshot(drive, after_seq, snapshot)
+    return tracker
+
+
+def _health_unavailable(drive: DriveRun, error: HealthToolError) -> None:
+    """A baseline that cannot be read. With [health] the campaign asked for health: refused.
+    Without it the drive runs without health: one warning line and one store event. Whatever
+    the tool's exit status says (real smartctl exits 1, "command line did not parse", on a
+    device it cannot type: a loop device, many USB bridges and HBAs); only a tool that is not
+    installed is a set-up fault of the host, refused either way."""
+    label = drive.spec.identity.label()
+    if drive.campaign.health.required or isinstance(error, ToolMissing):
+        raise UserError(f"drive {label}: health: {error}") from error
+    drive.progress(
+        f"ch{drive.spec.channel}: warning: {label}: health cannot be read ({error});"
+        " running without health ([health] not in the campaign)"
+    )
+    recording.event(drive, "health_unavailable", {"error": str(error)})
+
+
+def write_cache(drive: DriveRun, node: DriveNode) -> dict[str, Any]:
+    """Apply the campaign's write-cache setting (a power cycle may reset it); the state the
+    drive reports afterwards, for the record."""
+    assert drive.station.write_cache is not None
+    wanted = WRITE_CACHE[drive.campaign.health.write_cache]
+    try:
+        state = drive.station.write_cache(node, wanted)
+    except HealthToolError as error:
+        if wanted is not None:
+            raise RigError(f"write cache: {error}") from error
+        return {"enabled": None, "wanted": None, "error": str(error)}
+    return {"enabled": state, "wanted": wanted}

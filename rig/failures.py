@@ -1,0 +1,110 @@
+"""The finding classes as data: one row per class (docs/checker.md, "The class table").
+
+Every layer that names a class reads it here: the checker (`rig.verify`) takes the constants and
+resolves a block that several rules claim by `precedence`; the store derives a finding's `failure`
+column from `failure`; config validates `[criteria].classes` against `failure_names()`; reports
+list classes in table order; the fault scorer (tests/scoring.py) scores the failure classes of
+block and cut scope. Adding a class is one row here, its rule in the checker and their tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+Scope = Literal["block", "cut", "drive"]  # what one finding of the class is about
+
+LOST_DURABLE = "lost_durable_write"
+UNSERIALIZABLE = "unserializable_write"
+SHORN = "shorn_write"
+CORRUPTION = "bit_corruption"
+FLYING = "flying_write"
+COLLATERAL = "collateral_damage"
+READ_ERROR = "read_error"
+COUNTER_ANOMALY = "counter_anomaly"
+DEAD = "dead_device"
+ALLOWED_LOSS = "allowed_loss"
+UNCHECKED = "unchecked"
+
+
+@dataclass(frozen=True)
+class FindingClass:
+    name: str
+    failure: bool  # a failure of the drive; False: an allowed or informational outcome
+    # lower wins: when several checker rules claim one block, the class of lowest precedence is
+    # the block's class (docs/checker.md). Unique over the table, so the choice is always
+    # defined; spaced by 10 so a new class slots in between without renumbering other rows.
+    precedence: int
+    scope: Scope
+    summary: str
+
+
+# Rows in the order reports list the classes (worst first); `precedence` is the checker's order.
+TABLE = (
+    FindingClass(
+        LOST_DURABLE, True, 10, "block", "a write acknowledged and flushed (or FUA) did not survive"
+    ),
+    FindingClass(
+        UNSERIALIZABLE, True, 70, "cut", "a durable write lost while a later-issued write survived"
+    ),
+    FindingClass(SHORN, True, 50, "block", "a block (or atomic unit) holds parts of two writes"),
+    FindingClass(CORRUPTION, True, 20, "block", "a sector this cycle wrote fails its checksum"),
+    FindingClass(FLYING, True, 40, "block", "data where it was never written"),
+    FindingClass(
+        COLLATERAL, True, 30, "block", "a block this cycle did not write lost or damaged its data"
+    ),
+    FindingClass(
+        READ_ERROR, True, 60, "block", "unreadable, or zeros where data was committed (unmapped)"
+    ),
+    FindingClass(
+        COUNTER_ANOMALY, True, 100, "drive", "a health counter moved wrongly (rig/health/delta.py)"
+    ),
+    FindingClass(DEAD, True, 110, "drive", "the drive did not come back, or cannot be used"),
+    FindingClass(
+        ALLOWED_LOSS, False, 80, "block", "a non-durable write lost whole per unit: allowed"
+    ),
+    FindingClass(
+        UNCHECKED, False, 90, "block", "meant to be read, left unread by a read budget: counted"
+    ),
+)
+
+_BY_NAME = {row.name: row for row in TABLE}
+
+
+def row(name: str) -> FindingClass:
+    """The table row of a class; KeyError for a name the table does not hold."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"unknown finding class {name!r} (rig/failures.py)") from None
+
+
+def known(name: str) -> bool:
+    return name in _BY_NAME
+
+
+def is_failure(name: str) -> bool:
+    return row(name).failure
+
+
+def names(scope: Scope | None = None) -> tuple[str, ...]:
+    """Every class (of `scope`, if given), in table order."""
+    return tuple(r.name for r in TABLE if scope is None or r.scope == scope)
+
+
+def failure_names(*scopes: Scope) -> tuple[str, ...]:
+    """The failure classes (of these scopes, if given), in table order."""
+    return tuple(r.name for r in TABLE if r.failure and (not scopes or r.scope in scopes))
+
+
+def ordered(present: Iterable[str]) -> list[str]:
+    """Class names in table order; names the table does not hold (a store from another rig
+    version) follow, sorted."""
+    present = set(present)
+    return [n for n in names() if n in present] + sorted(present - set(_BY_NAME))
+
+
+def by_precedence(classes: Iterable[str]) -> list[str]:
+    """Classes strongest first: the checker applies them in this order."""
+    return sorted(classes, key=lambda name: row(name).precedence)

@@ -1,0 +1,136 @@
+"""What dashboards and reports read from the central database."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rig.fleet.central.connection import CentralConnection, Row
+
+
+class ReadQueries(CentralConnection):
+    """Stations, submissions, campaigns and their rows, per drive."""
+
+    def stations(self) -> list[Row]:
+        return self._read(
+            "SELECT s.name, s.last_seen, s.agent,"
+            " extract(epoch FROM now() - s.last_seen) AS silent_s,"
+            " (SELECT count(*) FROM fleet.inventory i WHERE i.station = s.name) AS drives"
+            " FROM fleet.station s ORDER BY s.name"
+        )
+
+    def submissions(self) -> list[Row]:
+        return self._read("SELECT * FROM fleet.submission ORDER BY id")
+
+    def campaign_rows(self) -> list[Row]:
+        return self._read("SELECT * FROM fleet.campaign ORDER BY started_at, station, uid")
+
+    def drive_rows(self) -> list[Row]:
+        return self._read("SELECT * FROM fleet.drive ORDER BY station, campaign_uid, channel")
+
+    def progress_rows(self, recent_s: float) -> list[Row]:
+        """Per drive of every campaign: cycles (less those a crash cut short: the campaign runs
+        them again), cuts, rig errors, failing cycles, and cycles ended within the last
+        `recent_s` seconds (for the rate)."""
+        return self._read(
+            "SELECT station, campaign_uid, channel,"
+            " count(*) FILTER (WHERE status <> 'interrupted') AS cycles,"
+            " count(*) FILTER (WHERE status IN ('ok', 'dead')) AS cuts,"
+            " count(*) FILTER (WHERE status = 'error') AS rig_errors,"
+            " count(*) FILTER (WHERE failures > 0) AS failing,"
+            " count(*) FILTER (WHERE ended_at > %s) AS recent,"
+            " max(ended_at) AS last_ended"
+            " FROM fleet.cycle GROUP BY station, campaign_uid, channel",
+            (time.time() - recent_s,),
+        )
+
+    def finding_counts(self) -> list[Row]:
+        """Failure findings per class, per campaign."""
+        return self._read(
+            "SELECT station, campaign_uid, class, count(*) AS n FROM fleet.finding"
+            " WHERE failure = 1 GROUP BY station, campaign_uid, class"
+        )
+
+    def cycles_of(self, station: str, uid: int, channel: int) -> list[Row]:
+        return self._read(
+            "SELECT * FROM fleet.cycle WHERE station = %s AND campaign_uid = %s AND channel = %s"
+            " ORDER BY seq",
+            (station, uid, channel),
+        )
+
+    def findings_of(
+        self,
+        station: str,
+        uid: int,
+        channel: int,
+        *,
+        failures_only: bool = False,
+        cls: str | None = None,
+        limit: int | None = None,
+    ) -> list[Row]:
+        query = (
+            "SELECT * FROM fleet.finding WHERE station = %s AND campaign_uid = %s AND channel = %s"
+        )
+        args: list[Any] = [station, uid, channel]
+        if failures_only:
+            query += " AND failure = 1"
+        if cls is not None:
+            query += " AND class = %s"
+            args.append(cls)
+        query += " ORDER BY seq, ordinal"
+        if limit is not None:
+            query += " LIMIT %s"
+            args.append(limit)
+        return self._read(query, args)
+
+    def finding_groups(self, station: str, uid: int, channel: int) -> list[Row]:
+        """Findings per cycle, class and failure flag: count and blocks."""
+        return self._read(
+            "SELECT seq, class, failure, count(*) AS n, sum(lba_count) AS blocks"
+            " FROM fleet.finding WHERE station = %s AND campaign_uid = %s AND channel = %s"
+            " GROUP BY seq, class, failure",
+            (station, uid, channel),
+        )
+
+    def health_of(self, station: str, uid: int, channel: int) -> list[Row]:
+        return self._read(
+            "SELECT after_seq, source, fields FROM fleet.health WHERE station = %s"
+            " AND campaign_uid = %s AND channel = %s ORDER BY after_seq",
+            (station, uid, channel),
+        )
+
+    def rail_of(self, station: str, uid: int, channel: int) -> list[Row]:
+        return self._read(
+            "SELECT * FROM fleet.rail_sense WHERE station = %s AND campaign_uid = %s"
+            " AND channel = %s ORDER BY seq",
+            (station, uid, channel),
+        )
+
+    def endurance_of(self, station: str, uid: int, channel: int) -> list[Row]:
+        return self._read(
+            "SELECT row FROM fleet.endurance_interval WHERE station = %s AND campaign_uid = %s"
+            " AND channel = %s ORDER BY seq",
+            (station, uid, channel),
+        )
+
+    def replication_lags(self, station: str) -> list[float]:
+        """Seconds from each cycle's end on the station to its arrival here (same clock only
+        when the station and the server share a host: the replication bench)."""
+        rows = self._read(
+            "SELECT extract(epoch FROM replicated_at) - ended_at AS lag FROM fleet.cycle"
+            " WHERE station = %s ORDER BY local_id",
+            (station,),
+        )
+        return [float(r["lag"]) for r in rows]
+
+    def cycle_keys(self, station: str) -> list[Row]:
+        """(campaign, channel, seq, status, failures, findings) of every cycle of a station: the
+        same shape as rig.store.Store.cycle_keys, to compare the two."""
+        return self._read(
+            "SELECT c.campaign_uid AS media_id, c.channel, c.seq, c.status, c.failures,"
+            " (SELECT count(*) FROM fleet.finding f WHERE f.station = c.station"
+            "  AND f.campaign_uid = c.campaign_uid AND f.channel = c.channel AND f.seq = c.seq)"
+            " AS findings FROM fleet.cycle c WHERE c.station = %s"
+            " ORDER BY c.campaign_uid, c.channel, c.seq",
+            (station,),
+        )

@@ -1,0 +1,141 @@
+"""The native write engine's ring of batches (engine.c pfr_engine_loop, docs/decisions.md 98):
+a slot goes on to the next published batch while others finish the last one, a batch retires
+only once all of it came back, and an engine whose next batch is not published yet waits for it
+instead of ending."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from rig import media
+from rig.blockio import DirectTarget
+from rig.native import AioContext, BatchRing, EngineResult, engine_loop
+
+BLOCK = 4096
+
+
+def _writes(per_slot: list[int], first_gen: int = 1) -> tuple[np.ndarray, ...]:
+    """A stripes plan: slot s writes per_slot[s] one-block writes into its own 1000 blocks."""
+    lbas = [s * 1000 + np.arange(n, dtype=np.int64) for s, n in enumerate(per_slot)]
+    n = sum(per_slot)
+    return (
+        np.concatenate([[0], np.cumsum(per_slot)]).astype(np.int64),
+        np.zeros(n, dtype=np.uint8),
+        np.concatenate(lbas),
+        np.ones(n, dtype=np.uint32),
+        np.arange(n, dtype=np.int64),
+        np.full(n, first_gen, dtype=np.uint32),
+        np.arange(1, n + 1, dtype=np.uint64),
+    )
+
+
+class _Engine:
+    """engine_loop on an image file in a thread of its own, stopped and joined on exit."""
+
+    def __init__(self, tmp_path: Path, slots: int, ring: BatchRing) -> None:
+        image = tmp_path / "target.img"
+        with image.open("wb") as handle:
+            handle.truncate(16 << 20)
+        self.target = DirectTarget(str(image))
+        self.aio = AioContext(slots + 1)
+        self.stop = ctypes.c_int(0)
+        self.live = (ctypes.c_int64 * 4)()
+        self.buffers = media.aligned_buffer(BLOCK * slots)
+        self.stuck: list[bool] = []
+        self.thread = threading.Thread(target=self._run, args=(slots, ring), daemon=True)
+
+    def _run(self, slots: int, ring: BatchRing) -> None:
+        self.stuck.append(
+            engine_loop(
+                self.aio,
+                self.target.fileno(),
+                slots,
+                False,
+                BLOCK,
+                1,
+                False,
+                0,
+                int(5e9),
+                self.buffers,
+                BLOCK,
+                np.arange(slots, dtype=np.uint16),
+                ring,
+                self.stop,
+                self.live,
+            )
+        )
+
+    def __enter__(self) -> _Engine:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.value = 1
+        self.thread.join(30)
+        self.aio.close()
+        self.target.close()
+
+
+def _collect(ring: BatchRing, timeout_s: float = 30.0) -> EngineResult:
+    for _ in range(int(timeout_s / 0.05)):
+        result = ring.collect()
+        if result is not None:
+            return result
+        ring.wait(0.05)
+    raise AssertionError("the engine did not retire the batch")
+
+
+def test_a_slot_goes_on_to_the_next_batch_while_another_finishes_the_last(
+    tmp_path: Path,
+) -> None:
+    ring = BatchRing(3, 4)
+    ring.publish(*_writes([1, 40]))  # slot 0 is done with batch 0 long before slot 1
+    ring.publish(*_writes([40, 1], first_gen=2))
+    with _Engine(tmp_path, 2, ring) as engine:
+        first, second = _collect(ring), _collect(ring)
+        assert engine.thread.is_alive()  # nothing more published: it waits, it does not end
+    assert engine.stuck == [False]
+    for result in (first, second):
+        assert (result.status == 0).all()
+        assert (result.complete_ns >= result.issue_ns).all() and (result.issue_ns > 0).all()
+    # slot 0 wrote batch 1 while slot 1 was still writing batch 0: the queue did not drain
+    assert second.issue_ns[0] < first.complete_ns[1:].max()
+    # batch 0 retired after its last completion; each slot's entries ran in order
+    assert first.seconds > 0
+    assert (np.diff(first.issue_ns[1:]) > 0).all() and (np.diff(second.issue_ns[:40]) > 0).all()
+    assert (first.slot_of == np.array([0] + [1] * 40)).all()
+    assert (second.slot_of == np.array([0] * 40 + [1])).all()
+    assert int(engine.live[0]) == 82  # acknowledgements seen
+
+
+def test_a_batch_published_after_the_engine_went_idle_still_runs(tmp_path: Path) -> None:
+    ring = BatchRing(2, 4)
+    ring.publish(*_writes([3, 3]))
+    with _Engine(tmp_path, 2, ring) as engine:
+        first = _collect(ring)
+        ring.wait(0.2)  # the engine has nothing to do for a while
+        assert engine.thread.is_alive()
+        ring.publish(*_writes([2, 2], first_gen=2))
+        second = _collect(ring)
+        data = engine.target.read(1000, 2)
+    assert (first.status == 0).all() and (second.status == 0).all()
+    assert (second.issue_ns > first.complete_ns.max()).all()
+    headers = media.parse(data)
+    assert (headers.generation[:: BLOCK // 512] == 2).all()  # the second batch's writes landed
+
+
+def test_stopping_retires_what_was_published_and_never_ran(tmp_path: Path) -> None:
+    ring = BatchRing(3, 4)
+    with _Engine(tmp_path, 2, ring) as engine:
+        ring.publish(*_writes([2, 2]))
+        first = _collect(ring)
+        engine.stop.value = 1
+        engine.thread.join(30)
+        ring.publish(*_writes([2, 2], first_gen=2))  # too late: the engine has ended
+    assert not engine.thread.is_alive() and engine.stuck == [False]
+    assert (first.status == 0).all()
+    assert ring.collect() is None  # never retired: the caller logs nothing of it
