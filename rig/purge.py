@@ -16,6 +16,7 @@ test region (docs/campaign.md).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -147,7 +148,46 @@ def probe(devnode: str, kind: str, runner: Runner, discard_max_bytes: int) -> Ca
     return Capabilities(kind, discard=discard_max_bytes > 0)
 
 
-def run(method: str, devnode: str, runner: Runner) -> None:
+SANITIZE_POLL_S = 5.0
+SSTAT_DONE = (1, 4)  # SSTAT bits 2:0: completed (4: completed without deallocation)
+SSTAT_FAILED = 3
+
+
+def wait_sanitized(
+    devnode: str,
+    runner: Runner,
+    timeout_s: float = PURGE_TIMEOUT_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """`nvme sanitize` returns once the operation has started; it runs in the background and
+    the drive refuses I/O until it ends. Poll the sanitize log (SSTAT) until it completed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        text = _ok(runner, ["nvme", "sanitize-log", devnode, "--output-format=json"])
+        if text is None:
+            raise RigError(f"purge nvme_sanitize: {devnode}: the sanitize log cannot be read")
+        status = None
+        if text:
+            try:
+                doc = load_json_object(text, "sanitize-log")
+            except HealthToolError:
+                doc = {}
+            # nvme-cli keys the log by device name in some versions
+            entry = next((v for v in doc.values() if isinstance(v, dict)), doc)
+            sstat = entry.get("sstat")
+            status = sstat & 0x7 if isinstance(sstat, int) and not isinstance(sstat, bool) else None
+        if status in SSTAT_DONE:
+            return
+        if status == SSTAT_FAILED:
+            raise RigError(f"purge nvme_sanitize: {devnode} reports the sanitize failed")
+        if time.monotonic() > deadline:
+            raise RigError(f"purge nvme_sanitize: {devnode} not done within {timeout_s:g} s")
+        sleep(SANITIZE_POLL_S)
+
+
+def run(
+    method: str, devnode: str, runner: Runner, sleep: Callable[[float], None] = time.sleep
+) -> None:
     for argv in commands(method, devnode):
         try:
             result = runner.run(argv, PURGE_TIMEOUT_S)
@@ -159,6 +199,8 @@ def run(method: str, devnode: str, runner: Runner) -> None:
                 f"purge {method}: {' '.join(argv[:2])} failed (exit {result.exit_code})"
                 f"{': ' + lines[-1] if lines else ''}"
             )
+    if method == "nvme_sanitize":
+        wait_sanitized(devnode, runner, sleep=sleep)
 
 
 def sysfs_discard_max_bytes(devnode: str) -> int:

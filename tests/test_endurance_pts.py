@@ -151,11 +151,46 @@ def test_a_real_station_purges_as_the_drive_says() -> None:
     """ToolDrives.purge (the station capability): the NVMe node's id-ctrl answer picks sanitize
     and the tool runs on that node; a node of no known transport without discard is refused."""
     tools = FakeTools(
-        {"nvme id-ctrl": (0, json.dumps({"oacs": 0x2, "sanicap": 0x2})), "nvme sanitize": (0, "")}
+        {
+            "nvme id-ctrl": (0, json.dumps({"oacs": 0x2, "sanicap": 0x2})),
+            "nvme sanitize": (0, ""),
+            "nvme sanitize-log": (0, json.dumps({"sstat": 1})),
+        }
     )
     node = DriveNode(DriveIdentity("M", "S", ""), "/dev/nvme9n1", 1 << 30)
     assert ToolDrives(tools).purge(node, "auto") == "nvme_sanitize"
-    assert tools.ran[-1] == ["nvme", "sanitize", "/dev/nvme9n1", "--sanact=2"]
+    assert tools.ran[-2] == ["nvme", "sanitize", "/dev/nvme9n1", "--sanact=2"]
+    assert tools.ran[-1][:2] == ["nvme", "sanitize-log"]
     other = DriveNode(DriveIdentity("M", "S", ""), "/dev/rig-no-such-node", 1 << 30)
     with pytest.raises(purge.PurgeRefused, match="no purge applies to this other device"):
         ToolDrives(FakeTools({})).purge(other, "auto")
+
+
+class SanitizeLog(FakeTools):
+    """nvme sanitize starts; the sanitize log says in progress, then the given end state."""
+
+    def __init__(self, states: list[int]) -> None:
+        super().__init__({"nvme sanitize": (0, "")})
+        self.states = states
+
+    def run(self, argv: Sequence[str], timeout_s: float | None = None) -> ToolResult:
+        if list(argv[:2]) == ["nvme", "sanitize-log"]:
+            self.ran.append(list(argv))
+            return ToolResult(tuple(argv), 0, json.dumps({"sstat": self.states.pop(0)}), "")
+        return super().run(argv, timeout_s)
+
+
+def test_nvme_sanitize_waits_for_the_sanitize_log() -> None:
+    tools = SanitizeLog([2, 2, 0x101])  # in progress twice, then completed (with other bits)
+    naps: list[float] = []
+    purge.run("nvme_sanitize", "/dev/nvme0n1", tools, sleep=naps.append)
+    assert naps == [purge.SANITIZE_POLL_S] * 2
+    assert [a[1] for a in tools.ran] == ["sanitize", "sanitize-log", "sanitize-log", "sanitize-log"]
+    naps.clear()
+    with pytest.raises(Exception, match="reports the sanitize failed"):
+        purge.wait_sanitized("/dev/nvme0n1", SanitizeLog([2, 3]), sleep=naps.append)
+    assert naps == [purge.SANITIZE_POLL_S]
+    with pytest.raises(Exception, match="not done within 0 s"):
+        purge.wait_sanitized("/dev/nvme0n1", SanitizeLog([2]), timeout_s=0, sleep=naps.append)
+    with pytest.raises(Exception, match="the sanitize log cannot be read"):
+        purge.wait_sanitized("/dev/nvme0n1", FakeTools({}), sleep=naps.append)
