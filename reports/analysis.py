@@ -25,6 +25,7 @@ from typing import Any
 
 from reports import stats
 from reports.dataset import Campaign, Cut, Dataset, DriveRun
+from reports.endurance import EnduranceSeries, TrimPair, endurance_series, trim_pairs
 from rig.check import failures
 from rig.health.delta import COUNTERS
 
@@ -281,6 +282,8 @@ class ModelReport:
     criteria: Criteria
     criteria_note: str
     verdict: Verdict
+    endurance: list[EnduranceSeries] = field(default_factory=list)  # PTS rounds, fill, cliff
+    trim_pairs: list[TrimPair] = field(default_factory=list)  # same drive, discard off and on
 
 
 @dataclass
@@ -440,6 +443,8 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
         criteria=criteria,
         criteria_note=note,
         verdict=_verdict(criteria, crit, dead, drives),
+        endurance=(series := endurance_series(runs)),
+        trim_pairs=trim_pairs(series),
     )
 
 

@@ -3,7 +3,10 @@
 report.json holds every figure of the HTML (the `analysis.Report`, field for field); the CSV files
 are the tables an engineer re-plots or cites: models.csv, classes.csv, drives.csv, cuts.csv (one
 row per cycle, with its outcome and delays), comparisons.csv, survival.csv, endurance.csv (one
-row per endurance interval, with its latency sample count).
+row per endurance interval, with its latency sample count), endurance_series.csv (per PTS run:
+every preconditioning pass and write interval with its round, verdict, fill level and capacity
+multiple written), endurance_marks.csv (cuts and retention checks on those axes) and
+pts_windows.csv (each tracking variable over the measurement window: average, slope, range).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 from reports import analysis, dataset, html
 from reports.analysis import Report
+from reports.endurance import EnduranceSeries, WindowFit
 
 FORMAT = "rig-report/1"
 
@@ -240,7 +244,105 @@ def write_csvs(report: Report, data: dataset.Dataset, out: Path) -> list[Path]:
         ENDURANCE_HEAD,
         [_endurance_row(m.model, r) for m in report.models for r in m.intervals],
     )
+    emit(
+        "endurance_series.csv",
+        SERIES_HEAD,
+        [_series_row(m.model, s, r) for m in report.models for s in m.endurance for r in s.rows],
+    )
+    emit(
+        "endurance_marks.csv",
+        ["model", "drive", "campaign", "kind", "seq", "fill_fraction", "capacity_multiple"],
+        [
+            [m.model, s.drive, s.campaign, k.kind, k.seq, k.fill, k.capacity_multiple]
+            for m in report.models
+            for s in m.endurance
+            for k in s.marks
+        ],
+    )
+    emit(
+        "pts_windows.csv",
+        PTS_WINDOW_HEAD,
+        [
+            _window_row(m.model, s, f)
+            for m in report.models
+            for s in m.endurance
+            for f in s.steady.fits
+        ],
+    )
     return written
+
+
+SERIES_HEAD = (
+    "model",
+    "drive",
+    "campaign",
+    "discard",
+    "kind",
+    "seq",
+    "interval_no",
+    "round",
+    "pts_verdict",
+    "fill_fraction",
+    "capacity_multiple",
+    "host_bytes_total",
+    "mb_per_s",
+    "iops",
+    "mean_latency_us",
+    "lat_p99_us",
+    "lat_max_us",
+)
+PTS_WINDOW_HEAD = (
+    "model",
+    "drive",
+    "campaign",
+    "discard",
+    "verdict",
+    "reached_at_round",
+    "variable",
+    "window_first_round",
+    "window_last_round",
+    "average",
+    "slope_per_round",
+    "intercept",
+    "range_share",
+    "slope_excursion",
+    "meets",
+)
+
+
+def _window_row(model: str, s: EnduranceSeries, f: WindowFit) -> list[object]:
+    head: list[object] = [model, s.drive, s.campaign, s.discard, s.steady.verdict]
+    fit: list[object] = [s.steady.reached_at, f.variable, f.rounds[0], f.rounds[-1]]
+    return [*head, *fit, f.average, f.slope, f.intercept, f.range_share, f.excursion, f.ok]
+
+
+def _series_row(model: str, series: EnduranceSeries, row: dict[str, Any]) -> list[object]:
+    """One row that wrote data (preconditioning pass or write interval) of a PTS series; the
+    p99 its samples could not support is "not enough data", as in endurance.csv."""
+    detail = row.get("detail")
+    figures = detail.get("pts", {}) if isinstance(detail, dict) else {}
+    p99 = row.get("lat_p99_us")
+    if p99 is None and row.get("lat_samples"):
+        p99 = html.NOT_ENOUGH_DATA
+    return [
+        model,
+        series.drive,
+        series.campaign,
+        series.discard,
+        row.get("kind"),
+        row.get("seq"),
+        row.get("interval_no"),
+        figures.get("round"),
+        figures.get("verdict"),
+        row.get("fill_fraction"),
+        row.get("capacity_multiple"),
+        row.get("host_bytes_total"),
+        row.get("mb_per_s"),
+        row.get("iops"),
+        figures.get("mean_latency_us"),
+        p99,
+        row.get("lat_max_us"),
+    ]
 
 
 ENDURANCE_HEAD = (

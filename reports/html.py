@@ -20,6 +20,7 @@ from reports.analysis import (
     Proportion,
     Report,
 )
+from reports.endurance_html import endurance_sections
 from rig.check import failures
 
 STYLE = """
@@ -921,7 +922,7 @@ def _model_section(m: ModelReport, confidence: float) -> str:
 <div class="charts"><div>{_bins_table("by time since the last completed flush", m.flush_bins)}</div>
 <div>{_bins_table("by time since the last acknowledged write", m.ack_bins)}</div></div>
 <h3>SMART deltas and counter anomalies</h3>{health}
-<h3>Endurance</h3>{endurance_charts(m)}
+<h3>Endurance</h3>{endurance_charts(m)}{endurance_sections(m)}
 <h3>Rail fall</h3>{rail}
 <h3>Failure findings (first {min(len(m.examples), 60)})</h3>{examples}
 </section>"""

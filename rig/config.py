@@ -53,6 +53,14 @@ class HealthSpec:
 
 
 DISCARD_KINDS = ("none", "blkdiscard", "sg_unmap", "nvme")
+PURGE_METHODS = (
+    "auto",
+    "discard",
+    "nvme_sanitize",
+    "nvme_format",
+    "ata_secure_erase",
+    "scsi_sanitize",
+)  # as rig/station/purge.py METHODS
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,11 @@ class EnduranceSpec:
     tbw_tb: float = 0.0  # the drive's rated endurance in TB written, for progress; 0 = unknown
     steady_window: int = 5  # intervals in the steady-state window (SNIA PTS: 5)
     discard: str = "none"  # trim the test region before the first interval
+    # the SNIA PTS test flow (docs/campaign.md, "PTS test flow"; rig/campaign/pts.py)
+    purge: str = "none"  # before anything: none | PURGE_METHODS (the drive says what it supports)
+    precondition: bool = False  # workload-independent: 2 x region of 128 KiB sequential writes
+    max_rounds: int = 25  # rounds after which steady state is "not reached"; 0 = no limit
+    stop_at_steady: bool = False  # end the drive's run at steady state (or at max_rounds)
 
 
 @dataclass(frozen=True)
@@ -322,11 +335,29 @@ def _endurance(table: Table, station_kind: StationKind, station: StationSpec) ->
         tbw_tb=float(table.number("tbw_tb", 0.0, 0, 1e9)),
         steady_window=table.whole("steady_window", 5, 2, 1000),
         discard=table.get("discard", str, "none"),
+        purge=table.get("purge", str, "none"),
+        precondition=table.get("precondition", bool, False),
+        max_rounds=table.whole("max_rounds", 25, 0, 1_000_000),
+        stop_at_steady=table.get("stop_at_steady", bool, False),
     )
-    if spec.discard not in DISCARD_KINDS:
-        raise UserError(f"campaign: [endurance].discard must be one of {', '.join(DISCARD_KINDS)}")
+    if spec.purge not in ("none", *PURGE_METHODS):
+        raise UserError(
+            f"campaign: [endurance].purge must be one of none, {', '.join(PURGE_METHODS)}"
+        )
     # (simulated drives can be block devices: the full twin's are loop devices)
     simulated = station_kind.simulated_drives and not station.simulated_block_devices()
+    if spec.purge != "none" and simulated:
+        raise UserError(
+            "campaign: [endurance].purge needs drives that can be purged: the in-process"
+            ' virtual drives cannot (use [station] twin = "simavr", whose drives take discard)'
+        )
+    if spec.max_rounds and spec.max_rounds < spec.steady_window:
+        raise UserError(
+            f"campaign: [endurance].max_rounds = {spec.max_rounds} is shorter than"
+            f" steady_window = {spec.steady_window} (0 = no limit)"
+        )
+    if spec.discard not in DISCARD_KINDS:
+        raise UserError(f"campaign: [endurance].discard must be one of {', '.join(DISCARD_KINDS)}")
     if spec.discard != "none" and simulated:
         raise UserError("campaign: [endurance].discard needs a block device (not simulated)")
     table.done()

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rig.campaign import pts, pts_flow
 from rig.campaign.drive import DriveRun
 from rig.check import verify
 from rig.check.ledger import CycleLog, uncertain
@@ -32,8 +33,6 @@ from rig.io import discard
 from rig.io.workload import Writer, WriterContext
 from rig.store import IntervalRow
 
-STEADY_RANGE = 0.20  # SNIA PTS: max - min within 20% of the window's average
-STEADY_SLOPE = 0.10  # ... and the least-squares line moves at most 10% of it over the window
 FINDINGS_KEPT = 20  # findings kept in an interval's detail (all are counted)
 
 
@@ -62,17 +61,15 @@ def latency_us(log: CycleLog) -> Latency:
 
 
 def steady_state(values: list[float], window: int) -> bool:
-    """SNIA PTS rule over the last `window` values: the range stays within 20% of the average
-    and the fitted line's excursion over the window within 10% of it."""
-    if len(values) < window:
-        return False
-    y = np.asarray(values[-window:], dtype=float)
-    mean = float(y.mean())
-    if mean <= 0:
-        return False
-    slope = float(np.polyfit(np.arange(window, dtype=float), y, 1)[0])
-    flat = y.max() - y.min() <= STEADY_RANGE * mean
-    return bool(flat and abs(slope) * (window - 1) <= STEADY_SLOPE * mean)
+    """SNIA PTS rule (rig/campaign/pts.py) on one variable over the last `window` values."""
+    return len(values) >= window and pts.check_window(values[-window:]).ok
+
+
+def mean_latency_us(log: CycleLog) -> float:
+    """Mean latency of completed writes in µs (a PTS tracking variable); 0 without any."""
+    ok = log.column("status") == 0
+    latency = (log.column("complete_ns")[ok] - log.column("issue_ns")[ok]) / 1000.0
+    return float(latency.mean()) if len(latency) else 0.0
 
 
 Blocks = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]
@@ -112,6 +109,7 @@ class EnduranceRun:
         self.spec = spec
         self.seq, self.host_bytes, self.throughputs = run.store.endurance_so_far(run.drive_id)
         self.write_intervals = len(self.throughputs)
+        self.rounds = pts_flow.rounds_from(spec, run.store.endurance_details(run.drive_id))
 
     # the drive's loop ---------------------------------------------------------------------------
     def loop(self, stop: threading.Event) -> None:
@@ -119,7 +117,9 @@ class EnduranceRun:
         run.stop = stop
         try:
             if self.seq == 0:
+                pts_flow.purge(self)
                 self._prepare_region()
+                pts_flow.precondition(self, stop)
             while not stop.is_set() and not self._done():
                 self._write_interval(stop)
                 n = self.write_intervals
@@ -141,6 +141,9 @@ class EnduranceRun:
         if reason := self.run.time_is_up():
             self.run.stopped_by = reason
             return True
+        if self.spec.stop_at_steady and self.rounds.verdict in (pts.REACHED, pts.NOT_REACHED):
+            self.run.stopped_by = f"steady state {self.rounds.verdict}"
+            return True
         return False
 
     def _prepare_region(self) -> None:
@@ -152,18 +155,22 @@ class EnduranceRun:
             run.progress(f"ch{run.spec.channel}: warning: {why}")
             warning: dict[str, Any] = {"why": why, "physical_block": physical, "source": source}
             run.store.add_event(run.drive_id, time.monotonic_ns(), "alignment_warning", warning)
-        kind = self.spec.discard
-        if kind != "none":
-            fileno = getattr(run.target, "fileno", None)
-            fd = fileno() if callable(fileno) else -1
-            started = time.monotonic_ns()
-            discard.discard(
-                kind, node.devnode, fd, state.first_lba, state.nblocks, run.target.block_size
-            )
-            detail: dict[str, Any] = {"kind": kind, "blocks": state.nblocks}
-            detail["ns"] = time.monotonic_ns() - started
-            run.store.add_event(run.drive_id, started, "discard", detail)
-            run.progress(f"ch{run.spec.channel}: discarded the test region ({kind})")
+        if self.spec.discard != "none":
+            self.discard_region(self.spec.discard)
+
+    def discard_region(self, kind: str) -> None:
+        run = self.run
+        state = run.state
+        fileno = getattr(run.target, "fileno", None)
+        fd = fileno() if callable(fileno) else -1
+        started = time.monotonic_ns()
+        discard.discard(
+            kind, run.node.devnode, fd, state.first_lba, state.nblocks, run.target.block_size
+        )
+        detail: dict[str, Any] = {"kind": kind, "blocks": state.nblocks}
+        detail["ns"] = time.monotonic_ns() - started
+        run.store.add_event(run.drive_id, started, "discard", detail)
+        run.progress(f"ch{run.spec.channel}: discarded the test region ({kind})")
 
     def _physical_block(self) -> tuple[int, str]:
         """The drive's physical block and where it was read: the kernel's (sysfs), or the
@@ -207,8 +214,9 @@ class EnduranceRun:
         latency = latency_us(log)
         mb_per_s = written / seconds / 1e6 if seconds > 0 else 0.0
         self.throughputs.append(mb_per_s)
-        steady = steady_state(self.throughputs, self.spec.steady_window)
         detail: dict[str, Any] = {}
+        iops = int(ok.sum()) / seconds if seconds > 0 else 0.0
+        steady = pts_flow.track_round(self, mb_per_s, iops, mean_latency_us(log), detail)
         verified = failures = 0
         if self.spec.verify_every and self.write_intervals % self.spec.verify_every == 0:
             durability = log.durability(flush_done + 1, 0)
@@ -230,10 +238,10 @@ class EnduranceRun:
             verified, failures = result.blocks_checked, self._note_findings(result, detail)
         else:
             commit_flushed(run, log)
-        self._smart(detail)
+        self.read_smart(detail)
         fill = len(run.state.committed.nonzero()) / run.state.nblocks
         tbw = self.host_bytes / (self.spec.tbw_tb * 1e12) if self.spec.tbw_tb else None
-        self._store_row(
+        self.store_row(
             started_at,
             seconds,
             log,
@@ -272,7 +280,7 @@ class EnduranceRun:
         ]
         return len(failing)
 
-    def _smart(self, detail: dict[str, Any]) -> None:
+    def read_smart(self, detail: dict[str, Any]) -> None:
         health = self.run.station.health
         if health is None:
             return
@@ -281,7 +289,7 @@ class EnduranceRun:
         except HealthToolError as error:
             detail["smart_error"] = str(error)
 
-    def _store_row(
+    def store_row(
         self,
         started_at: float,
         seconds: float,
@@ -378,10 +386,10 @@ class EnduranceRun:
         )
         detail: dict[str, Any] = {"off_s": self.spec.retention_off_s}
         failures = self._note_findings(result, detail)
-        self._smart(detail)
+        self.read_smart(detail)
         fill = len(run.state.committed.nonzero()) / run.state.nblocks
         tbw = self.host_bytes / (self.spec.tbw_tb * 1e12) if self.spec.tbw_tb else None
-        self._store_row(
+        self.store_row(
             started_at,
             off_s,
             log,

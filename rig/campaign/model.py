@@ -18,6 +18,7 @@ from rig.health.tracker import HealthReader
 from rig.io.blockio import BlockTarget
 from rig.io.workload import Writer
 from rig.power.base import Edge, PendingCut, PowerSwitch
+from rig.station.purge import DrivePurge
 
 TargetOpener = Callable[[DriveNode, DriveSpec], BlockTarget]
 ReadyProbe = Callable[[DriveNode, float], int]  # (node, timeout) -> host ns ready; NotReady
@@ -38,6 +39,7 @@ class Station:
     ready: ReadyProbe | None = None  # after a return: waits until the drive answers I/O
     write_cache: WriteCacheControl | None = None
     claim: DriveClaim | None = None  # holds the drive against other campaigns
+    purge: DrivePurge | None = None  # PTS purge before an endurance run (rig/station/purge.py)
 
 
 class DeadDevice(Exception):

@@ -22,7 +22,7 @@ from rig.health.tools import Runner, ToolRunner, smartctl_snapshot
 from rig.health.wcache import CacheTool, read_write_cache, set_write_cache
 from rig.io.blockio import BlockTarget, DirectTarget
 from rig.power.base import Edge, PowerSwitch
-from rig.station import backends, locks, safety
+from rig.station import backends, locks, purge, safety
 from rig.station.backends import StationKind, Wiring
 from rig.station.identity import DriveIdentity
 
@@ -83,6 +83,20 @@ class ToolDrives:
                 raise
         return nvme_snapshot(node.devnode, self.runner)
 
+    def purge(self, node: DriveNode, wanted: str) -> str:
+        """Purge the drive as it says it can (rig/station/purge.py); returns the method run.
+        "discard" is left to the caller, which discards the test region through its open target."""
+        caps = purge.probe(
+            node.devnode,
+            _purge_kind(node),
+            self.runner,
+            purge.sysfs_discard_max_bytes(node.devnode),
+        )
+        method = purge.choose(wanted, caps)
+        if method != "discard":
+            purge.run(method, node.devnode, self.runner)
+        return method
+
     def ready(self, node: DriveNode, timeout_s: float) -> int:
         return wait_ready(node, self.runner, timeout_s)
 
@@ -122,6 +136,11 @@ def _check_attachment(fd: int, node: DriveNode) -> None:
 
 def _kind(node: DriveNode) -> str:
     return os.path.basename(os.path.realpath(node.devnode))
+
+
+def _purge_kind(node: DriveNode) -> str:
+    tool = _cache_tool(node)
+    return {"nvme": "nvme", "hdparm": "ata", "sdparm": "scsi"}.get(tool or "", "other")
 
 
 def _cache_tool(node: DriveNode) -> CacheTool | None:
@@ -177,4 +196,5 @@ def udev_station(
         ready=drives.ready,
         write_cache=drives.write_cache,
         claim=drives.claim,
+        purge=drives.purge,
     )

@@ -56,6 +56,16 @@ class CampaignRows(StoreConnection):
         )
         return int(last["seq"]), int(last["bytes"]), [float(r["mb_per_s"]) for r in rows]
 
+    def endurance_details(self, drive_id: int) -> list[dict[str, Any]]:
+        """The `detail` of every write interval of a drive, in order (its PTS round figures:
+        a resumed endurance run rebuilds its steady-state bookkeeping from them)."""
+        rows = self.query(
+            "SELECT detail FROM endurance_interval WHERE drive_id = ? AND kind = 'write'"
+            " ORDER BY seq",
+            (drive_id,),
+        )
+        return [json.loads(r["detail"]) for r in rows]
+
     def record_interval(self, row: IntervalRow, after_cycle: int, lba_state: bytes) -> None:
         """One endurance interval and the expected state after it, atomically (a resume
         continues from that state)."""

@@ -1,0 +1,167 @@
+"""The SNIA PTS test flow of an endurance run (docs/campaign.md, "PTS test flow"): the purge,
+workload-independent preconditioning, and each write interval as a steady-state round (the rule
+itself is rig/campaign/pts.py). Functions of the drive's EnduranceRun
+(rig/campaign/endurance.py)."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+from rig.campaign import endurance, pts
+from rig.check.ledger import CycleLog
+from rig.config import EnduranceSpec
+from rig.errors import RigError
+from rig.io.workload import Workload, Writer, WriterContext
+
+PRECONDITION_WRITE_BYTES = 128 * 1024  # PTS workload-independent preconditioning: 128 KiB SEQ
+PRECONDITION_PASSES = 2  # ... twice the tested capacity
+
+
+def purge(e: endurance.EnduranceRun) -> None:
+    """Purge before anything else, as the drive says it can; refused with the reason (the
+    drive's run stops: a PTS run without its purge would not be one)."""
+    wanted = e.spec.purge
+    if wanted == "none":
+        return
+    run = e.run
+    if run.station.purge is None:
+        raise RigError(f"purge {wanted} refused: station {run.station.name} cannot purge drives")
+    started = time.monotonic_ns()
+    method = run.station.purge(run.node, wanted)
+    if method == "discard":
+        e.discard_region("blkdiscard")
+    detail: dict[str, Any] = {"wanted": wanted, "method": method}
+    detail["ns"] = time.monotonic_ns() - started
+    run.store.add_event(run.drive_id, started, "purge", detail)
+    run.progress(f"ch{run.spec.channel}: purged ({method})")
+
+
+def precondition(e: endurance.EnduranceRun, stop: threading.Event) -> None:
+    """Workload-independent preconditioning: PRECONDITION_PASSES x the region in 128 KiB
+    sequential writes, one `precondition` row per pass (they take no interval number and
+    are no round: rounds start after it)."""
+    if not e.spec.precondition:
+        return
+    run = e.run
+    block = run.target.block_size
+    per_write = max(1, PRECONDITION_WRITE_BYTES // block)
+    load = Workload(
+        workers=run.campaign.workload.workers,
+        write_blocks=(per_write,),
+        flush_every=0,
+        sequential=True,
+        layout="stream",
+        engine=run.campaign.workload.engine,
+    )
+    writes_per_pass = -(-run.state.nblocks // per_write)
+    for number in range(1, PRECONDITION_PASSES + 1):
+        if stop.is_set():
+            return
+        _precondition_pass(e, load, number, writes_per_pass, stop)
+    run.store.add_event(
+        run.drive_id, time.monotonic_ns(), "precondition", {"passes": PRECONDITION_PASSES}
+    )
+
+
+def _precondition_pass(
+    e: endurance.EnduranceRun, load: Workload, number: int, writes: int, stop: threading.Event
+) -> None:
+    run = e.run
+    e.seq += 1
+    log = CycleLog()
+    halt = threading.Event()
+    context = WriterContext(run.media_id, run.target, run.state, log, halt)
+    writer = Writer(
+        load, context, seed=random.Random(f"{run.campaign.seed}/pc{number}").randrange(1 << 30)
+    )
+    started_at = time.time()
+    t0 = time.monotonic()
+    writer.start()
+    while writer.live.acks < writes and not stop.is_set() and not halt.is_set():
+        time.sleep(0.01)
+    halt.set()
+    writer.join(30.0)
+    seconds = time.monotonic() - t0
+    run.target.flush()
+    ok = log.column("status") == 0
+    written = int(log.column("nblocks")[ok].sum()) * run.target.block_size
+    e.host_bytes += written
+    endurance.commit_flushed(run, log)
+    fill = len(run.state.committed.nonzero()) / run.state.nblocks
+    tbw = e.host_bytes / (e.spec.tbw_tb * 1e12) if e.spec.tbw_tb else None
+    mb_per_s = written / seconds / 1e6 if seconds > 0 else 0.0
+    detail: dict[str, Any] = {"pass": number, "write_bytes": PRECONDITION_WRITE_BYTES}
+    e.read_smart(detail)
+    e.store_row(
+        started_at,
+        seconds,
+        log,
+        written,
+        tbw,
+        mb_per_s,
+        endurance.latency_us(log),
+        fill,
+        False,
+        0,
+        0,
+        "precondition",
+        detail,
+    )
+    run.progress(
+        f"ch{run.spec.channel} preconditioning pass {number}/{PRECONDITION_PASSES}:"
+        f" {mb_per_s:8.1f} MB/s  fill {fill * 100:5.1f}%"
+    )
+
+
+def track_round(
+    e: endurance.EnduranceRun, mb_per_s: float, iops: float, mean_us: float, detail: dict[str, Any]
+) -> bool:
+    """Feed this write interval to the steady-state bookkeeping as a round; True once steady
+    state is reached. The verdict's turn (reached / not reached) is an event."""
+    run = e.run
+    before = e.rounds.verdict
+    verdict = e.rounds.add(pts.Round(e.write_intervals, iops, mb_per_s, mean_us))
+    detail["pts"] = {
+        "round": e.write_intervals,
+        "iops": iops,
+        "mb_per_s": mb_per_s,
+        "mean_latency_us": mean_us,
+        "verdict": verdict,
+    }
+    if verdict != before and verdict in (pts.REACHED, pts.NOT_REACHED):
+        window = e.rounds.window_rounds()
+        event: dict[str, Any] = {
+            "verdict": verdict,
+            "round": e.write_intervals,
+            "window": [window[0].number, window[-1].number],
+            "checks": {
+                c.variable: {"average": c.average, "range": c.range_share, "slope": c.excursion}
+                for c in e.rounds.checks
+            },
+        }
+        run.store.add_event(run.drive_id, time.monotonic_ns(), "steady_state", event)
+        run.progress(
+            f"ch{run.spec.channel}: steady state {verdict} at round {e.write_intervals}"
+            f" (window rounds {window[0].number}..{window[-1].number})"
+        )
+    return e.rounds.steady
+
+
+def rounds_from(spec: EnduranceSpec, stored: list[dict[str, Any]]) -> pts.SteadyState:
+    """The steady-state bookkeeping rebuilt from stored write rows' details (a resume); rows
+    from before rounds were recorded count as rounds with their own figures missing (0)."""
+    tracker = pts.SteadyState(window=spec.steady_window, max_rounds=spec.max_rounds)
+    for number, detail in enumerate(stored, start=1):
+        figures = detail.get("pts", {})
+        tracker.add(
+            pts.Round(
+                number,
+                float(figures.get("iops", 0.0)),
+                float(figures.get("mb_per_s", 0.0)),
+                float(figures.get("mean_latency_us", 0.0)),
+            )
+        )
+    return tracker

@@ -1,0 +1,198 @@
+"""The PTS test flow of an endurance campaign: its keys, the purge choice through fake tools,
+and preconditioning then rounds through the production campaign code on the in-process
+simulated rig."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from fixtures import sim_station
+from rig import config
+from rig.bus.base import DriveNode
+from rig.campaign import endurance
+from rig.campaign.parallel import run_campaign
+from rig.errors import UserError
+from rig.health.errors import ToolMissing
+from rig.health.tools import ToolResult
+from rig.station import purge
+from rig.station.build import ToolDrives
+from rig.station.identity import DriveIdentity
+from rig.store import Store
+from tests.test_sim_campaign import campaign_text
+
+PTS = """
+[endurance]
+intervals = 6
+interval_s = 0.2
+verify_every = 0
+precondition = true
+steady_window = 3
+max_rounds = 4
+"""
+
+
+def _with(extra: str) -> str:
+    return campaign_text(["plp"], cycles=1).replace("[cut]", extra + "[cut]")
+
+
+def test_pts_keys_are_checked() -> None:
+    spec = config.parse(_with(PTS)).endurance
+    assert spec is not None and spec.precondition and spec.max_rounds == 4
+    assert spec.purge == "none" and not spec.stop_at_steady
+    with pytest.raises(UserError, match=r"\[endurance\]\.purge must be one of"):
+        config.parse(_with("[endurance]\nintervals = 1\npurge = 'wipe'\n"))
+    with pytest.raises(UserError, match="in-process virtual drives cannot"):
+        config.parse(_with("[endurance]\nintervals = 1\npurge = 'auto'\n"))
+    with pytest.raises(UserError, match="max_rounds = 3 is shorter than steady_window = 5"):
+        config.parse(_with("[endurance]\nintervals = 1\nmax_rounds = 3\n"))
+    with pytest.raises(UserError, match=r"\[endurance\]\.precondition has the wrong type"):
+        config.parse(_with("[endurance]\nintervals = 1\nprecondition = 1\n"))
+
+
+class FakeTools:
+    """Canned answers per tool name; records what ran."""
+
+    def __init__(self, answers: dict[str, tuple[int, str]]) -> None:
+        self.answers = answers
+        self.ran: list[list[str]] = []
+
+    def run(self, argv: Sequence[str], timeout_s: float | None = None) -> ToolResult:
+        self.ran.append(list(argv))
+        key = " ".join(argv[:2])
+        if key not in self.answers and argv[0] not in self.answers:
+            raise ToolMissing(f"{argv[0]}: not found on PATH", tuple(argv))
+        code, out = self.answers.get(key, self.answers.get(argv[0], (0, "")))
+        return ToolResult(tuple(argv), code, out, "" if code == 0 else "refused")
+
+
+def test_nvme_purge_prefers_sanitize_then_format() -> None:
+    tools = FakeTools({"nvme id-ctrl": (0, json.dumps({"oacs": 0x17, "sanicap": 0x2}))})
+    caps = purge.probe("/dev/nvme0n1", "nvme", tools, discard_max_bytes=0)
+    assert caps.nvme_sanitize and caps.nvme_format
+    assert purge.choose("auto", caps) == "nvme_sanitize"
+    only_format = FakeTools({"nvme id-ctrl": (0, json.dumps({"oacs": 0x2, "sanicap": 0}))})
+    caps = purge.probe("/dev/nvme0n1", "nvme", only_format, discard_max_bytes=0)
+    assert purge.choose("auto", caps) == "nvme_format"
+    with pytest.raises(purge.PurgeRefused, match=r"nvme_sanitize refused.*does not support"):
+        purge.choose("nvme_sanitize", caps)
+
+
+def test_frozen_ata_falls_back_to_discard_or_is_refused_with_the_reason() -> None:
+    frozen = {"ata_security": {"enabled": False, "frozen": True}}
+    tools = FakeTools({"smartctl -g": (0, json.dumps(frozen))})
+    caps = purge.probe("/dev/sdb", "ata", tools, discard_max_bytes=1 << 30)
+    assert caps.ata_security and caps.ata_frozen
+    assert purge.choose("auto", caps) == "discard"
+    with pytest.raises(purge.PurgeRefused, match="frozen"):
+        purge.choose("ata_secure_erase", caps)
+    no_trim = purge.probe("/dev/sdb", "ata", tools, discard_max_bytes=0)
+    with pytest.raises(purge.PurgeRefused, match=r"frozen.*takes no discard"):
+        purge.choose("auto", no_trim)
+    thawed = FakeTools({"smartctl -g": (0, json.dumps({"ata_security": {"frozen": False}}))})
+    caps = purge.probe("/dev/sdb", "ata", thawed, discard_max_bytes=0)
+    assert purge.choose("auto", caps) == "ata_secure_erase"
+
+
+def test_scsi_sanitize_from_opcodes_and_a_tool_that_is_missing() -> None:
+    caps = purge.probe("/dev/sdc", "scsi", FakeTools({"sg_opcodes": (0, "ok")}), 0)
+    assert purge.choose("auto", caps) == "scsi_sanitize"
+    unsupported = purge.probe("/dev/sdc", "scsi", FakeTools({"sg_opcodes": (5, "")}), 0)
+    assert not unsupported.scsi_sanitize
+    missing = purge.probe("/dev/sdc", "scsi", FakeTools({}), 0)
+    with pytest.raises(purge.PurgeRefused, match="no purge applies to this scsi device"):
+        purge.choose("auto", missing)
+
+
+def test_purge_runs_the_tools_and_reports_a_failure() -> None:
+    tools = FakeTools({"hdparm": (0, "")})
+    purge.run("ata_secure_erase", "/dev/sdb", tools)
+    assert [argv[3] for argv in tools.ran] == ["--security-set-pass", "--security-erase"]
+    assert all(argv[-1] == "/dev/sdb" for argv in tools.ran)
+    failing = FakeTools({"sg_sanitize": (1, "")})
+    with pytest.raises(Exception, match=r"purge scsi_sanitize: sg_sanitize --block failed"):
+        purge.run("scsi_sanitize", "/dev/sdc", failing)
+
+
+def test_preconditioning_then_rounds_on_the_simulated_rig(tmp_path: Path) -> None:
+    campaign = config.parse(_with(PTS))
+    station, _ = sim_station.build(campaign)
+    store = Store(str(tmp_path / "p.sqlite"))
+    run_campaign(campaign, station, store, lambda line: None, drive_loop=endurance.drive_loop)
+    rows = store.query("SELECT * FROM endurance_interval ORDER BY seq")
+    kinds = [r["kind"] for r in rows]
+    assert kinds == ["precondition"] * 2 + ["write"] * 6
+    region = campaign.region_bytes
+    pre = rows[:2]
+    # each pass writes the region once in 128 KiB writes (the last ones may run past its end)
+    assert all(r["bytes_written"] >= region for r in pre)
+    assert rows[1]["host_bytes_total"] >= 2 * region
+    assert rows[1]["fill_fraction"] == pytest.approx(1.0)
+    assert [r["interval_no"] for r in rows] == [None, None, 1, 2, 3, 4, 5, 6]
+    rounds = [json.loads(r["detail"])["pts"] for r in rows[2:]]
+    assert [p["round"] for p in rounds] == [1, 2, 3, 4, 5, 6]
+    verdicts = [p["verdict"] for p in rounds]
+    # never steady before a full window of rounds after preconditioning
+    assert verdicts[:2] == ["filling", "filling"]
+    assert not any(r["steady"] for r in rows[:4])
+    final = verdicts[3]
+    assert final in ("reached", "not reached")
+    assert all(v == final for v in verdicts[3:])  # reached or not reached is final at max_rounds
+    assert all(r["steady"] == (v == "reached") for r, v in zip(rows[2:], verdicts, strict=True))
+    events = store.query(
+        "SELECT kind, detail FROM event WHERE kind IN ('precondition', 'steady_state')"
+    )
+    assert [e["kind"] for e in events] == ["precondition", "steady_state"]
+    store.close()
+
+
+def test_a_real_station_purges_as_the_drive_says() -> None:
+    """ToolDrives.purge (the station capability): the NVMe node's id-ctrl answer picks sanitize
+    and the tool runs on that node; a node of no known transport without discard is refused."""
+    tools = FakeTools(
+        {
+            "nvme id-ctrl": (0, json.dumps({"oacs": 0x2, "sanicap": 0x2})),
+            "nvme sanitize": (0, ""),
+            "nvme sanitize-log": (0, json.dumps({"sstat": 1})),
+        }
+    )
+    node = DriveNode(DriveIdentity("M", "S", ""), "/dev/nvme9n1", 1 << 30)
+    assert ToolDrives(tools).purge(node, "auto") == "nvme_sanitize"
+    assert tools.ran[-2] == ["nvme", "sanitize", "/dev/nvme9n1", "--sanact=2"]
+    assert tools.ran[-1][:2] == ["nvme", "sanitize-log"]
+    other = DriveNode(DriveIdentity("M", "S", ""), "/dev/rig-no-such-node", 1 << 30)
+    with pytest.raises(purge.PurgeRefused, match="no purge applies to this other device"):
+        ToolDrives(FakeTools({})).purge(other, "auto")
+
+
+class SanitizeLog(FakeTools):
+    """nvme sanitize starts; the sanitize log says in progress, then the given end state."""
+
+    def __init__(self, states: list[int]) -> None:
+        super().__init__({"nvme sanitize": (0, "")})
+        self.states = states
+
+    def run(self, argv: Sequence[str], timeout_s: float | None = None) -> ToolResult:
+        if list(argv[:2]) == ["nvme", "sanitize-log"]:
+            self.ran.append(list(argv))
+            return ToolResult(tuple(argv), 0, json.dumps({"sstat": self.states.pop(0)}), "")
+        return super().run(argv, timeout_s)
+
+
+def test_nvme_sanitize_waits_for_the_sanitize_log() -> None:
+    tools = SanitizeLog([2, 2, 0x101])  # in progress twice, then completed (with other bits)
+    naps: list[float] = []
+    purge.run("nvme_sanitize", "/dev/nvme0n1", tools, sleep=naps.append)
+    assert naps == [purge.SANITIZE_POLL_S] * 2
+    assert [a[1] for a in tools.ran] == ["sanitize", "sanitize-log", "sanitize-log", "sanitize-log"]
+    naps.clear()
+    with pytest.raises(Exception, match="reports the sanitize failed"):
+        purge.wait_sanitized("/dev/nvme0n1", SanitizeLog([2, 3]), sleep=naps.append)
+    assert naps == [purge.SANITIZE_POLL_S]
+    with pytest.raises(Exception, match="not done within 0 s"):
+        purge.wait_sanitized("/dev/nvme0n1", SanitizeLog([2]), timeout_s=0, sleep=naps.append)
+    with pytest.raises(Exception, match="the sanitize log cannot be read"):
+        purge.wait_sanitized("/dev/nvme0n1", FakeTools({}), sleep=naps.append)
