@@ -36,6 +36,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.writer_vs_fio import attach, machine  # noqa: E402
 from rig.check import verify  # noqa: E402
 from rig.check.ledger import CycleLog, LbaState  # noqa: E402
 from rig.io import media  # noqa: E402
@@ -92,32 +93,6 @@ def rig_readback(devnode: str, mib: int, bs: int) -> tuple[float, float]:
         return (mib << 20) / wall / 1e6, cpu / ((mib << 20) / 1e9)
     finally:
         target.close()
-
-
-def attach(image: Path) -> str:
-    for _ in range(20):  # other users of this machine allocate loop devices too
-        found = subprocess.run(
-            ["losetup", "--find", "--show", "--direct-io=on", "--sector-size=4096", str(image)],
-            capture_output=True,
-            text=True,
-        )
-        if found.returncode == 0:
-            return found.stdout.strip()
-        time.sleep(0.2)
-    raise SystemExit(f"losetup failed: {found.stderr.strip()}")
-
-
-def machine() -> str:
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        "?",
-    )
-    load = os.getloadavg()[0]
-    return f"nproc {os.cpu_count()}, {cpu}, kernel {os.uname().release}, load avg {load:.1f}"
 
 
 def main() -> None:
