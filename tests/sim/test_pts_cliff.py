@@ -157,6 +157,13 @@ retention_every = 5
 retention_off_s = 0.05
 """
 
+TWIN_FILL = """
+[endurance]
+intervals = 40
+interval_s = 0.3
+verify_every = 0
+"""
+
 TWIN_TRIM = """
 [endurance]
 intervals = 8
@@ -194,6 +201,7 @@ def test_pts_flow_cliff_and_trim_on_the_twin(tmp_path: Path, twin: None) -> None
         _twin(tmp_path, "pts", "cliff", TWIN_PTS, cycles=1),
         _twin(tmp_path, "trim-off", "cliff-used", TWIN_TRIM.format(discard="none")),
         _twin(tmp_path, "trim-on", "cliff-used", TWIN_TRIM.format(discard="blkdiscard")),
+        _twin(tmp_path, "fill", "cliff", TWIN_FILL),  # random writes from empty to full
     ]
     report = analysis.analyse(dataset.load(stores))
     by_name = {s.campaign: s for m in report.models for s in m.endurance}
@@ -206,6 +214,7 @@ def test_pts_flow_cliff_and_trim_on_the_twin(tmp_path: Path, twin: None) -> None
     else:
         _not_reached_is_never_claimed(pts_run)
     _cliff_in_capacity_data(pts_run)
+    _cliff_in_fill_data(by_name["fill"])
     assert {k.kind for k in pts_run.marks} == {"cut", "retention"}
     # the purge asked the twin's node what it takes: a loop device that takes discard
     purged = sqlite3.connect(stores[0]).execute("SELECT detail FROM event WHERE kind = 'purge'")
