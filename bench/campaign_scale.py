@@ -36,9 +36,11 @@ from fixtures.fake_power import FakePowerSwitch  # noqa: E402
 from fixtures.fake_presence import FakePresence  # noqa: E402
 from fixtures.profiles import profile  # noqa: E402
 from fixtures.virtual_drive import VirtualDrive, VirtualTarget  # noqa: E402
-from rig import campaign as campaign_module  # noqa: E402
 from rig import config  # noqa: E402
 from rig.campaign import phases  # noqa: E402
+from rig.campaign.drive import DriveRun  # noqa: E402
+from rig.campaign.model import Cycle, Station  # noqa: E402
+from rig.campaign.parallel import run_campaign  # noqa: E402
 from rig.store import Store  # noqa: E402
 
 SIZES = {"1G": 1 << 30, "64G": 64 << 30, "4T": 4 << 40}
@@ -78,7 +80,7 @@ def run_one(size: str, cycles: int) -> dict[str, object]:
         profile(spec.profile), capacity_blocks=capacity // BLOCK, block_size=BLOCK
     )
     drive = VirtualDrive(spec.identity, drive_profile, seed=1)
-    station = campaign_module.Station(
+    station = Station(
         "simulated",
         FakePowerSwitch({spec.channel: drive}),
         FakePresence([drive]),
@@ -88,7 +90,7 @@ def run_one(size: str, cycles: int) -> dict[str, object]:
     state_bytes: list[int] = []
     original = phases.verify
 
-    def timed_verify(drive: campaign_module.DriveRun, c: campaign_module.Cycle) -> None:
+    def timed_verify(drive: DriveRun, c: Cycle) -> None:
         wall, cpu = time.perf_counter(), time.thread_time()
         original(drive, c)
         assert c.result is not None
@@ -103,7 +105,7 @@ def run_one(size: str, cycles: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="rig-bench-scale-") as tmp:
         store = Store(str(Path(tmp) / "scale.sqlite"))
         started = time.perf_counter()
-        summaries = campaign_module.run_campaign(camp, station, store, progress=lambda _: None)
+        summaries = run_campaign(camp, station, store, progress=lambda _: None)
         elapsed = time.perf_counter() - started
     media_bytes = sum(block.nbytes for block in drive.core._media.values())
     return {

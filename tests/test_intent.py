@@ -92,7 +92,7 @@ def test_the_ranges_survive_kill_9_of_the_process_that_wrote_them(tmp_path: Path
     child = (
         "import os, signal, numpy as np\n"
         "from pathlib import Path\n"
-        "from rig import intent\n"
+        "from rig.check import intent\n"
         f"log = intent.IntentLog(Path({str(path)!r}), drive_id=2, capacity=1024)\n"
         "log.begin(41)\n"
         "log.add(np.arange(0, 3000, 10, dtype=np.int64), np.full(300, 3, dtype=np.int64))\n"

@@ -105,7 +105,7 @@ def test_parse_decodes_header_fields_of_the_c_build() -> None:
 def test_the_portable_build_of_the_kernel_equals_the_reference_too(tmp_path: Path) -> None:
     """This machine runs the x86-64-v4 clone; the plain x86-64 code other CPUs get is compiled
     here without clones and held to the same reference."""
-    source = Path(media.__file__).with_name("native") / "media.c"
+    source = Path(media.__file__).parents[1] / "native" / "media.c"
     library = tmp_path / "libportable.so"
     flags = ["-std=gnu11", "-O3", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror"]
     flags += ["-DPFR_NO_CLONES", "-march=x86-64"]
