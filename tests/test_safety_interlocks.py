@@ -150,7 +150,8 @@ def holder(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], DriveIdentit
     """Another process (another campaign) holding the claim on a drive."""
     identity = DriveIdentity(LOOP, str(tmp_path / "claimed.img"))
     code = (
-        "import sys\nfrom rig.station import locks\nfrom rig.station.identity import DriveIdentity\n"
+        "import sys\nfrom rig.station import locks\n"
+        "from rig.station.identity import DriveIdentity\n"
         f"with locks.claim(DriveIdentity({LOOP!r}, {identity.serial!r}), 'overnight'):\n"
         "    print('held', flush=True)\n    sys.stdin.read()\n"
     )
