@@ -359,6 +359,8 @@ class EnduranceRun:
             stop.wait(self.spec.retention_off_s)
             station.power.on(channel)
             off_s = time.monotonic() - off_at
+            if run.tracker is not None:  # the next cut's health delta spans this power-off too
+                run.tracker.power_off_between_cycles()
             node = watch.wait_back(cut.return_timeout_s)
         finally:
             watch.close()

@@ -62,6 +62,9 @@ class HealthTracker:
         self.every = every
         self.last: HealthSnapshot | None = None
         self.cuts_since = 0
+        # power-offs between cycles since the last snapshot (an endurance retention check): the
+        # drive counts each as an unsafe shutdown and a power cycle, as it does a cut
+        self.offs_between = 0
         self.uncertain = False  # a cycle since the last snapshot may or may not have cut power
         self.not_reported: tuple[str, ...] = ()  # last said in a `health_not_reported` event
 
@@ -83,9 +86,14 @@ class HealthTracker:
     def baseline(self, node: DriveNode) -> HealthSnapshot:
         """The first snapshot, before any cut. Raises HealthToolError if the drive cannot answer."""
         self.last = self._read(node)
-        self.cuts_since = 0
+        self.cuts_since = self.offs_between = 0
         self.uncertain = False
         return self.last
+
+    def power_off_between_cycles(self) -> None:
+        """Power went off and on outside a cut cycle (an endurance retention check, flushed but
+        not shut down): the next comparison expects it in the counters with the cuts."""
+        self.offs_between += 1
 
     def due(self) -> bool:
         return self.cuts_since + 1 >= self.every
@@ -112,11 +120,11 @@ class HealthTracker:
         if self.last is None or self.uncertain:
             events.append((0, "health_rebaseline", {"cuts_since": self.cuts_since}))
         else:
-            delta = diff_snapshots(self.last, snapshot, self.cuts_since)
+            delta = diff_snapshots(self.last, snapshot, self.cuts_since + self.offs_between)
             if delta.not_reported != self.not_reported:  # said once, and again when it changes
                 self.not_reported = delta.not_reported
                 events.append((0, "health_not_reported", {"fields": list(delta.not_reported)}))
-        self.last, self.cuts_since, self.uncertain = snapshot, 0, False
+        self.last, self.cuts_since, self.offs_between, self.uncertain = snapshot, 0, 0, False
         return snapshot, delta, events
 
     def cycle_failed_after_cut(self) -> None:

@@ -60,6 +60,22 @@ def test_cadence_reads_every_nth_cut_only() -> None:
     assert delta is not None and delta.cuts == 2 and delta.ok
 
 
+def test_a_power_off_between_cycles_is_expected_in_the_next_comparison() -> None:
+    # an endurance retention check powers the drive off between two cuts: flushed, not shut
+    # down, so the drive counts one more unsafe shutdown and power cycle than there were cuts
+    told = tracker_over([snap(5, 10), snap(7, 12), snap(8, 13)])
+    told.baseline(NODE)
+    told.power_off_between_cycles()
+    _, delta, _ = told.after_cut(NODE)
+    assert delta is not None and delta.ok and delta.cuts == 2
+    _, delta, _ = told.after_cut(NODE)  # counted once: the next delta is over its own cut
+    assert delta is not None and delta.ok and delta.cuts == 1
+    untold = tracker_over([snap(5, 10), snap(7, 12)])
+    untold.baseline(NODE)
+    _, delta, _ = untold.after_cut(NODE)
+    assert delta is not None and not delta.ok  # +2 for 1 cut: what the twin campaign showed
+
+
 def test_stored_fields_are_plain_json_values() -> None:
     fields = snapshot_fields(snap(3, 4))
     assert fields["unsafe_shutdowns"] == 3 and fields["identity"]["serial"] == "S"

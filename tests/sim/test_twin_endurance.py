@@ -61,3 +61,35 @@ def test_alignment_warning_on_a_512e_twin_drive(
     else:
         assert warnings == []
         assert "not aligned" not in stdout
+
+
+CUTS_AND_RETENTION = """
+[endurance]
+intervals = 4
+interval_s = 0.3
+verify_every = 0
+cut_every = 1
+retention_every = 1
+retention_off_s = 0.05
+"""
+
+
+def test_a_retention_power_off_between_cuts_is_no_counter_anomaly(
+    tmp_path: Path, twin: None
+) -> None:
+    """A retention check powers the drive off between two cuts (flushed, not shut down): the
+    twin's drive counts it as an unsafe shutdown and a power cycle, as a real one would. Health
+    is read around every cut, so the next cut's delta spans one cut and one retention power-off:
+    +2 is what the drive must show, not an anomaly (it was reported as one)."""
+    text = campaign_text("retention", ["honest"], cycles=4, label="rt")
+    run = run_twin(tmp_path, text.replace("[station]", CUTS_AND_RETENTION + "[station]"))
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    kinds = [k for (k,) in run.rows("SELECT kind FROM endurance_interval ORDER BY seq")]
+    assert kinds.count("retention") >= 2, kinds
+    cuts = run.rows("SELECT count(*) FROM cycle WHERE status = 'ok'")[0][0]
+    assert cuts >= 2
+    anomalies = run.rows("SELECT detail FROM finding WHERE class = 'counter_anomaly'")
+    assert anomalies == [], anomalies
+    # the baseline and a snapshot after every cut: the comparisons above really ran
+    snapshots = run.rows("SELECT count(*) FROM health")[0][0]
+    assert snapshots >= cuts + 1, (snapshots, cuts)
