@@ -11,7 +11,8 @@ PASS, FAIL, DEAD, NOT_YET = "PASS", "FAIL", "DEAD", "NOT YET DEMONSTRATED"
 def drive_verdict(
     dead: bool, failing_cuts: int, cuts: int, max_failure_rate: float, confidence: float
 ) -> str:
-    """DEAD; FAIL if any counted cut failed; PASS only where `cuts` failure-free cuts put the
+    """DEAD; FAIL if any cut has a failure finding (of any class: the criteria's classes decide
+    the model's verdict, not a drive's); PASS only where `cuts` failure-free cuts put the
     exact upper bound of the failure rate below the claim; else NOT YET DEMONSTRATED."""
     if dead:
         return DEAD

@@ -38,9 +38,8 @@ def _print_summaries(summaries: list[DriveSummary], criteria: config.Criteria) -
     print(f"{'ch':>2}  {'drive':<48} {'cycles':>6} {'errors':>6}  verdict / failures")
     for s in summaries:
         failures = ", ".join(f"{cls} x{n}" for cls, n in sorted(s.failures.items()))
-        counted = [c for c in s.failures if not criteria.classes or c in criteria.classes]
         cuts = s.cycles - s.errors
-        verdict = verdicts.drive_verdict(s.dead, len(counted), cuts, rate, confidence)
+        verdict = verdicts.drive_verdict(s.dead, len(s.failures), cuts, rate, confidence)
         if verdict == verdicts.NOT_YET:
             needed = verdicts.cuts_still_needed(cuts, rate, confidence)
             verdict += f" (no failure; {needed} more failure-free cuts for p < {rate:g})"
