@@ -5,6 +5,7 @@ simulated rig."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -196,3 +197,43 @@ def test_nvme_sanitize_waits_for_the_sanitize_log() -> None:
         purge.wait_sanitized("/dev/nvme0n1", SanitizeLog([2]), timeout_s=0, sleep=naps.append)
     with pytest.raises(Exception, match="the sanitize log cannot be read"):
         purge.wait_sanitized("/dev/nvme0n1", FakeTools({}), sleep=naps.append)
+
+
+def test_a_resume_before_the_first_round_finishes_preconditioning_first(tmp_path: Path) -> None:
+    """Stopped after the first preconditioning pass (as a kill during the second leaves the
+    store: a pass cut short by a kill records nothing), a resumed run does the second pass
+    before its first round: no round, hence no steady state, on a drive preconditioned once."""
+    from rig.campaign import resume
+
+    campaign = config.parse(_with(PTS))
+    station, _ = sim_station.build(campaign)  # its drives live on in this process
+    store = Store(str(tmp_path / "p.sqlite"))
+    stop = threading.Event()
+
+    def progress(line: str) -> None:
+        if "preconditioning pass 1/" in line:
+            stop.set()
+
+    run_campaign(campaign, station, store, progress, stop, drive_loop=endurance.drive_loop)
+    first = store.query("SELECT kind, detail FROM endurance_interval ORDER BY seq")
+    assert [r["kind"] for r in first] == ["precondition"]
+    resumable = resume.load(store)
+    run_campaign(
+        resumable.campaign,
+        station,
+        store,
+        lambda line: None,
+        campaign_id=resumable.campaign_id,
+        resume=resumable.points,
+        on_start=lambda runs: [resume.reconcile(r, resumable, store) for r in runs],
+        drive_loop=endurance.drive_loop,
+    )
+    rows = store.query("SELECT * FROM endurance_interval ORDER BY seq")
+    assert [r["kind"] for r in rows] == ["precondition"] * 2 + ["write"] * 6
+    passes = [json.loads(r["detail"]) for r in rows[:2]]
+    assert [(p["pass"], p["complete"]) for p in passes] == [(1, True), (2, True)]
+    assert rows[1]["host_bytes_total"] >= 2 * campaign.region_bytes
+    assert [json.loads(r["detail"])["pts"]["round"] for r in rows[2:]] == [1, 2, 3, 4, 5, 6]
+    events = store.query("SELECT kind FROM event WHERE kind = 'precondition'")
+    assert len(events) == 1  # preconditioning done: once, after its second pass
+    store.close()

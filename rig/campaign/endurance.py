@@ -119,6 +119,7 @@ class EnduranceRun:
             if self.seq == 0:
                 pts_flow.purge(self)
                 self._prepare_region()
+            if self.write_intervals == 0:  # (a resume before the first round: the passes left)
                 pts_flow.precondition(self, stop)
             while not stop.is_set() and not self._done():
                 self._write_interval(stop)
