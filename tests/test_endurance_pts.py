@@ -15,6 +15,7 @@ from fixtures import sim_station
 from rig import config
 from rig.bus.base import DriveNode
 from rig.campaign import endurance
+from rig.campaign.drive import DriveRun
 from rig.campaign.parallel import run_campaign
 from rig.errors import UserError
 from rig.health.errors import ToolMissing
@@ -96,6 +97,41 @@ def test_frozen_ata_falls_back_to_discard_or_is_refused_with_the_reason() -> Non
     thawed = FakeTools({"smartctl -g": (0, json.dumps({"ata_security": {"frozen": False}}))})
     caps = purge.probe("/dev/sdb", "ata", thawed, discard_max_bytes=0)
     assert purge.choose("auto", caps) == "ata_secure_erase"
+
+
+def _ata(security: dict[str, object] | None) -> purge.Capabilities:
+    answer = {"smartctl": {"version": [7, 3]}} | ({"ata_security": security} if security else {})
+    tools = FakeTools({"smartctl -g": (0, json.dumps(answer))})
+    return purge.probe("/dev/sdb", "ata", tools, discard_max_bytes=0)
+
+
+def test_ata_security_is_read_from_the_identify_word_smartctl_reports() -> None:
+    """smartctl's `ata_security.state` is IDENTIFY word 128; these are the states real drives
+    report (with smartctl's own strings)."""
+    sec1 = _ata({"state": 33, "string": "Disabled, NOT FROZEN [SEC1]", "enabled": False,
+                 "frozen": False})  # fmt: skip
+    assert purge.choose("auto", sec1) == "ata_secure_erase"
+    sec2 = _ata({"state": 41, "string": "Disabled, frozen [SEC2]", "enabled": False,
+                 "frozen": True})  # fmt: skip
+    with pytest.raises(purge.PurgeRefused, match="frozen"):
+        purge.choose("ata_secure_erase", sec2)
+    # a password someone else set: the erase needs it; refused, not attempted
+    sec5 = _ata({"state": 35, "string": "ENABLED, PW level HIGH, not locked, not frozen [SEC5]",
+                 "enabled": True, "frozen": False})  # fmt: skip
+    with pytest.raises(purge.PurgeRefused, match="password is already set"):
+        purge.choose("ata_secure_erase", sec5)
+    with pytest.raises(purge.PurgeRefused, match="password is already set"):
+        purge.choose("auto", sec5)
+    sec4 = _ata({"state": 39, "string": "ENABLED, PW level HIGH, **LOCKED** [SEC4]",
+                 "enabled": True})  # fmt: skip
+    assert not sec4.ata_frozen and sec4.ata_password_set
+    # the feature set is not there: smartctl prints "Unavailable" (state without bit 0), or
+    # nothing at all
+    for unavailable in ({"state": 0, "string": "Unavailable"}, None):
+        caps = _ata(unavailable)
+        assert not caps.ata_security
+        with pytest.raises(purge.PurgeRefused, match="supports no sanitize"):
+            purge.choose("auto", caps)
 
 
 def test_scsi_sanitize_from_opcodes_and_a_tool_that_is_missing() -> None:
@@ -218,6 +254,11 @@ def test_a_resume_before_the_first_round_finishes_preconditioning_first(tmp_path
     first = store.query("SELECT kind, detail FROM endurance_interval ORDER BY seq")
     assert [r["kind"] for r in first] == ["precondition"]
     resumable = resume.load(store)
+
+    def reconcile(runs: list[DriveRun]) -> None:  # as `rig run --resume` does
+        for r in runs:
+            resume.reconcile(r, resumable, store)
+
     run_campaign(
         resumable.campaign,
         station,
@@ -225,7 +266,7 @@ def test_a_resume_before_the_first_round_finishes_preconditioning_first(tmp_path
         lambda line: None,
         campaign_id=resumable.campaign_id,
         resume=resumable.points,
-        on_start=lambda runs: [resume.reconcile(r, resumable, store) for r in runs],
+        on_start=reconcile,
         drive_loop=endurance.drive_loop,
     )
     rows = store.query("SELECT * FROM endurance_interval ORDER BY seq")
