@@ -166,8 +166,15 @@ class EnduranceRun:
         fileno = getattr(run.target, "fileno", None)
         fd = fileno() if callable(fileno) else -1
         started = time.monotonic_ns()
+        block = run.target.block_size
         discard.discard(
-            kind, run.node.devnode, fd, state.first_lba, state.nblocks, run.target.block_size
+            kind,
+            run.node.devnode,
+            fd,
+            state.first_lba,
+            state.nblocks,
+            block,
+            discard.device_limit_blocks(run.node.devnode, block),
         )
         detail: dict[str, Any] = {"kind": kind, "blocks": state.nblocks}
         detail["ns"] = time.monotonic_ns() - started
