@@ -12,11 +12,13 @@ One guest serves the whole tier (tests/guest/conftest.py).
 from __future__ import annotations
 
 import os
+import shlex
 import statistics
 from pathlib import Path
 
 import pytest
 
+from fixtures.guest.machine import VENV_BIN
 from fixtures.guest.station import BOARD_SERIAL, GuestStation
 from rig.check import verify
 from rig.store import Store
@@ -192,3 +194,53 @@ def test_a_drive_that_needs_a_rescan_is_dead_without_recovery(
             f" /dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_{serial}))/device/device);"
             " echo 1 > $fn/remove; echo 1 > /sys/bus/pci/rescan"
         )
+
+
+# how a storage engineer discards on each transport (rig/io/discard.py)
+DISCARD_KIND = {"nvme-hotplug": "nvme", "nvme-fixed": "nvme", "scsi-hotplug": "sg_unmap",
+                "sata-fixed": "blkdiscard"}  # fmt: skip
+DISCARD_SCRIPT = """
+import os, sys
+from rig.io import discard, media
+for node, kind in zip(sys.argv[1::2], sys.argv[2::2]):
+    name = os.path.basename(node)
+    block = int(open(f"/sys/class/block/{name}/queue/logical_block_size").read())
+    fd = os.open(node, os.O_RDWR | os.O_DIRECT)
+    data = media.aligned_buffer(64 * block)
+    data[:] = 0xA5
+    assert os.pwritev(fd, [data.data], 16 * block) == len(data)
+    os.fsync(fd)
+    discard.discard(kind, node, fd, 32, 16, block, discard.device_limit_blocks(node, block))
+    back = media.aligned_buffer(64 * block)
+    assert os.preadv(fd, [back.data], 16 * block) == len(back)
+    os.close(fd)
+    blocks = back.reshape(64, block)
+    zero = [i + 16 for i in range(64) if not blocks[i].any()]
+    kept = sum(bool((blocks[i] == 0xA5).all()) for i in range(64))
+    print(node, kind, zero == list(range(32, 48)), kept)
+"""
+
+
+def test_the_rigs_discard_reaches_the_drives_through_real_drivers(
+    guest_station: GuestStation, guest_workdir: Path
+) -> None:
+    """`nvme dsm` on QEMU's NVMe, `sg_unmap` on a virtio-scsi disk, BLKDISCARD on an AHCI
+    disk: the real tools and kernel drivers, ranges cut to what the device says it takes; each
+    drive (the fault core behind NBD) deallocates exactly the blocks discarded."""
+    assert guest_station.guest is not None
+    args = []
+    for channel in CHANNELS:
+        spec = guest_station.drives[channel].spec
+        node = guest_station.guest.sh(
+            f"lsblk -dnpo NAME,SERIAL | awk '$2 == \"{spec.serial}\" {{print $1}}'"
+        ).stdout.strip()
+        assert node.startswith("/dev/"), (spec.serial, node)
+        args += [node, DISCARD_KIND[spec.slot]]
+    script = guest_workdir / "discard_probe.py"
+    script.write_text(DISCARD_SCRIPT)
+    python = shlex.quote(str(VENV_BIN / "python"))
+    result = guest_station.guest.sh(f"{python} {script} {' '.join(args)}", 300)
+    assert result.rc == 0, result.stderr[-2000:]
+    lines = result.stdout.strip().splitlines()
+    # every drive: exactly blocks 32..47 read zero, the other 48 kept what was written
+    assert [line.split()[2:] for line in lines] == [["True", "48"]] * len(CHANNELS), lines
