@@ -30,7 +30,7 @@ from rig.check.failures import (
 )
 from rig.check.ledger import CycleLog, Durability, is_uncertain, known_floor, uncertain
 from rig.check.verify_findings import NO_OP, Finding
-from rig.check.verify_reads import Reads
+from rig.check.verify_reads import Reads, SectorRows, Sectors
 from rig.io import media
 
 
@@ -77,7 +77,6 @@ class Evidence:
     mixed: npt.NDArray[np.bool_]  # sectors of different generations
     sound: npt.NDArray[np.bool_]  # read, and none of the three above
     gen: npt.NDArray[np.int64]  # first sector's generation (0: nothing of ours)
-    sector_gen: npt.NDArray[np.int64]
     obs_gen: npt.NDArray[np.int64]
     obs_op: npt.NDArray[np.int64]
     obs_worker: npt.NDArray[np.int64]
@@ -117,25 +116,20 @@ def evidence(
 
     sec, readable = reads.sectors, reads.readable
     unknown = is_uncertain(committed)
-    ours = (sec.state == media.VALID) & (sec.campaign == np.uint64(campaign))
-    # a sector that is all zero or another campaign's counts as generation 0: nothing of ours
-    sector_gen = np.where(ours, sec.gen, 0)
-    corrupt = (sec.state == media.CORRUPT).any(axis=1)
-    misplaced = (ours & (sec.lba != checked[:, None])).any(axis=1)
-    mixed = (sector_gen != sector_gen[:, :1]).any(axis=1)
-    gen = sector_gen[:, 0]
+    seen = block_facts(campaign, checked, sec)
+    gen, misplaced, mixed = seen.gen, seen.misplaced, seen.mixed
     # A block whose old content is unknown (an earlier finding) is still judged for damage to
     # this cycle's write (torn, corrupt, misplaced) once some sector carries one of its
     # generations.
     # (per block: sector 0's key, and per sector only in the rare blocks of mixed generations)
     in_cycle = member(checked << 32 | gen, cyc.keys)
-    placed = ours & (sec.lba == checked[:, None])
-    carries_new_any = in_cycle & placed.any(axis=1)
+    carries_new = in_cycle & seen.placed
     torn = np.flatnonzero(mixed)
     if len(torn):
-        keys = checked[torn, None] << 32 | sector_gen[torn]
-        carries_new_any[torn] = (member(keys, cyc.keys) & placed[torn]).any(axis=1)
-    carries_new = carries_new_any
+        ours, sector_gen, lba = sector_gens(sec.rows(torn), campaign)
+        keys = checked[torn, None] << 32 | sector_gen
+        placed = ours & (lba == checked[torn, None])
+        carries_new[torn] = (member(keys, cyc.keys) & placed).any(axis=1)
     # ... and for a flying write of this cycle: a sector written by this cycle for another LBA
     # does not belong there, whatever the block held before
     # (only rows of unknown, misplaced blocks are looked at: few, and the check stays cheap)
@@ -143,9 +137,9 @@ def evidence(
     lands_new = np.zeros(len(checked), dtype=bool)
     stray = np.flatnonzero(open_rows & misplaced)
     if len(stray):
-        keys = sec.lba[stray] << 32 | sector_gen[stray]
-        away = ours[stray] & (sec.lba[stray] != checked[stray, None])
-        lands_new[stray] = (member(keys, cyc.keys) & away).any(axis=1)
+        ours, sector_gen, lba = sector_gens(sec.rows(stray), campaign)
+        away = ours & (lba != checked[stray, None])
+        lands_new[stray] = (member(lba << 32 | sector_gen, cyc.keys) & away).any(axis=1)
     return Evidence(
         readable=readable,
         touched=touched,
@@ -153,19 +147,58 @@ def evidence(
         floor=floor,
         floor_write=floor_write,
         unknown=unknown,
-        corrupt=corrupt,
+        corrupt=seen.corrupt,
         misplaced=misplaced,
         mixed=mixed,
-        sound=readable & ~corrupt & ~misplaced & ~mixed,
+        sound=readable & ~seen.corrupt & ~misplaced & ~mixed,
         gen=gen,
-        sector_gen=sector_gen,
         obs_gen=np.where(readable, gen, -1),
-        obs_op=np.where(ours[:, 0], sec.op[:, 0], NO_OP),
-        obs_worker=np.where(ours[:, 0], sec.worker[:, 0], NO_OP),
+        obs_op=np.where(seen.ours0, sec.op0, NO_OP),
+        obs_worker=np.where(seen.ours0, sec.worker0, NO_OP),
         carries_new=carries_new,
         rejudged=open_rows & (carries_new | lands_new),
         in_cycle=in_cycle,
     )
+
+
+def sector_gens(
+    rows: SectorRows, campaign: int
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Per sector of `rows`: ours (valid, this campaign's), its generation (0 for a sector that is
+    all zero or another campaign's: nothing of ours), and the LBA its header names."""
+    ours = (rows.state == media.VALID) & (rows.campaign == np.uint64(campaign))
+    return ours, np.where(ours, rows.gen, 0), rows.lba
+
+
+@dataclass(frozen=True)
+class BlockFacts:
+    """Per checked block, what its sectors show."""
+
+    ours0: npt.NDArray[np.bool_]  # sector 0 is valid and this campaign's
+    gen: npt.NDArray[np.int64]  # sector 0's generation (0: nothing of ours)
+    corrupt: npt.NDArray[np.bool_]  # a sector fails its checksum
+    misplaced: npt.NDArray[np.bool_]  # a sector of ours written for another LBA
+    mixed: npt.NDArray[np.bool_]  # sectors of different generations
+    placed: npt.NDArray[np.bool_]  # a sector of ours written for this LBA
+
+
+def block_facts(campaign: int, checked: npt.NDArray[np.int64], sec: Sectors) -> BlockFacts:
+    """From the parse's per-block summary: a uniform block's sectors are all sector 0 (not
+    corrupt, one generation), so only the others are looked at sector by sector."""
+    ours0 = (sec.state0 == media.VALID) & (sec.campaign0 == np.uint64(campaign))
+    corrupt = np.zeros(len(checked), dtype=bool)
+    mixed = np.zeros(len(checked), dtype=bool)
+    misplaced = ours0 & (sec.lba0 != checked)
+    placed = ours0 & ~misplaced
+    odd = np.flatnonzero(~sec.uniform)
+    if len(odd):
+        rows = sec.rows(odd)
+        ours, sector_gen, lba = sector_gens(rows, campaign)
+        corrupt[odd] = (rows.state == media.CORRUPT).any(axis=1)
+        misplaced[odd] = (ours & (lba != checked[odd, None])).any(axis=1)
+        mixed[odd] = (sector_gen != sector_gen[:, :1]).any(axis=1)
+        placed[odd] = (ours & (lba == checked[odd, None])).any(axis=1)
+    return BlockFacts(ours0, np.where(ours0, sec.gen0, 0), corrupt, misplaced, mixed, placed)
 
 
 Claim = tuple[str, npt.NDArray[np.bool_]]  # a class, and the blocks a rule gives it
@@ -253,7 +286,7 @@ def member(keys: npt.NDArray[np.int64], sorted_set: npt.NDArray[np.int64]) -> np
 @dataclass(frozen=True)
 class Classified:
     """Per checked block: its class ("" = fine), the generation it had to hold at least, what it
-    holds, the writes behind both, and its sectors' generations, damage and stored LBAs."""
+    holds, the writes behind both, and its sectors (for a finding's details)."""
 
     checked: npt.NDArray[np.int64]
     klass: npt.NDArray[Any]
@@ -262,9 +295,8 @@ class Classified:
     floor_write: npt.NDArray[np.int64]
     obs_op: npt.NDArray[np.int64]
     obs_worker: npt.NDArray[np.int64]
-    sector_gen: npt.NDArray[np.int64]
-    corrupt_sector: npt.NDArray[np.bool_]
-    sector_lba: npt.NDArray[np.int64]
+    sectors: Sectors
+    campaign: int
 
     def continues(self, prev: int, row: int) -> bool:
         """Same finding: consecutive LBAs, same class, same expected and observed writes."""
@@ -306,16 +338,18 @@ def _finding(run: list[int], blocks: Classified, cyc: Cycle) -> Finding:
             detail["last_flush_to_cut_ns"] = cyc.last_flush_to_cut_ns(cut_ns)
     if blocks.obs_worker[first] != NO_OP:
         detail["observed_worker"] = int(blocks.obs_worker[first])
-    gens = blocks.sector_gen[first]
+    sector = blocks.sectors.rows(np.array([first]))
+    gens = sector_gens(sector, blocks.campaign)[1][0]
+    corrupt_sector = sector.state[0] == media.CORRUPT
     if cls == SHORN:
         detail["tear_sectors"] = (np.flatnonzero(np.diff(gens) != 0) + 1).tolist()
         detail["sector_gens"] = gens.tolist()
         if not detail["tear_sectors"]:  # whole block old inside a unit partly written
             detail["atomic_unit_tear"] = True
-    if cls in (CORRUPTION, COLLATERAL, LOST_DURABLE) and blocks.corrupt_sector[first].any():
-        detail["corrupt_sectors"] = np.flatnonzero(blocks.corrupt_sector[first]).tolist()
+    if cls in (CORRUPTION, COLLATERAL, LOST_DURABLE) and corrupt_sector.any():
+        detail["corrupt_sectors"] = np.flatnonzero(corrupt_sector).tolist()
     if cls == FLYING:
-        stored = blocks.sector_lba[first]
+        stored = sector.lba[0]
         foreign = stored[stored != lba]
         if len(foreign) and blocks.obs_op[first] != NO_OP:
             detail["written_for_lba"] = int(foreign[0])
