@@ -18,6 +18,7 @@ import numpy.typing as npt
 from rig.check import readback
 from rig.check.failures import READ_ERROR, UNCHECKED
 from rig.check.verify_findings import Finding
+from rig.check.verify_sectors import Sectors
 from rig.io import media
 
 # What a read gets from a drive that left the bus under the checker (rig/io/blockio.py makes a
@@ -56,85 +57,6 @@ class ReadPolicy:
     timeout_s: float | None = None
     max_reads: int = 2048
     max_hangs: int = 16
-
-
-_FIELDS = len(media.BLOCK_FIELDS)
-_CAMPAIGN, _LBA, _GEN, _OP, _WORKER = range(_FIELDS)
-
-
-@dataclass(frozen=True)
-class SectorRows:
-    """Per sector of some checked blocks (rows × sectors): state and header fields."""
-
-    state: npt.NDArray[np.uint8]
-    campaign: npt.NDArray[np.uint64]
-    lba: npt.NDArray[np.int64]
-    gen: npt.NDArray[np.int64]
-
-
-@dataclass(frozen=True)
-class Sectors:
-    """What the checked blocks' headers say, summarised per block by the C parse: whether a
-    block is `uniform` (no sector corrupt, every sector with sector 0's state, campaign, LBA and
-    generation), sector 0's state and fields, and per sector only in blocks that are not uniform
-    (`rows` expands any blocks to sectors). Unreadable rows read as uniform zero blocks."""
-
-    uniform: npt.NDArray[np.bool_]
-    state0: npt.NDArray[np.uint8]
-    head: npt.NDArray[np.int64]  # (field, row): sector 0's fields, media.BLOCK_FIELDS order
-    state: npt.NDArray[np.uint8]  # (row, sector)
-    fields: npt.NDArray[np.int64]  # (field, row, sector): only rows that are not uniform
-
-    @classmethod
-    def empty(cls, rows: int, per_block: int) -> Sectors:
-        return cls(
-            np.ones(rows, dtype=bool),
-            np.full(rows, media.ZERO, dtype=np.uint8),
-            np.zeros((_FIELDS, rows), dtype=np.int64),
-            np.full((rows, per_block), media.ZERO, dtype=np.uint8),
-            np.zeros((_FIELDS, rows, per_block), dtype=np.int64),  # pages touched only if used
-        )
-
-    @property
-    def campaign0(self) -> npt.NDArray[np.uint64]:
-        return self.head[_CAMPAIGN].view(np.uint64)
-
-    @property
-    def lba0(self) -> npt.NDArray[np.int64]:
-        return self.head[_LBA]
-
-    @property
-    def gen0(self) -> npt.NDArray[np.int64]:
-        return self.head[_GEN]
-
-    @property
-    def op0(self) -> npt.NDArray[np.int64]:
-        return self.head[_OP]
-
-    @property
-    def worker0(self) -> npt.NDArray[np.int64]:
-        return self.head[_WORKER]
-
-    def rows(self, rows: npt.NDArray[np.int64]) -> SectorRows:
-        """Every sector of these rows: uniform rows repeat sector 0's state and fields."""
-        same = self.uniform[rows]
-        state = self.state[rows]
-        fields = self.fields[:, rows]
-        state[same] = self.state0[rows[same], None]
-        fields[:, same] = self.head[:, rows[same], None]
-        return SectorRows(state, fields[_CAMPAIGN].view(np.uint64), fields[_LBA], fields[_GEN])
-
-    def fill(self, rows: slice, data: npt.NDArray[np.uint8]) -> None:
-        """Parse `data` (the blocks of `rows`) straight into these rows: one C pass."""
-        per_block = self.state.shape[1]
-        columns = media.BlockColumns(
-            self.state[rows].reshape(-1),
-            self.uniform[rows],
-            self.state0[rows],
-            self.head[:, rows],
-            self.fields[:, rows].reshape(_FIELDS, -1),
-        )
-        media.parse_blocks_into(data, per_block, columns)
 
 
 @dataclass(frozen=True)

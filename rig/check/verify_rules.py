@@ -30,7 +30,8 @@ from rig.check.failures import (
 )
 from rig.check.ledger import CycleLog, Durability, is_uncertain, known_floor, uncertain
 from rig.check.verify_findings import NO_OP, Finding
-from rig.check.verify_reads import Reads, SectorRows, Sectors
+from rig.check.verify_reads import Reads
+from rig.check.verify_sectors import Sectors, block_facts, sector_gens
 from rig.io import media
 
 
@@ -55,6 +56,14 @@ class Cycle:
         self.keys = np.sort(self.lba << 32 | self.gen)
         ok = log.column("flush_status") == 0
         self.flush_done = np.sort(log.column("flush_complete_ns")[ok])
+        self._positions: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
+
+    def positions(self, checked: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Row of each block entry in `checked` (sorted, holding every LBA of the cycle); the
+        last answer is kept, as every rule of one check asks it of the same array."""
+        if self._positions is None or self._positions[0] is not checked:
+            self._positions = (checked, np.searchsorted(checked, self.lba))
+        return self._positions[1]
 
     def last_flush_to_cut_ns(self, cut_ns: int) -> int:
         """Time from the last flush that completed before the cut to the cut (-1: none)."""
@@ -100,7 +109,7 @@ def evidence(
 ) -> Evidence:
     # floor: newest durable generation of this cycle, else the committed one (for a block whose
     # content is unknown: the oldest generation it may hold)
-    pos = np.searchsorted(checked, cyc.lba)
+    pos = cyc.positions(checked)
     touched = np.zeros(len(checked), dtype=bool)
     touched[pos] = True
     floor = known_floor(committed)
@@ -161,46 +170,6 @@ def evidence(
     )
 
 
-def sector_gens(
-    rows: SectorRows, campaign: int
-) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Per sector of `rows`: ours (valid, this campaign's), its generation (0 for a sector that is
-    all zero or another campaign's: nothing of ours), and the LBA its header names."""
-    ours = (rows.state == media.VALID) & (rows.campaign == np.uint64(campaign))
-    return ours, np.where(ours, rows.gen, 0), rows.lba
-
-
-@dataclass(frozen=True)
-class BlockFacts:
-    """Per checked block, what its sectors show."""
-
-    ours0: npt.NDArray[np.bool_]  # sector 0 is valid and this campaign's
-    gen: npt.NDArray[np.int64]  # sector 0's generation (0: nothing of ours)
-    corrupt: npt.NDArray[np.bool_]  # a sector fails its checksum
-    misplaced: npt.NDArray[np.bool_]  # a sector of ours written for another LBA
-    mixed: npt.NDArray[np.bool_]  # sectors of different generations
-    placed: npt.NDArray[np.bool_]  # a sector of ours written for this LBA
-
-
-def block_facts(campaign: int, checked: npt.NDArray[np.int64], sec: Sectors) -> BlockFacts:
-    """From the parse's per-block summary: a uniform block's sectors are all sector 0 (not
-    corrupt, one generation), so only the others are looked at sector by sector."""
-    ours0 = (sec.state0 == media.VALID) & (sec.campaign0 == np.uint64(campaign))
-    corrupt = np.zeros(len(checked), dtype=bool)
-    mixed = np.zeros(len(checked), dtype=bool)
-    misplaced = ours0 & (sec.lba0 != checked)
-    placed = ours0 & ~misplaced
-    odd = np.flatnonzero(~sec.uniform)
-    if len(odd):
-        rows = sec.rows(odd)
-        ours, sector_gen, lba = sector_gens(rows, campaign)
-        corrupt[odd] = (rows.state == media.CORRUPT).any(axis=1)
-        misplaced[odd] = (ours & (lba != checked[odd, None])).any(axis=1)
-        mixed[odd] = (sector_gen != sector_gen[:, :1]).any(axis=1)
-        placed[odd] = (ours & (lba == checked[odd, None])).any(axis=1)
-    return BlockFacts(ours0, np.where(ours0, sec.gen0, 0), corrupt, misplaced, mixed, placed)
-
-
 Claim = tuple[str, npt.NDArray[np.bool_]]  # a class, and the blocks a rule gives it
 
 
@@ -241,12 +210,24 @@ def claims(ev: Evidence) -> list[Claim]:
     ]
 
 
-def resolve(rows: int, claims: list[Claim]) -> npt.NDArray[Any]:
-    """Each block's class ("" = fine): of the classes claiming it, the strongest by precedence."""
-    klass = np.full(rows, "", dtype=object)
+# Per-block classes as small integer codes into CLASSES (0, FINE: no class): compared as numbers,
+# not string by string.
+CLASSES = ("", *failures.names())
+FINE = 0
+
+
+def code(cls: str) -> int:
+    """The code of a class name in a per-block class array."""
+    return CLASSES.index(cls)
+
+
+def resolve(rows: int, claims: list[Claim]) -> npt.NDArray[np.uint8]:
+    """Each block's class code (FINE: none): of the classes claiming it, the strongest by
+    precedence."""
+    klass = np.full(rows, FINE, dtype=np.uint8)
     weakest_first = sorted(claims, key=lambda c: failures.row(c[0]).precedence, reverse=True)
     for cls, blocks in weakest_first:
-        klass[blocks] = cls
+        klass[blocks] = code(cls)
     return klass
 
 
@@ -285,11 +266,11 @@ def member(keys: npt.NDArray[np.int64], sorted_set: npt.NDArray[np.int64]) -> np
 
 @dataclass(frozen=True)
 class Classified:
-    """Per checked block: its class ("" = fine), the generation it had to hold at least, what it
-    holds, the writes behind both, and its sectors (for a finding's details)."""
+    """Per checked block: its class code (FINE: none), the generation it had to hold at least,
+    what it holds, the writes behind both, and its sectors (for a finding's details)."""
 
     checked: npt.NDArray[np.int64]
-    klass: npt.NDArray[Any]
+    klass: npt.NDArray[np.uint8]
     floor: npt.NDArray[np.int64]
     obs_gen: npt.NDArray[np.int64]
     floor_write: npt.NDArray[np.int64]
@@ -305,14 +286,14 @@ class Classified:
             and self.klass[row] == self.klass[prev]
             and self.floor_write[row] == self.floor_write[prev]
             and self.obs_op[row] == self.obs_op[prev]
-            and self.klass[row] not in (SHORN, CORRUPTION, COLLATERAL)  # each stands alone
+            and CLASSES[self.klass[row]] not in (SHORN, CORRUPTION, COLLATERAL)  # stand alone
         )
 
 
 def merge(blocks: Classified, cyc: Cycle) -> Iterator[Finding]:
     """One finding per run of consecutive blocks with the same class and the same writes."""
     run: list[int] = []
-    for row in np.flatnonzero(blocks.klass != "").tolist():
+    for row in np.flatnonzero(blocks.klass != FINE).tolist():
         if run and not blocks.continues(run[-1], row):
             yield _finding(run, blocks, cyc)
             run = []
@@ -323,7 +304,7 @@ def merge(blocks: Classified, cyc: Cycle) -> Iterator[Finding]:
 
 def _finding(run: list[int], blocks: Classified, cyc: Cycle) -> Finding:
     first = run[0]
-    cls = str(blocks.klass[first])
+    cls = CLASSES[blocks.klass[first]]
     write = int(blocks.floor_write[first])
     lba = int(blocks.checked[first])
     detail: dict[str, Any] = {}
@@ -376,12 +357,12 @@ def atomic_tears(
     cyc: Cycle,
     checked: npt.NDArray[np.int64],
     held: npt.NDArray[np.int64],
-    klass: npt.NDArray[Any],
+    klass: npt.NDArray[np.uint8],
     unit: int,
 ) -> None:
     """Mark as shorn the old blocks of every aligned atomic unit that a write of this cycle
     covered whole, where some blocks hold that write and others something older."""
-    pos = np.searchsorted(checked, cyc.lba)
+    pos = cyc.positions(checked)
     newest = np.zeros(len(checked), dtype=np.int64)
     np.maximum.at(newest, pos, cyc.gen)  # a later write of this cycle over it decides instead
     for write in range(len(cyc.op_seq)):
@@ -391,12 +372,12 @@ def atomic_tears(
         for start in range(first_unit, int(lbas[-1]) + 1 - unit + 1, unit):
             rows = pos[entries[start - lbas[0] : start - lbas[0] + unit]]
             gens = cyc.gen[entries[start - lbas[0] : start - lbas[0] + unit]]
-            if (newest[rows] != gens).any() or (klass[rows] != "").any():
+            if (newest[rows] != gens).any() or (klass[rows] != FINE).any():
                 continue
             new = held[rows] == gens
             old = (held[rows] >= 0) & (held[rows] < gens)
             if new.any() and old.any() and (new | old).all():
-                klass[rows[old]] = SHORN
+                klass[rows[old]] = code(SHORN)
 
 
 def nondurable_outcomes(
@@ -404,12 +385,12 @@ def nondurable_outcomes(
     checked: npt.NDArray[np.int64],
     obs_gen: npt.NDArray[np.int64],
     readable: npt.NDArray[np.bool_],
-    klass: npt.NDArray[Any],
+    klass: npt.NDArray[np.uint8],
 ) -> tuple[list[Finding], int, int]:
     """Non-durable writes of this cycle: how many survived, and an allowed-loss row per loss."""
-    pos = np.searchsorted(checked, cyc.lba)
+    pos = cyc.positions(checked)
     visible = obs_gen[pos] >= cyc.gen  # its data, or a newer write over it, reads back
-    clean = readable[pos] & (klass[pos] == "")
+    clean = readable[pos] & (klass[pos] == FINE)
     nondurable = ~cyc.durability.durable
     writes = np.flatnonzero(nondurable)
     if len(writes) == 0:
@@ -438,17 +419,17 @@ def unserializable(
     cyc: Cycle,
     checked: npt.NDArray[np.int64],
     held: npt.NDArray[np.int64],
-    klass: npt.NDArray[Any],
+    klass: npt.NDArray[np.uint8],
 ) -> list[Finding]:
     """FAST'13 serializability: a durable write lost while a write issued after its completion
     survived (some block of it reads back whole with its generation). One finding per cut, with
     the count of such lost writes and the first of them."""
-    pos = np.searchsorted(checked, cyc.lba)
-    lost_entry = (klass[pos] == LOST_DURABLE) & cyc.durable & (held[pos] < cyc.gen)
+    pos = cyc.positions(checked)
+    lost_entry = (klass[pos] == code(LOST_DURABLE)) & cyc.durable & (held[pos] < cyc.gen)
     lost_durable = np.zeros(len(cyc.op_seq), dtype=bool)
     lost_durable[cyc.write[lost_entry]] = True
     survived = np.zeros(len(cyc.op_seq), dtype=bool)
-    survived[cyc.write[(held[pos] == cyc.gen) & (klass[pos] == "")]] = True
+    survived[cyc.write[(held[pos] == cyc.gen) & (klass[pos] == FINE)]] = True
     if not lost_durable.any() or not survived.any():
         return []
     latest_survivor_issue = cyc.issue_ns[survived].max()
