@@ -39,18 +39,21 @@ class Sectors:
     head: npt.NDArray[np.int64]  # (field, row): sector 0's fields, media.BLOCK_FIELDS order
     state: npt.NDArray[np.uint8]  # (row, sector)
     fields: npt.NDArray[np.int64]  # (field, row, sector): only rows that are not uniform
+    parser: media.BlockParser  # writes into the arrays above
 
     @classmethod
     def empty(cls, rows: int, per_block: int) -> Sectors:
         # per sector: left unset (the parse writes what is read there; `rows` reads sector 0's
         # summary for uniform and unread rows)
-        return cls(
-            np.ones(rows, dtype=bool),
-            np.full(rows, media.ZERO, dtype=np.uint8),
-            np.zeros((_FIELDS, rows), dtype=np.int64),
-            np.empty((rows, per_block), dtype=np.uint8),
-            np.empty((_FIELDS, rows, per_block), dtype=np.int64),
+        uniform = np.ones(rows, dtype=bool)
+        state0 = np.full(rows, media.ZERO, dtype=np.uint8)
+        head = np.zeros((_FIELDS, rows), dtype=np.int64)
+        state = np.empty((rows, per_block), dtype=np.uint8)
+        fields = np.empty((_FIELDS, rows, per_block), dtype=np.int64)
+        out = media.BlockColumns(
+            state.reshape(-1), uniform, state0, head, fields.reshape(_FIELDS, -1)
         )
+        return cls(uniform, state0, head, state, fields, media.BlockParser(per_block, out))
 
     @property
     def campaign0(self) -> npt.NDArray[np.uint64]:
@@ -83,15 +86,9 @@ class Sectors:
 
     def fill(self, rows: slice, data: npt.NDArray[np.uint8]) -> None:
         """Parse `data` (the blocks of `rows`) straight into these rows: one C pass."""
-        per_block = self.state.shape[1]
-        columns = media.BlockColumns(
-            self.state[rows].reshape(-1),
-            self.uniform[rows],
-            self.state0[rows],
-            self.head[:, rows],
-            self.fields[:, rows].reshape(_FIELDS, -1),
-        )
-        media.parse_blocks_into(data, per_block, columns)
+        if rows.stop - rows.start != len(data) // (self.state.shape[1] * media.SECTOR):
+            raise ValueError("fill: data is not the blocks of these rows")
+        self.parser.parse(data, rows.start)
 
 
 def sector_gens(

@@ -237,33 +237,64 @@ class BlockColumns:
 
 def parse_blocks_into(data: Data, per_block: int, out: BlockColumns) -> None:
     """Check `data` and summarise it block by block into `out` (one C pass): what the checker
-    reads, per sector only where a block is not uniform."""
+    reads, per sector only where a block is not uniform. `out` holds exactly the data's blocks."""
     words = _words(data)
-    n = len(words) // per_block
-    if per_block < 1 or n * per_block != len(words):
+    if per_block < 1 or len(words) % per_block:
         raise ValueError("parse_blocks_into: data is not whole blocks")
-    shapes = (
-        (out.state, (n * per_block,), 1),
-        (out.uniform, (n,), 1),
-        (out.state0, (n,), 1),
-        (out.head, (len(BLOCK_FIELDS), n), 8),
-        (out.fields, (len(BLOCK_FIELDS), n * per_block), 8),
-    )
-    for a, shape, itemsize in shapes:
-        if a.shape != shape or a.itemsize != itemsize or a.strides[-1] != itemsize:
-            raise ValueError("parse_blocks_into: output columns of the wrong shape or layout")
-    lib().pfr_parse_blocks(
-        words.ctypes.data,
-        n,
-        per_block,
-        out.state.ctypes.data,
-        out.uniform.ctypes.data,
-        out.state0.ctypes.data,
-        out.head.ctypes.data,
-        out.head.strides[0] // 8,
-        out.fields.ctypes.data,
-        out.fields.strides[0] // 8,
-    )
+    parser = BlockParser(per_block, out)
+    if len(words) != parser.blocks * per_block:
+        raise ValueError("parse_blocks_into: output columns of the wrong shape or layout")
+    parser.parse(words, 0)
+
+
+class BlockParser:
+    """`parse_blocks_into` call after call into one set of columns (the checker's rows, one
+    window at a time): their layout is checked and their addresses taken once; each call checks
+    that its data is whole blocks that fit from `first_block` on."""
+
+    def __init__(self, per_block: int, out: BlockColumns) -> None:
+        n = len(out.uniform)
+        shapes = (
+            (out.state, (n * per_block,), 1),
+            (out.uniform, (n,), 1),
+            (out.state0, (n,), 1),
+            (out.head, (len(BLOCK_FIELDS), n), 8),
+            (out.fields, (len(BLOCK_FIELDS), n * per_block), 8),
+        )
+        for a, shape, itemsize in shapes:
+            if a.shape != shape or a.itemsize != itemsize or a.strides[-1] != itemsize:
+                raise ValueError("parse_blocks_into: output columns of the wrong shape or layout")
+            if a.ndim == 2 and a.strides[0] <= 0:
+                raise ValueError("parse_blocks_into: output columns of the wrong shape or layout")
+        if per_block < 1:
+            raise ValueError("parse_blocks_into: data is not whole blocks")
+        self.per_block, self.blocks = per_block, n
+        self._out = out  # the addresses below point into it
+        self._addresses = [a.ctypes.data for a, _, _ in shapes]
+        self._strides = out.head.strides[0] // 8, out.fields.strides[0] // 8
+
+    def parse(self, data: Data, first_block: int) -> None:
+        words = _words(data)
+        per_block = self.per_block
+        n = len(words) // per_block
+        if n * per_block != len(words):
+            raise ValueError("parse_blocks_into: data is not whole blocks")
+        if first_block < 0 or first_block + n > self.blocks:
+            raise ValueError("parse_blocks_into: blocks beyond the output columns")
+        state, uniform, state0, head, fields = self._addresses
+        first_sector = first_block * per_block
+        lib().pfr_parse_blocks(
+            words.ctypes.data,
+            n,
+            per_block,
+            state + first_sector,
+            uniform + first_block,
+            state0 + first_block,
+            head + first_block * 8,
+            self._strides[0],
+            fields + first_sector * 8,
+            self._strides[1],
+        )
 
 
 def aligned_buffer(nbytes: int, alignment: int = 4096) -> npt.NDArray[np.uint8]:
