@@ -160,14 +160,33 @@ def test_the_checkers_rows_expand_uniform_blocks_to_their_sectors() -> None:
 
 
 def test_parse_blocks_into_refuses_partial_blocks_and_wrong_layouts() -> None:
-    data = write(1, 0, 1)
+    data = np.concatenate([write(1, 0, 1), write(1, 1, 2)])
     with pytest.raises(ValueError, match="whole blocks"):
         media.parse_blocks_into(data[:1024], 3, summarise(data))
     out = summarise(data)
     wrong = media.BlockColumns(out.state, out.uniform, out.state0, out.head[:, ::-1], out.fields)
     with pytest.raises(ValueError, match="layout"):
         media.parse_blocks_into(data, PER_BLOCK, wrong)
-    strided = np.zeros((FIELDS, 2 * PER_BLOCK), dtype=np.int64)[:, ::2]
+    strided = np.zeros((FIELDS, 4 * PER_BLOCK), dtype=np.int64)[:, ::2]
     wrong = media.BlockColumns(out.state, out.uniform, out.state0, out.head, strided)
     with pytest.raises(ValueError, match="layout"):
         media.parse_blocks_into(data, PER_BLOCK, wrong)
+    overlapping = np.lib.stride_tricks.as_strided(out.head, (FIELDS, 2), (8, 8))
+    wrong = media.BlockColumns(out.state, out.uniform, out.state0, overlapping, out.fields)
+    with pytest.raises(ValueError, match="layout"):
+        media.parse_blocks_into(data, PER_BLOCK, wrong)
+    sec = Sectors.empty(3, PER_BLOCK)
+    with pytest.raises(ValueError, match="beyond"):
+        sec.parser.parse(data, 2)  # two blocks from row 2 of 3
+
+
+@pytest.mark.parametrize(("rows", "per_block"), [(0, 8), (1, 1), (1, 8), (3, 1)])
+def test_the_checkers_columns_take_any_number_of_rows(rows: int, per_block: int) -> None:
+    """A check of no block at all (a cycle that wrote nothing) or of one: numpy gives axes of
+    length 0 or 1 strides of its choice, which the layout check must not refuse."""
+    sec = Sectors.empty(rows, per_block)
+    assert len(sec.rows(np.arange(rows)).state) == rows
+    if rows:
+        record = media.WriteRecord(1, 5, np.full(rows, 3, dtype=np.uint64), 0, 1, 1)
+        sec.fill(slice(0, rows), media.build(record, per_block * media.SECTOR))
+        assert sec.uniform.all() and (sec.lba0 == np.arange(5, 5 + rows)).all()
