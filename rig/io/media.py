@@ -263,9 +263,10 @@ class BlockParser:
         )
         for a, shape, itemsize in shapes:
             # (a stride along an axis of length 0 or 1 is never used: numpy may set it to anything)
-            apart = a.ndim == 1 or shape[1] == 0 or a.strides[0] >= shape[1] * itemsize
-            dense = shape[-1] <= 1 or a.strides[-1] == itemsize
-            if a.shape != shape or a.itemsize != itemsize or not (apart and dense):
+            right = a.shape == shape and a.itemsize == itemsize
+            dense = right and (shape[-1] <= 1 or a.strides[-1] == itemsize)
+            apart = len(shape) == 1 or shape[-1] == 0 or a.strides[0] >= shape[-1] * itemsize
+            if not (right and dense and apart):
                 raise ValueError("parse_blocks_into: output columns of the wrong shape or layout")
         if per_block < 1:
             raise ValueError("parse_blocks_into: data is not whole blocks")
