@@ -5,6 +5,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from reports import verdict as verdicts
+from rig.config import Criteria
 from rig.store import Store
 
 
@@ -30,12 +32,21 @@ class DriveReport:
     bytes_written: int = 0
     blocks_unchecked: int = 0  # meant to be read, left unread by a read budget (not a failure)
     return_ms: list[float] = field(default_factory=list)
+    criteria: Criteria = field(default_factory=Criteria)  # its campaign's, as stored
 
     @property
     def verdict(self) -> str:
-        if self.status == "dead":
-            return "DEAD"
-        return "FAIL" if self.failures else "PASS"
+        """The report's per-drive rule (reports/verdict.py): failure-free cuts pass only once
+        they demonstrate the campaign's claim; any failure finding fails the drive (the
+        criteria's classes decide the model's verdict, decision 69)."""
+        c = self.criteria
+        return verdicts.drive_verdict(
+            self.status == "dead",
+            self.cycles_with_failure,
+            self.cycles_ok,
+            c.max_failure_probability,
+            c.confidence,
+        )
 
     @property
     def median_return_ms(self) -> float | None:
@@ -64,6 +75,7 @@ def load(store: Store) -> CampaignReport:
             row["wwn"],
             row["profile"],
             row["status"],
+            criteria=_criteria(store.criteria_of_campaign(row["campaign_id"])),
         )
         for c in store.cycles_of(drive.drive_id):
             drive.cycles += 1
@@ -86,6 +98,21 @@ def load(store: Store) -> CampaignReport:
         drives.append(drive)
     examples = [dict(r) for r in store.failure_examples(200)]
     return CampaignReport(name, station, status, drives, examples)
+
+
+def _criteria(stored: dict[str, object]) -> Criteria:
+    """The stored criteria; the rig's defaults for what an older store does not hold."""
+    default = Criteria()
+    rate, confidence, classes = (
+        stored.get("max_failure_probability"),
+        stored.get("confidence"),
+        stored.get("classes"),
+    )
+    return Criteria(
+        float(rate) if isinstance(rate, int | float) else default.max_failure_probability,
+        float(confidence) if isinstance(confidence, int | float) else default.confidence,
+        tuple(str(k) for k in classes) if isinstance(classes, list) else (),
+    )
 
 
 def text(report: CampaignReport) -> str:

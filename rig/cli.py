@@ -28,12 +28,21 @@ def _station(campaign: config.Campaign, store: Store) -> Station:
     return station.build(campaign, record_edge, store.path)
 
 
-def _print_summaries(summaries: list[DriveSummary]) -> None:
+def _print_summaries(summaries: list[DriveSummary], criteria: config.Criteria) -> None:
+    """Each drive's counts and its verdict by the report's per-drive rule (reports/verdict.py):
+    failure-free cuts are PASS only once they demonstrate the campaign's criteria."""
+    from reports import verdict as verdicts
+
+    rate, confidence = criteria.max_failure_probability, criteria.confidence
     print()
     print(f"{'ch':>2}  {'drive':<48} {'cycles':>6} {'errors':>6}  verdict / failures")
     for s in summaries:
         failures = ", ".join(f"{cls} x{n}" for cls, n in sorted(s.failures.items()))
-        verdict = "DEAD" if s.dead else ("FAIL" if s.failures else "PASS")
+        cuts = s.cycles - s.errors
+        verdict = verdicts.drive_verdict(s.dead, len(s.failures), cuts, rate, confidence)
+        if verdict == verdicts.NOT_YET:
+            needed = verdicts.cuts_still_needed(cuts, rate, confidence)
+            verdict += f" (no failure; {needed} more failure-free cuts for p < {rate:g})"
         print(
             f"{s.channel:>2}  {s.label:<48} {s.cycles:>6} {s.errors:>6}  {verdict}"
             f"{': ' + failures if failures else ''}"
@@ -63,7 +72,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         log_path=log,
         progress=Progress(live=False if args.quiet else None),
     )
-    _print_summaries(result.summaries)
+    _print_summaries(result.summaries, result.criteria)
     if result.signal:
         print(f"stopped by {signal.Signals(result.signal).name}")
         return 128 + result.signal
@@ -94,7 +103,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     for line in result.finished_before:
         print(f"already finished: {line}")
-    _print_summaries(result.summaries)
+    _print_summaries(result.summaries, result.criteria)
     print(f"\nstore: {result.db}\nlog:   {result.log}")
     if result.signal:
         print(

@@ -36,6 +36,9 @@ class CutSpec:
     strategy: str = "uniform"  # rig.campaign.cuts.STRATEGIES
     after_ms: tuple[float, float] = (0.0, 1000.0)  # after_ack / idle: cut this long after
     off_ms: float = 50.0
+    # after the switch's edge the drive may still complete commands this long: the relay's
+    # release time plus the drive's own hold-up on its capacitance (docs/campaign.md)
+    hold_up_ms: float = 10.0
     gone_timeout_s: float = 5.0
     return_timeout_s: float = 30.0
     sample_blocks: int = 256  # older blocks read back per cut to catch collateral damage
@@ -250,6 +253,7 @@ def _cut(cut_t: Table, workload: Workload) -> CutSpec:
         strategy=strategy,
         after_ms=after,
         off_ms=float(cut_t.number("off_ms", 50.0, 0, 3_600_000)),
+        hold_up_ms=float(cut_t.number("hold_up_ms", 10.0, 0, 10_000)),
         gone_timeout_s=float(cut_t.number("gone_timeout_s", 5.0, 0.01, 3600)),
         return_timeout_s=float(cut_t.number("return_timeout_s", 30.0, 0.01, 3600)),
         sample_blocks=cut_t.whole("sample_blocks", 256, 0, 1 << 30),

@@ -22,7 +22,14 @@ def test_demo_runs_three_drives_and_reports_what_each_did(tmp_path: Path) -> Non
     )
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "RIGSIM Enterprise PLP" in out and "PASS" in out
+    # 50 failure-free cuts do not show p < 1e-3 at 95 %: the end table claims no more than the
+    # report does (its per-drive verdict), and says what is still needed
+    table = [line for line in out.splitlines() if "allowed losses of unflushed writes" in line]
+    plp = next(line for line in table if "RIGSIM Enterprise PLP" in line)
+    assert "NOT YET DEMONSTRATED" in plp and "PASS" not in plp
+    assert "2945 more failure-free cuts for p < 0.001" in plp  # 2995 needed in all, 50 done
+    lying = next(line for line in table if "RIGSIM Lying Flush" in line)
+    assert "FAIL: lost_durable_write" in lying
     assert "lost_durable_write" in out and "shorn_write" in out
     report = tmp_path / "out" / "report.html"
     assert out.strip().splitlines()[-1] == f"report: {report}"  # the demo ends with the path
@@ -58,7 +65,10 @@ def test_demo_runs_three_drives_and_reports_what_each_did(tmp_path: Path) -> Non
         assert name in page
 
     status = rig("status", str(tmp_path / "out" / "demo.sqlite"), cwd=tmp_path)
-    assert status.returncode == 0 and "PASS" in status.stdout and "FAIL" in status.stdout
+    assert status.returncode == 0 and "FAIL" in status.stdout
+    # the same per-drive verdict as the end table and the report
+    plp_status = next(line for line in status.stdout.splitlines() if "Enterprise PLP" in line)
+    assert "NOT YET DEMONSTRATED" in plp_status and "PASS" not in plp_status
     again = rig(
         "report", str(tmp_path / "out" / "demo.sqlite"), "--out", str(tmp_path / "r"), cwd=tmp_path
     )

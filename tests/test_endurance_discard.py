@@ -152,3 +152,34 @@ def test_endurance_on_the_loop_station_trims_first(tmp_path: Path, udevd: None) 
     # p99 is stated exactly where the interval's samples support it (a loaded host writes less)
     assert all((r[3] is None) is (r[4] < 1_000) and (r[3] is None or r[3] > 0) for r in rows)
     con.close()
+
+
+def test_ranges_fit_the_devices_own_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real drive refuses an UNMAP or DSM range above its limit (SCSI Block Limits VPD,
+    NVMe DMRSL), which its driver shows in sysfs: the tools get ranges no larger."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    sg = _fake_tool(tmp_path, "sg_unmap")
+    nvme = _fake_tool(tmp_path, "nvme")
+    discard.discard("sg_unmap", "/dev/sdz", -1, 100, 10_000, 512, device_max=4096)
+    assert sg.read_text().splitlines() == [
+        "--lba=100 --num=4096 /dev/sdz",
+        "--lba=4196 --num=4096 /dev/sdz",
+        "--lba=8292 --num=1808 /dev/sdz",
+    ]
+    discard.discard("nvme", "/dev/nvme9n1", -1, 0, 3, 4096, device_max=2)
+    assert nvme.read_text().splitlines() == [
+        "dsm /dev/nvme9n1 --ad --slbs=0 --blocks=2",
+        "dsm /dev/nvme9n1 --ad --slbs=2 --blocks=1",
+    ]
+
+
+@pytest.mark.skipif(bool(loop_available()), reason=loop_available() or "loop devices work")
+def test_the_limit_is_read_from_the_devices_queue(tmp_path: Path) -> None:
+    image = tmp_path / "d.img"
+    image.write_bytes(bytes(1 << 20))
+    with attached(image) as node:
+        name = os.path.basename(node)
+        with open(f"/sys/class/block/{name}/queue/discard_max_hw_bytes") as handle:
+            hw = int(handle.read())
+        assert discard.device_limit_blocks(node, 4096) == hw // 4096
+    assert discard.device_limit_blocks(str(tmp_path / "no-such-node"), 4096) == 0

@@ -5,6 +5,7 @@ simulated rig."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from fixtures import sim_station
 from rig import config
 from rig.bus.base import DriveNode
 from rig.campaign import endurance
+from rig.campaign.drive import DriveRun
 from rig.campaign.parallel import run_campaign
 from rig.errors import UserError
 from rig.health.errors import ToolMissing
@@ -95,6 +97,41 @@ def test_frozen_ata_falls_back_to_discard_or_is_refused_with_the_reason() -> Non
     thawed = FakeTools({"smartctl -g": (0, json.dumps({"ata_security": {"frozen": False}}))})
     caps = purge.probe("/dev/sdb", "ata", thawed, discard_max_bytes=0)
     assert purge.choose("auto", caps) == "ata_secure_erase"
+
+
+def _ata(security: dict[str, object] | None) -> purge.Capabilities:
+    answer = {"smartctl": {"version": [7, 3]}} | ({"ata_security": security} if security else {})
+    tools = FakeTools({"smartctl -g": (0, json.dumps(answer))})
+    return purge.probe("/dev/sdb", "ata", tools, discard_max_bytes=0)
+
+
+def test_ata_security_is_read_from_the_identify_word_smartctl_reports() -> None:
+    """smartctl's `ata_security.state` is IDENTIFY word 128; these are the states real drives
+    report (with smartctl's own strings)."""
+    sec1 = _ata({"state": 33, "string": "Disabled, NOT FROZEN [SEC1]", "enabled": False,
+                 "frozen": False})  # fmt: skip
+    assert purge.choose("auto", sec1) == "ata_secure_erase"
+    sec2 = _ata({"state": 41, "string": "Disabled, frozen [SEC2]", "enabled": False,
+                 "frozen": True})  # fmt: skip
+    with pytest.raises(purge.PurgeRefused, match="frozen"):
+        purge.choose("ata_secure_erase", sec2)
+    # a password someone else set: the erase needs it; refused, not attempted
+    sec5 = _ata({"state": 35, "string": "ENABLED, PW level HIGH, not locked, not frozen [SEC5]",
+                 "enabled": True, "frozen": False})  # fmt: skip
+    with pytest.raises(purge.PurgeRefused, match="password is already set"):
+        purge.choose("ata_secure_erase", sec5)
+    with pytest.raises(purge.PurgeRefused, match="password is already set"):
+        purge.choose("auto", sec5)
+    sec4 = _ata({"state": 39, "string": "ENABLED, PW level HIGH, **LOCKED** [SEC4]",
+                 "enabled": True})  # fmt: skip
+    assert not sec4.ata_frozen and sec4.ata_password_set
+    # the feature set is not there: smartctl prints "Unavailable" (state without bit 0), or
+    # nothing at all
+    for unavailable in ({"state": 0, "string": "Unavailable"}, None):
+        caps = _ata(unavailable)
+        assert not caps.ata_security
+        with pytest.raises(purge.PurgeRefused, match="supports no sanitize"):
+            purge.choose("auto", caps)
 
 
 def test_scsi_sanitize_from_opcodes_and_a_tool_that_is_missing() -> None:
@@ -196,3 +233,48 @@ def test_nvme_sanitize_waits_for_the_sanitize_log() -> None:
         purge.wait_sanitized("/dev/nvme0n1", SanitizeLog([2]), timeout_s=0, sleep=naps.append)
     with pytest.raises(Exception, match="the sanitize log cannot be read"):
         purge.wait_sanitized("/dev/nvme0n1", FakeTools({}), sleep=naps.append)
+
+
+def test_a_resume_before_the_first_round_finishes_preconditioning_first(tmp_path: Path) -> None:
+    """Stopped after the first preconditioning pass (as a kill during the second leaves the
+    store: a pass cut short by a kill records nothing), a resumed run does the second pass
+    before its first round: no round, hence no steady state, on a drive preconditioned once."""
+    from rig.campaign import resume
+
+    campaign = config.parse(_with(PTS))
+    station, _ = sim_station.build(campaign)  # its drives live on in this process
+    store = Store(str(tmp_path / "p.sqlite"))
+    stop = threading.Event()
+
+    def progress(line: str) -> None:
+        if "preconditioning pass 1/" in line:
+            stop.set()
+
+    run_campaign(campaign, station, store, progress, stop, drive_loop=endurance.drive_loop)
+    first = store.query("SELECT kind, detail FROM endurance_interval ORDER BY seq")
+    assert [r["kind"] for r in first] == ["precondition"]
+    resumable = resume.load(store)
+
+    def reconcile(runs: list[DriveRun]) -> None:  # as `rig run --resume` does
+        for r in runs:
+            resume.reconcile(r, resumable, store)
+
+    run_campaign(
+        resumable.campaign,
+        station,
+        store,
+        lambda line: None,
+        campaign_id=resumable.campaign_id,
+        resume=resumable.points,
+        on_start=reconcile,
+        drive_loop=endurance.drive_loop,
+    )
+    rows = store.query("SELECT * FROM endurance_interval ORDER BY seq")
+    assert [r["kind"] for r in rows] == ["precondition"] * 2 + ["write"] * 6
+    passes = [json.loads(r["detail"]) for r in rows[:2]]
+    assert [(p["pass"], p["complete"]) for p in passes] == [(1, True), (2, True)]
+    assert rows[1]["host_bytes_total"] >= 2 * campaign.region_bytes
+    assert [json.loads(r["detail"])["pts"]["round"] for r in rows[2:]] == [1, 2, 3, 4, 5, 6]
+    events = store.query("SELECT kind FROM event WHERE kind = 'precondition'")
+    assert len(events) == 1  # preconditioning done: once, after its second pass
+    store.close()

@@ -1,6 +1,6 @@
 """The guest station's NBD server (fixtures/guest/nbd.py) speaks the protocol QEMU's nbd client
 speaks: fixed newstyle handshake, NBD_OPT_GO with export size, flags and block sizes, READ,
-WRITE with FUA, FLUSH, DISC; a power cut fails every request after its edge, and a drive in a
+WRITE with FUA, FLUSH, TRIM, DISC; a power cut fails every request after its edge, and a drive in a
 fixed slot answers again only once the host re-initialised it. A raw client here; tests/guest
 runs QEMU's own against it."""
 
@@ -83,6 +83,12 @@ def test_the_server_serves_a_drive_and_a_cut_fails_what_follows(tmp_path: Path, 
         fua = nbd.CMD_FLAG_FUA
         assert client.request(nbd.CMD_WRITE, 4 * 4096, 4096, bytes(4096), fua)[0] == 0
         assert client.request(nbd.CMD_READ, 100, 4096)[0] != 0  # not block aligned
+        # TRIM (the guest's UNMAP / DSM deallocate / ATA TRIM): the blocks read zero after it
+        assert client.tflags & nbd.TFLAG_SEND_TRIM
+        assert client.request(nbd.CMD_WRITE, 5 * 4096, 4096, block.tobytes())[0] == 0
+        assert client.request(nbd.CMD_TRIM, 4 * 4096, 2 * 4096)[0] == 0
+        assert client.request(nbd.CMD_READ, 4 * 4096, 2 * 4096) == (0, bytes(2 * 4096))
+        assert client.request(nbd.CMD_READ, 3 * 4096, 4096) == (0, block.tobytes())  # untouched
         target.set_power(False, 1)  # the off edge
         assert client.request(nbd.CMD_READ, 3 * 4096, 4096)[0] == nbd.errno.EIO
         assert client.request(nbd.CMD_WRITE, 0, 4096, bytes(4096))[0] == nbd.errno.EIO

@@ -354,3 +354,42 @@ def test_a_writer_thread_that_crashes_is_a_rig_error_not_a_quiet_cycle() -> None
     with pytest.raises(RigError, match="writer thread crashed: RuntimeError"):
         writer.join(5.0)
     assert writer.join(5.0, raise_crash=False)  # clean-up does not raise again
+
+
+@pytest.mark.parametrize("layout", ["stripes", "stream"])
+def test_a_sequential_stream_goes_on_in_the_next_writer(tmp_path: Path, layout: str) -> None:
+    """Endurance runs one writer per interval: each must go on where the last one stopped, or a
+    sequential workload rewrites the same first stretch of each stripe interval after interval
+    and never fills the drive."""
+    load = Workload(workers=4, sequential=True, write_blocks=(8,), flush_every=0, layout=layout)
+    target = DirectTarget(str(_image(tmp_path, mib=64)))
+    try:
+        state = LbaState(0, target.nblocks)
+        planners = 1 if layout == "stream" else 4
+        size = target.nblocks // planners
+        start_at: list[int] = []
+        ends: list[list[int]] = []
+        for seed in (5, 6, 7):
+            log = CycleLog()
+            stop = threading.Event()
+            context = WriterContext(42, target, state, log, stop)
+            writer = Writer(load, context, seed=seed, start_at=start_at)
+            writer.start()
+            time.sleep(0.1)
+            stop.set()
+            assert writer.join(10)
+            assert log.write_count > 0
+            first, op = log.column("first_lba"), log.column("op_seq")
+            planner = np.zeros(len(op), dtype=np.int64) if layout == "stream" else first // size
+            for p in range(planners):
+                mine = np.flatnonzero(planner == p)
+                if start_at and len(mine):  # its first write is where the last writer stopped
+                    head = int(first[mine[np.argmin(op[mine])]]) - p * size
+                    assert head == (start_at[p] if start_at[p] + 8 <= size else 0), (p, seed)
+            start_at = writer.next_start()
+            ends.append(start_at)
+            assert len(start_at) == planners
+        # the stream advanced (it did not start over at 0 each time)
+        assert ends[0] != ends[1] != ends[2]
+    finally:
+        target.close()

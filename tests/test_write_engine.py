@@ -10,9 +10,13 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from rig.io import media
+from rig.check import verify
+from rig.check.ledger import CycleLog, LbaState
+from rig.io import media, workload_native
 from rig.io.blockio import DirectTarget
+from rig.io.workload import Workload, Writer, WriterContext
 from rig.native import AioContext, BatchRing, EngineResult, engine_loop
 
 BLOCK = 4096
@@ -139,3 +143,75 @@ def test_stopping_retires_what_was_published_and_never_ran(tmp_path: Path) -> No
     assert not engine.thread.is_alive() and engine.stuck == [False]
     assert (first.status == 0).all()
     assert ring.collect() is None  # never retired: the caller logs nothing of it
+
+
+class _LateRing(BatchRing):
+    """A ring that plays one interleaving of the writer's two threads: the planner thread looks
+    for a retired batch an instant before the engine retires it (and stops, and the writer marks
+    the run finished). `stop` is the writer's stop event; set here so the engine ends."""
+
+    stop: threading.Event | None = None
+
+    def __init__(self, size: int, timers: int) -> None:
+        super().__init__(size, timers)
+        self._played = False
+        self._finished = threading.Event()
+
+    def collect(self) -> EngineResult | None:
+        if not self._played and self.collected < self.published:
+            self._played = True
+            assert self.stop is not None
+            self.stop.set()  # the cut: the engine drains, retires every batch and returns ...
+            assert self._finished.wait(30)  # ... and the writer sets `finished` (then wakes us)
+            return None  # what this look saw: the batch was not retired yet
+        return super().collect()
+
+    def wake(self) -> None:
+        self._finished.set()
+        super().wake()
+
+
+def test_batches_retired_as_the_run_finishes_are_still_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every write the engine ran is in the ledger, even when the planner thread's last look
+    found nothing retired and the run finished right after it. Unlogged writes on the drive are
+    generations the checker never planned: an honest drive's blocks were reported as flying
+    writes in CI when this happened."""
+    image = tmp_path / "target.img"
+    with image.open("wb") as handle:
+        handle.truncate(8 << 20)
+    target = DirectTarget(str(image))
+    monkeypatch.setattr(workload_native, "BatchRing", _LateRing)
+    try:
+        state = LbaState(0, target.nblocks)
+        log = CycleLog()
+        stop = threading.Event()
+        _LateRing.stop = stop
+        load = Workload(workers=4, write_blocks=(1, 4), flush_every=0, engine="native")
+        writer = Writer(load, WriterContext(42, target, state, log, stop), seed=5)
+        writer.start()
+        assert writer.join(30)
+        on_target = media.parse(target.read(0, target.nblocks))
+        per_block = BLOCK // media.SECTOR
+        written = np.flatnonzero(on_target.state.reshape(-1, per_block)[:, 0] == media.VALID)
+        assert len(written) > 0  # the engine did write before the stop
+        logged: set[int] = set()
+        if log.write_count:
+            for first, count in zip(log.column("first_lba"), log.column("nblocks"), strict=True):
+                logged.update(range(int(first), int(first) + int(count)))
+        assert set(written.tolist()) <= logged
+        end = int(log.column("complete_ns").max()) + 1
+        result = verify.check(
+            42,
+            state,
+            log,
+            log.durability(end, 0),
+            np.zeros(0, dtype=np.int64),
+            target.read,
+            target.block_size,
+        )
+        assert [f for f in result.findings if f.failure] == []
+    finally:
+        _LateRing.stop = None
+        target.close()

@@ -110,6 +110,7 @@ class EnduranceRun:
         self.seq, self.host_bytes, self.throughputs = run.store.endurance_so_far(run.drive_id)
         self.write_intervals = len(self.throughputs)
         self.rounds = pts_flow.rounds_from(spec, run.store.endurance_details(run.drive_id))
+        self.sequential_at: list[int] = []  # where a sequential workload goes on (per slot)
 
     # the drive's loop ---------------------------------------------------------------------------
     def loop(self, stop: threading.Event) -> None:
@@ -119,6 +120,7 @@ class EnduranceRun:
             if self.seq == 0:
                 pts_flow.purge(self)
                 self._prepare_region()
+            if self.write_intervals == 0:  # (a resume before the first round: the passes left)
                 pts_flow.precondition(self, stop)
             while not stop.is_set() and not self._done():
                 self._write_interval(stop)
@@ -164,8 +166,15 @@ class EnduranceRun:
         fileno = getattr(run.target, "fileno", None)
         fd = fileno() if callable(fileno) else -1
         started = time.monotonic_ns()
+        block = run.target.block_size
         discard.discard(
-            kind, run.node.devnode, fd, state.first_lba, state.nblocks, run.target.block_size
+            kind,
+            run.node.devnode,
+            fd,
+            state.first_lba,
+            state.nblocks,
+            block,
+            discard.device_limit_blocks(run.node.devnode, block),
         )
         detail: dict[str, Any] = {"kind": kind, "blocks": state.nblocks}
         detail["ns"] = time.monotonic_ns() - started
@@ -190,17 +199,9 @@ class EnduranceRun:
         self.seq += 1
         self.write_intervals += 1
         log = CycleLog()
-        halt = threading.Event()
-        context = WriterContext(run.media_id, run.target, run.state, log, halt)
-        key = f"{run.campaign.seed}/{run.spec.channel}/interval {self.seq}"
-        seed = random.Random(key).randrange(1 << 30)
-        writer = Writer(run.campaign.workload, context, seed=seed)
         started_at = time.time()
         t0 = time.monotonic()
-        writer.start()
-        stop.wait(self.spec.interval_s)  # returns early on a stop: a short last interval
-        halt.set()
-        writer.join(30.0)
+        self._run_writer(log, stop)
         seconds = time.monotonic() - t0
         flush_issue = time.monotonic_ns()
         run.target.flush()
@@ -263,6 +264,22 @@ class EnduranceRun:
             + f"  fill {fill * 100:5.1f}%{'  steady' if steady else ''}"
             + (f"  FAILURES {failures}" if failures else "")
         )
+
+    def _run_writer(self, log: CycleLog, stop: threading.Event) -> None:
+        """One interval's writes into `log`: `interval_s` long, shorter on a stop. A sequential
+        workload goes on where the last interval stopped (a stream that went back to each
+        stripe's start would rewrite the same first stretch interval after interval)."""
+        run = self.run
+        halt = threading.Event()
+        context = WriterContext(run.media_id, run.target, run.state, log, halt)
+        key = f"{run.campaign.seed}/{run.spec.channel}/interval {self.seq}"
+        seed = random.Random(key).randrange(1 << 30)
+        writer = Writer(run.campaign.workload, context, seed=seed, start_at=self.sequential_at)
+        writer.start()
+        stop.wait(self.spec.interval_s)  # returns early on a stop: a short last interval
+        halt.set()
+        writer.join(30.0)
+        self.sequential_at = writer.next_start()
 
     def _note_findings(self, result: verify.CheckResult, detail: dict[str, Any]) -> int:
         failing = [f for f in result.findings if f.failure]

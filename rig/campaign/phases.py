@@ -137,13 +137,19 @@ def verify(drive: DriveRun, c: Cycle) -> None:
     """The verify phase: this cycle's writes and the blocks at risk, read back and judged."""
     assert c.edge is not None and c.target is not None
     c.durability = durability = c.log.durability(c.edge.host_ns, c.edge.error_ns)
-    # A write issued after the cut edge cannot succeed on a drive without power: if one did,
-    # the power did not really go off (scheduling delays cannot fake this, unlike timestamps
-    # of completions, which may reach the host late).
-    after_cut = c.log.column("issue_ns") > c.edge.host_ns + c.edge.error_ns
-    if (after_cut & (c.log.column("status") == 0)).any():
-        raise RigError("a write issued after the cut succeeded: power did not really go off")
     spec, state = drive.campaign.cut, drive.state
+    # A write issued once the drive can no longer run cannot succeed: if one did, the power did
+    # not really go off (scheduling delays cannot fake this, unlike timestamps of completions,
+    # which may reach the host late). Until then (the edge, its error, then the relay's release
+    # and the drive's hold-up: [cut] hold_up_ms) a write may still complete; it is judged as one
+    # in flight at the cut (acknowledged after the edge: its loss is allowed).
+    hold_up_ns = int(spec.hold_up_ms * 1e6)
+    after_cut = c.log.column("issue_ns") > c.edge.host_ns + c.edge.error_ns + hold_up_ns
+    if (after_cut & (c.log.column("status") == 0)).any():
+        raise RigError(
+            f"a write issued after the cut succeeded (more than [cut] hold_up_ms ="
+            f" {spec.hold_up_ms:g} after the edge): power did not really go off"
+        )
     policy = checker.ReadPolicy(timeout_s=spec.read_timeout_s, max_reads=spec.read_budget)
     extra = blocks_to_check(drive, c)
     read, block = c.target.read, c.target.block_size

@@ -42,10 +42,14 @@ def purge(e: endurance.EnduranceRun) -> None:
 def precondition(e: endurance.EnduranceRun, stop: threading.Event) -> None:
     """Workload-independent preconditioning: PRECONDITION_PASSES x the region in 128 KiB
     sequential writes, one `precondition` row per pass (they take no interval number and
-    are no round: rounds start after it)."""
+    are no round: rounds start after it). A resumed run does the passes not yet complete (one a
+    stop or a kill cut short is done again in full): no round starts before all are done."""
     if not e.spec.precondition:
         return
     run = e.run
+    done = run.store.precondition_passes_done(run.drive_id)
+    if done >= PRECONDITION_PASSES:
+        return
     block = run.target.block_size
     per_write = max(1, PRECONDITION_WRITE_BYTES // block)
     load = Workload(
@@ -57,10 +61,14 @@ def precondition(e: endurance.EnduranceRun, stop: threading.Event) -> None:
         engine=run.campaign.workload.engine,
     )
     writes_per_pass = -(-run.state.nblocks // per_write)
-    for number in range(1, PRECONDITION_PASSES + 1):
+    for number in range(done + 1, PRECONDITION_PASSES + 1):
         if stop.is_set():
             return
-        _precondition_pass(e, load, number, writes_per_pass, stop)
+        if not _precondition_pass(e, load, number, writes_per_pass, stop):
+            if stop.is_set():
+                return  # (a resume does it again)
+            # no round may start on a drive that was not preconditioned
+            raise RigError(f"preconditioning pass {number} could not write the whole region")
     run.store.add_event(
         run.drive_id, time.monotonic_ns(), "precondition", {"passes": PRECONDITION_PASSES}
     )
@@ -68,7 +76,9 @@ def precondition(e: endurance.EnduranceRun, stop: threading.Event) -> None:
 
 def _precondition_pass(
     e: endurance.EnduranceRun, load: Workload, number: int, writes: int, stop: threading.Event
-) -> None:
+) -> bool:
+    """One pass; whether it wrote the whole region (a stop, or slots that failed, cut it
+    short: recorded as what it was, with `complete: false`)."""
     run = e.run
     e.seq += 1
     log = CycleLog()
@@ -93,7 +103,12 @@ def _precondition_pass(
     fill = len(run.state.committed.nonzero()) / run.state.nblocks
     tbw = e.host_bytes / (e.spec.tbw_tb * 1e12) if e.spec.tbw_tb else None
     mb_per_s = written / seconds / 1e6 if seconds > 0 else 0.0
-    detail: dict[str, Any] = {"pass": number, "write_bytes": PRECONDITION_WRITE_BYTES}
+    complete = int(ok.sum()) >= writes
+    detail: dict[str, Any] = {
+        "pass": number,
+        "write_bytes": PRECONDITION_WRITE_BYTES,
+        "complete": complete,
+    }
     e.read_smart(detail)
     e.store_row(
         started_at,
@@ -113,7 +128,9 @@ def _precondition_pass(
     run.progress(
         f"ch{run.spec.channel} preconditioning pass {number}/{PRECONDITION_PASSES}:"
         f" {mb_per_s:8.1f} MB/s  fill {fill * 100:5.1f}%"
+        + ("" if complete else "  (cut short: done again on resume)")
     )
+    return complete
 
 
 def track_round(

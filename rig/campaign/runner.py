@@ -25,7 +25,7 @@ from rig.campaign.model import Cycle, DriveSummary, Station
 from rig.campaign.parallel import run_campaign
 from rig.campaign.progress import Progress
 from rig.campaign.runlog import RunLog
-from rig.config import Campaign
+from rig.config import Campaign, Criteria
 from rig.errors import UserError
 from rig.station import backends
 from rig.store import Store, open_existing
@@ -40,6 +40,7 @@ class RunResult:
     summaries: list[DriveSummary]
     finished_before: list[str]  # drives a resume found dead, stopped or done
     signal: int  # the signal that stopped the run, 0 if none
+    criteria: Criteria  # the campaign's pass criteria (the end table's verdicts)
 
 
 def default_log_path(db: str) -> str:
@@ -236,7 +237,9 @@ def run(
             finally:
                 station.power.close()
         reports.end(summaries, bool(received))
-        return RunResult(db, log.path, summaries, finished, received[0] if received else 0)
+        return RunResult(
+            db, log.path, summaries, finished, received[0] if received else 0, campaign.criteria
+        )
     finally:
         progress.close()
         store.close()

@@ -11,6 +11,7 @@ The tool invocations are plain argv lists, so they are tested with fake executab
 from __future__ import annotations
 
 import fcntl
+import os
 import struct
 import subprocess
 
@@ -40,6 +41,10 @@ def nvme_dsm_argv(devnode: str, lba: int, count: int) -> list[str]:
     return ["nvme", "dsm", devnode, "--ad", f"--slbs={lba}", f"--blocks={count}"]
 
 
+def _largest(field_max: int, device_max: int) -> int:
+    return min(field_max, device_max) if device_max > 0 else field_max
+
+
 def _ranges(lba: int, count: int, largest: int) -> list[tuple[int, int]]:
     end = lba + count
     return [(first, min(largest, end - first)) for first in range(lba, end, largest)]
@@ -57,15 +62,31 @@ def run_tool(argv: list[str], timeout_s: float = 120.0) -> None:
         raise DiscardError(f"{' '.join(argv)}: exit {done.returncode}: {why[-1] if why else ''}")
 
 
-def discard(kind: str, devnode: str, fd: int, lba: int, count: int, block: int) -> None:
-    """Discard `count` logical blocks from `lba` (in the drive's logical blocks)."""
-    if kind == "blkdiscard":
+def device_limit_blocks(devnode: str, block: int) -> int:
+    """The most blocks the device takes in one discard, as its driver read it from the device
+    (SCSI Block Limits VPD: MAXIMUM UNMAP LBA COUNT; NVMe: DMRSL) into sysfs
+    `queue/discard_max_hw_bytes`; 0 where it says nothing (then one range's field is the
+    limit). A tool sends what it is given as one command: a real drive refuses a larger one."""
+    name = os.path.basename(os.path.realpath(devnode))
+    try:
+        with open(f"/sys/class/block/{name}/queue/discard_max_hw_bytes") as handle:
+            return int(handle.read()) // block
+    except (OSError, ValueError):
+        return 0
+
+
+def discard(
+    kind: str, devnode: str, fd: int, lba: int, count: int, block: int, device_max: int = 0
+) -> None:
+    """Discard `count` logical blocks from `lba` (in the drive's logical blocks). The tools get
+    ranges no larger than `device_max` blocks (`device_limit_blocks`; 0: no such limit)."""
+    if kind == "blkdiscard":  # the kernel splits to the device's limits itself
         blkdiscard(fd, lba * block, count * block)
     elif kind == "sg_unmap":
-        for first, n in _ranges(lba, count, SG_UNMAP_MAX_BLOCKS):
+        for first, n in _ranges(lba, count, _largest(SG_UNMAP_MAX_BLOCKS, device_max)):
             run_tool(sg_unmap_argv(devnode, first, n))
     elif kind == "nvme":
-        for first, n in _ranges(lba, count, NVME_DSM_MAX_BLOCKS):
+        for first, n in _ranges(lba, count, _largest(NVME_DSM_MAX_BLOCKS, device_max)):
             run_tool(nvme_dsm_argv(devnode, first, n))
     elif kind != "none":
         raise ValueError(f"unknown discard kind {kind!r}")

@@ -24,9 +24,11 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
 
 from rig.check.ledger import CycleLog, LbaState
 from rig.errors import RigError
@@ -134,9 +136,19 @@ class WriterContext:
 class Writer:
     """Runs the workload's slots until `stop` is set or each slot hits an I/O error."""
 
-    def __init__(self, workload: Workload, context: WriterContext, seed: int) -> None:
+    def __init__(
+        self,
+        workload: Workload,
+        context: WriterContext,
+        seed: int,
+        start_at: Sequence[int] = (),
+    ) -> None:
+        """`start_at`: a sequential workload's position per planner (in blocks from its stripe's
+        start, as `next_start` gave them), so a stream runs on across writers instead of going
+        back to each stripe's start."""
         self.workload = workload
         self.context = context
+        self._start_at = list(start_at)
         self._seed = seed
         self._threads: list[threading.Thread] = []
         self._op_seq_base = seed << 20  # op counts unique across cycles of a campaign
@@ -176,8 +188,32 @@ class Writer:
             for slot in range(load.workers)
         ]
 
+    def next_start(self) -> list[int]:
+        """Per planner, where a sequential workload goes on: after the last write this writer
+        logged (its planner's op count is the highest), or where it started if none."""
+        log, load, state = self.context.log, self.workload, self.context.state
+        size = state.nblocks if load.layout == "stream" else state.nblocks // load.workers
+        count = 1 if load.layout == "stream" else load.workers
+        points = (self._start_at + [0] * count)[:count]
+        if not log.write_count:
+            return points
+        op, first, nblocks = log.column("op_seq"), log.column("first_lba"), log.column("nblocks")
+        planner = (
+            np.zeros(len(op), dtype=np.int64)
+            if load.layout == "stream"
+            else (first - state.first_lba) // size
+        )
+        for p in range(count):
+            mine = np.flatnonzero(planner == p)
+            if len(mine):
+                last = mine[np.argmax(op[mine])]
+                points[p] = int(first[last] + nblocks[last] - state.first_lba - p * size)
+        return points
+
     def start(self) -> None:
         planners = self._planners()
+        for planner, at in zip(planners, self._start_at, strict=False):
+            planner.cursor = at if 0 <= at < planner.stripe else 0
         target = self.context.target
         native = isinstance(target, DescriptorTarget) and self.workload.engine != "threads"
         if self.workload.engine == "native" and not native:

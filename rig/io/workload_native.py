@@ -145,9 +145,15 @@ class NativeRun:
                 if ring.published < ring.size:  # no measurement yet: grow towards a batch
                     per_slot = min(65536, per_slot * 4)
             result = ring.collect()
+            if result is None and finished.is_set():
+                # The engine may have retired more batches, and returned, between the collect
+                # above and this check: those writes reached the drive and must be logged. Once
+                # `finished` is set every batch the engine ran is retired, so one more look is
+                # enough; what is still not retired was published after it ended and never ran.
+                result = ring.collect()
+                if result is None:
+                    return
             if result is None:
-                if finished.is_set():
-                    return  # what was published after the engine ended never ran
                 ring.wait(0.05)
                 continue
             plans, planned_per_slot = in_flight.pop(0)

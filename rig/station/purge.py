@@ -48,6 +48,7 @@ class Capabilities:
     nvme_format: bool = False
     ata_security: bool = False
     ata_frozen: bool = False
+    ata_password_set: bool = False  # security enabled (or locked): someone else's password
     scsi_sanitize: bool = False
     discard: bool = False
 
@@ -57,7 +58,7 @@ def choose(wanted: str, caps: Capabilities) -> str:
     supported = {
         "nvme_sanitize": caps.nvme_sanitize,
         "nvme_format": caps.nvme_format,
-        "ata_secure_erase": caps.ata_security and not caps.ata_frozen,
+        "ata_secure_erase": caps.ata_security and not caps.ata_frozen and not caps.ata_password_set,
         "scsi_sanitize": caps.scsi_sanitize,
         "discard": caps.discard,
     }
@@ -68,6 +69,8 @@ def choose(wanted: str, caps: Capabilities) -> str:
         if caps.discard:
             return "discard"
         frozen = " (its security feature set is frozen: power-cycle it)" if caps.ata_frozen else ""
+        if caps.ata_password_set:
+            frozen = " (a security password is already set on it)"
         raise PurgeRefused(
             f"no purge applies to this {caps.kind} device{frozen}: it supports no sanitize,"
             " format or secure erase, and its queue takes no discard"
@@ -75,11 +78,11 @@ def choose(wanted: str, caps: Capabilities) -> str:
     if wanted not in supported:
         raise ValueError(f"unknown purge {wanted!r}")
     if not supported[wanted]:
-        why = (
-            "its security feature set is frozen"
-            if wanted == "ata_secure_erase" and (caps.ata_security)
-            else "the drive does not support it"
-        )
+        why = "the drive does not support it"
+        if wanted == "ata_secure_erase" and caps.ata_frozen:
+            why = "its security feature set is frozen"
+        elif wanted == "ata_secure_erase" and caps.ata_password_set:
+            why = "a security password is already set on it (the rig does not know it)"
         raise PurgeRefused(f"purge {wanted} refused on this {caps.kind} device: {why}")
     return wanted
 
@@ -137,15 +140,37 @@ def probe(devnode: str, kind: str, runner: Runner, discard_max_bytes: int) -> Ca
                 security = load_json_object(text, "smartctl").get("ata_security")
             except HealthToolError:
                 security = None
-        known = isinstance(security, dict)
-        frozen = isinstance(security, dict) and security.get("frozen") is True
+        supported, password_set, frozen = _ata_security(security)
         return Capabilities(
-            kind, ata_security=known, ata_frozen=frozen, discard=discard_max_bytes > 0
+            kind,
+            ata_security=supported,
+            ata_frozen=frozen,
+            ata_password_set=password_set,
+            discard=discard_max_bytes > 0,
         )
     if kind == "scsi":
         answer = _ok(runner, ["sg_opcodes", f"--opcode={SANITIZE_OPCODE}", devnode])
         return Capabilities(kind, scsi_sanitize=answer is not None, discard=discard_max_bytes > 0)
     return Capabilities(kind, discard=discard_max_bytes > 0)
+
+
+ATA_SEC_SUPPORTED, ATA_SEC_ENABLED, ATA_SEC_LOCKED, ATA_SEC_FROZEN = 0x1, 0x2, 0x4, 0x8
+
+
+def _ata_security(security: object) -> tuple[bool, bool, bool]:
+    """(supported, a password is set, frozen) from smartctl's `ata_security`: its `state` is
+    IDENTIFY word 128 (ACS-2 table 6: bit 0 supported, 1 enabled, 2 locked, 3 frozen), given
+    with `enabled` and `frozen` where the feature set is there. No object: not supported."""
+    if not isinstance(security, dict):
+        return False, False, False
+    state = security.get("state")
+    if isinstance(state, int) and not isinstance(state, bool):
+        return (
+            bool(state & ATA_SEC_SUPPORTED),
+            bool(state & (ATA_SEC_ENABLED | ATA_SEC_LOCKED)),
+            bool(state & ATA_SEC_FROZEN),
+        )
+    return True, security.get("enabled") is True, security.get("frozen") is True
 
 
 SANITIZE_POLL_S = 5.0

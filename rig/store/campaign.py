@@ -56,6 +56,15 @@ class CampaignRows(StoreConnection):
         )
         return int(last["seq"]), int(last["bytes"]), [float(r["mb_per_s"]) for r in rows]
 
+    def precondition_passes_done(self, drive_id: int) -> int:
+        """A drive's preconditioning passes recorded as complete (a pass a stop cut short is
+        recorded with `complete: false`; one a kill cut short is not recorded at all)."""
+        rows = self.query(
+            "SELECT detail FROM endurance_interval WHERE drive_id = ? AND kind = 'precondition'",
+            (drive_id,),
+        )
+        return sum(bool(json.loads(r["detail"]).get("complete", True)) for r in rows)
+
     def endurance_details(self, drive_id: int) -> list[dict[str, Any]]:
         """The `detail` of every write interval of a drive, in order (its PTS round figures:
         a resumed endurance run rebuilds its steady-state bookkeeping from them)."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from typing import Any
 
 from rig.store.connection import StoreConnection
 
@@ -16,6 +18,12 @@ class SummaryReads(StoreConnection):
 
     def all_drives(self) -> list[sqlite3.Row]:
         return self.query("SELECT * FROM drive ORDER BY campaign_id, channel")
+
+    def criteria_of_campaign(self, campaign_id: int) -> dict[str, Any]:
+        """The campaign's stored pass criteria (rig.config.Criteria as JSON; {} where none)."""
+        rows = self.query("SELECT criteria FROM campaign WHERE id = ?", (campaign_id,))
+        value = json.loads(rows[0]["criteria"]) if rows and rows[0]["criteria"] else {}
+        return value if isinstance(value, dict) else {}
 
     def cycles_of(self, drive_id: int) -> list[sqlite3.Row]:
         return self.query("SELECT * FROM cycle WHERE drive_id = ?", (drive_id,))
