@@ -3,7 +3,8 @@
 Over an in-memory image of valid records (and of zeros), per GB of data:
 - generate: `media.build_into` (the C kernel the write engine uses);
 - check: `media.check_state` (C: every sector's magic, checksum and regenerated payload);
-- parse: `media.parse` (check + header fields as columns: what the checker consumes);
+- parse: `media.parse` (check + every header word as columns; the checker's own parse,
+  `media.BlockParser`, writes less: per-block summaries, sectors only of blocks not uniform);
 - numpy reference: `media.reference_state` (the readable definition, for comparison);
 - checker: `verify.check` end to end on a cycle of 4-block writes read back from memory
   (parse + classification + findings), per GB of blocks checked.

@@ -55,7 +55,6 @@ from rig.check.verify_rules import (
     sorted_unique,
     unserializable,
 )
-from rig.io import media
 
 __all__ = [
     "ALLOWED_LOSS",
@@ -128,7 +127,6 @@ def check(
     held = np.where(ev.sound, ev.gen, -1)  # -1: damaged, unread
     if atomic_blocks > 1:
         atomic_tears(cyc, checked, held, klass, atomic_blocks)
-    sec = reads.sectors
     blocks = Classified(
         checked,
         klass,
@@ -137,9 +135,8 @@ def check(
         ev.floor_write,
         ev.obs_op,
         ev.obs_worker,
-        ev.sector_gen,
-        sec.state == media.CORRUPT,
-        sec.lba,
+        reads.sectors,
+        campaign,
     )
     findings = list(reads.errors)
     findings.extend(merge(blocks, cyc))

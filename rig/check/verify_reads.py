@@ -18,6 +18,7 @@ import numpy.typing as npt
 from rig.check import readback
 from rig.check.failures import READ_ERROR, UNCHECKED
 from rig.check.verify_findings import Finding
+from rig.check.verify_sectors import Sectors
 from rig.io import media
 
 # What a read gets from a drive that left the bus under the checker (rig/io/blockio.py makes a
@@ -56,42 +57,6 @@ class ReadPolicy:
     timeout_s: float | None = None
     max_reads: int = 2048
     max_hangs: int = 16
-
-
-@dataclass(frozen=True)
-class Sectors:
-    """Per checked block × sector: what the headers say (rows of unreadable blocks stay zero)."""
-
-    state: npt.NDArray[np.uint8]
-    lba: npt.NDArray[np.int64]
-    gen: npt.NDArray[np.int64]
-    op: npt.NDArray[np.int64]
-    worker: npt.NDArray[np.int64]
-    campaign: npt.NDArray[np.uint64]
-
-    @classmethod
-    def empty(cls, rows: int, per_block: int) -> Sectors:
-        shape = (rows, per_block)
-        return cls(
-            np.full(shape, media.ZERO, dtype=np.uint8),
-            np.zeros(shape, dtype=np.int64),
-            np.zeros(shape, dtype=np.int64),
-            np.zeros(shape, dtype=np.int64),
-            np.zeros(shape, dtype=np.int64),
-            np.zeros(shape, dtype=np.uint64),
-        )
-
-    def fill(self, rows: slice, data: npt.NDArray[np.uint8]) -> None:
-        """Parse `data` (the blocks of `rows`) straight into these rows: one C pass."""
-        columns = media.Columns(
-            self.state[rows].reshape(-1),
-            self.campaign[rows].reshape(-1),
-            self.lba[rows].reshape(-1),
-            self.gen[rows].reshape(-1),
-            self.op[rows].reshape(-1),
-            self.worker[rows].reshape(-1),
-        )
-        media.parse_into(data, columns)
 
 
 @dataclass(frozen=True)

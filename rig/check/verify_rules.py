@@ -31,6 +31,7 @@ from rig.check.failures import (
 from rig.check.ledger import CycleLog, Durability, is_uncertain, known_floor, uncertain
 from rig.check.verify_findings import NO_OP, Finding
 from rig.check.verify_reads import Reads
+from rig.check.verify_sectors import Sectors, block_facts, sector_gens
 from rig.io import media
 
 
@@ -55,6 +56,14 @@ class Cycle:
         self.keys = np.sort(self.lba << 32 | self.gen)
         ok = log.column("flush_status") == 0
         self.flush_done = np.sort(log.column("flush_complete_ns")[ok])
+        self._positions: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
+
+    def positions(self, checked: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Row of each block entry in `checked` (sorted, holding every LBA of the cycle); the
+        last answer is kept, as every rule of one check asks it of the same array."""
+        if self._positions is None or self._positions[0] is not checked:
+            self._positions = (checked, np.searchsorted(checked, self.lba))
+        return self._positions[1]
 
     def last_flush_to_cut_ns(self, cut_ns: int) -> int:
         """Time from the last flush that completed before the cut to the cut (-1: none)."""
@@ -77,7 +86,6 @@ class Evidence:
     mixed: npt.NDArray[np.bool_]  # sectors of different generations
     sound: npt.NDArray[np.bool_]  # read, and none of the three above
     gen: npt.NDArray[np.int64]  # first sector's generation (0: nothing of ours)
-    sector_gen: npt.NDArray[np.int64]
     obs_gen: npt.NDArray[np.int64]
     obs_op: npt.NDArray[np.int64]
     obs_worker: npt.NDArray[np.int64]
@@ -101,7 +109,7 @@ def evidence(
 ) -> Evidence:
     # floor: newest durable generation of this cycle, else the committed one (for a block whose
     # content is unknown: the oldest generation it may hold)
-    pos = np.searchsorted(checked, cyc.lba)
+    pos = cyc.positions(checked)
     touched = np.zeros(len(checked), dtype=bool)
     touched[pos] = True
     floor = known_floor(committed)
@@ -117,25 +125,20 @@ def evidence(
 
     sec, readable = reads.sectors, reads.readable
     unknown = is_uncertain(committed)
-    ours = (sec.state == media.VALID) & (sec.campaign == np.uint64(campaign))
-    # a sector that is all zero or another campaign's counts as generation 0: nothing of ours
-    sector_gen = np.where(ours, sec.gen, 0)
-    corrupt = (sec.state == media.CORRUPT).any(axis=1)
-    misplaced = (ours & (sec.lba != checked[:, None])).any(axis=1)
-    mixed = (sector_gen != sector_gen[:, :1]).any(axis=1)
-    gen = sector_gen[:, 0]
+    seen = block_facts(campaign, checked, sec)
+    gen, misplaced, mixed = seen.gen, seen.misplaced, seen.mixed
     # A block whose old content is unknown (an earlier finding) is still judged for damage to
     # this cycle's write (torn, corrupt, misplaced) once some sector carries one of its
     # generations.
     # (per block: sector 0's key, and per sector only in the rare blocks of mixed generations)
     in_cycle = member(checked << 32 | gen, cyc.keys)
-    placed = ours & (sec.lba == checked[:, None])
-    carries_new_any = in_cycle & placed.any(axis=1)
+    carries_new = in_cycle & seen.placed
     torn = np.flatnonzero(mixed)
     if len(torn):
-        keys = checked[torn, None] << 32 | sector_gen[torn]
-        carries_new_any[torn] = (member(keys, cyc.keys) & placed[torn]).any(axis=1)
-    carries_new = carries_new_any
+        ours, sector_gen, lba = sector_gens(sec.rows(torn), campaign)
+        keys = checked[torn, None] << 32 | sector_gen
+        placed = ours & (lba == checked[torn, None])
+        carries_new[torn] = (member(keys, cyc.keys) & placed).any(axis=1)
     # ... and for a flying write of this cycle: a sector written by this cycle for another LBA
     # does not belong there, whatever the block held before
     # (only rows of unknown, misplaced blocks are looked at: few, and the check stays cheap)
@@ -143,9 +146,9 @@ def evidence(
     lands_new = np.zeros(len(checked), dtype=bool)
     stray = np.flatnonzero(open_rows & misplaced)
     if len(stray):
-        keys = sec.lba[stray] << 32 | sector_gen[stray]
-        away = ours[stray] & (sec.lba[stray] != checked[stray, None])
-        lands_new[stray] = (member(keys, cyc.keys) & away).any(axis=1)
+        ours, sector_gen, lba = sector_gens(sec.rows(stray), campaign)
+        away = ours & (lba != checked[stray, None])
+        lands_new[stray] = (member(lba << 32 | sector_gen, cyc.keys) & away).any(axis=1)
     return Evidence(
         readable=readable,
         touched=touched,
@@ -153,15 +156,14 @@ def evidence(
         floor=floor,
         floor_write=floor_write,
         unknown=unknown,
-        corrupt=corrupt,
+        corrupt=seen.corrupt,
         misplaced=misplaced,
         mixed=mixed,
-        sound=readable & ~corrupt & ~misplaced & ~mixed,
+        sound=readable & ~seen.corrupt & ~misplaced & ~mixed,
         gen=gen,
-        sector_gen=sector_gen,
         obs_gen=np.where(readable, gen, -1),
-        obs_op=np.where(ours[:, 0], sec.op[:, 0], NO_OP),
-        obs_worker=np.where(ours[:, 0], sec.worker[:, 0], NO_OP),
+        obs_op=np.where(seen.ours0, sec.op0, NO_OP),
+        obs_worker=np.where(seen.ours0, sec.worker0, NO_OP),
         carries_new=carries_new,
         rejudged=open_rows & (carries_new | lands_new),
         in_cycle=in_cycle,
@@ -208,12 +210,24 @@ def claims(ev: Evidence) -> list[Claim]:
     ]
 
 
-def resolve(rows: int, claims: list[Claim]) -> npt.NDArray[Any]:
-    """Each block's class ("" = fine): of the classes claiming it, the strongest by precedence."""
-    klass = np.full(rows, "", dtype=object)
+# Per-block classes as small integer codes into CLASSES (0, FINE: no class): compared as numbers,
+# not string by string.
+CLASSES = ("", *failures.names())
+FINE = 0
+
+
+def code(cls: str) -> int:
+    """The code of a class name in a per-block class array."""
+    return CLASSES.index(cls)
+
+
+def resolve(rows: int, claims: list[Claim]) -> npt.NDArray[np.uint8]:
+    """Each block's class code (FINE: none): of the classes claiming it, the strongest by
+    precedence."""
+    klass = np.full(rows, FINE, dtype=np.uint8)
     weakest_first = sorted(claims, key=lambda c: failures.row(c[0]).precedence, reverse=True)
     for cls, blocks in weakest_first:
-        klass[blocks] = cls
+        klass[blocks] = code(cls)
     return klass
 
 
@@ -252,19 +266,18 @@ def member(keys: npt.NDArray[np.int64], sorted_set: npt.NDArray[np.int64]) -> np
 
 @dataclass(frozen=True)
 class Classified:
-    """Per checked block: its class ("" = fine), the generation it had to hold at least, what it
-    holds, the writes behind both, and its sectors' generations, damage and stored LBAs."""
+    """Per checked block: its class code (FINE: none), the generation it had to hold at least,
+    what it holds, the writes behind both, and its sectors (for a finding's details)."""
 
     checked: npt.NDArray[np.int64]
-    klass: npt.NDArray[Any]
+    klass: npt.NDArray[np.uint8]
     floor: npt.NDArray[np.int64]
     obs_gen: npt.NDArray[np.int64]
     floor_write: npt.NDArray[np.int64]
     obs_op: npt.NDArray[np.int64]
     obs_worker: npt.NDArray[np.int64]
-    sector_gen: npt.NDArray[np.int64]
-    corrupt_sector: npt.NDArray[np.bool_]
-    sector_lba: npt.NDArray[np.int64]
+    sectors: Sectors
+    campaign: int
 
     def continues(self, prev: int, row: int) -> bool:
         """Same finding: consecutive LBAs, same class, same expected and observed writes."""
@@ -273,14 +286,14 @@ class Classified:
             and self.klass[row] == self.klass[prev]
             and self.floor_write[row] == self.floor_write[prev]
             and self.obs_op[row] == self.obs_op[prev]
-            and self.klass[row] not in (SHORN, CORRUPTION, COLLATERAL)  # each stands alone
+            and CLASSES[self.klass[row]] not in (SHORN, CORRUPTION, COLLATERAL)  # stand alone
         )
 
 
 def merge(blocks: Classified, cyc: Cycle) -> Iterator[Finding]:
     """One finding per run of consecutive blocks with the same class and the same writes."""
     run: list[int] = []
-    for row in np.flatnonzero(blocks.klass != "").tolist():
+    for row in np.flatnonzero(blocks.klass != FINE).tolist():
         if run and not blocks.continues(run[-1], row):
             yield _finding(run, blocks, cyc)
             run = []
@@ -291,7 +304,7 @@ def merge(blocks: Classified, cyc: Cycle) -> Iterator[Finding]:
 
 def _finding(run: list[int], blocks: Classified, cyc: Cycle) -> Finding:
     first = run[0]
-    cls = str(blocks.klass[first])
+    cls = CLASSES[blocks.klass[first]]
     write = int(blocks.floor_write[first])
     lba = int(blocks.checked[first])
     detail: dict[str, Any] = {}
@@ -306,16 +319,18 @@ def _finding(run: list[int], blocks: Classified, cyc: Cycle) -> Finding:
             detail["last_flush_to_cut_ns"] = cyc.last_flush_to_cut_ns(cut_ns)
     if blocks.obs_worker[first] != NO_OP:
         detail["observed_worker"] = int(blocks.obs_worker[first])
-    gens = blocks.sector_gen[first]
+    sector = blocks.sectors.rows(np.array([first]))
+    gens = sector_gens(sector, blocks.campaign)[1][0]
+    corrupt_sector = sector.state[0] == media.CORRUPT
     if cls == SHORN:
         detail["tear_sectors"] = (np.flatnonzero(np.diff(gens) != 0) + 1).tolist()
         detail["sector_gens"] = gens.tolist()
         if not detail["tear_sectors"]:  # whole block old inside a unit partly written
             detail["atomic_unit_tear"] = True
-    if cls in (CORRUPTION, COLLATERAL, LOST_DURABLE) and blocks.corrupt_sector[first].any():
-        detail["corrupt_sectors"] = np.flatnonzero(blocks.corrupt_sector[first]).tolist()
+    if cls in (CORRUPTION, COLLATERAL, LOST_DURABLE) and corrupt_sector.any():
+        detail["corrupt_sectors"] = np.flatnonzero(corrupt_sector).tolist()
     if cls == FLYING:
-        stored = blocks.sector_lba[first]
+        stored = sector.lba[0]
         foreign = stored[stored != lba]
         if len(foreign) and blocks.obs_op[first] != NO_OP:
             detail["written_for_lba"] = int(foreign[0])
@@ -342,12 +357,12 @@ def atomic_tears(
     cyc: Cycle,
     checked: npt.NDArray[np.int64],
     held: npt.NDArray[np.int64],
-    klass: npt.NDArray[Any],
+    klass: npt.NDArray[np.uint8],
     unit: int,
 ) -> None:
     """Mark as shorn the old blocks of every aligned atomic unit that a write of this cycle
     covered whole, where some blocks hold that write and others something older."""
-    pos = np.searchsorted(checked, cyc.lba)
+    pos = cyc.positions(checked)
     newest = np.zeros(len(checked), dtype=np.int64)
     np.maximum.at(newest, pos, cyc.gen)  # a later write of this cycle over it decides instead
     for write in range(len(cyc.op_seq)):
@@ -357,12 +372,12 @@ def atomic_tears(
         for start in range(first_unit, int(lbas[-1]) + 1 - unit + 1, unit):
             rows = pos[entries[start - lbas[0] : start - lbas[0] + unit]]
             gens = cyc.gen[entries[start - lbas[0] : start - lbas[0] + unit]]
-            if (newest[rows] != gens).any() or (klass[rows] != "").any():
+            if (newest[rows] != gens).any() or (klass[rows] != FINE).any():
                 continue
             new = held[rows] == gens
             old = (held[rows] >= 0) & (held[rows] < gens)
             if new.any() and old.any() and (new | old).all():
-                klass[rows[old]] = SHORN
+                klass[rows[old]] = code(SHORN)
 
 
 def nondurable_outcomes(
@@ -370,12 +385,12 @@ def nondurable_outcomes(
     checked: npt.NDArray[np.int64],
     obs_gen: npt.NDArray[np.int64],
     readable: npt.NDArray[np.bool_],
-    klass: npt.NDArray[Any],
+    klass: npt.NDArray[np.uint8],
 ) -> tuple[list[Finding], int, int]:
     """Non-durable writes of this cycle: how many survived, and an allowed-loss row per loss."""
-    pos = np.searchsorted(checked, cyc.lba)
+    pos = cyc.positions(checked)
     visible = obs_gen[pos] >= cyc.gen  # its data, or a newer write over it, reads back
-    clean = readable[pos] & (klass[pos] == "")
+    clean = readable[pos] & (klass[pos] == FINE)
     nondurable = ~cyc.durability.durable
     writes = np.flatnonzero(nondurable)
     if len(writes) == 0:
@@ -404,17 +419,17 @@ def unserializable(
     cyc: Cycle,
     checked: npt.NDArray[np.int64],
     held: npt.NDArray[np.int64],
-    klass: npt.NDArray[Any],
+    klass: npt.NDArray[np.uint8],
 ) -> list[Finding]:
     """FAST'13 serializability: a durable write lost while a write issued after its completion
     survived (some block of it reads back whole with its generation). One finding per cut, with
     the count of such lost writes and the first of them."""
-    pos = np.searchsorted(checked, cyc.lba)
-    lost_entry = (klass[pos] == LOST_DURABLE) & cyc.durable & (held[pos] < cyc.gen)
+    pos = cyc.positions(checked)
+    lost_entry = (klass[pos] == code(LOST_DURABLE)) & cyc.durable & (held[pos] < cyc.gen)
     lost_durable = np.zeros(len(cyc.op_seq), dtype=bool)
     lost_durable[cyc.write[lost_entry]] = True
     survived = np.zeros(len(cyc.op_seq), dtype=bool)
-    survived[cyc.write[(held[pos] == cyc.gen) & (klass[pos] == "")]] = True
+    survived[cyc.write[(held[pos] == cyc.gen) & (klass[pos] == FINE)]] = True
     if not lost_durable.any() or not survived.any():
         return []
     latest_survivor_issue = cyc.issue_ns[survived].max()

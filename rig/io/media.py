@@ -215,28 +215,88 @@ def parse(data: Data) -> Sectors:
     )
 
 
+# Header fields of `parse_blocks_into`'s `head` and `fields` rows, in order.
+BLOCK_FIELDS = ("campaign", "lba", "generation", "op_seq", "worker")
+
+
 @dataclass(frozen=True)
-class Columns:
-    """Where `parse_into` writes, one entry per sector: contiguous 1-D arrays of equal length
-    (8-byte integers, signed or not: the header word's bits as they are)."""
+class BlockColumns:
+    """Where `parse_blocks_into` writes, for n blocks of `per_block` sectors. Per sector: `state`
+    (n * per_block). Per block: `uniform` (no sector corrupt, and every sector has sector 0's
+    state, campaign, LBA and generation: one write's, or all zero), sector 0's `state0` and
+    header fields `head` (len(BLOCK_FIELDS), n). Per sector `fields` (len(BLOCK_FIELDS),
+    n * per_block), written only in blocks that are not uniform. Fields are 8-byte integers (the
+    header word's bits as they are); the rows of `head` and `fields` may be apart in memory."""
 
     state: npt.NDArray[np.uint8]
-    campaign: npt.NDArray[np.uint64]
-    lba: npt.NDArray[np.int64]
-    generation: npt.NDArray[np.int64]
-    op_seq: npt.NDArray[np.int64]
-    worker: npt.NDArray[np.int64]
+    uniform: npt.NDArray[np.bool_]
+    state0: npt.NDArray[np.uint8]
+    head: npt.NDArray[np.int64]
+    fields: npt.NDArray[np.int64]
 
 
-def parse_into(data: Data, out: Columns) -> None:
-    """`parse` for the checker: the state and the fields it reads, straight into `out` (C)."""
+def parse_blocks_into(data: Data, per_block: int, out: BlockColumns) -> None:
+    """Check `data` and summarise it block by block into `out` (one C pass): what the checker
+    reads, per sector only where a block is not uniform. `out` holds exactly the data's blocks."""
     words = _words(data)
-    n = len(words)
-    arrays = (out.state, out.campaign, out.lba, out.generation, out.op_seq, out.worker)
-    for a in arrays:
-        if len(a) != n or not a.flags.c_contiguous or a.itemsize != (1 if a is out.state else 8):
-            raise ValueError("parse_into: output columns must be contiguous, one entry a sector")
-    lib().pfr_parse(words.ctypes.data, n, *[a.ctypes.data for a in arrays])
+    if per_block < 1 or len(words) % per_block:
+        raise ValueError("parse_blocks_into: data is not whole blocks")
+    parser = BlockParser(per_block, out)
+    if len(words) != parser.blocks * per_block:
+        raise ValueError("parse_blocks_into: output columns of the wrong shape or layout")
+    parser.parse(words, 0)
+
+
+class BlockParser:
+    """`parse_blocks_into` call after call into one set of columns (the checker's rows, one
+    window at a time): their layout is checked and their addresses taken once; each call checks
+    that its data is whole blocks that fit from `first_block` on."""
+
+    def __init__(self, per_block: int, out: BlockColumns) -> None:
+        n = len(out.uniform)
+        shapes = (
+            (out.state, (n * per_block,), 1),
+            (out.uniform, (n,), 1),
+            (out.state0, (n,), 1),
+            (out.head, (len(BLOCK_FIELDS), n), 8),
+            (out.fields, (len(BLOCK_FIELDS), n * per_block), 8),
+        )
+        for a, shape, itemsize in shapes:
+            # (a stride along an axis of length 0 or 1 is never used: numpy may set it to anything)
+            right = a.shape == shape and a.itemsize == itemsize
+            dense = right and (shape[-1] <= 1 or a.strides[-1] == itemsize)
+            apart = len(shape) == 1 or shape[-1] == 0 or a.strides[0] >= shape[-1] * itemsize
+            if not (right and dense and apart):
+                raise ValueError("parse_blocks_into: output columns of the wrong shape or layout")
+        if per_block < 1:
+            raise ValueError("parse_blocks_into: data is not whole blocks")
+        self.per_block, self.blocks = per_block, n
+        self._out = out  # the addresses below point into it
+        self._addresses = [a.ctypes.data for a, _, _ in shapes]
+        self._strides = out.head.strides[0] // 8, out.fields.strides[0] // 8
+
+    def parse(self, data: Data, first_block: int) -> None:
+        words = _words(data)
+        per_block = self.per_block
+        n = len(words) // per_block
+        if n * per_block != len(words):
+            raise ValueError("parse_blocks_into: data is not whole blocks")
+        if first_block < 0 or first_block + n > self.blocks:
+            raise ValueError("parse_blocks_into: blocks beyond the output columns")
+        state, uniform, state0, head, fields = self._addresses
+        first_sector = first_block * per_block
+        lib().pfr_parse_blocks(
+            words.ctypes.data,
+            n,
+            per_block,
+            state + first_sector,
+            uniform + first_block,
+            state0 + first_block,
+            head + first_block * 8,
+            self._strides[0],
+            fields + first_sector * 8,
+            self._strides[1],
+        )
 
 
 def aligned_buffer(nbytes: int, alignment: int = 4096) -> npt.NDArray[np.uint8]:

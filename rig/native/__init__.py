@@ -40,8 +40,9 @@ def lib() -> ctypes.CDLL:
         getattr(handle, name).restype = None
     handle.pfr_check.argtypes = [_u8p, _u64, _u8p]
     handle.pfr_check.restype = None
-    handle.pfr_parse.argtypes = [_u8p, _u64, _u8p, _u8p, _u8p, _u8p, _u8p, _u8p]
-    handle.pfr_parse.restype = None
+    block_args: list[Any] = [_u8p, _u64, _u32, _u8p, _u8p, _u8p, _u8p, _u64, _u8p, _u64]
+    handle.pfr_parse_blocks.argtypes = block_args
+    handle.pfr_parse_blocks.restype = None
     handle.pfr_parse_header.argtypes = [_u8p, _u64, _u8p, _u8p]
     handle.pfr_parse_header.restype = None
     _i64, _int, _p = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p

@@ -107,20 +107,43 @@ PFR_CLONES void pfr_check(const uint64_t *words, uint64_t nsectors, uint8_t *sta
         state[i] = check_sector(words + i * PFR_WORDS);
 }
 
-/* Check and decode in one pass (no strided copy of the headers): state of each sector and the
- * header fields the checker reads, each as its own column. */
-PFR_CLONES void pfr_parse(const uint64_t *words, uint64_t nsectors, uint8_t *state,
-                          uint64_t *campaign, uint64_t *lba, uint64_t *gen, uint64_t *op_seq,
-                          uint64_t *worker)
+/* Sector 0's fields of a block, and (for a block that is not uniform) every sector's. */
+static inline void put_fields(const uint64_t *w, uint64_t *out, uint64_t stride)
 {
-    for (uint64_t i = 0; i < nsectors; i++) {
-        const uint64_t *w = words + i * PFR_WORDS;
-        state[i] = check_sector(w);
-        campaign[i] = w[1];
-        lba[i] = w[2];
-        gen[i] = w[3];
-        op_seq[i] = w[6];
-        worker[i] = (w[5] >> 32) & 0xFFFF;
+    out[0] = w[1];
+    out[stride] = w[2];
+    out[2 * stride] = w[3];
+    out[3 * stride] = w[6];
+    out[4 * stride] = (w[5] >> 32) & 0xFFFF;
+}
+
+/* Check and summarise blocks of `per_block` sectors in one pass. Per sector: its state. Per block:
+ * sector 0's state and fields (head[k * head_stride + b], k as in pfr.h), and whether the block
+ * is uniform: no sector corrupt, and every sector of sector 0's state with its campaign, LBA and
+ * generation (all valid from one write, or all zero). Only a block that is not uniform gets its
+ * sectors' fields (fields[k * field_stride + i]): the checker looks at sectors only there. */
+PFR_CLONES void pfr_parse_blocks(const uint64_t *words, uint64_t nblocks, uint32_t per_block,
+                                 uint8_t *state, uint8_t *uniform, uint8_t *state0,
+                                 uint64_t *head, uint64_t head_stride, uint64_t *fields,
+                                 uint64_t field_stride)
+{
+    for (uint64_t b = 0; b < nblocks; b++) {
+        const uint64_t *first = words + b * per_block * PFR_WORDS;
+        uint8_t *st = state + b * per_block;
+        uint8_t s0 = check_sector(first);
+        st[0] = s0;
+        int same = s0 != PFR_CORRUPT;
+        for (uint32_t s = 1; s < per_block; s++) {
+            const uint64_t *w = first + s * PFR_WORDS;
+            st[s] = check_sector(w);
+            same &= (st[s] == s0) & (w[1] == first[1]) & (w[2] == first[2]) & (w[3] == first[3]);
+        }
+        uniform[b] = (uint8_t)same;
+        state0[b] = s0;
+        put_fields(first, head + b, head_stride);
+        if (!same)
+            for (uint32_t s = 0; s < per_block; s++)
+                put_fields(first + s * PFR_WORDS, fields + b * per_block + s, field_stride);
     }
 }
 

@@ -59,10 +59,14 @@ struct pfr_batch {
 /* State of each of `nsectors` sectors (PFR_VALID / PFR_ZERO / PFR_CORRUPT). */
 void pfr_check(const uint64_t *words, uint64_t nsectors, uint8_t *state);
 
-/* Check and decode in one pass: state and the checker's header columns (worker = word 5 bits
- * 32..47). */
-void pfr_parse(const uint64_t *words, uint64_t nsectors, uint8_t *state, uint64_t *campaign,
-               uint64_t *lba, uint64_t *gen, uint64_t *op_seq, uint64_t *worker);
+/* Check blocks of `per_block` sectors and summarise each (media.c): per sector its state; per
+ * block whether it is uniform, sector 0's state and fields (head[k * head_stride + b]: k = 0
+ * campaign, 1 LBA, 2 generation, 3 op_seq, 4 worker), and every sector's fields
+ * (fields[k * field_stride + i]) only for a block that is not uniform. */
+enum { PFR_BLOCK_FIELDS = 5 };
+void pfr_parse_blocks(const uint64_t *words, uint64_t nblocks, uint32_t per_block, uint8_t *state,
+                      uint8_t *uniform, uint8_t *state0, uint64_t *head, uint64_t head_stride,
+                      uint64_t *fields, uint64_t field_stride);
 
 /* Check and decode every header word: header[j * nsectors + i] is word j of sector i. */
 void pfr_parse_header(const uint64_t *words, uint64_t nsectors, uint8_t *state, uint64_t *header);
