@@ -38,10 +38,19 @@ def _events(tmp_path: Path, strategy: str, extra_cut: str = "") -> list[dict[str
     return list(cycles.values())
 
 
-def test_uniform_cuts_are_timed_from_the_write_start(tmp_path: Path) -> None:
+def test_uniform_cuts_are_timed_from_the_first_write(tmp_path: Path) -> None:
+    """A writer slow to start (planning its first batch on a loaded host) is not cut before it
+    wrote anything: the delay runs from the first write the device got."""
     for cycle in _events(tmp_path, "uniform"):
-        assert cycle["cut_scheduled"]["strategy"] == "uniform"
+        scheduled, edge = cycle["cut_scheduled"], cycle["power_off"]
+        assert scheduled["strategy"] == "uniform"
+        assert scheduled["trigger"] == "first_write"
         assert cycle["cut_context"]["flushes_total"] >= 0
+        assert cycle["cut_context"]["writes_issued_before"] > 0  # never a cut of an idle drive
+        assert (
+            edge["host_ns"] + edge["error_ns"]
+            >= scheduled["trigger_ns"] + scheduled["planned_delay_ns"]
+        )
 
 
 def test_during_flush_arms_on_a_flush_in_flight(tmp_path: Path) -> None:

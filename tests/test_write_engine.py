@@ -47,7 +47,7 @@ class _Engine:
         self.target = DirectTarget(str(image))
         self.aio = AioContext(slots + 1)
         self.stop = ctypes.c_int(0)
-        self.live = (ctypes.c_int64 * 4)()
+        self.live = (ctypes.c_int64 * 5)()
         self.buffers = media.aligned_buffer(BLOCK * slots)
         self.stuck: list[bool] = []
         self.thread = threading.Thread(target=self._run, args=(slots, ring), daemon=True)

@@ -1,6 +1,6 @@
 """Cut strategies: when, relative to what the writer is doing, the power goes off.
 
-- uniform: `delay_ms` after the write phase starts, uniform in [low, high] (sub-millisecond
+- uniform: `delay_ms` after the first write reaches the device, uniform in [low, high] (sub-ms
   delays included: the switch times the cut, the host never sleeps for it);
 - during_flush: after a write phase of `delay_ms`, the cut is sent the moment a flush is in
   flight;
@@ -65,6 +65,10 @@ def schedule(
     """Wait for the strategy's trigger (the writer runs meanwhile), then schedule the cut."""
     detail: dict[str, Any] = {"strategy": strategy, "planned_delay_ns": int(cut.delay_s * 1e9)}
     if strategy == "uniform":
+        # timed from the first write the device got, not from the writer's start: a writer
+        # slow to start (a loaded host) would otherwise be cut before it wrote anything
+        seen = _poll(lambda: writer.live.writes_issued > 0 or stop.is_set(), trigger_timeout_s)
+        detail.update(trigger="first_write" if seen else "timeout", trigger_ns=time.monotonic_ns())
         return power.cut(channel, cut.delay_s), detail
     if stop.wait(cut.warmup_s):
         return power.cut(channel, 0.0), {**detail, "trigger": "stopped"}
@@ -112,6 +116,7 @@ def context(log: CycleLog, edge_ns: int) -> dict[str, Any]:
         "writes_in_flight": int(w_open.sum()),
         "since_last_ack_ns": int(edge_ns - acked.max()) if len(acked) else None,
         "since_last_flush_ns": int(edge_ns - flushed.max()) if len(flushed) else None,
+        "writes_issued_before": int((w_issue <= edge_ns).sum()),
         "writes_issued_after": int((w_issue > edge_ns).sum()),
         "flushes_total": int(np.count_nonzero(f_issue <= edge_ns)),
     }

@@ -78,11 +78,13 @@ __all__ = [
 
 class Live:
     """What the writer is doing right now, for cut strategies (rig.campaign.cuts): acknowledgements
-    seen, the host time of the last one, flushes in flight and done. The native engine updates the
-    same four int64 words from C while it runs."""
+    seen, the host time of the last one, flushes in flight and done, writes issued. The native
+    engine updates the same five int64 words from C while it runs."""
+
+    WORDS = 5  # engine.c LIVE_N
 
     def __init__(self) -> None:
-        self.words = (ctypes.c_int64 * 4)()
+        self.words = (ctypes.c_int64 * self.WORDS)()
         self._lock = threading.Lock()
 
     @property
@@ -100,6 +102,15 @@ class Live:
     @property
     def flushes_done(self) -> int:
         return int(self.words[3])
+
+    @property
+    def writes_issued(self) -> int:
+        """Writes sent to the device so far (failed ones included: they reached it)."""
+        return int(self.words[4])
+
+    def issued(self) -> None:
+        with self._lock:
+            self.words[4] += 1
 
     def acked(self, at_ns: int) -> None:
         with self._lock:

@@ -53,6 +53,7 @@ class SlotRun:
         )
         data = media.build(record, ctx.target.block_size)
         status = 0
+        self.live.issued()
         try:
             ctx.target.write(lba, data, durable=load.durable_writes)
             complete_ns = time.monotonic_ns()

@@ -52,7 +52,14 @@ static int32_t submit_one(aio_context_t ctx, struct iocb *cb)
 }
 
 /* Live signals for cut strategies (rig/cuts.py), read by another thread while the engine runs. */
-enum { LIVE_ACKS, LIVE_LAST_ACK_NS, LIVE_FLUSHES_IN_FLIGHT, LIVE_FLUSHES_DONE, LIVE_N };
+enum {
+    LIVE_ACKS,
+    LIVE_LAST_ACK_NS,
+    LIVE_FLUSHES_IN_FLIGHT,
+    LIVE_FLUSHES_DONE,
+    LIVE_WRITES_ISSUED, /* writes that reached the device (accepted by io_submit) */
+    LIVE_N
+};
 static inline void live_set(int64_t *live, int i, int64_t v)
 {
     __atomic_store_n(&live[i], v, __ATOMIC_RELEASE);
@@ -293,6 +300,7 @@ int pfr_engine_loop(uint64_t aio, int fd, uint32_t nslots, int shared, uint32_t 
             if (b->kind[e] == 1) {
                 live_add(live, LIVE_FLUSHES_IN_FLIGHT, 1);
             } else {
+                live_add(live, LIVE_WRITES_ISSUED, 1);
                 busy_lba[s] = b->lba[e];
                 busy_end[s] = b->lba[e] + b->nblocks[e];
             }
