@@ -16,48 +16,21 @@ import re
 import sqlite3
 import tomllib
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from reports.cuts import Cut, CutTable, TableBuilder
 from rig.check.failures import COUNTER_ANOMALY, LOST_DURABLE
 from rig.errors import UserError
 from rig.store import StoreReader
 
-# Cycle statuses that are power cuts of the drive (a dead drive's last cut counts: it failed).
-CUT_STATUSES = ("ok", "dead")
 EXAMPLES_PER_DRIVE = 20
+__all__ = ["Cut", "CutTable"]  # a Cut is read from here too (tests, central)
 NOT_DONE = -1  # rig.check.ledger: completion time of a request that never completed
-
-
-@dataclass
-class Cut:
-    """One cycle of one drive, as a report sees it."""
-
-    seq: int
-    status: str  # ok | dead | error | interrupted | ...
-    cut_delay_ms: float
-    failure_classes: frozenset[str]
-    return_ms: float | None  # cut edge to the drive back on the bus
-    gone_ms: float | None  # cut edge to the drive gone from the bus
-    ack_to_cut_ms: float | None  # last acknowledged write completion before the cut
-    flush_to_cut_ms: float | None  # last completed flush before the cut
-    started_at: float
-    bytes_written: int
-    blocks_checked: int
-    full_scan: bool  # store v3: the cut's check read the whole test region
-    blocks_unchecked: int = 0  # store v9: meant to be read, left unread by a read budget
-
-    @property
-    def is_cut(self) -> bool:
-        return self.status in CUT_STATUSES
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.failure_classes)
 
 
 @dataclass
@@ -94,7 +67,7 @@ class DriveRun:
     firmware: str
     profile: str
     status: str
-    cuts: list[Cut] = field(default_factory=list)
+    cuts: Sequence[Cut] = field(default_factory=CutTable)  # a CutTable as loaded
     findings: dict[str, int] = field(default_factory=dict)  # failure findings per class
     blocks: dict[str, int] = field(default_factory=dict)  # blocks in failure findings per class
     allowed_losses: int = 0
@@ -213,11 +186,9 @@ def _criteria_column(row: sqlite3.Row) -> dict[str, Any]:
 
 
 def _load_cuts(db: StoreReader, run: DriveRun, has_ledger: bool, has_finding: bool) -> None:
-    classes: dict[int, set[str]] = {}
     if has_finding:
-        for f in db.finding_counts_by_cycle(run.drive_id):
+        for f in db.finding_totals(run.drive_id):
             if f["failure"]:
-                classes.setdefault(f["cycle_id"], set()).add(f["class"])
                 run.findings[f["class"]] = run.findings.get(f["class"], 0) + f["n"]
                 run.blocks[f["class"]] = run.blocks.get(f["class"], 0) + (f["blocks"] or 0)
             else:
@@ -240,34 +211,38 @@ def _load_cuts(db: StoreReader, run: DriveRun, has_ledger: bool, has_finding: bo
             for f in db.findings_of_class(run.drive_id, COUNTER_ANOMALY)
             if isinstance(_decode(f["detail"]), dict)
         ]
-    # v8 stores carry the delays in the cycle row: the ledger is read only for cycles without
-    # them (recorded by an older rig), so a report over millions of cuts skips the blobs
-    has_delays = "last_ack_to_cut_ns" in db.columns("cycle")
-    for c in db.cycles_with_ledger(run.drive_id, has_ledger, has_delays):
-        cut_ns = c["cut_ns"]
-        ack_ms = flush_ms = None
-        if has_delays and c["last_ack_to_cut_ns"] is not None:
-            ack_ms = _delay_ms(c["last_ack_to_cut_ns"])
-            flush_ms = _delay_ms(c["last_flush_to_cut_ns"])
-        elif c["ledger"] is not None and cut_ns is not None:
-            ack_ms, flush_ms = _last_ack_and_flush(c["ledger"], cut_ns)
-        run.cuts.append(
-            Cut(
-                seq=c["seq"],
-                status=c["status"],
-                cut_delay_ms=c["cut_delay_ns"] / 1e6,
-                failure_classes=frozenset(classes.get(c["id"], ())),
-                return_ms=_ms(c["back_ns"], cut_ns),
-                gone_ms=_ms(c["gone_ns"], cut_ns),
-                ack_to_cut_ms=ack_ms,
-                flush_to_cut_ms=flush_ms,
-                started_at=c["started_at"],
-                bytes_written=c["bytes_written"],
-                blocks_checked=c["blocks_checked"],
-                full_scan=bool(c["full_scan"]) if "full_scan" in c.keys() else False,  # noqa: SIM118
-                blocks_unchecked=c["blocks_unchecked"] if "blocks_unchecked" in c.keys() else 0,  # noqa: SIM118
-            )
+    run.cuts = _cut_table(db, run.drive_id, has_ledger, has_finding)
+
+
+CHUNK = 65_536  # cycle rows read at a time: Python objects for one chunk only
+# the per-cut columns of StoreReader.cut_columns, after id, seq and status
+ROW_COLUMNS = (
+    *("cut_delay_ms", "return_ms", "gone_ms", "ack_to_cut_ms", "flush_to_cut_ms", "started_at"),
+    *("bytes_written", "blocks_checked", "full_scan", "blocks_unchecked"),
+)
+
+
+def _cut_table(db: StoreReader, drive_id: int, has_ledger: bool, has_finding: bool) -> CutTable:
+    """The drive's cycles as columns, read a chunk at a time. v8 stores carry the delays in the
+    cycle row: a ledger is decoded only for a cycle without them (recorded by an older rig)."""
+    builder = TableBuilder()
+    codes: dict[str | None, int] = {None: 0}
+    cursor = db.cut_columns(drive_id, has_ledger, has_finding)
+    while rows := cursor.fetchmany(CHUNK):
+        columns = list(zip(*rows, strict=True))
+        values: dict[str, Sequence[Any]] = dict(
+            zip(("seq", *ROW_COLUMNS), columns[1:2] + columns[3:13], strict=True)
         )
+        if any(blob is not None for blob in columns[14]):
+            ack, flush = list(values["ack_to_cut_ms"]), list(values["flush_to_cut_ms"])
+            for i, (cut_ns, blob) in enumerate(zip(columns[13], columns[14], strict=True)):
+                if blob is not None and cut_ns is not None:
+                    ack[i], flush[i] = _last_ack_and_flush(blob, cut_ns)
+            values["ack_to_cut_ms"], values["flush_to_cut_ms"] = ack, flush
+        for text in set(columns[15]) - codes.keys():
+            codes[text] = builder.code_of_classes(frozenset(str(text).split(",")))
+        builder.add(values, columns[2], [codes[t] for t in columns[15]])
+    return builder.done()
 
 
 def _load_health(db: StoreReader, drive_id: int) -> list[HealthRow]:
