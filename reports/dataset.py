@@ -227,22 +227,33 @@ def _cut_table(db: StoreReader, drive_id: int, has_ledger: bool, has_finding: bo
     cycle row: a ledger is decoded only for a cycle without them (recorded by an older rig)."""
     builder = TableBuilder()
     codes: dict[str | None, int] = {None: 0}
-    cursor = db.cut_columns(drive_id, has_ledger, has_finding)
+    cursor = db.cut_columns(drive_id, has_finding)
     while rows := cursor.fetchmany(CHUNK):
         columns = list(zip(*rows, strict=True))
         values: dict[str, Sequence[Any]] = dict(
             zip(("seq", *ROW_COLUMNS), columns[1:2] + columns[3:13], strict=True)
         )
-        if any(blob is not None for blob in columns[14]):
-            ack, flush = list(values["ack_to_cut_ms"]), list(values["flush_to_cut_ms"])
-            for i, (cut_ns, blob) in enumerate(zip(columns[13], columns[14], strict=True)):
-                if blob is not None and cut_ns is not None:
-                    ack[i], flush[i] = _last_ack_and_flush(blob, cut_ns)
-            values["ack_to_cut_ms"], values["flush_to_cut_ms"] = ack, flush
+        if has_ledger and any(columns[14]):
+            values["ack_to_cut_ms"], values["flush_to_cut_ms"] = _ledger_delays(db, columns)
         for text in set(columns[15]) - codes.keys():
             codes[text] = builder.code_of_classes(frozenset(str(text).split(",")))
         builder.add(values, columns[2], [codes[t] for t in columns[15]])
     return builder.done()
+
+
+def _ledger_delays(
+    db: StoreReader, columns: list[tuple[Any, ...]]
+) -> tuple[list[float | None], list[float | None]]:
+    """Ack and flush to cut of a chunk's cycles, from the write log of those without the v8
+    delay columns (recorded by an older rig)."""
+    ack, flush = list(columns[6]), list(columns[7])
+    rows = zip(columns[0], columns[13], columns[14], strict=True)
+    for i, (cycle_id, cut_ns, no_delays) in enumerate(rows):
+        if no_delays and cut_ns is not None:
+            blob = db.ledger_blob(cycle_id)
+            if blob is not None:
+                ack[i], flush[i] = _last_ack_and_flush(blob, cut_ns)
+    return ack, flush
 
 
 def _load_health(db: StoreReader, drive_id: int) -> list[HealthRow]:

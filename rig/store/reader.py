@@ -83,28 +83,25 @@ class StoreReader:
             (drive_id, cls),
         )
 
-    def cut_columns(self, drive_id: int, has_ledger: bool, has_finding: bool) -> sqlite3.Cursor:
+    def cut_columns(self, drive_id: int, has_finding: bool) -> sqlite3.Cursor:
         """The drive's cycles in order as the report's per-cut figures (reports/cuts.py), ms
         computed here as the report computed them (ns / 1e6; NULL where absent): id, seq, status,
         cut_delay_ms, return_ms, gone_ms, ack_to_cut_ms, flush_to_cut_ms, started_at,
-        bytes_written, blocks_checked, full_scan, blocks_unchecked, cut_ns, `ledger`: the write
-        log only where the row lacks the v8 delay columns (an older rig's cycle), and `classes`:
-        its failure findings' classes, comma-separated (NULL: none)."""
+        bytes_written, blocks_checked, full_scan, blocks_unchecked, cut_ns, `no_delays`: 1 where
+        the row lacks the v8 delay columns (an older rig's cycle: see `ledger_blob`), and
+        `classes`: its failure findings' classes, comma-separated (NULL: none)."""
         cols = self.columns("cycle")
         has_delays = "last_ack_to_cut_ns" in cols
-        ledger = "NULL"
-        if has_ledger:
-            ledger = "CASE WHEN c.last_ack_to_cut_ns IS NULL THEN l.writes END"
-            ledger = ledger if has_delays else "l.writes"
         delays = (
             "CASE WHEN c.last_ack_to_cut_ns >= 0 THEN c.last_ack_to_cut_ns / 1e6 END,"
-            " CASE WHEN c.last_flush_to_cut_ns >= 0 THEN c.last_flush_to_cut_ns / 1e6 END"
+            " CASE WHEN c.last_ack_to_cut_ns IS NOT NULL AND c.last_flush_to_cut_ns >= 0"
+            " THEN c.last_flush_to_cut_ns / 1e6 END"
             if has_delays
             else "NULL, NULL"
         )
         full_scan = "c.full_scan" if "full_scan" in cols else "0"
         unchecked = "c.blocks_unchecked" if "blocks_unchecked" in cols else "0"
-        join = " LEFT JOIN ledger l ON l.cycle_id = c.id" if has_ledger else ""
+        no_delays = "c.last_ack_to_cut_ns IS NULL" if has_delays else "1"
         classes = (
             "(SELECT group_concat(DISTINCT f.class) FROM finding f"
             " WHERE f.cycle_id = c.id AND f.failure = 1)"
@@ -116,10 +113,15 @@ class StoreReader:
             " CASE WHEN c.back_ns >= c.cut_ns THEN (c.back_ns - c.cut_ns) / 1e6 END,"
             f" CASE WHEN c.gone_ns >= c.cut_ns THEN (c.gone_ns - c.cut_ns) / 1e6 END, {delays},"
             f" c.started_at, c.bytes_written, c.blocks_checked, {full_scan}, {unchecked},"
-            f" c.cut_ns, {ledger}, {classes} FROM cycle c{join} WHERE c.drive_id = ?"
-            " ORDER BY c.seq",
+            f" c.cut_ns, {no_delays}, {classes} FROM cycle c WHERE c.drive_id = ? ORDER BY c.seq",
             (drive_id,),
         )
+
+    def ledger_blob(self, cycle_id: int) -> bytes | None:
+        """A cycle's write log (table ledger), None where it has none."""
+        row = self.db.execute("SELECT writes FROM ledger WHERE cycle_id = ?", (cycle_id,))
+        found = row.fetchone()
+        return None if found is None else bytes(found[0])
 
     def health_of(self, drive_id: int) -> Rows:
         return self.db.execute(
