@@ -7,7 +7,7 @@ cut's status and its set of failure classes are small codes into per-table vocab
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,7 +132,7 @@ class TableBuilder:
         return code
 
     def add(
-        self, values: dict[str, Sequence[Any]], statuses: Sequence[str], classes: Sequence[int]
+        self, values: Mapping[str, Sequence[Any]], statuses: Sequence[str], classes: Sequence[int]
     ) -> None:
         """One chunk: a sequence per COLUMNS name (None allowed in float columns), the statuses
         and the class-set codes (from code_of_classes)."""

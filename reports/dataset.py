@@ -11,6 +11,7 @@ counted twice.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import re
 import sqlite3
@@ -389,25 +390,33 @@ def _decode(value: Any) -> Any:
 # -- for readers of other sources (reports/central.py: the fleet's PostgreSQL) ------------------
 
 
-def cut_from_row(c: Any, classes: frozenset[str]) -> Cut:
-    """A cut from a cycle row that has the v8 delay columns (any mapping of the cycle table's
-    columns), with the failure classes its findings showed."""
-    cut_ns = c["cut_ns"]
-    return Cut(
-        seq=c["seq"],
-        status=c["status"],
-        cut_delay_ms=c["cut_delay_ns"] / 1e6,
-        failure_classes=classes,
-        return_ms=_ms(c["back_ns"], cut_ns),
-        gone_ms=_ms(c["gone_ns"], cut_ns),
-        ack_to_cut_ms=_delay_ms(c["last_ack_to_cut_ns"]),
-        flush_to_cut_ms=_delay_ms(c["last_flush_to_cut_ns"]),
-        started_at=c["started_at"],
-        bytes_written=c["bytes_written"],
-        blocks_checked=c["blocks_checked"],
-        full_scan=bool(c["full_scan"]),
-        blocks_unchecked=c["blocks_unchecked"],
-    )
+def cuts_from_rows(rows: Iterable[Any], classes: dict[int, set[str]]) -> CutTable:
+    """The cuts of cycle rows that have the v8 delay columns (any mappings of the cycle table's
+    columns, in seq order), with the failure classes their findings showed (by seq), made into
+    columns a chunk at a time."""
+    builder = TableBuilder()
+    rows = iter(rows)
+    while chunk := list(itertools.islice(rows, CHUNK)):
+        values: dict[str, list[Any]] = {k: [] for k in ("seq", *ROW_COLUMNS)}
+        for c in chunk:
+            cut_ns = c["cut_ns"]
+            for name, value in (
+                ("seq", c["seq"]),
+                ("cut_delay_ms", c["cut_delay_ns"] / 1e6),
+                ("return_ms", _ms(c["back_ns"], cut_ns)),
+                ("gone_ms", _ms(c["gone_ns"], cut_ns)),
+                ("ack_to_cut_ms", _delay_ms(c["last_ack_to_cut_ns"])),
+                ("flush_to_cut_ms", _delay_ms(c["last_flush_to_cut_ns"])),
+                ("started_at", c["started_at"]),
+                ("bytes_written", c["bytes_written"]),
+                ("blocks_checked", c["blocks_checked"]),
+                ("full_scan", bool(c["full_scan"])),
+                ("blocks_unchecked", c["blocks_unchecked"]),
+            ):
+                values[name].append(value)
+        codes = [builder.code_of_classes(frozenset(classes.get(c["seq"], ()))) for c in chunk]
+        builder.add(values, [c["status"] for c in chunk], codes)
+    return builder.done()
 
 
 def decode(value: Any) -> Any:

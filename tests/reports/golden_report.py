@@ -49,7 +49,8 @@ def report_files(case: str, work: Path) -> dict[str, str]:
 
 
 def _build_stores(into: Path) -> None:
-    """The fixture stores (a demo store is copied in by hand: `rig demo --in-process`)."""
+    """The fixture stores. demo.sqlite is copied in by hand: `rig demo --in-process --quiet
+    --cycles 40`, its lba_state and ledger rows deleted (a report reads neither) and vacuumed."""
     build(
         into / "station-a.sqlite",
         [
