@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import functools
+import io
 import json
 import math
 import re
@@ -248,10 +249,9 @@ def write_csvs(report: Report, data: dataset.Dataset, out: Path) -> list[Path]:
         ],
     )
     with open(out / "cuts.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(CUTS_HEAD)
+        csv.writer(handle).writerow(CUTS_HEAD)
         for r in data.runs:
-            writer.writerows(_cut_rows(r))
+            handle.writelines(_cut_lines(r))
     written.append(out / "cuts.csv")
     emit(
         "comparisons.csv",
@@ -330,26 +330,36 @@ CUTS_HEAD = (
 CHUNK = 8192  # rows made at a time
 
 
-def _cut_rows(run: dataset.DriveRun) -> Iterator[list[object]]:
-    """One row per cycle of the run, made a chunk at a time from its columns."""
+def _csv_cell(value: object) -> str:
+    """One cell as csv.writer writes it (quoted where it must be), without the line end."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="").writerow(["", value])  # "" alone would be quoted
+    return buffer.getvalue()[1:]
+
+
+def _cut_lines(run: dataset.DriveRun) -> Iterator[str]:
+    """cuts.csv's rows of the run, as csv.writer writes them, made a chunk at a time from its
+    columns: the run's own cells once, a status or class set once per kind, a float by repr."""
     t = table_of(run.cuts)
-    head = [run.campaign.source, run.campaign.name, run.model, run.serial, run.channel]
-    classes = [" ".join(sorted(s)) for s in t.class_sets]
+    head = "".join(
+        _csv_cell(v) + ","
+        for v in (run.campaign.source, run.campaign.name, run.model, run.serial, run.channel)
+    )
+    statuses = [_csv_cell(s) for s in t.statuses]
+    classes = [_csv_cell(" ".join(sorted(s))) for s in t.class_sets]
     names = ("seq", "cut_delay_ms", "ack_to_cut_ms", "flush_to_cut_ms", "gone_ms", "return_ms")
     for start in range(0, len(t), CHUNK):
         end = start + CHUNK
         columns = [t.columns[n][start:end].tolist() for n in names]
-        statuses = t.status[start:end].tolist()
-        codes = t.classes[start:end].tolist()
-        for i, (seq, delay, ack, flush, gone, back) in enumerate(zip(*columns, strict=True)):
-            yield [
-                *head,
-                seq,
-                t.statuses[statuses[i]],
-                delay,
-                *(None if v != v else v for v in (ack, flush, gone, back)),
-                classes[codes[i]],
-            ]
+        codes = zip(t.status[start:end].tolist(), t.classes[start:end].tolist(), strict=True)
+        yield "".join(
+            f"{head}{seq},{statuses[s]},{delay!r},{'' if a != a else repr(a)},"
+            f"{'' if f != f else repr(f)},{'' if g != g else repr(g)},"
+            f"{'' if b != b else repr(b)},{classes[c]}\r\n"
+            for (seq, delay, a, f, g, b), (s, c) in zip(
+                zip(*columns, strict=True), codes, strict=True
+            )
+        )
 
 
 SERIES_HEAD = (
