@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reports import stats
-from reports.cuts import CutTable, DelayPoints, FloatArray, table_of
+from reports.cuts import Counted, CutTable, DelayPoints, FloatArray, add_counts, table_of
 from reports.dataset import Campaign, Dataset, DriveRun
 from reports.endurance import EnduranceSeries, TrimPair, endurance_series, trim_pairs
 from rig.check import failures
@@ -264,8 +264,8 @@ class ModelReport:
     delays: DelayPoints  # every cut, in order
     # lost durable writes: ms from acknowledgement / covering flush to the cut (FAST'13 saw
     # losses up to 700 ms after completion)
-    lost_after_ack_ms: list[float]
-    lost_after_flush_ms: list[float]
+    lost_after_ack_ms: Counted  # sorted, as (value, count)
+    lost_after_flush_ms: Counted
     ack_bins: list[DelayBin]
     flush_bins: list[DelayBin]
     examples: list[dict[str, Any]]  # first failure findings of each drive
@@ -481,8 +481,8 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
         return_ms=returns,
         return_quantiles=_quantiles(returns),
         delays=delays,
-        lost_after_ack_ms=sorted(a for r in runs for a, _ in r.lost_after if a is not None),
-        lost_after_flush_ms=sorted(f for r in runs for _, f in r.lost_after if f is not None),
+        lost_after_ack_ms=_lost_after(runs, 0),
+        lost_after_flush_ms=_lost_after(runs, 1),
         ack_bins=_bins(delays.ack_to_cut_ms, delays.failed, confidence),
         flush_bins=_bins(delays.flush_to_cut_ms, delays.failed, confidence),
         examples=[dict(e, drive=r.serial or r.wwn) for r in runs for e in r.examples],
@@ -496,6 +496,15 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
         endurance=(series := endurance_series(runs)),
         trim_pairs=trim_pairs(series),
     )
+
+
+def _lost_after(runs: list[DriveRun], which: int) -> Counted:
+    """Ack (0) or flush (1) to cut of every lost durable write of the runs."""
+    counts: dict[float, int] = {}
+    for r in runs:
+        add_counts(counts, (r.lost_ack if which == 0 else r.lost_flush).items())
+        add_counts(counts, ((v, 1) for t in r.lost_after if (v := t[which]) is not None))
+    return Counted(counts)
 
 
 def _dead_at(cuts: Cuts) -> int | None:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from reports.cuts import Cut, CutTable, TableBuilder
+from reports.cuts import Cut, CutTable, TableBuilder, add_counts
 from rig.check.failures import COUNTER_ANOMALY, LOST_DURABLE
 from rig.errors import UserError
 from rig.store import StoreReader
@@ -77,6 +77,9 @@ class DriveRun:
     anomalies: list[dict[str, Any]] = field(default_factory=list)  # counter_anomaly details
     # per lost durable write: ms from its acknowledgement and from its covering flush to the cut
     lost_after: list[tuple[float | None, float | None]] = field(default_factory=list)
+    # the same as counts per value (ms -> lost writes), as a store is read: millions at scale
+    lost_ack: dict[float, int] = field(default_factory=dict)
+    lost_flush: dict[float, int] = field(default_factory=dict)
     intervals: list[dict[str, Any]] = field(default_factory=list)  # endurance intervals, if any
     rail: list[dict[str, Any]] = field(default_factory=list)  # rail fall measurements, if any
 
@@ -198,15 +201,11 @@ def _load_cuts(db: StoreReader, run: DriveRun, has_ledger: bool, has_finding: bo
             {k: _decode(f[k]) for k in f.keys()}  # noqa: SIM118 (sqlite3.Row)
             for f in db.failure_examples(run.drive_id, EXAMPLES_PER_DRIVE)
         ]
-        for f in db.failure_details(run.drive_id, LOST_DURABLE):
-            detail = _decode(f["detail"])
-            if isinstance(detail, dict):
-                run.lost_after.append(
-                    (
-                        _ns_to_ms(detail.get("ack_to_cut_ns")),
-                        _ns_to_ms(detail.get("flush_to_cut_ns")),
-                    )
-                )
+        for key, into in (("ack_to_cut_ns", run.lost_ack), ("flush_to_cut_ns", run.lost_flush)):
+            add_counts(
+                into,
+                ((r["ms"], r["n"]) for r in db.detail_numbers(run.drive_id, LOST_DURABLE, key)),
+            )
         run.anomalies = [
             dict(_decode(f["detail"]), seq=f["seq"])
             for f in db.findings_of_class(run.drive_id, COUNTER_ANOMALY)

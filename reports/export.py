@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from reports import analysis, dataset, deferred, html
 from reports.analysis import Report
-from reports.cuts import DelayPoints, table_of
+from reports.cuts import Counted, DelayPoints, table_of
 from reports.endurance import EnduranceSeries, WindowFit
 
 FORMAT = "rig-report/1"
@@ -60,6 +60,8 @@ def json_text(report: Report, generated_at: float) -> str:
         marks = {name: f"@@per-cut:{len(big) + i}@@" for i, name in enumerate(PER_CUT)}
         big[marks["return_ms"]] = functools.partial(_float_items, m.return_ms)
         big[marks["delays"]] = functools.partial(_delay_items, m.delays)
+        big[marks["lost_after_ack_ms"]] = functools.partial(_counted_items, m.lost_after_ack_ms)
+        big[marks["lost_after_flush_ms"]] = functools.partial(_counted_items, m.lost_after_flush_ms)
         models.append(dataclasses.replace(m, **marks))  # type: ignore[arg-type]
     plain = dataclasses.replace(report, models=models)
     body = {"format": FORMAT, "generated_at": generated_at, **dataclasses.asdict(plain)}
@@ -75,7 +77,7 @@ def json_text(report: Report, generated_at: float) -> str:
     return "".join(out)
 
 
-PER_CUT = ("return_ms", "delays")
+PER_CUT = ("return_ms", "delays", "lost_after_ack_ms", "lost_after_flush_ms")
 
 
 def _json_list(items: Callable[[int], Iterator[str]], depth: int) -> Iterator[str]:
@@ -91,6 +93,14 @@ def _float_items(values: npt.NDArray[np.float64], depth: int) -> Iterator[str]:
     pad = " " * depth
     for start in range(0, len(values), CHUNK):
         yield ",\n".join(pad + _number(v) for v in values[start : start + CHUNK].tolist())
+
+
+def _counted_items(values: Counted, depth: int) -> Iterator[str]:
+    """Each value as many times as counted, CHUNK items to a piece."""
+    for v, n in zip(values.values, values.counts, strict=True):
+        item = " " * depth + _number(v)
+        for start in range(0, n, CHUNK):
+            yield ",\n".join([item] * min(CHUNK, n - start))
 
 
 def _number(v: float | None) -> str:

@@ -225,10 +225,10 @@ def lost_after_chart(m: ModelReport) -> str:
     ack, flush = m.lost_after_ack_ms, m.lost_after_flush_ms
     if not ack and not flush:
         return ""
-    values = [max(v, 1e-3) for v in ack + flush]
+    ends = [s.values[k] for s in (ack, flush) if s for k in (0, -1)]
     chart = svg.Chart(
         "Lost durable writes: time they had been acknowledged / flushed at the cut",
-        (min(values), max(values)),
+        (max(min(ends), 1e-3), max(max(ends), 1e-3)),
         (0, 1.0),
         "ms before the cut (log)",
         "fraction of lost durable writes",
@@ -236,10 +236,8 @@ def lost_after_chart(m: ModelReport) -> str:
     )
     for i, (label, series) in enumerate((("since its ack", ack), ("since its flush", flush))):
         if series:
-            n = len(series)
-            xs = [max(v, 1e-3) for v in series]
-            chart.step([xs[0], *xs], [0.0, *((k + 1) / n for k in range(n))], svg.colour(i))
-            chart.legend(f"{label} (max {series[-1]:.1f} ms)", svg.colour(i))
+            chart.cdf(series.mapped(lambda v: max(v, 1e-3)), svg.colour(i))
+            chart.legend(f"{label} (max {series.values[-1]:.1f} ms)", svg.colour(i))
     return chart.render()
 
 

@@ -4,8 +4,9 @@ step curves, bands, points, bars and a legend. Enough for a report; nothing more
 from __future__ import annotations
 
 import html
+import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy.typing as npt
@@ -33,6 +34,17 @@ Values = Sequence[float] | npt.NDArray[Any]
 def _floats(values: Any) -> list[float]:
     """Python floats (a numpy slice's .tolist(), so the text is formatted as for a list)."""
     return values.tolist() if hasattr(values, "tolist") else [float(v) for v in values]
+
+
+def _chunks(values: Values | Iterable[float]) -> Iterator[list[float]]:
+    """Python floats, CHUNK at a time, of a numpy array, a sequence or any iterable."""
+    if hasattr(values, "tolist"):
+        for start in range(0, len(values), CHUNK):  # type: ignore[arg-type]
+            yield values[start : start + CHUNK].tolist()  # type: ignore[index]
+        return
+    it = iter(values)
+    while chunk := [float(v) for v in itertools.islice(it, CHUNK)]:
+        yield chunk
 
 
 def colour(i: int) -> str:
@@ -156,19 +168,21 @@ class Chart:
             raise ValueError("points: xs and ys differ in length")
         self.parts.append(deferred.defer(marks))
 
-    def cdf(self, ordered: Values, stroke: str) -> None:
+    def cdf(self, ordered: Values | Iterable[float], stroke: str) -> None:
         """The empirical CDF of sorted values as a step line, as `step` draws it from
         ([v0, *values], [0, 1/n, ..., 1]); made when the page is written."""
-        x, y, n = self.x, self.y, len(ordered)
+        x, y, n = self.x, self.y, len(ordered)  # type: ignore[arg-type]
 
         def points() -> Iterator[str]:
-            yield f'<polyline class="series" points="{x(ordered[0]):.1f},{y(0.0):.1f}'
-            for start in range(0, n, CHUNK):
-                values = _floats(ordered[start : start + CHUNK])
+            start = 0
+            for values in _chunks(ordered):
+                if not start:
+                    yield f'<polyline class="series" points="{x(values[0]):.1f},{y(0.0):.1f}'
                 yield "".join(
                     f" {x(v):.1f},{y(k / n):.1f} {x(v):.1f},{y((k + 1) / n):.1f}"
                     for k, v in enumerate(values, start=start)
                 )
+                start += len(values)
             yield f'" fill="none" stroke="{stroke}" stroke-width="2"/>'
 
         self.parts.append(deferred.defer(points))

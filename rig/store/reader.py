@@ -67,12 +67,16 @@ class StoreReader:
             (drive_id, limit),
         )
 
-    def failure_details(self, drive_id: int, cls: str) -> Rows:
-        """The detail of each of the drive's failure findings of class `cls`."""
+    def detail_numbers(self, drive_id: int, cls: str, key: str) -> Rows:
+        """(ms, n): how many of the drive's failure findings of class `cls` have the number
+        `key` (ns, >= 0) in their detail, per value / 1e6 (JSON true/false are not numbers)."""
+        path = f"$.{key}"
         return self.db.execute(
-            "SELECT f.detail FROM finding f JOIN cycle c ON c.id = f.cycle_id"
-            " WHERE c.drive_id = ? AND f.class = ? AND f.failure = 1",
-            (drive_id, cls),
+            "SELECT v / 1e6 AS ms, COUNT(*) AS n FROM (SELECT CASE WHEN json_valid(f.detail)"
+            " AND json_type(f.detail, ?) IN ('integer', 'real') THEN json_extract(f.detail, ?)"
+            " END AS v FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+            " WHERE c.drive_id = ? AND f.class = ? AND f.failure = 1) WHERE v >= 0 GROUP BY ms",
+            (path, path, drive_id, cls),
         )
 
     def findings_of_class(self, drive_id: int, cls: str) -> Rows:
