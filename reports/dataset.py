@@ -177,6 +177,8 @@ def _load_store(
     for table, attr in _optional_tables(db, tables).items():
         extra = [t for t in extra if t != table]
         _attach_rows(db, table, attr, data.runs, path)
+    if "finding" in tables:
+        _attach_finding_totals(db, [r for r in data.runs if r.campaign.source == path])
     if "rail_sense" in tables:
         _attach_rail_sense(db, [r for r in data.runs if r.campaign.source == path])
     data.unread_tables[path] = extra
@@ -191,21 +193,10 @@ def _criteria_column(row: sqlite3.Row) -> dict[str, Any]:
 
 def _load_cuts(db: StoreReader, run: DriveRun, has_ledger: bool, has_finding: bool) -> None:
     if has_finding:
-        for f in db.finding_totals(run.drive_id):
-            if f["failure"]:
-                run.findings[f["class"]] = run.findings.get(f["class"], 0) + f["n"]
-                run.blocks[f["class"]] = run.blocks.get(f["class"], 0) + (f["blocks"] or 0)
-            else:
-                run.allowed_losses += f["n"]
         run.examples = [
             {k: _decode(f[k]) for k in f.keys()}  # noqa: SIM118 (sqlite3.Row)
             for f in db.failure_examples(run.drive_id, EXAMPLES_PER_DRIVE)
         ]
-        for key, into in (("ack_to_cut_ns", run.lost_ack), ("flush_to_cut_ns", run.lost_flush)):
-            add_counts(
-                into,
-                ((r["ms"], r["n"]) for r in db.detail_numbers(run.drive_id, LOST_DURABLE, key)),
-            )
         run.anomalies = [
             dict(_decode(f["detail"]), seq=f["seq"])
             for f in db.findings_of_class(run.drive_id, COUNTER_ANOMALY)
@@ -336,6 +327,28 @@ def _optional_tables(db: StoreReader, tables: set[str]) -> dict[str, str]:
         for table, attr in wanted.items()
         if table in tables and "drive_id" in db.columns(table)
     }
+
+
+def _attach_finding_totals(db: StoreReader, runs: list[DriveRun]) -> None:
+    """Findings and blocks per class, allowed losses, and the lost durable writes' times from
+    ack and flush to the cut, of every drive: one pass over the findings each (there may be
+    tens of millions)."""
+    by_id = {r.drive_id: r for r in runs}
+    for f in db.finding_totals():
+        run = by_id.get(f["drive_id"])
+        if run is None:
+            continue
+        if f["failure"]:
+            run.findings[f["class"]] = run.findings.get(f["class"], 0) + f["n"]
+            run.blocks[f["class"]] = run.blocks.get(f["class"], 0) + (f["blocks"] or 0)
+        else:
+            run.allowed_losses += f["n"]
+    for f in db.ack_and_flush_numbers(LOST_DURABLE):
+        run = by_id.get(f["drive_id"])
+        if run is not None:
+            for value, into in ((f["ack_ms"], run.lost_ack), (f["flush_ms"], run.lost_flush)):
+                if value is not None:
+                    add_counts(into, [(value, f["n"])])
 
 
 def _attach_rail_sense(db: StoreReader, runs: list[DriveRun]) -> None:

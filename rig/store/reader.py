@@ -51,12 +51,12 @@ class StoreReader:
     def drives(self) -> Rows:
         return self.db.execute("SELECT * FROM drive ORDER BY campaign_id, channel")
 
-    def finding_totals(self, drive_id: int) -> Rows:
-        """(class, failure, n, blocks) of the drive's findings."""
+    def finding_totals(self) -> Rows:
+        """(drive_id, class, failure, n, blocks) of every drive's findings, in one pass."""
         return self.db.execute(
-            "SELECT f.class, f.failure, COUNT(*) AS n, SUM(f.lba_count) AS blocks FROM finding f"
-            " JOIN cycle c ON c.id = f.cycle_id WHERE c.drive_id = ? GROUP BY f.class, f.failure",
-            (drive_id,),
+            "SELECT c.drive_id, f.class, f.failure, COUNT(*) AS n, SUM(f.lba_count) AS blocks"
+            " FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+            " GROUP BY c.drive_id, f.class, f.failure"
         )
 
     def failure_examples(self, drive_id: int, limit: int) -> Rows:
@@ -67,16 +67,22 @@ class StoreReader:
             (drive_id, limit),
         )
 
-    def detail_numbers(self, drive_id: int, cls: str, key: str) -> Rows:
-        """(ms, n): how many of the drive's failure findings of class `cls` have the number
-        `key` (ns, >= 0) in their detail, per value / 1e6 (JSON true/false are not numbers)."""
-        path = f"$.{key}"
+    def ack_and_flush_numbers(self, cls: str) -> Rows:
+        """(drive_id, ack_ms, flush_ms, n) over every drive's failure findings of class `cls`,
+        in one pass: how many have each pair of the numbers ack_to_cut_ns and flush_to_cut_ns
+        (ns, >= 0) in their detail, / 1e6; NULL where the detail has no such number (JSON
+        true/false are not numbers)."""
+        ms = (
+            "CASE WHEN json_valid(f.detail) AND json_type(f.detail, '$.{0}') IN ('integer', 'real')"
+            " AND json_extract(f.detail, '$.{0}') >= 0 THEN json_extract(f.detail, '$.{0}') / 1e6"
+            " END"
+        )
         return self.db.execute(
-            "SELECT v / 1e6 AS ms, COUNT(*) AS n FROM (SELECT CASE WHEN json_valid(f.detail)"
-            " AND json_type(f.detail, ?) IN ('integer', 'real') THEN json_extract(f.detail, ?)"
-            " END AS v FROM finding f JOIN cycle c ON c.id = f.cycle_id"
-            " WHERE c.drive_id = ? AND f.class = ? AND f.failure = 1) WHERE v >= 0 GROUP BY ms",
-            (path, path, drive_id, cls),
+            f"SELECT c.drive_id, {ms.format('ack_to_cut_ns')} AS ack_ms,"
+            f" {ms.format('flush_to_cut_ns')} AS flush_ms, COUNT(*) AS n"
+            " FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+            " WHERE f.class = ? AND f.failure = 1 GROUP BY c.drive_id, ack_ms, flush_ms",
+            (cls,),
         )
 
     def findings_of_class(self, drive_id: int, cls: str) -> Rows:
