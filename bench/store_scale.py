@@ -12,7 +12,8 @@ cut, and the wall time of `reports.dataset.load` and of the whole report (`repor
 Expected (ARCHITECTURE §7): a store fast enough for millions of cuts: record time per cut flat
 and far below a cycle's length, a few KiB per cut.
 
-Run: .venv/bin/python bench/store_scale.py [--cuts 100000] [--report]
+Run: .venv/bin/python bench/store_scale.py [--cuts 100000] [--report] [--keep DIR | --store PATH]
+(--keep DIR records into DIR and keeps the store; --store PATH reports on a kept store.)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sqlite3
 import subprocess
 import sys
@@ -115,32 +117,56 @@ def fill(path: Path, cuts: int, template: list[dict[str, Any]], source: Path) ->
     return slices
 
 
+def report_in_child(path: Path, out: Path) -> None:
+    """The whole report (`reports.export.write_report`) in a child process: its wall time and
+    its peak RSS (ru_maxrss of the child, so the bench's own templates do not count)."""
+    code = "import sys; from reports import export; export.write_report([sys.argv[1]], sys.argv[2])"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code, str(path), str(out)], check=True, cwd=REPO)
+    wall = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB, the largest child
+    size = sum(p.stat().st_size for p in out.iterdir()) / 2**20
+    note = "" if peak > before else " (no larger than an earlier child's)"
+    print(f"reports.export.write_report: {wall:.1f} s wall, peak RSS {peak / 1024:.0f} MiB{note},"
+          f" output {size:.0f} MiB")  # fmt: skip
+
+
+def record(work: Path, cuts: int) -> Path:
+    source = demo_store(work)
+    template = templates(source)
+    path = work / "scale.sqlite"
+    slices = fill(path, cuts, template, source)
+    size = sum(p.stat().st_size for p in work.glob("scale.sqlite*"))
+    print(f"cuts recorded: {cuts} (templates: {len(template)} demo cycles)")
+    print("record_cycle per cut, by tenth of the run (ms): "
+          + " ".join(f"{s * 1000:.2f}" for s in slices))  # fmt: skip
+    print(f"file: {size / 2**20:.1f} MiB, {size / cuts / 1024:.2f} KiB per cut")
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cuts", type=int, default=100_000)
     parser.add_argument("--report", action="store_true", help="also time the whole HTML report")
+    parser.add_argument("--keep", metavar="DIR", help="record into DIR and keep the store there")
+    parser.add_argument("--store", metavar="PATH", help="skip recording: use this store")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(dir=REPO / "bench") as tmp:
+    with tempfile.TemporaryDirectory(dir=args.keep or REPO / "bench") as tmp:
         work = Path(tmp)
-        source = demo_store(work)
-        template = templates(source)
-        path = work / "scale.sqlite"
-        slices = fill(path, args.cuts, template, source)
-        size = sum(p.stat().st_size for p in work.glob("scale.sqlite*"))
-        print(f"cuts recorded: {args.cuts} (templates: {len(template)} demo cycles)")
-        print("record_cycle per cut, by tenth of the run (ms): "
-              + " ".join(f"{s * 1000:.2f}" for s in slices))  # fmt: skip
-        print(f"file: {size / 2**20:.1f} MiB, {size / args.cuts / 1024:.2f} KiB per cut")
-        from reports import dataset, export
+        if args.store:
+            path = Path(args.store)
+        else:
+            path = record(Path(args.keep) if args.keep else work, args.cuts)
+        if args.report:  # the report's time includes loading its dataset
+            report_in_child(path, work / "report")
+        else:
+            from reports import dataset
 
-        started = time.perf_counter()
-        data = dataset.load([str(path)])
-        loaded = time.perf_counter() - started
-        print(f"reports.dataset.load: {loaded:.1f} s ({sum(len(r.cuts) for r in data.runs)} cuts)")
-        if args.report:
             started = time.perf_counter()
-            export.write_report([str(path)], str(work / "report"))
-            print(f"reports.export.write_report: {time.perf_counter() - started:.1f} s")
+            runs = dataset.load([str(path)]).runs
+            loaded = time.perf_counter() - started
+            print(f"reports.dataset.load: {loaded:.1f} s ({sum(len(r.cuts) for r in runs)} cuts)")
         print(f"machine: nproc {os.cpu_count()}, load {os.getloadavg()[0]:.1f}")
 
 

@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import itertools
 import math
-import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from reports import stats
-from reports.dataset import Campaign, Cut, Dataset, DriveRun
+from reports.cuts import Counted, CutTable, DelayPoints, FloatArray, add_counts, table_of
+from reports.dataset import Campaign, Dataset, DriveRun
 from reports.endurance import EnduranceSeries, TrimPair, endurance_series, trim_pairs
 from rig.check import failures
 from rig.health.delta import COUNTERS
@@ -172,15 +175,6 @@ class DelayBin:
 
 
 @dataclass
-class DelayPoint:
-    ack_to_cut_ms: float | None
-    flush_to_cut_ms: float | None
-    cut_delay_ms: float
-    failed: bool
-    classes: list[str]
-
-
-@dataclass
 class Survival:
     subjects: list[tuple[int, bool]]  # (cuts survived or until death, died)
     steps: list[stats.KmStep]
@@ -265,13 +259,13 @@ class ModelReport:
     drive_level: Proportion  # drives with any failure out of drives
     drives_dead: int
     survival: Survival
-    return_ms: list[float]
+    return_ms: FloatArray  # every cut's return time, in cut order
     return_quantiles: dict[str, float]
-    delays: list[DelayPoint]
+    delays: DelayPoints  # every cut, in order
     # lost durable writes: ms from acknowledgement / covering flush to the cut (FAST'13 saw
     # losses up to 700 ms after completion)
-    lost_after_ack_ms: list[float]
-    lost_after_flush_ms: list[float]
+    lost_after_ack_ms: Counted  # sorted, as (value, count)
+    lost_after_flush_ms: Counted
     ack_bins: list[DelayBin]
     flush_bins: list[DelayBin]
     examples: list[dict[str, Any]]  # first failure findings of each drive
@@ -369,53 +363,109 @@ def compare(models: Sequence[ModelReport], confidence: float) -> list[Comparison
     ]
 
 
+@dataclass
+class Cuts:
+    """The cut rows (status ok or dead) of some drive runs, in order, as (run, table, mask)."""
+
+    parts: list[tuple[DriveRun, CutTable, npt.NDArray[np.bool_]]]
+
+    @classmethod
+    def of(cls, runs: Iterable[DriveRun]) -> Cuts:
+        tables = [(r, table_of(r.cuts)) for r in runs]
+        return cls([(r, t, t.is_cut) for r, t in tables])
+
+    @property
+    def count(self) -> int:
+        return sum(int(m.sum()) for _, _, m in self.parts)
+
+    def where(self, keep: Callable[[frozenset[str]], bool]) -> int:
+        """Cuts whose set of failure classes `keep` accepts."""
+        total = 0
+        for _, t, m in self.parts:
+            hist = np.bincount(t.classes[m], minlength=len(t.class_sets))
+            total += sum(int(hist[i]) for i, s in enumerate(t.class_sets) if keep(s))
+        return total
+
+    def column(self, name: str) -> FloatArray:
+        return _cat([t.columns[name][m] for _, t, m in self.parts])
+
+    def failed(self) -> npt.NDArray[np.bool_]:
+        return np.concatenate([t.failed[m] for _, t, m in self.parts] or [np.empty(0, bool)])
+
+    def returns(self) -> FloatArray:
+        """Return times of cuts with status ok that have one."""
+        out = []
+        for _, t, m in self.parts:
+            values = t.columns["return_ms"][m & t.status_mask("ok")]
+            out.append(values[~np.isnan(values)])
+        return _cat(out)
+
+    def cycles(self, status: str) -> int:
+        """Cycles of this status, cuts or not."""
+        return sum(t.count_status(status) for _, t, _ in self.parts)
+
+    def delays(self) -> DelayPoints:
+        lists: list[list[str]] = [[]]
+        codes: dict[frozenset[str], int] = {frozenset(): 0}
+        mapped = []
+        for _, t, m in self.parts:
+            remap = np.zeros(len(t.class_sets), np.int32)
+            for i, s in enumerate(t.class_sets):
+                if s not in codes:
+                    codes[s] = len(lists)
+                    lists.append(failures.ordered(s))
+                remap[i] = codes[s]
+            mapped.append(remap[t.classes[m]])
+        return DelayPoints(
+            self.column("ack_to_cut_ms"),
+            self.column("flush_to_cut_ms"),
+            self.column("cut_delay_ms"),
+            np.concatenate(mapped or [np.empty(0, np.int32)]).astype(np.int32),
+            lists,
+        )
+
+
+def _cat(arrays: list[FloatArray]) -> FloatArray:
+    return np.concatenate(arrays) if arrays else np.empty(0, np.float64)
+
+
 def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
     runs = sorted(runs, key=lambda r: (r.campaign.started_at, r.channel))
     criteria, note = merged_criteria({id(r.campaign): r.campaign for r in runs}.values())
-    cuts = [c for r in runs for c in r.cuts if c.is_cut]
+    cuts = Cuts.of(runs)
+    n = cuts.count
     classes_present = failures.ordered(k for r in runs for k in r.findings)
     class_stats = [
         ClassStat(
             cls,
             sum(r.findings.get(cls, 0) for r in runs),
             sum(r.blocks.get(cls, 0) for r in runs),
-            proportion(sum(cls in c.failure_classes for c in cuts), len(cuts), confidence),
+            proportion(cuts.where(lambda s, cls=cls: cls in s), n, confidence),  # type: ignore[misc]
         )
         for cls in classes_present
     ]
     counted = set(criteria.classes)
-    criteria_failed = sum(bool(c.failure_classes & counted) if counted else c.failed for c in cuts)
+    criteria_failed = cuts.where(lambda s: bool(s & counted) if counted else bool(s))
     drives = _drives(runs, confidence, criteria)
-    any_failure = proportion(sum(c.failed for c in cuts), len(cuts), confidence)
-    crit = proportion(criteria_failed, len(cuts), criteria.confidence)
-    returns = [c.return_ms for c in cuts if c.return_ms is not None and c.status == "ok"]
-    firmware: dict[str, list[Cut]] = {}
+    any_failure = proportion(cuts.where(bool), n, confidence)
+    crit = proportion(criteria_failed, n, criteria.confidence)
+    returns = cuts.returns()
+    firmware: dict[str, list[DriveRun]] = {}
     for r in runs:
-        firmware.setdefault(r.firmware or "(not reported)", []).extend(
-            c for c in r.cuts if c.is_cut
-        )
+        firmware.setdefault(r.firmware or "(not reported)", []).append(r)
     dead = sum(d.dead_at_cut is not None for d in drives)
-    delays = [
-        DelayPoint(
-            c.ack_to_cut_ms,
-            c.flush_to_cut_ms,
-            c.cut_delay_ms,
-            c.failed,
-            failures.ordered(c.failure_classes),
-        )
-        for c in cuts
-    ]
+    delays = cuts.delays()
     return ModelReport(
         model=model,
         firmware={
-            fw: proportion(sum(c.failed for c in cs), len(cs), confidence)
-            for fw, cs in sorted(firmware.items())
+            fw: proportion((c := Cuts.of(rs)).where(bool), c.count, confidence)
+            for fw, rs in sorted(firmware.items())
         },
         drives=drives,
         campaigns=sorted({f"{r.campaign.name} ({r.campaign.station})" for r in runs}),
-        cuts=len(cuts),
-        rig_errors=sum(c.status == "error" for r in runs for c in r.cuts),
-        interrupted=sum(c.status == "interrupted" for r in runs for c in r.cuts),
+        cuts=n,
+        rig_errors=cuts.cycles("error"),
+        interrupted=cuts.cycles("interrupted"),
         classes=class_stats,
         any_failure=any_failure,
         criteria_failure=crit,
@@ -431,10 +481,10 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
         return_ms=returns,
         return_quantiles=_quantiles(returns),
         delays=delays,
-        lost_after_ack_ms=sorted(a for r in runs for a, _ in r.lost_after if a is not None),
-        lost_after_flush_ms=sorted(f for r in runs for _, f in r.lost_after if f is not None),
-        ack_bins=_bins([(c.ack_to_cut_ms, c.failed) for c in cuts], confidence),
-        flush_bins=_bins([(c.flush_to_cut_ms, c.failed) for c in cuts], confidence),
+        lost_after_ack_ms=_lost_after(runs, 0),
+        lost_after_flush_ms=_lost_after(runs, 1),
+        ack_bins=_bins(delays.ack_to_cut_ms, delays.failed, confidence),
+        flush_bins=_bins(delays.flush_to_cut_ms, delays.failed, confidence),
         examples=[dict(e, drive=r.serial or r.wwn) for r in runs for e in r.examples],
         health=[h for h in (_health(r) for r in runs) if h is not None],
         anomalies=[dict(a, drive=r.serial or r.wwn) for r in runs for a in r.anomalies],
@@ -448,20 +498,45 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
     )
 
 
+def _lost_after(runs: list[DriveRun], which: int) -> Counted:
+    """Ack (0) or flush (1) to cut of every lost durable write of the runs."""
+    counts: dict[float, int] = {}
+    for r in runs:
+        add_counts(counts, (r.lost_ack if which == 0 else r.lost_flush).items())
+        add_counts(counts, ((v, 1) for t in r.lost_after if (v := t[which]) is not None))
+    return Counted(counts)
+
+
+def _dead_at(cuts: Cuts) -> int | None:
+    """The cut count (1-based, over the runs in order) at which the drive died."""
+    offset = 0
+    for _, t, m in cuts.parts:
+        statuses = t.status[m]
+        if "dead" not in t.statuses:
+            offset += len(statuses)
+            continue
+        found = np.flatnonzero(statuses == t.statuses.index("dead"))
+        if len(found):
+            return offset + int(found[0]) + 1
+        offset += len(statuses)
+    return None
+
+
 def _drives(runs: list[DriveRun], confidence: float, criteria: Criteria) -> list[DriveStat]:
     by_key: dict[str, list[DriveRun]] = {}
     for r in runs:
         by_key.setdefault(r.key, []).append(r)
     result = []
     for key, group in by_key.items():
-        cuts = [c for r in group for c in r.cuts if c.is_cut]
-        dead_at = next((i + 1 for i, c in enumerate(cuts) if c.status == "dead"), None)
+        cuts = Cuts.of(group)
+        n = cuts.count
+        dead_at = _dead_at(cuts)
         findings: dict[str, int] = {}
         for r in group:
-            for cls, n in r.findings.items():
-                findings[cls] = findings.get(cls, 0) + n
-        returns = [c.return_ms for c in cuts if c.return_ms is not None and c.status == "ok"]
-        failed = sum(c.failed for c in cuts)
+            for cls, k in r.findings.items():
+                findings[cls] = findings.get(cls, 0) + k
+        returns = np.sort(cuts.returns())
+        failed = cuts.where(bool)
         first = group[0]
         result.append(
             DriveStat(
@@ -474,21 +549,31 @@ def _drives(runs: list[DriveRun], confidence: float, criteria: Criteria) -> list
                 campaigns=sorted({r.campaign.name for r in group}),
                 channels=sorted({r.channel for r in group}),
                 profile=first.profile,
-                cuts=proportion(failed, len(cuts), confidence),
-                rig_errors=sum(c.status == "error" for r in group for c in r.cuts),
-                interrupted=sum(c.status == "interrupted" for r in group for c in r.cuts),
+                cuts=proportion(failed, n, confidence),
+                rig_errors=cuts.cycles("error"),
+                interrupted=cuts.cycles("interrupted"),
                 findings={k: findings[k] for k in failures.ordered(findings)},
                 allowed_losses=sum(r.allowed_losses for r in group),
-                bytes_written=sum(c.bytes_written for r in group for c in r.cuts),
-                blocks_checked=sum(c.blocks_checked for c in cuts),
-                full_scans=sum(c.full_scan for c in cuts),
+                bytes_written=sum(int(t.columns["bytes_written"].sum()) for _, t, _ in cuts.parts),
+                blocks_checked=int(cuts.column("blocks_checked").sum()),
+                full_scans=int(cuts.column("full_scan").sum()),
                 dead_at_cut=dead_at,
-                median_return_ms=statistics.median(returns) if returns else None,
-                verdict=_drive_verdict(dead_at, failed, len(cuts), criteria),
-                blocks_unchecked=sum(c.blocks_unchecked for c in cuts),
+                median_return_ms=_median(returns),
+                verdict=_drive_verdict(dead_at, failed, n, criteria),
+                blocks_unchecked=int(cuts.column("blocks_unchecked").sum()),
             )
         )
     return result
+
+
+def _median(ordered: FloatArray) -> float | None:
+    """statistics.median of sorted values."""
+    n = len(ordered)
+    if not n:
+        return None
+    if n % 2:
+        return float(ordered[n // 2])
+    return (float(ordered[n // 2 - 1]) + float(ordered[n // 2])) / 2
 
 
 def _drive_verdict(dead_at: int | None, failed: int, cuts: int, criteria: Criteria) -> str:
@@ -575,33 +660,33 @@ def _survival(drives: list[DriveStat], confidence: float) -> Survival:
     return Survival(subjects, steps)
 
 
-def _quantiles(values: list[float]) -> dict[str, float]:
-    if not values:
+def _quantiles(values: Sequence[float] | FloatArray) -> dict[str, float]:
+    if not len(values):
         return {}
-    ordered = sorted(values)
+    ordered = np.sort(np.asarray(values, dtype=np.float64))
 
     def q(p: float) -> float:  # nearest rank: an observed value, never an interpolated one
-        return ordered[min(len(ordered) - 1, max(0, math.ceil(p * len(ordered)) - 1))]
+        return float(ordered[min(len(ordered) - 1, max(0, math.ceil(p * len(ordered)) - 1))])
 
     return {
-        "min": ordered[0],
+        "min": float(ordered[0]),
         "p50": q(0.5),
         "p90": q(0.9),
         "p99": q(0.99),
-        "max": ordered[-1],
-        "mean": statistics.fmean(ordered),
+        "max": float(ordered[-1]),
+        "mean": math.fsum(ordered.tolist()) / len(ordered),
     }
 
 
-def _bins(points: list[tuple[float | None, bool]], confidence: float) -> list[DelayBin]:
+def _bins(values: FloatArray, failed: npt.NDArray[np.bool_], confidence: float) -> list[DelayBin]:
     result = []
     for low, high in itertools.pairwise(DELAY_BINS_MS):
-        inside = [f for v, f in points if v is not None and low <= v < high]
+        inside = (values >= low) & (values < high)  # NaN (no value) is in no bin
         result.append(
             DelayBin(
                 low,
                 None if math.isinf(high) else high,
-                proportion(sum(inside), len(inside), confidence),
+                proportion(int(failed[inside].sum()), int(inside.sum()), confidence),
             )
         )
     return result

@@ -13,7 +13,7 @@ from reports.dataset import (
     Dataset,
     DriveRun,
     HealthRow,
-    cut_from_row,
+    cuts_from_rows,
     decode,
     lost_after,
 )
@@ -117,10 +117,7 @@ def _fill(central: CentralStore, run: DriveRun, station: str, uid: int, channel:
         detail = decode(f["detail"])
         if isinstance(detail, dict):
             run.anomalies.append(dict(detail, seq=f["seq"]))
-    run.cuts = [
-        cut_from_row(c, frozenset(classes.get(c["seq"], ())))
-        for c in central.cycles_of(station, uid, channel)
-    ]
+    run.cuts = cuts_from_rows(central.cycles_of(station, uid, channel), classes)
     for h in central.health_of(station, uid, channel):
         fields = decode(h["fields"])
         if isinstance(fields, dict):

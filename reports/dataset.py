@@ -11,53 +11,27 @@ counted twice.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import re
 import sqlite3
 import tomllib
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from reports.cuts import Cut, CutTable, TableBuilder, add_counts
 from rig.check.failures import COUNTER_ANOMALY, LOST_DURABLE
 from rig.errors import UserError
 from rig.store import StoreReader
 
-# Cycle statuses that are power cuts of the drive (a dead drive's last cut counts: it failed).
-CUT_STATUSES = ("ok", "dead")
 EXAMPLES_PER_DRIVE = 20
+__all__ = ["Cut", "CutTable"]  # a Cut is read from here too (tests, central)
 NOT_DONE = -1  # rig.check.ledger: completion time of a request that never completed
-
-
-@dataclass
-class Cut:
-    """One cycle of one drive, as a report sees it."""
-
-    seq: int
-    status: str  # ok | dead | error | interrupted | ...
-    cut_delay_ms: float
-    failure_classes: frozenset[str]
-    return_ms: float | None  # cut edge to the drive back on the bus
-    gone_ms: float | None  # cut edge to the drive gone from the bus
-    ack_to_cut_ms: float | None  # last acknowledged write completion before the cut
-    flush_to_cut_ms: float | None  # last completed flush before the cut
-    started_at: float
-    bytes_written: int
-    blocks_checked: int
-    full_scan: bool  # store v3: the cut's check read the whole test region
-    blocks_unchecked: int = 0  # store v9: meant to be read, left unread by a read budget
-
-    @property
-    def is_cut(self) -> bool:
-        return self.status in CUT_STATUSES
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.failure_classes)
 
 
 @dataclass
@@ -94,7 +68,7 @@ class DriveRun:
     firmware: str
     profile: str
     status: str
-    cuts: list[Cut] = field(default_factory=list)
+    cuts: Sequence[Cut] = field(default_factory=CutTable)  # a CutTable as loaded
     findings: dict[str, int] = field(default_factory=dict)  # failure findings per class
     blocks: dict[str, int] = field(default_factory=dict)  # blocks in failure findings per class
     allowed_losses: int = 0
@@ -103,6 +77,9 @@ class DriveRun:
     anomalies: list[dict[str, Any]] = field(default_factory=list)  # counter_anomaly details
     # per lost durable write: ms from its acknowledgement and from its covering flush to the cut
     lost_after: list[tuple[float | None, float | None]] = field(default_factory=list)
+    # the same as counts per value (ms -> lost writes), as a store is read: millions at scale
+    lost_ack: dict[float, int] = field(default_factory=dict)
+    lost_flush: dict[float, int] = field(default_factory=dict)
     intervals: list[dict[str, Any]] = field(default_factory=list)  # endurance intervals, if any
     rail: list[dict[str, Any]] = field(default_factory=list)  # rail fall measurements, if any
 
@@ -200,6 +177,8 @@ def _load_store(
     for table, attr in _optional_tables(db, tables).items():
         extra = [t for t in extra if t != table]
         _attach_rows(db, table, attr, data.runs, path)
+    if "finding" in tables:
+        _attach_finding_totals(db, [r for r in data.runs if r.campaign.source == path])
     if "rail_sense" in tables:
         _attach_rail_sense(db, [r for r in data.runs if r.campaign.source == path])
     data.unread_tables[path] = extra
@@ -213,61 +192,59 @@ def _criteria_column(row: sqlite3.Row) -> dict[str, Any]:
 
 
 def _load_cuts(db: StoreReader, run: DriveRun, has_ledger: bool, has_finding: bool) -> None:
-    classes: dict[int, set[str]] = {}
     if has_finding:
-        for f in db.finding_counts_by_cycle(run.drive_id):
-            if f["failure"]:
-                classes.setdefault(f["cycle_id"], set()).add(f["class"])
-                run.findings[f["class"]] = run.findings.get(f["class"], 0) + f["n"]
-                run.blocks[f["class"]] = run.blocks.get(f["class"], 0) + (f["blocks"] or 0)
-            else:
-                run.allowed_losses += f["n"]
         run.examples = [
             {k: _decode(f[k]) for k in f.keys()}  # noqa: SIM118 (sqlite3.Row)
             for f in db.failure_examples(run.drive_id, EXAMPLES_PER_DRIVE)
         ]
-        for f in db.failure_details(run.drive_id, LOST_DURABLE):
-            detail = _decode(f["detail"])
-            if isinstance(detail, dict):
-                run.lost_after.append(
-                    (
-                        _ns_to_ms(detail.get("ack_to_cut_ns")),
-                        _ns_to_ms(detail.get("flush_to_cut_ns")),
-                    )
-                )
         run.anomalies = [
             dict(_decode(f["detail"]), seq=f["seq"])
             for f in db.findings_of_class(run.drive_id, COUNTER_ANOMALY)
             if isinstance(_decode(f["detail"]), dict)
         ]
-    # v8 stores carry the delays in the cycle row: the ledger is read only for cycles without
-    # them (recorded by an older rig), so a report over millions of cuts skips the blobs
-    has_delays = "last_ack_to_cut_ns" in db.columns("cycle")
-    for c in db.cycles_with_ledger(run.drive_id, has_ledger, has_delays):
-        cut_ns = c["cut_ns"]
-        ack_ms = flush_ms = None
-        if has_delays and c["last_ack_to_cut_ns"] is not None:
-            ack_ms = _delay_ms(c["last_ack_to_cut_ns"])
-            flush_ms = _delay_ms(c["last_flush_to_cut_ns"])
-        elif c["ledger"] is not None and cut_ns is not None:
-            ack_ms, flush_ms = _last_ack_and_flush(c["ledger"], cut_ns)
-        run.cuts.append(
-            Cut(
-                seq=c["seq"],
-                status=c["status"],
-                cut_delay_ms=c["cut_delay_ns"] / 1e6,
-                failure_classes=frozenset(classes.get(c["id"], ())),
-                return_ms=_ms(c["back_ns"], cut_ns),
-                gone_ms=_ms(c["gone_ns"], cut_ns),
-                ack_to_cut_ms=ack_ms,
-                flush_to_cut_ms=flush_ms,
-                started_at=c["started_at"],
-                bytes_written=c["bytes_written"],
-                blocks_checked=c["blocks_checked"],
-                full_scan=bool(c["full_scan"]) if "full_scan" in c.keys() else False,  # noqa: SIM118
-                blocks_unchecked=c["blocks_unchecked"] if "blocks_unchecked" in c.keys() else 0,  # noqa: SIM118
-            )
+    run.cuts = _cut_table(db, run.drive_id, has_ledger, has_finding)
+
+
+CHUNK = 65_536  # cycle rows read at a time: Python objects for one chunk only
+# the per-cut columns of StoreReader.cut_columns, after id, seq and status
+ROW_COLUMNS = (
+    *("cut_delay_ms", "return_ms", "gone_ms", "ack_to_cut_ms", "flush_to_cut_ms", "started_at"),
+    *("bytes_written", "blocks_checked", "full_scan", "blocks_unchecked"),
+)
+
+
+def _cut_table(db: StoreReader, drive_id: int, has_ledger: bool, has_finding: bool) -> CutTable:
+    """The drive's cycles as columns, read a chunk at a time. v8 stores carry the delays in the
+    cycle row: a ledger is decoded only for a cycle without them (recorded by an older rig)."""
+    builder = TableBuilder()
+    codes: dict[str | None, int] = {None: 0}
+    cursor = db.cut_columns(drive_id, has_finding)
+    while rows := cursor.fetchmany(CHUNK):
+        columns = list(zip(*rows, strict=True))
+        values: dict[str, Sequence[Any]] = dict(
+            zip(("seq", *ROW_COLUMNS), columns[1:2] + columns[3:13], strict=True)
         )
+        if has_ledger and any(columns[14]):
+            values["ack_to_cut_ms"], values["flush_to_cut_ms"] = _ledger_delays(db, columns)
+        for text in set(columns[15]) - codes.keys():
+            codes[text] = builder.code_of_classes(frozenset(str(text).split(",")))
+        builder.add(values, columns[2], [codes[t] for t in columns[15]])
+    return builder.done()
+
+
+def _ledger_delays(
+    db: StoreReader, columns: list[tuple[Any, ...]]
+) -> tuple[list[float | None], list[float | None]]:
+    """Ack and flush to cut of a chunk's cycles, from the write log of those without the v8
+    delay columns (recorded by an older rig)."""
+    ack, flush = list(columns[6]), list(columns[7])
+    rows = zip(columns[0], columns[13], columns[14], strict=True)
+    for i, (cycle_id, cut_ns, no_delays) in enumerate(rows):
+        if no_delays and cut_ns is not None:
+            blob = db.ledger_blob(cycle_id)
+            if blob is not None:
+                ack[i], flush[i] = _last_ack_and_flush(blob, cut_ns)
+    return ack, flush
 
 
 def _load_health(db: StoreReader, drive_id: int) -> list[HealthRow]:
@@ -352,6 +329,28 @@ def _optional_tables(db: StoreReader, tables: set[str]) -> dict[str, str]:
     }
 
 
+def _attach_finding_totals(db: StoreReader, runs: list[DriveRun]) -> None:
+    """Findings and blocks per class, allowed losses, and the lost durable writes' times from
+    ack and flush to the cut, of every drive: one pass over the findings each (there may be
+    tens of millions)."""
+    by_id = {r.drive_id: r for r in runs}
+    for f in db.finding_totals():
+        run = by_id.get(f["drive_id"])
+        if run is None:
+            continue
+        if f["failure"]:
+            run.findings[f["class"]] = run.findings.get(f["class"], 0) + f["n"]
+            run.blocks[f["class"]] = run.blocks.get(f["class"], 0) + (f["blocks"] or 0)
+        else:
+            run.allowed_losses += f["n"]
+    for f in db.ack_and_flush_numbers(LOST_DURABLE):
+        run = by_id.get(f["drive_id"])
+        if run is not None:
+            for value, into in ((f["ack_ms"], run.lost_ack), (f["flush_ms"], run.lost_flush)):
+                if value is not None:
+                    add_counts(into, [(value, f["n"])])
+
+
 def _attach_rail_sense(db: StoreReader, runs: list[DriveRun]) -> None:
     """The relay board's rail-sense captures (store v4 `rail_sense`, one row per sensed cycle)."""
     by_id = {r.drive_id: r for r in runs}
@@ -403,25 +402,33 @@ def _decode(value: Any) -> Any:
 # -- for readers of other sources (reports/central.py: the fleet's PostgreSQL) ------------------
 
 
-def cut_from_row(c: Any, classes: frozenset[str]) -> Cut:
-    """A cut from a cycle row that has the v8 delay columns (any mapping of the cycle table's
-    columns), with the failure classes its findings showed."""
-    cut_ns = c["cut_ns"]
-    return Cut(
-        seq=c["seq"],
-        status=c["status"],
-        cut_delay_ms=c["cut_delay_ns"] / 1e6,
-        failure_classes=classes,
-        return_ms=_ms(c["back_ns"], cut_ns),
-        gone_ms=_ms(c["gone_ns"], cut_ns),
-        ack_to_cut_ms=_delay_ms(c["last_ack_to_cut_ns"]),
-        flush_to_cut_ms=_delay_ms(c["last_flush_to_cut_ns"]),
-        started_at=c["started_at"],
-        bytes_written=c["bytes_written"],
-        blocks_checked=c["blocks_checked"],
-        full_scan=bool(c["full_scan"]),
-        blocks_unchecked=c["blocks_unchecked"],
-    )
+def cuts_from_rows(rows: Iterable[Any], classes: dict[int, set[str]]) -> CutTable:
+    """The cuts of cycle rows that have the v8 delay columns (any mappings of the cycle table's
+    columns, in seq order), with the failure classes their findings showed (by seq), made into
+    columns a chunk at a time."""
+    builder = TableBuilder()
+    rows = iter(rows)
+    while chunk := list(itertools.islice(rows, CHUNK)):
+        values: dict[str, list[Any]] = {k: [] for k in ("seq", *ROW_COLUMNS)}
+        for c in chunk:
+            cut_ns = c["cut_ns"]
+            for name, value in (
+                ("seq", c["seq"]),
+                ("cut_delay_ms", c["cut_delay_ns"] / 1e6),
+                ("return_ms", _ms(c["back_ns"], cut_ns)),
+                ("gone_ms", _ms(c["gone_ns"], cut_ns)),
+                ("ack_to_cut_ms", _delay_ms(c["last_ack_to_cut_ns"])),
+                ("flush_to_cut_ms", _delay_ms(c["last_flush_to_cut_ns"])),
+                ("started_at", c["started_at"]),
+                ("bytes_written", c["bytes_written"]),
+                ("blocks_checked", c["blocks_checked"]),
+                ("full_scan", bool(c["full_scan"])),
+                ("blocks_unchecked", c["blocks_unchecked"]),
+            ):
+                values[name].append(value)
+        codes = [builder.code_of_classes(frozenset(classes.get(c["seq"], ()))) for c in chunk]
+        builder.add(values, [c["status"] for c in chunk], codes)
+    return builder.done()
 
 
 def decode(value: Any) -> Any:

@@ -13,16 +13,22 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
+import io
 import json
 import math
-import os
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from reports import analysis, dataset, html
+import numpy as np
+import numpy.typing as npt
+
+from reports import analysis, dataset, deferred, html
 from reports.analysis import Report
+from reports.cuts import Counted, DelayPoints, table_of
 from reports.endurance import EnduranceSeries, WindowFit
 
 FORMAT = "rig-report/1"
@@ -42,8 +48,95 @@ def _clean(value: Any) -> Any:
 
 
 def to_json(report: Report, generated_at: float) -> str:
-    body = {"format": FORMAT, "generated_at": generated_at, **dataclasses.asdict(report)}
-    return json.dumps(_clean(body), indent=1, sort_keys=False)
+    return deferred.join(json_text(report, generated_at))
+
+
+def json_text(report: Report, generated_at: float) -> str:
+    """report.json with each model's per-cut lists (return_ms, delays) as tokens
+    (reports/deferred.py): written as they are made, never held whole."""
+    big: dict[str, Callable[[int], Iterator[str]]] = {}
+    models = []
+    for m in report.models:
+        marks = {name: f"@@per-cut:{len(big) + i}@@" for i, name in enumerate(PER_CUT)}
+        big[marks["return_ms"]] = functools.partial(_float_items, m.return_ms)
+        big[marks["delays"]] = functools.partial(_delay_items, m.delays)
+        big[marks["lost_after_ack_ms"]] = functools.partial(_counted_items, m.lost_after_ack_ms)
+        big[marks["lost_after_flush_ms"]] = functools.partial(_counted_items, m.lost_after_flush_ms)
+        models.append(dataclasses.replace(m, **marks))  # type: ignore[arg-type]
+    plain = dataclasses.replace(report, models=models)
+    body = {"format": FORMAT, "generated_at": generated_at, **dataclasses.asdict(plain)}
+    text = json.dumps(_clean(body), indent=1, sort_keys=False)
+    out, at = [], 0
+    for match in re.finditer('"(@@per-cut:[0-9]+@@)"', text):
+        line = text[text.rfind("\n", 0, match.start()) + 1 : match.start()]
+        depth = len(line) - len(line.lstrip(" "))
+        out.append(text[at : match.start()])
+        out.append(deferred.defer(functools.partial(_json_list, big[match.group(1)], depth)))
+        at = match.end()
+    out.append(text[at:])
+    return "".join(out)
+
+
+PER_CUT = ("return_ms", "delays", "lost_after_ack_ms", "lost_after_flush_ms")
+
+
+def _json_list(items: Callable[[int], Iterator[str]], depth: int) -> Iterator[str]:
+    """A JSON list as json.dumps(indent=1) writes it at `depth`, its items from `items(depth)`."""
+    first = True
+    for piece in items(depth + 1):
+        yield ("[\n" if first else ",\n") + piece
+        first = False
+    yield "[]" if first else "\n" + " " * depth + "]"
+
+
+def _float_items(values: npt.NDArray[np.float64], depth: int) -> Iterator[str]:
+    pad = " " * depth
+    for start in range(0, len(values), CHUNK):
+        yield ",\n".join(pad + _number(v) for v in values[start : start + CHUNK].tolist())
+
+
+def _counted_items(values: Counted, depth: int) -> Iterator[str]:
+    """Each value as many times as counted, CHUNK items to a piece."""
+    for v, n in zip(values.values, values.counts, strict=True):
+        item = " " * depth + _number(v)
+        for start in range(0, n, CHUNK):
+            yield ",\n".join([item] * min(CHUNK, n - start))
+
+
+def _number(v: float | None) -> str:
+    if v is None or v != v or v in (math.inf, -math.inf):
+        return "null"  # JSON has no NaN or inf (_clean)
+    return float.__repr__(v)
+
+
+def _delay_items(points: DelayPoints, depth: int) -> Iterator[str]:
+    """Each cut as dataclasses.asdict(DelayPoint) would be written."""
+    pad, inner = " " * depth, " " * (depth + 1)
+    listed = [_json_strings(c, depth + 1) for c in points.class_lists]
+    head = f'{pad}{{\n{inner}"ack_to_cut_ms": '
+    for start in range(0, len(points), CHUNK):
+        end = start + CHUNK
+        rows = zip(
+            points.ack_to_cut_ms[start:end].tolist(),
+            points.flush_to_cut_ms[start:end].tolist(),
+            points.cut_delay_ms[start:end].tolist(),
+            points.classes[start:end].tolist(),
+            strict=True,
+        )
+        yield ",\n".join(
+            f'{head}{_number(a)},\n{inner}"flush_to_cut_ms": {_number(f)},\n'
+            f'{inner}"cut_delay_ms": {_number(d)},\n{inner}"failed": {"true" if c else "false"},'
+            f'\n{inner}"classes": {listed[c]}\n{pad}}}'
+            for a, f, d, c in rows
+        )
+
+
+def _json_strings(values: list[str], depth: int) -> str:
+    if not values:
+        return "[]"
+    pad = " " * (depth + 1)
+    items = ",\n".join(pad + json.dumps(v) for v in values)
+    return f"[\n{items}\n{' ' * depth}]"
 
 
 def _write_csv(path: Path, head: Sequence[str], rows: list[Sequence[object]]) -> None:
@@ -165,43 +258,11 @@ def write_csvs(report: Report, data: dataset.Dataset, out: Path) -> list[Path]:
             for d in m.drives
         ],
     )
-    emit(
-        "cuts.csv",
-        [
-            "store",
-            "campaign",
-            "model",
-            "serial",
-            "channel",
-            "seq",
-            "status",
-            "cut_delay_ms",
-            "ack_to_cut_ms",
-            "flush_to_cut_ms",
-            "gone_ms",
-            "return_ms",
-            "failure_classes",
-        ],
-        [
-            [
-                r.campaign.source,
-                r.campaign.name,
-                r.model,
-                r.serial,
-                r.channel,
-                c.seq,
-                c.status,
-                c.cut_delay_ms,
-                c.ack_to_cut_ms,
-                c.flush_to_cut_ms,
-                c.gone_ms,
-                c.return_ms,
-                " ".join(sorted(c.failure_classes)),
-            ]
-            for r in data.runs
-            for c in r.cuts
-        ],
-    )
+    with open(out / "cuts.csv", "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerow(CUTS_HEAD)
+        for r in data.runs:
+            handle.writelines(_cut_lines(r))
+    written.append(out / "cuts.csv")
     emit(
         "comparisons.csv",
         [
@@ -270,6 +331,45 @@ def write_csvs(report: Report, data: dataset.Dataset, out: Path) -> list[Path]:
         ],
     )
     return written
+
+
+CUTS_HEAD = (
+    *("store", "campaign", "model", "serial", "channel", "seq", "status", "cut_delay_ms"),
+    *("ack_to_cut_ms", "flush_to_cut_ms", "gone_ms", "return_ms", "failure_classes"),
+)
+CHUNK = 8192  # rows made at a time
+
+
+def _csv_cell(value: object) -> str:
+    """One cell as csv.writer writes it (quoted where it must be), without the line end."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="").writerow(["", value])  # "" alone would be quoted
+    return buffer.getvalue()[1:]
+
+
+def _cut_lines(run: dataset.DriveRun) -> Iterator[str]:
+    """cuts.csv's rows of the run, as csv.writer writes them, made a chunk at a time from its
+    columns: the run's own cells once, a status or class set once per kind, a float by repr."""
+    t = table_of(run.cuts)
+    head = "".join(
+        _csv_cell(v) + ","
+        for v in (run.campaign.source, run.campaign.name, run.model, run.serial, run.channel)
+    )
+    statuses = [_csv_cell(s) for s in t.statuses]
+    classes = [_csv_cell(" ".join(sorted(s))) for s in t.class_sets]
+    names = ("seq", "cut_delay_ms", "ack_to_cut_ms", "flush_to_cut_ms", "gone_ms", "return_ms")
+    for start in range(0, len(t), CHUNK):
+        end = start + CHUNK
+        columns = [t.columns[n][start:end].tolist() for n in names]
+        codes = zip(t.status[start:end].tolist(), t.classes[start:end].tolist(), strict=True)
+        yield "".join(
+            f"{head}{seq},{statuses[s]},{delay!r},{'' if a != a else repr(a)},"
+            f"{'' if f != f else repr(f)},{'' if g != g else repr(g)},"
+            f"{'' if b != b else repr(b)},{classes[c]}\r\n"
+            for (seq, delay, a, f, g, b), (s, c) in zip(
+                zip(*columns, strict=True), codes, strict=True
+            )
+        )
 
 
 SERIES_HEAD = (
@@ -392,8 +492,8 @@ def write_dataset_report(data: dataset.Dataset, out_dir: str, confidence: float 
     out.mkdir(parents=True, exist_ok=True)
     now = time.time()
     page = out / "report.html"
-    _atomic_write(page, html.render(report, now))
-    _atomic_write(out / "report.json", to_json(report, now))
+    deferred.write(str(page), html.render_text(report, now))
+    deferred.write(str(out / "report.json"), json_text(report, now))
     write_csvs(report, data, out)
     # one self-contained page per model too, for a certification file that cites one model
     for model in report.models:
@@ -402,11 +502,5 @@ def write_dataset_report(data: dataset.Dataset, out_dir: str, confidence: float 
             models=[model],
             comparisons=[c for c in report.comparisons if model.model in (c.model_a, c.model_b)],
         )
-        _atomic_write(out / html.model_page(model.model), html.render(alone, now))
+        deferred.write(str(out / html.model_page(model.model)), html.render_text(alone, now))
     return str(page)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

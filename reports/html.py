@@ -11,7 +11,9 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from reports import svg
+import numpy as np
+
+from reports import deferred, svg
 from reports.analysis import (
     DelayBin,
     DriveHealth,
@@ -169,52 +171,52 @@ def _km_at(m: ModelReport, t: float) -> float:
 
 
 def return_chart(models: Sequence[ModelReport]) -> str:
-    values = [v for m in models for v in m.return_ms]
-    if not values:
+    shown = [m for m in models if len(m.return_ms)]
+    if not shown:
         return svg.no_data("Return time", "no cut with both the cut edge and the return recorded")
-    log = max(values) / max(min(values), 1e-9) > 20
+    low = min(float(np.min(m.return_ms)) for m in shown)
+    high = max(float(np.max(m.return_ms)) for m in shown)
+    log = high / max(low, 1e-9) > 20
     chart = svg.Chart(
         "Return time after the cut (empirical CDF)",
-        (min(values) * 0.9, max(values) * 1.1),
+        (low * 0.9, high * 1.1),
         (0, 1.0),
         "ms from the cut edge to the drive back on the bus" + (" (log)" if log else ""),
         "fraction of cuts",
         xlog=log,
     )
     for i, m in enumerate(models):
-        if not m.return_ms:
+        if not len(m.return_ms):
             continue
-        ordered = sorted(m.return_ms)
-        n = len(ordered)
-        chart.step([ordered[0], *ordered], [0.0, *((k + 1) / n for k in range(n))], svg.colour(i))
+        chart.cdf(np.sort(m.return_ms), svg.colour(i))
         chart.legend(m.model, svg.colour(i))
     return chart.render()
 
 
 def delay_chart(m: ModelReport) -> str:
-    pts = [p for p in m.delays if p.flush_to_cut_ms is not None and p.ack_to_cut_ms is not None]
-    if not pts:
+    d = m.delays
+    both = ~np.isnan(d.flush_to_cut_ms) & ~np.isnan(d.ack_to_cut_ms)
+    if not both.any():
         return svg.no_data(
             "Outcome vs time since last acknowledgement and flush",
             "no cut with its write log and cut edge stored",
         )
-    xs = [max(p.flush_to_cut_ms or 0, 1e-3) for p in pts]
-    ys = [max(p.ack_to_cut_ms or 0, 1e-3) for p in pts]
+    xs = np.maximum(d.flush_to_cut_ms[both], 1e-3)
+    ys = np.maximum(d.ack_to_cut_ms[both], 1e-3)
     chart = svg.Chart(
         "Outcome vs time from the last flush and the last ack to the cut",
-        (min(xs), max(xs)),
-        (min(ys), max(ys)),
+        (float(xs.min()), float(xs.max())),
+        (float(ys.min()), float(ys.max())),
         "ms since the last completed flush (log)",
         "ms since the last ack (log)",
         xlog=True,
         ylog=True,
     )
-    ok = [(x, y) for x, y, p in zip(xs, ys, pts, strict=True) if not p.failed]
-    bad = [(x, y) for x, y, p in zip(xs, ys, pts, strict=True) if p.failed]
-    chart.points([x for x, _ in ok], [y for _, y in ok], "#2ca02c", "no failure")
-    chart.points([x for x, _ in bad], [y for _, y in bad], "#d62728", "failure", r=3.5)
-    chart.legend(f"no failure ({len(ok)})", "#2ca02c")
-    chart.legend(f"failure ({len(bad)})", "#d62728")
+    failed = d.failed[both]
+    chart.points(xs[~failed], ys[~failed], "#2ca02c", "no failure")
+    chart.points(xs[failed], ys[failed], "#d62728", "failure", r=3.5)
+    chart.legend(f"no failure ({int((~failed).sum())})", "#2ca02c")
+    chart.legend(f"failure ({int(failed.sum())})", "#d62728")
     return chart.render()
 
 
@@ -223,10 +225,10 @@ def lost_after_chart(m: ModelReport) -> str:
     ack, flush = m.lost_after_ack_ms, m.lost_after_flush_ms
     if not ack and not flush:
         return ""
-    values = [max(v, 1e-3) for v in ack + flush]
+    ends = [s.values[k] for s in (ack, flush) if s for k in (0, -1)]
     chart = svg.Chart(
         "Lost durable writes: time they had been acknowledged / flushed at the cut",
-        (min(values), max(values)),
+        (max(min(ends), 1e-3), max(max(ends), 1e-3)),
         (0, 1.0),
         "ms before the cut (log)",
         "fraction of lost durable writes",
@@ -234,10 +236,8 @@ def lost_after_chart(m: ModelReport) -> str:
     )
     for i, (label, series) in enumerate((("since its ack", ack), ("since its flush", flush))):
         if series:
-            n = len(series)
-            xs = [max(v, 1e-3) for v in series]
-            chart.step([xs[0], *xs], [0.0, *((k + 1) / n for k in range(n))], svg.colour(i))
-            chart.legend(f"{label} (max {series[-1]:.1f} ms)", svg.colour(i))
+            chart.cdf(series.mapped(lambda v: max(v, 1e-3)), svg.colour(i))
+            chart.legend(f"{label} (max {series.values[-1]:.1f} ms)", svg.colour(i))
     return chart.render()
 
 
@@ -954,6 +954,12 @@ completion and last flush completion before the cut edge on the host clock.</li>
 
 
 def render(report: Report, generated_at: float | None = None) -> str:
+    return deferred.join(render_text(report, generated_at))
+
+
+def render_text(report: Report, generated_at: float | None = None) -> str:
+    """The page with its largest parts as tokens (reports/deferred.py), for writing to a file
+    as it is made."""
     when = datetime.datetime.fromtimestamp(
         generated_at if generated_at is not None else 0, tz=datetime.UTC
     ).strftime("%Y-%m-%d %H:%M UTC")

@@ -4,8 +4,14 @@ step curves, bands, points, bars and a legend. Enough for a report; nothing more
 from __future__ import annotations
 
 import html
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy.typing as npt
+
+from reports import deferred
 
 PALETTE = (
     "#1f77b4",
@@ -19,6 +25,26 @@ PALETTE = (
     "#bcbd22",
     "#17becf",
 )
+
+
+CHUNK = 8192  # marks formatted at a time
+Values = Sequence[float] | npt.NDArray[Any]
+
+
+def _floats(values: Any) -> list[float]:
+    """Python floats (a numpy slice's .tolist(), so the text is formatted as for a list)."""
+    return values.tolist() if hasattr(values, "tolist") else [float(v) for v in values]
+
+
+def _chunks(values: Values | Iterable[float]) -> Iterator[list[float]]:
+    """Python floats, CHUNK at a time, of a numpy array, a sequence or any iterable."""
+    if hasattr(values, "tolist"):
+        for start in range(0, len(values), CHUNK):  # type: ignore[arg-type]
+            yield values[start : start + CHUNK].tolist()  # type: ignore[index]
+        return
+    it = iter(values)
+    while chunk := [float(v) for v in itertools.islice(it, CHUNK)]:
+        yield chunk
 
 
 def colour(i: int) -> str:
@@ -121,15 +147,45 @@ class Chart:
             ' stroke="none"/>'
         )
 
-    def points(
-        self, xs: Sequence[float], ys: Sequence[float], fill: str, label: str = "", r: float = 3
-    ) -> None:
+    def points(self, xs: Values, ys: Values, fill: str, label: str = "", r: float = 3) -> None:
+        """A circle per point; made when the page is written (a chart may have a mark per cut)."""
         tip = f"<title>{html.escape(label)}</title>" if label else ""
-        for a, b in zip(xs, ys, strict=True):
-            self.parts.append(
-                f'<circle class="mark" cx="{self.x(a):.1f}" cy="{self.y(b):.1f}" r="{r}"'
-                f' fill="{fill}" fill-opacity="0.7">{tip}</circle>'
-            )
+        x, y = self.x, self.y
+
+        def marks() -> Iterator[str]:
+            for start in range(0, len(xs), CHUNK):
+                yield "".join(
+                    f'<circle class="mark" cx="{x(a):.1f}" cy="{y(b):.1f}" r="{r}"'
+                    f' fill="{fill}" fill-opacity="0.7">{tip}</circle>'
+                    for a, b in zip(
+                        _floats(xs[start : start + CHUNK]),
+                        _floats(ys[start : start + CHUNK]),
+                        strict=True,
+                    )
+                )
+
+        if len(xs) != len(ys):
+            raise ValueError("points: xs and ys differ in length")
+        self.parts.append(deferred.defer(marks))
+
+    def cdf(self, ordered: Values | Iterable[float], stroke: str) -> None:
+        """The empirical CDF of sorted values as a step line, as `step` draws it from
+        ([v0, *values], [0, 1/n, ..., 1]); made when the page is written."""
+        x, y, n = self.x, self.y, len(ordered)  # type: ignore[arg-type]
+
+        def points() -> Iterator[str]:
+            start = 0
+            for values in _chunks(ordered):
+                if not start:
+                    yield f'<polyline class="series" points="{x(values[0]):.1f},{y(0.0):.1f}'
+                yield "".join(
+                    f" {x(v):.1f},{y(k / n):.1f} {x(v):.1f},{y((k + 1) / n):.1f}"
+                    for k, v in enumerate(values, start=start)
+                )
+                start += len(values)
+            yield f'" fill="none" stroke="{stroke}" stroke-width="2"/>'
+
+        self.parts.append(deferred.defer(points))
 
     def bar(self, x0: float, x1: float, y: float, fill: str, label: str = "") -> None:
         left, right = self.x(x0), self.x(x1)

@@ -51,13 +51,12 @@ class StoreReader:
     def drives(self) -> Rows:
         return self.db.execute("SELECT * FROM drive ORDER BY campaign_id, channel")
 
-    def finding_counts_by_cycle(self, drive_id: int) -> Rows:
-        """(cycle_id, class, failure, n, blocks) of the drive's findings."""
+    def finding_totals(self) -> Rows:
+        """(drive_id, class, failure, n, blocks) of every drive's findings, in one pass."""
         return self.db.execute(
-            "SELECT f.cycle_id, f.class, f.failure, COUNT(*) AS n, SUM(f.lba_count) AS blocks"
-            " FROM finding f JOIN cycle c ON c.id = f.cycle_id WHERE c.drive_id = ?"
-            " GROUP BY f.cycle_id, f.class, f.failure",
-            (drive_id,),
+            "SELECT c.drive_id, f.class, f.failure, COUNT(*) AS n, SUM(f.lba_count) AS blocks"
+            " FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+            " GROUP BY c.drive_id, f.class, f.failure"
         )
 
     def failure_examples(self, drive_id: int, limit: int) -> Rows:
@@ -68,12 +67,22 @@ class StoreReader:
             (drive_id, limit),
         )
 
-    def failure_details(self, drive_id: int, cls: str) -> Rows:
-        """The detail of each of the drive's failure findings of class `cls`."""
+    def ack_and_flush_numbers(self, cls: str) -> Rows:
+        """(drive_id, ack_ms, flush_ms, n) over every drive's failure findings of class `cls`,
+        in one pass: how many have each pair of the numbers ack_to_cut_ns and flush_to_cut_ns
+        (ns, >= 0) in their detail, / 1e6; NULL where the detail has no such number (JSON
+        true/false are not numbers)."""
+        ms = (
+            "CASE WHEN json_valid(f.detail) AND json_type(f.detail, '$.{0}') IN ('integer', 'real')"
+            " AND json_extract(f.detail, '$.{0}') >= 0 THEN json_extract(f.detail, '$.{0}') / 1e6"
+            " END"
+        )
         return self.db.execute(
-            "SELECT f.detail FROM finding f JOIN cycle c ON c.id = f.cycle_id"
-            " WHERE c.drive_id = ? AND f.class = ? AND f.failure = 1",
-            (drive_id, cls),
+            f"SELECT c.drive_id, {ms.format('ack_to_cut_ns')} AS ack_ms,"
+            f" {ms.format('flush_to_cut_ns')} AS flush_ms, COUNT(*) AS n"
+            " FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+            " WHERE f.class = ? AND f.failure = 1 GROUP BY c.drive_id, ack_ms, flush_ms",
+            (cls,),
         )
 
     def findings_of_class(self, drive_id: int, cls: str) -> Rows:
@@ -84,18 +93,45 @@ class StoreReader:
             (drive_id, cls),
         )
 
-    def cycles_with_ledger(self, drive_id: int, has_ledger: bool, has_delays: bool) -> Rows:
-        """The drive's cycles in order, each with `ledger`: its write log, only where the cycle
-        row lacks the v8 delay columns (`has_delays`), so a report skips the blobs."""
-        ledger = (
-            "CASE WHEN c.last_ack_to_cut_ns IS NULL THEN l.writes END" if has_delays else "l.writes"
+    def cut_columns(self, drive_id: int, has_finding: bool) -> sqlite3.Cursor:
+        """The drive's cycles in order as the report's per-cut figures (reports/cuts.py), ms
+        computed here as the report computed them (ns / 1e6; NULL where absent): id, seq, status,
+        cut_delay_ms, return_ms, gone_ms, ack_to_cut_ms, flush_to_cut_ms, started_at,
+        bytes_written, blocks_checked, full_scan, blocks_unchecked, cut_ns, `no_delays`: 1 where
+        the row lacks the v8 delay columns (an older rig's cycle: see `ledger_blob`), and
+        `classes`: its failure findings' classes, comma-separated (NULL: none)."""
+        cols = self.columns("cycle")
+        has_delays = "last_ack_to_cut_ns" in cols
+        delays = (
+            "CASE WHEN c.last_ack_to_cut_ns >= 0 THEN c.last_ack_to_cut_ns / 1e6 END,"
+            " CASE WHEN c.last_ack_to_cut_ns IS NOT NULL AND c.last_flush_to_cut_ns >= 0"
+            " THEN c.last_flush_to_cut_ns / 1e6 END"
+            if has_delays
+            else "NULL, NULL"
         )
-        ledger_sql = (
-            f"SELECT c.*, {ledger} AS ledger FROM cycle c LEFT JOIN ledger l ON l.cycle_id = c.id"
-            if has_ledger
-            else "SELECT c.*, NULL AS ledger FROM cycle c"
+        full_scan = "c.full_scan" if "full_scan" in cols else "0"
+        unchecked = "c.blocks_unchecked" if "blocks_unchecked" in cols else "0"
+        no_delays = "c.last_ack_to_cut_ns IS NULL" if has_delays else "1"
+        classes = (
+            "(SELECT group_concat(DISTINCT f.class) FROM finding f"
+            " WHERE f.cycle_id = c.id AND f.failure = 1)"
+            if has_finding
+            else "NULL"
         )
-        return self.db.execute(f"{ledger_sql} WHERE c.drive_id = ? ORDER BY c.seq", (drive_id,))
+        return self.db.execute(
+            "SELECT c.id, c.seq, c.status, c.cut_delay_ns / 1e6,"
+            " CASE WHEN c.back_ns >= c.cut_ns THEN (c.back_ns - c.cut_ns) / 1e6 END,"
+            f" CASE WHEN c.gone_ns >= c.cut_ns THEN (c.gone_ns - c.cut_ns) / 1e6 END, {delays},"
+            f" c.started_at, c.bytes_written, c.blocks_checked, {full_scan}, {unchecked},"
+            f" c.cut_ns, {no_delays}, {classes} FROM cycle c WHERE c.drive_id = ? ORDER BY c.seq",
+            (drive_id,),
+        )
+
+    def ledger_blob(self, cycle_id: int) -> bytes | None:
+        """A cycle's write log (table ledger), None where it has none."""
+        row = self.db.execute("SELECT writes FROM ledger WHERE cycle_id = ?", (cycle_id,))
+        found = row.fetchone()
+        return None if found is None else bytes(found[0])
 
     def health_of(self, drive_id: int) -> Rows:
         return self.db.execute(

@@ -1,0 +1,273 @@
+"""A drive's cuts as columns (issue 17): one numpy array per figure a report uses, so a store of
+millions of cuts costs about 90 bytes per cut in memory instead of a Python object per cut.
+
+A missing value (no return recorded, no write before the cut...) is NaN in a float column; the
+cut's status and its set of failure classes are small codes into per-table vocabularies. A
+`CutTable` still reads as a sequence of `Cut` objects (made on demand) for small callers."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+CUT_STATUSES = ("ok", "dead")
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+# column name -> dtype; the float columns hold NaN where the Cut's field is None
+COLUMNS: dict[str, Any] = {
+    "seq": np.int64,
+    "cut_delay_ms": np.float64,
+    "return_ms": np.float64,
+    "gone_ms": np.float64,
+    "ack_to_cut_ms": np.float64,
+    "flush_to_cut_ms": np.float64,
+    "started_at": np.float64,
+    "bytes_written": np.int64,
+    "blocks_checked": np.int64,
+    "full_scan": np.bool_,
+    "blocks_unchecked": np.int64,
+}
+OPTIONAL = ("return_ms", "gone_ms", "ack_to_cut_ms", "flush_to_cut_ms")
+
+
+@dataclass
+class Cut:
+    """One cycle of one drive, as a report sees it."""
+
+    seq: int
+    status: str  # ok | dead | error | interrupted | ...
+    cut_delay_ms: float
+    failure_classes: frozenset[str]
+    return_ms: float | None  # cut edge to the drive back on the bus
+    gone_ms: float | None  # cut edge to the drive gone from the bus
+    ack_to_cut_ms: float | None  # last acknowledged write completion before the cut
+    flush_to_cut_ms: float | None  # last completed flush before the cut
+    started_at: float
+    bytes_written: int
+    blocks_checked: int
+    full_scan: bool  # store v3: the cut's check read the whole test region
+    blocks_unchecked: int = 0  # store v9: meant to be read, left unread by a read budget
+
+    @property
+    def is_cut(self) -> bool:
+        return self.status in CUT_STATUSES
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failure_classes)
+
+
+def _optional(value: float) -> float | None:
+    return None if value != value else value  # NaN: no value
+
+
+@dataclass
+class CutTable(Sequence[Cut]):
+    """Cuts in cycle order: `columns[name]` per COLUMNS, `status` and `classes` codes into
+    `statuses` and `class_sets` (code 0 is the empty set: no failure)."""
+
+    columns: dict[str, npt.NDArray[Any]] = field(
+        default_factory=lambda: {k: np.empty(0, t) for k, t in COLUMNS.items()}
+    )
+    status: npt.NDArray[np.int16] = field(default_factory=lambda: np.empty(0, np.int16))
+    classes: npt.NDArray[np.int32] = field(default_factory=lambda: np.empty(0, np.int32))
+    statuses: list[str] = field(default_factory=list)
+    class_sets: list[frozenset[str]] = field(default_factory=lambda: [frozenset()])
+
+    def __len__(self) -> int:
+        return len(self.status)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        row = {k: v[index].item() for k, v in self.columns.items()}
+        for name in OPTIONAL:
+            row[name] = _optional(row[name])
+        return Cut(
+            status=self.statuses[int(self.status[index])],
+            failure_classes=self.class_sets[int(self.classes[index])],
+            **row,
+        )
+
+    def __iter__(self) -> Iterator[Cut]:
+        return (self[i] for i in range(len(self)))
+
+    def status_mask(self, *names: str) -> npt.NDArray[np.bool_]:
+        codes = [i for i, s in enumerate(self.statuses) if s in names]
+        return np.isin(self.status, codes)
+
+    @property
+    def is_cut(self) -> npt.NDArray[np.bool_]:
+        return self.status_mask(*CUT_STATUSES)
+
+    @property
+    def failed(self) -> npt.NDArray[np.bool_]:
+        return self.classes != 0
+
+    def count_status(self, status: str) -> int:
+        return int(self.status_mask(status).sum())
+
+
+class TableBuilder:
+    """Accumulates a CutTable from chunks of rows (bounded Python lists per chunk)."""
+
+    def __init__(self) -> None:
+        self.table = CutTable()
+        self.chunks: dict[str, list[npt.NDArray[Any]]] = {k: [] for k in COLUMNS}
+        self.status_chunks: list[npt.NDArray[np.int16]] = []
+        self.class_chunks: list[npt.NDArray[np.int32]] = []
+        self.status_code: dict[str, int] = {}
+        self.class_code: dict[frozenset[str], int] = {frozenset(): 0}
+
+    def code_of_classes(self, classes: frozenset[str]) -> int:
+        code = self.class_code.get(classes)
+        if code is None:
+            code = self.class_code[classes] = len(self.table.class_sets)
+            self.table.class_sets.append(classes)
+        return code
+
+    def add(
+        self, values: Mapping[str, Sequence[Any]], statuses: Sequence[str], classes: Sequence[int]
+    ) -> None:
+        """One chunk: a sequence per COLUMNS name (None allowed in float columns), the statuses
+        and the class-set codes (from code_of_classes)."""
+        for name, dtype in COLUMNS.items():
+            self.chunks[name].append(np.array(values[name], dtype=dtype))
+        codes = []
+        for s in statuses:
+            code = self.status_code.get(s)
+            if code is None:
+                code = self.status_code[s] = len(self.table.statuses)
+                self.table.statuses.append(s)
+            codes.append(code)
+        self.status_chunks.append(np.array(codes, dtype=np.int16))
+        self.class_chunks.append(np.array(classes, dtype=np.int32))
+
+    def done(self) -> CutTable:
+        t = self.table
+        for name, dtype in COLUMNS.items():
+            if self.chunks[name]:
+                t.columns[name] = np.concatenate(self.chunks[name]).astype(dtype, copy=False)
+        if self.status_chunks:
+            t.status = np.concatenate(self.status_chunks)
+            t.classes = np.concatenate(self.class_chunks)
+        self.chunks.clear()
+        return t
+
+
+def table_of(cuts: Iterable[Cut]) -> CutTable:
+    """A CutTable of Cut objects (a dataset built by hand, e.g. in a test)."""
+    if isinstance(cuts, CutTable):
+        return cuts
+    builder = TableBuilder()
+    cuts = list(cuts)
+    if cuts:
+        builder.add(
+            {k: [getattr(c, k) for c in cuts] for k in COLUMNS},
+            [c.status for c in cuts],
+            [builder.code_of_classes(frozenset(c.failure_classes)) for c in cuts],
+        )
+    return builder.done()
+
+
+@dataclass
+class DelayPoint:
+    ack_to_cut_ms: float | None
+    flush_to_cut_ms: float | None
+    cut_delay_ms: float
+    failed: bool
+    classes: list[str]
+
+
+@dataclass
+class DelayPoints(Sequence[DelayPoint]):
+    """A model's cuts, in order: the delays and outcome of each (report.json lists them as
+    DelayPoint objects), as columns; `classes` are codes into `class_lists` (0: no failure)."""
+
+    ack_to_cut_ms: FloatArray
+    flush_to_cut_ms: FloatArray
+    cut_delay_ms: FloatArray
+    classes: npt.NDArray[np.int32]
+    class_lists: list[list[str]]
+
+    def __len__(self) -> int:
+        return len(self.classes)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        code = int(self.classes[index])
+        return DelayPoint(
+            _optional(float(self.ack_to_cut_ms[index])),
+            _optional(float(self.flush_to_cut_ms[index])),
+            float(self.cut_delay_ms[index]),
+            code != 0,
+            list(self.class_lists[code]),
+        )
+
+    def __iter__(self) -> Iterator[DelayPoint]:
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def failed(self) -> npt.NDArray[np.bool_]:
+        return self.classes != 0
+
+
+class Counted(Sequence[float]):
+    """Sorted values given as (distinct value, how many): a figure per lost write (millions at
+    scale, few distinct) in memory per distinct value; reads as the sorted list it stands for."""
+
+    def __init__(self, counts: Mapping[float, int] | None = None) -> None:
+        items = sorted((v, n) for v, n in (counts or {}).items() if n > 0)
+        self.values = [v for v, _ in items]
+        self.counts = [n for _, n in items]
+        self.total = sum(self.counts)
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __iter__(self) -> Iterator[float]:
+        for v, n in zip(self.values, self.counts, strict=True):
+            for _ in range(n):
+                yield v
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return list(itertools.islice(self, *index.indices(self.total)))
+        if index < 0:
+            index += self.total
+        if not 0 <= index < self.total:
+            raise IndexError(index)
+        for v, n in zip(self.values, self.counts, strict=True):
+            if index < n:
+                return v
+            index -= n
+        raise IndexError(index)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Counted):
+            return (self.values, self.counts) == (other.values, other.counts)
+        return isinstance(other, list | tuple) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Counted({dict(zip(self.values, self.counts, strict=True))})"
+
+    def mapped(self, f: Callable[[float], float]) -> Counted:
+        """f (non-decreasing) of every value."""
+        out: dict[float, int] = {}
+        for v, n in zip(self.values, self.counts, strict=True):
+            out[f(v)] = out.get(f(v), 0) + n
+        return Counted(out)
+
+
+def add_counts(into: dict[float, int], values: Iterable[tuple[float, int]]) -> None:
+    for v, n in values:
+        into[v] = into.get(v, 0) + n

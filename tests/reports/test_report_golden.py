@@ -1,0 +1,20 @@
+"""The whole report of fixed stores equals the reference written by the report before issue 17's
+rework (tests/reports/golden_report.py): every CSV, report.json and every HTML page, byte for
+byte once the store location and the generation time are masked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.reports.golden_report import CASES, GOLDEN, report_files
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_report_content_is_unchanged(case: str, tmp_path: Path) -> None:
+    files = report_files(case, tmp_path)
+    expected = {p.name: p.read_text(encoding="utf-8") for p in (GOLDEN / case).iterdir()}
+    assert sorted(files) == sorted(expected)
+    for name, text in expected.items():
+        assert files[name] == text, f"{case}/{name} differs from the reference"
