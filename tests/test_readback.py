@@ -14,6 +14,7 @@ import pytest
 from rig.check import readback, verify
 from rig.check.ledger import LbaState
 from rig.io.blockio import DirectTarget
+from rig.io.media import aligned_buffer
 from tests.checker_scenario import BS, CAMPAIGN, Scenario
 
 
@@ -73,6 +74,87 @@ def test_a_read_past_the_end_fails_as_the_target_fails(tmp_path: Path) -> None:
             target.read(15, 4)
         assert queued.value.errno == direct.value.errno == errno.EIO
         assert "short read" in str(queued.value)
+    finally:
+        target.close()
+
+
+def test_windows_read_ahead_of_each_other_each_get_their_data(tmp_path: Path) -> None:
+    """The stream serves window after window in order: windows started before the last one is
+    taken, and a single read queued behind them, each land in their own buffer."""
+    rng = np.random.default_rng(7)
+    image = rng.integers(0, 256, 512 * BS, dtype=np.uint8)
+    target = _target_with(tmp_path, image)
+    try:
+        reader = readback.reader_for(target.read, BS, 5.0)
+        before = readback.queue_stats()
+        plans = [[(0, 40), (100, 3)], [(200, 64), (300, 1), (301, 2)], [(400, 100)]]
+        started = []
+        for ranges in plans:
+            offsets = np.cumsum([0] + [c * BS for _, c in ranges[:-1]]).tolist()
+            out = aligned_buffer(sum(c for _, c in ranges) * BS)
+            out[:] = 0xAA
+            started.append((ranges, offsets, out, reader.read_ahead(ranges, out, offsets)))
+        assert np.array_equal(reader.read(50, 5), image[50 * BS : 55 * BS])
+        for ranges, offsets, out, window in started:
+            for k, (first, count) in enumerate(ranges):
+                assert window.take(k) is None
+                got = out[offsets[k] : offsets[k] + count * BS]
+                assert np.array_equal(got, image[first * BS : (first + count) * BS])
+            window.finish()
+        inflight, busy = (b - a for a, b in zip(before, readback.queue_stats(), strict=True))
+        assert busy > 0 and inflight >= busy  # the stream's counters: >= 1 read whenever busy
+    finally:
+        target.close()
+
+
+def test_a_window_is_read_whole_only_when_every_range_read_in_full(tmp_path: Path) -> None:
+    image = np.random.default_rng(8).integers(0, 256, 64 * BS, dtype=np.uint8)
+    target = _target_with(tmp_path, image)
+    try:
+        reader = readback.reader_for(target.read, BS, 5.0)
+        good = aligned_buffer(6 * BS)
+        whole = reader.read_ahead([(0, 2), (10, 4)], good, [0, 2 * BS])
+        bad = aligned_buffer(6 * BS)
+        short = reader.read_ahead([(20, 2), (62, 4)], bad, [0, 2 * BS])  # past the end
+        assert whole.read_whole()
+        assert np.array_equal(good[2 * BS :], image[10 * BS : 14 * BS])
+        assert not short.read_whole()
+        assert short.take(0) is None
+        with pytest.raises(OSError) as failed:
+            short.take(1)
+        assert failed.value.errno == errno.EIO
+        assert (
+            not readback.reader_for(lambda a, n: target.read(a, n), BS, 5.0)
+            .read_ahead([(0, 1)], good, [0])
+            .read_whole()
+        )  # one read at a time: each range is read when taken
+    finally:
+        target.close()
+
+
+def test_a_finished_window_has_nothing_left_in_flight(tmp_path: Path) -> None:
+    """Ranges of a window not taken (the budget was spent) are not read once it is finished, or
+    have completed: its buffer may be reused for the next window."""
+    image = np.random.default_rng(9).integers(0, 256, 2048 * BS, dtype=np.uint8)
+    target = _target_with(tmp_path, image)
+    try:
+        reader = readback.reader_for(target.read, BS, 5.0)
+        ranges = [(first, 1) for first in range(0, 2048, 2)]  # many small reads
+        out = aligned_buffer(len(ranges) * BS)
+        window = reader.read_ahead(ranges, out, [k * BS for k in range(len(ranges))])
+        after = aligned_buffer(8 * BS)
+        window.finish()
+        assert isinstance(window, readback.AioWindow)
+        assert set(window.state.tolist()) <= {readback.RQ_DONE, readback.RQ_UNSENT}
+        done = np.flatnonzero(window.state == readback.RQ_DONE)
+        for k in done.tolist():  # what did complete is the data
+            first = ranges[k][0]
+            assert np.array_equal(out[k * BS : (k + 1) * BS], image[first * BS : (first + 1) * BS])
+        snapshot = out.copy()
+        next_window = reader.read_ahead([(1, 8)], after, [0])
+        assert next_window.take(0) is None
+        assert np.array_equal(after, image[BS : 9 * BS])
+        assert np.array_equal(out, snapshot)  # nothing of the finished window landed since
     finally:
         target.close()
 
