@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rig.check import readback, verify
+from rig.check import readback, verify, verify_reads
 from rig.check.ledger import LbaState
 from rig.io.blockio import DirectTarget
 from rig.io.media import aligned_buffer
@@ -185,6 +185,37 @@ def test_checking_at_queue_depth_gives_the_verdicts_of_one_read_at_a_time(tmp_pa
         assert {verify.LOST_DURABLE, verify.SHORN, verify.CORRUPTION, verify.FLYING} <= found
     finally:
         target.close()
+
+
+def test_many_small_windows_through_the_stream_and_two_parse_threads_give_the_same_verdicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows of 128 KiB, each parsed on a parse thread (two at once) while later windows are
+    read into the four buffers in turn: the findings and committed state of reading it all as
+    one window, one read at a time."""
+    s = _damaged_scenario()
+    target = _target_with(tmp_path, s.image)
+
+    def run(read: verify.BlockReader) -> tuple[list[verify.Finding], list[int]]:
+        state = LbaState.from_bytes(0, s.state.to_bytes())
+        result = verify.check(
+            CAMPAIGN, state, s.log, s.log.durability(100, 0), np.arange(0, 1024, 3), read, BS,
+            max_read_blocks=16, policy=verify.ReadPolicy(timeout_s=10.0),
+        )  # fmt: skip
+        return result.findings, state.committed[np.arange(1024)].tolist()
+
+    try:
+        whole = run(lambda a, n: target.read(a, n))  # one 4 MiB window, one read at a time
+        monkeypatch.setattr(verify_reads, "WINDOW_BYTES", 128 << 10)
+        monkeypatch.setattr(verify_reads, "PARSE_THREAD_BYTES", 64 << 10)
+        # (at least 342 blocks checked: 10 windows or more, so every buffer is reused)
+        assert len(np.arange(0, 1024, 3)) * BS > 2 * readback.BUFFERS * (128 << 10)
+        streamed = run(target.read)
+    finally:
+        target.close()
+    assert streamed == whole
+    found = {f.cls for f in streamed[0] if f.failure}
+    assert {verify.LOST_DURABLE, verify.SHORN, verify.CORRUPTION, verify.FLYING} <= found
 
 
 def test_a_timed_read_needs_no_thread_of_its_own() -> None:

@@ -362,6 +362,7 @@ def _parse_landed(
 
 
 PARSE_THREADS = 2  # windows parsed at once (a parse is slower than the reads on a busy CPU)
+PARSE_THREAD_BYTES = 1 << 20  # a smaller window is parsed inline (a thread's hand-off costs more)
 
 
 class _Parser:
@@ -371,14 +372,12 @@ class _Parser:
     ~20 ms each on the loaded machine (start waits until the new thread runs). Windows are rows
     of their own, so two parses never write the same rows."""
 
-    OVERLAP_BYTES = 1 << 20
-
     def __init__(self) -> None:
         self._pending: collections.deque[threading.Event] = collections.deque()
         self._error: list[BaseException] = []
 
     def start(self, parse: Callable[[], None], nbytes: int) -> None:
-        if nbytes < self.OVERLAP_BYTES:
+        if nbytes < PARSE_THREAD_BYTES:
             parse()
             return
         done, error = threading.Event(), self._error
