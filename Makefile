@@ -35,7 +35,7 @@ $(VENV)/.installed: .apt-installed requirements.lock pyproject.toml
 # The rig's C kernels (record format, write engine), loaded with ctypes by rig/native.
 native: $(NATIVE_LIB)
 $(NATIVE_LIB): $(NATIVE_SRC) .apt-installed
-	gcc -std=gnu11 -O3 -fPIC -shared -Wall -Wextra -Werror -o $@ $(filter %.c,$(NATIVE_SRC))
+	gcc -std=gnu11 -O3 -fPIC -shared -Wall -Wextra -Werror -pthread -o $@ $(filter %.c,$(NATIVE_SRC))
 
 firmware: .apt-installed
 	@if [ -f firmware/Makefile ]; then $(MAKE) -s -C firmware all; fi

@@ -9,7 +9,10 @@ disk (default) or tmpfs (`--tmpfs`: no device time, the CPU cost shows fully), p
   reads all of it back and classifies it: reads of `--bs` (max_read_blocks) through the
   production reader for a `DirectTarget` (rig/check/readback.py: Linux AIO, QD 32, a timeout per
   read), each sector's checksum and regenerated payload checked, the ledger comparison, findings.
-  Its figure is the wall time of `verify.check`, CPU seconds beside it.
+  Its figure is the wall time of `verify.check`, CPU seconds beside it, and from the read
+  stream's counters the mean number of reads in flight over that wall time and the share of it
+  with none in flight (the device waiting for the rig: before the first read, after the last,
+  and any gap between windows).
 Rounds interleave fio and the rig, and the ratio is the median of per-round ratios (rig MB/s over
 fio MB/s), so a slow moment of this shared machine hits both sides alike. Only the loop device
 and file this script creates are touched.
@@ -37,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.writer_vs_fio import attach, machine  # noqa: E402
-from rig.check import verify  # noqa: E402
+from rig.check import readback, verify  # noqa: E402
 from rig.check.ledger import CycleLog, LbaState  # noqa: E402
 from rig.io import media  # noqa: E402
 from rig.io.blockio import DirectTarget  # noqa: E402
@@ -64,8 +67,10 @@ def fio_verify(devnode: str, mib: int, bs: int) -> tuple[float, float]:
     return nbytes / seconds / 1e6, cpu / (nbytes / 1e9)
 
 
-def rig_readback(devnode: str, mib: int, bs: int) -> tuple[float, float]:
-    """(MB/s, CPU s per GB) of `verify.check` reading back and checking the region."""
+def rig_readback(devnode: str, mib: int, bs: int) -> tuple[float, float, float, float]:
+    """(MB/s, CPU s per GB, mean reads in flight, share of the time with none) of `verify.check`
+    reading back and checking the region; the last two from the read stream's own counters
+    (rig/native/readq.c), over the check's whole wall time."""
     target = DirectTarget(devnode)
     try:
         block = target.block_size
@@ -82,15 +87,18 @@ def rig_readback(devnode: str, mib: int, bs: int) -> tuple[float, float]:
             log.add_write(0, lba, lba, gens, 10, 20, 0, False)
         target.flush()
         log.add_flush(0, 30, 40, 0)
+        queue = readback.queue_stats()
         wall, cpu = time.perf_counter(), time.process_time()
         result = verify.check(
             CAMPAIGN, state, log, log.durability(50, 0), np.zeros(0, dtype=np.int64),
             target.read, block, max_read_blocks=per_write,
         )  # fmt: skip
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        inflight, busy = (b - a for a, b in zip(queue, readback.queue_stats(), strict=True))
         if result.blocks_checked != nblocks or [f for f in result.findings if f.failure]:
             raise SystemExit("the rig's read-back did not check the region clean")
-        return (mib << 20) / wall / 1e6, cpu / ((mib << 20) / 1e9)
+        idle = 1 - busy / wall
+        return (mib << 20) / wall / 1e6, cpu / ((mib << 20) / 1e9), inflight / wall, idle
     finally:
         target.close()
 
@@ -113,16 +121,17 @@ def main() -> None:
             print(f"# machine: {machine()}")
             print(f"# {opts.rounds} rounds, {bs >> 10} KiB reads at QD 32, interleaved")
             print("| round | load | fio verify MB/s | rig read-back+check MB/s | rig/fio |"
-                  " CPU s/GB fio | CPU s/GB rig |")  # fmt: skip
-            print("|---|---|---|---|---|---|---|")
+                  " CPU s/GB fio | CPU s/GB rig | rig in flight | rig idle |")  # fmt: skip
+            print("|---|---|---|---|---|---|---|---|---|")
             ratios = []
             for n in range(1, opts.rounds + 1):
                 load = os.getloadavg()[0]
                 fio, fio_cpu = fio_verify(devnode, opts.mib, bs)
-                rig, rig_cpu = rig_readback(devnode, opts.mib, bs)
+                rig, rig_cpu, inflight, idle = rig_readback(devnode, opts.mib, bs)
                 ratios.append(rig / fio)
                 print(f"| {n} | {load:.1f} | {fio:.0f} | {rig:.0f} | {rig / fio:.2f}"
-                      f" | {fio_cpu:.2f} | {rig_cpu:.2f} |", flush=True)  # fmt: skip
+                      f" | {fio_cpu:.2f} | {rig_cpu:.2f} | {inflight:.1f} | {idle:.1%} |",
+                      flush=True)  # fmt: skip
             print(f"# rig/fio: min {min(ratios):.2f}, median {statistics.median(ratios):.2f},"
                   f" max {max(ratios):.2f}")  # fmt: skip
         finally:

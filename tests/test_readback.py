@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rig.check import readback, verify
+from rig.check import readback, verify, verify_reads
 from rig.check.ledger import LbaState
 from rig.io.blockio import DirectTarget
+from rig.io.media import aligned_buffer
 from tests.checker_scenario import BS, CAMPAIGN, Scenario
 
 
@@ -77,6 +78,87 @@ def test_a_read_past_the_end_fails_as_the_target_fails(tmp_path: Path) -> None:
         target.close()
 
 
+def test_windows_read_ahead_of_each_other_each_get_their_data(tmp_path: Path) -> None:
+    """The stream serves window after window in order: windows started before the last one is
+    taken, and a single read queued behind them, each land in their own buffer."""
+    rng = np.random.default_rng(7)
+    image = rng.integers(0, 256, 512 * BS, dtype=np.uint8)
+    target = _target_with(tmp_path, image)
+    try:
+        reader = readback.reader_for(target.read, BS, 5.0)
+        before = readback.queue_stats()
+        plans = [[(0, 40), (100, 3)], [(200, 64), (300, 1), (301, 2)], [(400, 100)]]
+        started = []
+        for ranges in plans:
+            offsets = np.cumsum([0] + [c * BS for _, c in ranges[:-1]]).tolist()
+            out = aligned_buffer(sum(c for _, c in ranges) * BS)
+            out[:] = 0xAA
+            started.append((ranges, offsets, out, reader.read_ahead(ranges, out, offsets)))
+        assert np.array_equal(reader.read(50, 5), image[50 * BS : 55 * BS])
+        for ranges, offsets, out, window in started:
+            for k, (first, count) in enumerate(ranges):
+                assert window.take(k) is None
+                got = out[offsets[k] : offsets[k] + count * BS]
+                assert np.array_equal(got, image[first * BS : (first + count) * BS])
+            window.finish()
+        inflight, busy = (b - a for a, b in zip(before, readback.queue_stats(), strict=True))
+        assert busy > 0 and inflight >= busy  # the stream's counters: >= 1 read whenever busy
+    finally:
+        target.close()
+
+
+def test_a_window_is_read_whole_only_when_every_range_read_in_full(tmp_path: Path) -> None:
+    image = np.random.default_rng(8).integers(0, 256, 64 * BS, dtype=np.uint8)
+    target = _target_with(tmp_path, image)
+    try:
+        reader = readback.reader_for(target.read, BS, 5.0)
+        good = aligned_buffer(6 * BS)
+        whole = reader.read_ahead([(0, 2), (10, 4)], good, [0, 2 * BS])
+        bad = aligned_buffer(6 * BS)
+        short = reader.read_ahead([(20, 2), (62, 4)], bad, [0, 2 * BS])  # past the end
+        assert whole.read_whole()
+        assert np.array_equal(good[2 * BS :], image[10 * BS : 14 * BS])
+        assert not short.read_whole()
+        assert short.take(0) is None
+        with pytest.raises(OSError) as failed:
+            short.take(1)
+        assert failed.value.errno == errno.EIO
+        assert (
+            not readback.reader_for(lambda a, n: target.read(a, n), BS, 5.0)
+            .read_ahead([(0, 1)], good, [0])
+            .read_whole()
+        )  # one read at a time: each range is read when taken
+    finally:
+        target.close()
+
+
+def test_a_finished_window_has_nothing_left_in_flight(tmp_path: Path) -> None:
+    """Ranges of a window not taken (the budget was spent) are not read once it is finished, or
+    have completed: its buffer may be reused for the next window."""
+    image = np.random.default_rng(9).integers(0, 256, 2048 * BS, dtype=np.uint8)
+    target = _target_with(tmp_path, image)
+    try:
+        reader = readback.reader_for(target.read, BS, 5.0)
+        ranges = [(first, 1) for first in range(0, 2048, 2)]  # many small reads
+        out = aligned_buffer(len(ranges) * BS)
+        window = reader.read_ahead(ranges, out, [k * BS for k in range(len(ranges))])
+        after = aligned_buffer(8 * BS)
+        window.finish()
+        assert isinstance(window, readback.AioWindow)
+        assert set(window.state.tolist()) <= {readback.RQ_DONE, readback.RQ_UNSENT}
+        done = np.flatnonzero(window.state == readback.RQ_DONE)
+        for k in done.tolist():  # what did complete is the data
+            first = ranges[k][0]
+            assert np.array_equal(out[k * BS : (k + 1) * BS], image[first * BS : (first + 1) * BS])
+        snapshot = out.copy()
+        next_window = reader.read_ahead([(1, 8)], after, [0])
+        assert next_window.take(0) is None
+        assert np.array_equal(after, image[BS : 9 * BS])
+        assert np.array_equal(out, snapshot)  # nothing of the finished window landed since
+    finally:
+        target.close()
+
+
 def test_checking_at_queue_depth_gives_the_verdicts_of_one_read_at_a_time(tmp_path: Path) -> None:
     s = _damaged_scenario()
     target = _target_with(tmp_path, s.image)
@@ -103,6 +185,37 @@ def test_checking_at_queue_depth_gives_the_verdicts_of_one_read_at_a_time(tmp_pa
         assert {verify.LOST_DURABLE, verify.SHORN, verify.CORRUPTION, verify.FLYING} <= found
     finally:
         target.close()
+
+
+def test_many_small_windows_through_the_stream_and_two_parse_threads_give_the_same_verdicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows of 128 KiB, each parsed on a parse thread (two at once) while later windows are
+    read into the four buffers in turn: the findings and committed state of reading it all as
+    one window, one read at a time."""
+    s = _damaged_scenario()
+    target = _target_with(tmp_path, s.image)
+
+    def run(read: verify.BlockReader) -> tuple[list[verify.Finding], list[int]]:
+        state = LbaState.from_bytes(0, s.state.to_bytes())
+        result = verify.check(
+            CAMPAIGN, state, s.log, s.log.durability(100, 0), np.arange(0, 1024, 3), read, BS,
+            max_read_blocks=16, policy=verify.ReadPolicy(timeout_s=10.0),
+        )  # fmt: skip
+        return result.findings, state.committed[np.arange(1024)].tolist()
+
+    try:
+        whole = run(lambda a, n: target.read(a, n))  # one 4 MiB window, one read at a time
+        monkeypatch.setattr(verify_reads, "WINDOW_BYTES", 128 << 10)
+        monkeypatch.setattr(verify_reads, "PARSE_THREAD_BYTES", 64 << 10)
+        # (at least 342 blocks checked: 10 windows or more, so every buffer is reused)
+        assert len(np.arange(0, 1024, 3)) * BS > 2 * readback.BUFFERS * (128 << 10)
+        streamed = run(target.read)
+    finally:
+        target.close()
+    assert streamed == whole
+    found = {f.cls for f in streamed[0] if f.failure}
+    assert {verify.LOST_DURABLE, verify.SHORN, verify.CORRUPTION, verify.FLYING} <= found
 
 
 def test_a_timed_read_needs_no_thread_of_its_own() -> None:

@@ -2,18 +2,19 @@
 through any other reader; a timeout per read either way, and no thread started per read.
 
 A `Reader` reads a window of ranges ahead into one buffer (`read_ahead`) and then gives each
-range's outcome in order (`take`): its data is in the buffer, or the OSError of its read, or
-`Hung` (no answer within the timeout: the drive sits on it). Extra reads (retries, halves of a
-failing range) go through `read`. The checker consumes outcomes in order with its read budget,
-so its verdicts are those of reading one range after another (rig/check/verify_reads.py).
+range's outcome in order (`Window.take`): its data is in the buffer, or the OSError of its read,
+or `Hung` (no answer within the timeout: the drive sits on it). The next window may be started
+before the last one is taken, so reading goes on while the checker takes and parses. Extra reads
+(retries, halves of a failing range) go through `read`. The checker consumes outcomes in order
+with its read budget, so its verdicts are those of reading one range after another
+(rig/check/verify_reads.py).
 
-- `AioReader`: a `DirectTarget`'s descriptor through the native queue (rig/native/readq.c, Linux
-  AIO): up to `depth` reads in flight, each timed from its own submission. After a hang nothing
-  more is submitted in that window; the rest is read when its turn comes. A request still in
-  flight at return leaves its context and buffer abandoned (kept referenced, never reused).
-- `SerialReader`: any `(lba, count) -> bytes` callable, called on demand in order (so a fake
-  drive sees exactly the reads it saw before), under a timeout kept by one long-lived guard
-  thread per calling thread; a guard left behind by a hang is replaced.
+- `AioReader`: a `DirectTarget`'s descriptor through the calling thread's native read stream
+  (rig/native/readq.c, Linux AIO, served by its own C thread): up to `depth` reads in flight,
+  window after window in order, each timed from its own submission. After a hang nothing more
+  is submitted until a range not sent is taken; then the stream resumes (if the hang has since
+  answered) or, with a request still stuck in flight, the stream and its buffers are abandoned
+  (kept referenced, never reused) and the reader goes on one read at a time.
 """
 
 from __future__ import annotations
@@ -44,24 +45,45 @@ class Hung(Exception):
     """A read not answered within its timeout."""
 
 
+class Window(Protocol):
+    """One window of ranges started by `Reader.read_ahead`."""
+
+    def take(self, k: int) -> npt.NDArray[np.uint8] | None:
+        """Range k: its data (None: it is in the window's buffer); raises OSError or Hung."""
+        ...
+
+    def finish(self) -> None:
+        """Done with this window: ranges not taken are not read; its buffer is free again."""
+        ...
+
+    def read_whole(self) -> bool:
+        """Waits for the whole window: True if every range was read in full into the buffer
+        (then none needs taking), False if some range needs taking to learn its outcome."""
+        ...
+
+
 @runtime_checkable
 class Reader(Protocol):
-    def read_ahead(self, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]) -> None:
-        """Start reading `ranges` (first, count) into `out` at byte `offsets` (may read ahead)."""
+    def read_ahead(self, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]) -> Window:
+        """Start reading `ranges` (first, count) into `out` at byte `offsets` (may read ahead,
+        also while an earlier window is still being taken)."""
         ...
 
     def take(self, k: int) -> npt.NDArray[np.uint8] | None:
-        """Range k of the window: its data (None: it is in `out`); raises OSError or Hung."""
+        """Range k of the last window started (`Window.take`)."""
         ...
 
     def buffer(self, nbytes: int, slot: int = 0) -> npt.NDArray[np.uint8]:
-        """Window buffer `slot` (0 or 1: one is read into while the other is parsed), `nbytes`
-        long, aligned, reused from window to window."""
+        """Window buffer `slot` (0 to BUFFERS - 1: one read ahead, one taken, two parsed),
+        `nbytes` long, aligned, reused from window to window."""
         ...
 
     def read(self, first: int, count: int) -> npt.NDArray[np.uint8]:
         """One read now; raises OSError or Hung."""
         ...
+
+
+BUFFERS = 4  # window buffers per checking thread: taken, read ahead, two being parsed
 
 
 def reader_for(read: BlockReader | Reader, block_size: int, timeout_s: float | None) -> Reader:
@@ -79,16 +101,14 @@ class SerialReader:
     def __init__(self, read: BlockReader, timeout_s: float | None) -> None:
         self._read = read
         self._timeout_s = timeout_s
-        self._window: Ranges = []
-        self._out: npt.NDArray[np.uint8] = np.zeros(0, dtype=np.uint8)
-        self._offsets: list[int] = []
+        self._current = _SerialWindow(self, [])
 
-    def read_ahead(self, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]) -> None:
-        self._window, self._out, self._offsets = ranges, out, offsets
+    def read_ahead(self, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]) -> Window:
+        self._current = _SerialWindow(self, ranges)
+        return self._current
 
     def take(self, k: int) -> npt.NDArray[np.uint8] | None:
-        first, count = self._window[k]
-        return self.read(first, count)
+        return self._current.take(k)
 
     def buffer(self, nbytes: int, slot: int = 0) -> npt.NDArray[np.uint8]:
         return _window_buffer(nbytes, slot)
@@ -97,6 +117,23 @@ class SerialReader:
         if self._timeout_s is None:
             return self._read(first, count)
         return _guard().run(lambda: self._read(first, count), self._timeout_s)
+
+
+class _SerialWindow:
+    """A window read on demand, range by range, when taken."""
+
+    def __init__(self, reader: SerialReader, ranges: Ranges) -> None:
+        self._reader, self._ranges = reader, ranges
+
+    def take(self, k: int) -> npt.NDArray[np.uint8] | None:
+        first, count = self._ranges[k]
+        return self._reader.read(first, count)
+
+    def finish(self) -> None:
+        pass
+
+    def read_whole(self) -> bool:
+        return False  # read on demand: each range when taken
 
 
 class _Guard:
@@ -143,112 +180,191 @@ def _guard() -> _Guard:
     return guard
 
 
-class _Queue:
-    """A calling thread's native read queue (an AIO context, kept: creating and destroying one
-    per check would cost an RCU grace period each)."""
+class _Stream:
+    """A calling thread's native read stream (rig/native/readq.c: an AIO context and its server
+    thread, kept from check to check: creating and destroying a context costs an RCU grace
+    period). Requests are served in the order added, window after window, so the queue stays
+    full across windows. The arrays of requests not settled yet are kept alive here."""
+
+    CAPACITY = 4 * 4096  # requests queued at once: a few windows of rig/check/verify_reads.py
 
     def __init__(self, depth: int) -> None:
-        handle = ctypes.c_uint64(0)
-        rc = lib().pfr_readq_setup(depth, ctypes.byref(handle))
+        handle = ctypes.c_void_p(0)
+        rc = lib().pfr_rqs_open(depth, self.CAPACITY, ctypes.byref(handle))
         if rc < 0:
             raise OSError(-rc, f"io_setup({depth}): {os.strerror(-rc)}")
         self.handle = handle.value
-        self.depth = depth
+        self.live: list[tuple[int, list[npt.NDArray[Any]]]] = []  # (end seq, arrays)
+
+    def add(
+        self, fd: int, ranges: Ranges, block_size: int, out: npt.NDArray[np.uint8],
+        offsets: list[int], timeout_ns: int, state: npt.NDArray[np.uint8],
+        res: npt.NDArray[np.int64],
+    ) -> int:  # fmt: skip
+        """Queues `ranges` (read into `out` at `offsets`); the first request's sequence number."""
+        settled = lib().pfr_rqs_settled(self.handle)
+        if settled >= 0:
+            self.live = [entry for entry in self.live if entry[0] > settled]
+        offset = np.array([first * block_size for first, _ in ranges], dtype=np.int64)
+        nbytes = np.array([count * block_size for _, count in ranges], dtype=np.uint64)
+        at = np.array(offsets, dtype=np.uint64)
+        seq = lib().pfr_rqs_add(
+            self.handle, fd, len(ranges), offset.ctypes.data, nbytes.ctypes.data,
+            out.ctypes.data, at.ctypes.data, timeout_ns, state.ctypes.data, res.ctypes.data,
+        )  # fmt: skip
+        if seq < 0:
+            raise OSError(-seq, f"read queue: {os.strerror(-seq)}")
+        self.live.append((seq + len(ranges), [out, state, res]))
+        return int(seq)
+
+    def wait(self, seq: int) -> int:
+        """Until request `seq` has an outcome (see readq.c); the hangs still in flight."""
+        hung = int(lib().pfr_rqs_wait(self.handle, seq))
+        if hung < 0:
+            raise OSError(-hung, f"read queue: {os.strerror(-hung)}")
+        return hung
+
+    def wait_span(self, first: int, end: int) -> int:
+        """Until requests first..end - 1 are all done, or one will not be without the caller;
+        how many of them, from `first`, are done."""
+        done = int(lib().pfr_rqs_wait_span(self.handle, first, end))
+        if done < 0:
+            raise OSError(-done, f"read queue: {os.strerror(-done)}")
+        return done
+
+    def resume(self) -> None:
+        lib().pfr_rqs_resume(self.handle)
+
+    def retire(self, end: int) -> None:
+        """Requests before `end` never sent are dropped; returns once none is in flight (but
+        hung ones): their buffers may be reused."""
+        lib().pfr_rqs_retire(self.handle, end)
+
+    def abandon(self) -> None:
+        """A request is stuck in the kernel: the stream, its context and every buffer it had
+        are kept referenced, never reused."""
+        lib().pfr_rqs_abandon(self.handle)
+        _abandoned.append(self)
+        _local.stream = None
+        _local.spare = None  # (the window buffers may be among them)
 
 
-_abandoned: list[Any] = []  # contexts and buffers the kernel may still write into: never freed
+_abandoned: list[Any] = []  # streams whose buffers the kernel may still write into: never freed
 
 
-def _queue() -> _Queue:
-    q: _Queue | None = getattr(_local, "queue", None)
-    if q is None:
-        q = _local.queue = _Queue(DEPTH)
-    return q
+def _stream() -> _Stream:
+    found: _Stream | None = getattr(_local, "stream", None)
+    if found is None:
+        found = _local.stream = _Stream(DEPTH)
+    return found
+
+
+def queue_stats() -> tuple[float, float]:
+    """The calling thread's read stream since it opened: requests in flight summed over time
+    (request-seconds), and seconds with at least one in flight; zeros before its first read."""
+    found: _Stream | None = getattr(_local, "stream", None)
+    if found is None:
+        return 0.0, 0.0
+    inflight, busy = ctypes.c_int64(0), ctypes.c_int64(0)
+    lib().pfr_rqs_stats(found.handle, ctypes.byref(inflight), ctypes.byref(busy))
+    return inflight.value / 1e9, busy.value / 1e9
+
+
+class AioWindow:
+    """One window's reads through the stream (or through the reader's fallback, once stuck)."""
+
+    def __init__(
+        self, reader: AioReader, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]
+    ) -> None:
+        self.reader, self.ranges = reader, ranges
+        self.state = np.full(len(ranges), RQ_UNSENT, dtype=np.uint8)
+        self.res = np.zeros(len(ranges), dtype=np.int64)
+        self.stream: _Stream | None = None
+        self.seq = 0
+        if reader.fallback is None and ranges:
+            self.stream = _stream()
+            self.seq = self.stream.add(
+                reader.target.fileno(), ranges, reader.block_size, out, offsets,
+                reader.timeout_ns, self.state, self.res,
+            )  # fmt: skip
+
+    def take(self, k: int) -> npt.NDArray[np.uint8] | None:
+        first, count = self.ranges[k]
+        while self.stream is not None and self.reader.fallback is None:
+            hung = self.stream.wait(self.seq + k)
+            if self.state[k] == RQ_DONE:
+                break
+            if hung > 0:  # the kernel may still write into buffers through this context
+                self.stream.abandon()
+                self.reader.fallback = SerialReader(self.reader.target.read, self.reader.timeout_s)
+            if self.state[k] == RQ_HUNG:
+                raise Hung()
+            if self.reader.fallback is None:
+                self.stream.resume()  # a stop left it unsent: sent now, timed from then
+        if self.state[k] == RQ_UNSENT:
+            assert self.reader.fallback is not None
+            return self.reader.fallback.read(first, count)
+        if self.state[k] == RQ_HUNG:
+            raise Hung()
+        self.reader.raise_failed(first, count, int(self.res[k]))
+        return None
+
+    def read_whole(self) -> bool:
+        if self.stream is None or self.reader.fallback is not None:
+            return False
+        n = len(self.ranges)
+        if self.stream.wait_span(self.seq, self.seq + n) < n:
+            return False
+        want = np.array([count for _, count in self.ranges], dtype=np.int64)
+        return bool((self.res == want * self.reader.block_size).all())
+
+    def finish(self) -> None:
+        """Reads of this window not taken are dropped; its buffer is free once this returns."""
+        if self.stream is not None and self.reader.fallback is None:
+            self.stream.retire(self.seq + len(self.ranges))
 
 
 class AioReader:
     def __init__(self, target: DirectTarget, block_size: int, timeout_s: float | None) -> None:
-        self._target = target
-        self._block_size = block_size
-        self._timeout_ns = int(timeout_s * 1e9) if timeout_s is not None else 0
-        self._window: Ranges = []
-        self._out: npt.NDArray[np.uint8] = np.zeros(0, dtype=np.uint8)
-        self._offsets: list[int] = []
-        self._state = np.zeros(0, dtype=np.uint8)
-        self._res = np.zeros(0, dtype=np.int64)
+        self.target = target
+        self.block_size = block_size
+        self.timeout_s = timeout_s
+        self.timeout_ns = int(timeout_s * 1e9) if timeout_s is not None else 0
+        self._current: AioWindow | None = None
         # Once a request is stuck in the kernel, the device's request slots may all be held by
         # hung requests and a submission could block with no timeout: from then on this reader
         # reads as before the queue existed (the target's own read under the guard thread).
-        self._fallback: SerialReader | None = None
-        self._timeout_s = timeout_s
+        self.fallback: SerialReader | None = None
+        stream: _Stream | None = getattr(_local, "stream", None)
+        if stream is not None:
+            stream.resume()  # a stop of an earlier reader's is not this reader's
 
-    def read_ahead(self, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]) -> None:
-        self._window, self._out, self._offsets = ranges, out, offsets
-        self._state = np.full(len(ranges), RQ_UNSENT, dtype=np.uint8)
-        self._res = np.zeros(len(ranges), dtype=np.int64)
-        if self._fallback is None:
-            self._submit(0)
-
-    def _submit(self, k: int) -> None:
-        """Read ranges k.. of the window (until the first hang)."""
-        ranges = self._window[k:]
-        if not ranges:
-            return
-        bs = self._block_size
-        offset = np.array([first * bs for first, _ in ranges], dtype=np.int64)
-        nbytes = np.array([count * bs for _, count in ranges], dtype=np.uint64)
-        at = np.array(self._offsets[k:], dtype=np.uint64)
-        state = np.empty(len(ranges), dtype=np.uint8)
-        res = np.empty(len(ranges), dtype=np.int64)
-        q = _queue()
-        stuck = lib().pfr_readq_run(
-            q.handle, self._target.fileno(), q.depth, len(ranges), offset.ctypes.data,
-            nbytes.ctypes.data, self._out.ctypes.data, at.ctypes.data, self._timeout_ns,
-            state.ctypes.data, res.ctypes.data,
-        )  # fmt: skip
-        if stuck < 0:
-            raise OSError(-stuck, f"read queue: {os.strerror(-stuck)}")
-        if stuck > 0:  # the kernel may still write into this buffer through this context
-            _abandoned.append((q, self._out))
-            _local.queue = None
-            _local.spare = None  # (it may be that buffer)
-            self._fallback = SerialReader(self._target.read, self._timeout_s)
-        self._state[k:], self._res[k:] = state, res
+    def read_ahead(self, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]) -> Window:
+        self._current = AioWindow(self, ranges, out, offsets)
+        return self._current
 
     def take(self, k: int) -> npt.NDArray[np.uint8] | None:
-        first, count = self._window[k]
-        if self._state[k] == RQ_UNSENT:
-            if self._fallback is not None:
-                return self._fallback.read(first, count)
-            self._submit(k)
-        if self._state[k] == RQ_HUNG:
-            raise Hung()
-        self._raise_failed(first, count, int(self._res[k]))
-        return None
+        assert self._current is not None, "read_ahead first"
+        return self._current.take(k)
 
     def buffer(self, nbytes: int, slot: int = 0) -> npt.NDArray[np.uint8]:
         return _window_buffer(nbytes, slot)
 
     def read(self, first: int, count: int) -> npt.NDArray[np.uint8]:
-        if self._fallback is not None:
-            return self._fallback.read(first, count)
-        window = self._window, self._out, self._offsets, self._state, self._res
-        out = aligned_buffer(count * self._block_size)
-        try:
-            self.read_ahead([(first, count)], out, [0])
-            self.take(0)
-        finally:
-            self._window, self._out, self._offsets, self._state, self._res = window
-        return out
+        if self.fallback is not None:
+            return self.fallback.read(first, count)
+        out = aligned_buffer(count * self.block_size)  # (kept by the stream until settled)
+        result = AioWindow(self, [(first, count)], out, [0]).take(0)
+        return out if result is None else result
 
-    def _raise_failed(self, first: int, count: int, res: int) -> None:
+    def raise_failed(self, first: int, count: int, res: int) -> None:
         """As `DirectTarget.read` would for the same answer."""
         if res < 0:
             raise OSError(-res, f"read at block {first}: {os.strerror(-res)}")
-        want = count * self._block_size
+        want = count * self.block_size
         if res != want:
-            if os.lseek(self._target.fileno(), 0, os.SEEK_END) == 0:
-                raise OSError(errno.ENODEV, f"{self._target.path}: the device left the bus")
+            if os.lseek(self.target.fileno(), 0, os.SEEK_END) == 0:
+                raise OSError(errno.ENODEV, f"{self.target.path}: the device left the bus")
             raise OSError(errno.EIO, f"short read at block {first}: {res} of {want} bytes")
 
 
@@ -257,7 +373,9 @@ def _window_buffer(nbytes: int, slot: int) -> npt.NDArray[np.uint8]:
     fault per page on its first read)."""
     spares: list[npt.NDArray[np.uint8]] | None = getattr(_local, "spare", None)
     if spares is None:
-        spares = _local.spare = [np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.uint8)]
+        spares = _local.spare = []
+    while len(spares) <= slot:
+        spares.append(np.zeros(0, dtype=np.uint8))
     if len(spares[slot]) < nbytes:
         spares[slot] = aligned_buffer(nbytes)
     return spares[slot][:nbytes]

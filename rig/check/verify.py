@@ -36,10 +36,10 @@ from rig.check.verify_reads import (
     BlockReader,
     Budget,
     DriveGone,
+    ReadBack,
     ReadFailure,
     ReadPolicy,
     Unread,
-    read_blocks,
     runs,
 )
 from rig.check.verify_rules import (
@@ -117,9 +117,10 @@ def check(
     cyc = Cycle(log, durability)
     checked = sorted_unique(np.concatenate([cyc.lba, extra_blocks.astype(np.int64)]))
     idx = checked - state.first_lba
-    committed = state.committed[idx].astype(np.int64)
     budget = budget or Budget(policy.max_reads, policy.max_hangs)
-    reads = read_blocks(checked, read, block_size, max_read_blocks, policy, budget)
+    with ReadBack(checked, read, block_size, max_read_blocks, policy, budget) as reading:
+        committed = state.committed[idx].astype(np.int64)  # (while the first windows are read)
+        reads = reading.collect()
     ev = evidence(campaign, cyc, checked, committed, reads)
     klass = resolve(len(checked), claims(ev))
     state.committed[idx] = settle(ev, committed).astype(np.uint32)

@@ -4,8 +4,10 @@ window's sectors parsed on a helper thread while the next window is read."""
 
 from __future__ import annotations
 
+import collections
 import errno
 import functools
+import itertools
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -70,48 +72,121 @@ class Reads:
     unread: list[Finding]
 
 
-def read_blocks(
-    checked: npt.NDArray[np.int64],
-    read: BlockReader | readback.Reader,
-    block_size: int,
-    max_read_blocks: int,
-    policy: ReadPolicy,
-    budget: Budget,
-) -> Reads:
-    reads = Reads(
-        Sectors.empty(len(checked), block_size // media.SECTOR),
-        np.ones(len(checked), dtype=bool),
-        [],
-        [],
-    )
-    reader = readback.reader_for(read, block_size, policy.timeout_s)
-    parsing = _Parser()  # a large window is parsed while the next one is read
-    for n, window in enumerate(_windows(runs(checked, max_read_blocks), block_size)):
-        # one window of ranges: read ahead into one buffer (at queue depth where the reader can),
-        # judged range by range in order with the budget, then parsed in one pass
-        row0 = int(np.searchsorted(checked, window[0][0]))
-        nrows = sum(count for _, count in window)
-        data = reader.buffer(nrows * block_size, n % 2)
+class ReadBack:
+    """Reading the checked blocks (a context: leaving it with windows still being read finishes
+    them). Windows of ranges are read ahead (at queue depth where the reader can), each judged
+    range by range in order with the budget, then parsed in one pass on a helper thread (the C
+    parse's per-block summaries, `Sectors`). While window n is taken, window n + 1 is being read and
+    windows n - 1 and n - 2 parsed; once n is taken, n + 2 is started: the reader's queue never
+    waits for the checker (`readback.BUFFERS` window buffers). The first windows are started on
+    entering, so the caller's own work before `collect` overlaps their reads."""
+
+    def __init__(
+        self,
+        checked: npt.NDArray[np.int64],
+        read: BlockReader | readback.Reader,
+        block_size: int,
+        max_read_blocks: int,
+        policy: ReadPolicy,
+        budget: Budget,
+    ) -> None:
+        per_block = block_size // media.SECTOR
+        self.reads = Reads(
+            Sectors.empty(len(checked), per_block),
+            np.ones(len(checked), dtype=bool),
+            [],
+            [],
+        )
+        self.checked, self.block_size = checked, block_size
+        self.policy, self.budget = policy, budget
+        self.reader = readback.reader_for(read, block_size, policy.timeout_s)
+        self.parsing = _Parser()
+        self.windows = enumerate(_windows(runs(checked, max_read_blocks), block_size))
+        self.ahead: collections.deque[_Started] = collections.deque()
+
+    def __enter__(self) -> ReadBack:
+        self._start(readback.BUFFERS - PARSE_THREADS)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for started in self.ahead:  # (an error stopped the check: nothing of these is read now)
+            started.window.finish()
+        self.ahead.clear()
+        self.parsing.wait()
+
+    def _start(self, count: int) -> None:
+        for n, window in itertools.islice(self.windows, count):
+            self.ahead.append(_Started.start(self.reader, self.checked, window, n, self.block_size))
+
+    def collect(self) -> Reads:
+        """Every window judged and parsed: what reading the checked blocks gave."""
+        bs, reads, parsing = self.block_size, self.reads, self.parsing
+        while self.ahead:
+            current = self.ahead[0]  # (left there until finished: an error finishes it on exit)
+            landed = _take_window(reads, self.reader, current, self.policy, self.budget, bs)
+            current.window.finish()
+            self.ahead.popleft()
+            parsing.make_room()  # the buffer of window n - PARSE_THREADS is free again
+            args = (reads.sectors, landed, current.data, current.row0, bs)
+            parsing.start(functools.partial(_parse_landed, *args), len(current.data))
+            self._start(1)
+        parsing.join()
+        return reads
+
+
+@dataclass(frozen=True)
+class _Started:
+    """A window of ranges being read ahead into its buffer."""
+
+    ranges: list[tuple[int, int]]
+    window: readback.Window
+    data: npt.NDArray[np.uint8]
+    offsets: list[int]
+    row0: int
+
+    @classmethod
+    def start(
+        cls,
+        reader: readback.Reader,
+        checked: npt.NDArray[np.int64],
+        ranges: list[tuple[int, int]],
+        n: int,
+        block_size: int,
+    ) -> _Started:
+        nrows = sum(count for _, count in ranges)
+        data = reader.buffer(nrows * block_size, n % readback.BUFFERS)
         offsets, at = [], 0
-        for _, count in window:
+        for _, count in ranges:
             offsets.append(at)
             at += count * block_size
-        reader.read_ahead(window, data, offsets)
-        landed: list[tuple[int, int, npt.NDArray[np.uint8] | None]] = []  # rows read, and where
-        for k, (first, count) in enumerate(window):
-            start = row0 + offsets[k] // block_size
-            outcomes = _read_range(
-                reader, first, count, policy, budget, first_try=functools.partial(reader.take, k)
-            )
-            for part_first, part_count, outcome in outcomes:
-                rows = slice(start + part_first - first, start + part_first - first + part_count)
-                landed.extend(
-                    _take_outcome(reads, rows, part_first, outcome, data, row0, block_size)
-                )
-        parsing.join()
-        parsing.start(reads.sectors, landed, data, row0, block_size)  # rows never read stay 0
-    parsing.join()
-    return reads
+        row0 = int(np.searchsorted(checked, ranges[0][0]))
+        return cls(ranges, reader.read_ahead(ranges, data, offsets), data, offsets, row0)
+
+
+def _take_window(
+    reads: Reads,
+    reader: readback.Reader,
+    started: _Started,
+    policy: ReadPolicy,
+    budget: Budget,
+    block_size: int,
+) -> list[tuple[int, int, npt.NDArray[np.uint8] | None]]:
+    """Judge a window's ranges in order with the budget; the rows read, and where."""
+    row0, data = started.row0, started.data
+    if budget.hangs > 0 and started.window.read_whole():
+        # every range read in full: each one's outcome is its data in the buffer, and no budget
+        # is spent (as when taken one by one), so the window's rows are read as one run
+        return [(row0, row0 + len(data) // block_size, None)]
+    landed: list[tuple[int, int, npt.NDArray[np.uint8] | None]] = []
+    for k, (first, count) in enumerate(started.ranges):
+        start = row0 + started.offsets[k] // block_size
+        first_try = functools.partial(started.window.take, k)
+        for part_first, part_count, outcome in _read_range(
+            reader, first, count, policy, budget, first_try=first_try
+        ):
+            rows = slice(start + part_first - first, start + part_first - first + part_count)
+            landed.extend(_take_outcome(reads, rows, part_first, outcome, data, row0, block_size))
+    return landed
 
 
 def _take_outcome(
@@ -286,54 +361,61 @@ def _parse_landed(
             run_start, run_stop = start, stop
 
 
+PARSE_THREADS = 2  # windows parsed at once (a parse is slower than the reads on a busy CPU)
+PARSE_THREAD_BYTES = 1 << 20  # a smaller window is parsed inline (a thread's hand-off costs more)
+
+
 class _Parser:
     """Parses a window's rows on a helper thread when the window is large (the C parse releases
-    the GIL, so the next window's reads and this parse overlap), inline when small. The helper
-    is one long-lived thread per checking thread: starting a thread per window cost ~20 ms each
-    on the loaded machine (start waits until the new thread runs)."""
-
-    OVERLAP_BYTES = 1 << 20
+    the GIL, so the next window's reads and this parse overlap), inline when small. The helpers
+    are `PARSE_THREADS` long-lived threads per checking thread: starting a thread per window cost
+    ~20 ms each on the loaded machine (start waits until the new thread runs). Windows are rows
+    of their own, so two parses never write the same rows."""
 
     def __init__(self) -> None:
-        self._done: threading.Event | None = None
+        self._pending: collections.deque[threading.Event] = collections.deque()
         self._error: list[BaseException] = []
 
-    def start(
-        self,
-        sec: Sectors,
-        landed: list[tuple[int, int, npt.NDArray[np.uint8] | None]],
-        data: npt.NDArray[np.uint8],
-        row0: int,
-        block_size: int,
-    ) -> None:
-        if len(data) < self.OVERLAP_BYTES:
-            _parse_landed(sec, landed, data, row0, block_size)
+    def start(self, parse: Callable[[], None], nbytes: int) -> None:
+        if nbytes < PARSE_THREAD_BYTES:
+            parse()
             return
         done, error = threading.Event(), self._error
 
         def job() -> None:
             try:
-                _parse_landed(sec, landed, data, row0, block_size)
+                parse()
             except BaseException as failure:  # raised in the checker by join
                 error.append(failure)
             finally:
                 done.set()
 
-        self._done = done
-        _parse_worker().put(job)
+        self._pending.append(done)
+        _parse_jobs().put(job)
 
-    def join(self) -> None:
-        if self._done is not None:
-            self._done.wait()
-            self._done = None
+    def make_room(self) -> None:
+        """Until fewer than `PARSE_THREADS` windows are being parsed (the oldest one's buffer is
+        free again)."""
+        while len(self._pending) >= PARSE_THREADS:
+            self._pending.popleft().wait()
         if self._error:
             raise self._error.pop()
+
+    def join(self) -> None:
+        self.wait()
+        if self._error:
+            raise self._error.pop()
+
+    def wait(self) -> None:
+        """Until every window being parsed is done (an error stays for `join`)."""
+        while self._pending:
+            self._pending.popleft().wait()
 
 
 _parse_local = threading.local()
 
 
-def _parse_worker() -> queue.SimpleQueue[Callable[[], None]]:
+def _parse_jobs() -> queue.SimpleQueue[Callable[[], None]]:
     found: queue.SimpleQueue[Callable[[], None]] | None = getattr(_parse_local, "jobs", None)
     if found is not None:
         return found
@@ -344,7 +426,8 @@ def _parse_worker() -> queue.SimpleQueue[Callable[[], None]]:
         while True:
             jobs.get()()
 
-    threading.Thread(target=serve, name="check-parse", daemon=True).start()
+    for _ in range(PARSE_THREADS):
+        threading.Thread(target=serve, name="check-parse", daemon=True).start()
     return jobs
 
 

@@ -58,12 +58,19 @@ def lib() -> ctypes.CDLL:
     handle.pfr_batch_publish.restype = None
     handle.pfr_batch_state.argtypes = [_p]
     handle.pfr_batch_state.restype = ctypes.c_int32
-    handle.pfr_readq_setup.argtypes = [_u32, _p]
-    handle.pfr_readq_setup.restype = _int
-    handle.pfr_readq_destroy.argtypes = [_u64]
-    handle.pfr_readq_destroy.restype = None
-    handle.pfr_readq_run.argtypes = [_u64, _int, _u32, _u64, _p, _p, _p, _p, _i64, _p, _p]
-    handle.pfr_readq_run.restype = _i64
+    handle.pfr_rqs_open.argtypes = [_u32, _u64, _p]
+    handle.pfr_rqs_open.restype = _int
+    handle.pfr_rqs_add.argtypes = [_p, _int, _u64, _p, _p, _p, _p, _i64, _p, _p]
+    handle.pfr_rqs_add.restype = _i64
+    rqs = [("wait", [_p, _u64]), ("wait_span", [_p, _u64, _u64]), ("retire", [_p, _u64])]
+    for name, args in [*rqs, ("settled", [_p])]:
+        getattr(handle, f"pfr_rqs_{name}").argtypes = args
+        getattr(handle, f"pfr_rqs_{name}").restype = _i64
+    handle.pfr_rqs_stats.argtypes = [_p, _p, _p]
+    handle.pfr_rqs_stats.restype = None
+    for name in ("pfr_rqs_resume", "pfr_rqs_abandon"):
+        getattr(handle, name).argtypes = [_p]
+        getattr(handle, name).restype = None
     return handle
 
 

@@ -71,12 +71,20 @@ void pfr_parse_blocks(const uint64_t *words, uint64_t nblocks, uint32_t per_bloc
 /* Check and decode every header word: header[j * nsectors + i] is word j of sector i. */
 void pfr_parse_header(const uint64_t *words, uint64_t nsectors, uint8_t *state, uint64_t *header);
 
-/* Verification reads at queue depth (readq.c): per request state. */
+/* Verification reads at queue depth (readq.c): a stream of reads served in order by its own
+ * thread; per request state. */
 enum { PFR_RQ_DONE = 0, PFR_RQ_HUNG = 1, PFR_RQ_UNSENT = 2 };
-int pfr_readq_setup(uint32_t depth, uint64_t *ctx);
-void pfr_readq_destroy(uint64_t ctx);
-int64_t pfr_readq_run(uint64_t ctx, int fd, uint32_t depth, uint64_t n, const int64_t *offset,
-                      const uint64_t *nbytes, uint8_t *base, const uint64_t *buf_off,
-                      int64_t timeout_ns, uint8_t *state, int64_t *res);
+struct pfr_rqs;
+int pfr_rqs_open(uint32_t depth, uint64_t capacity, void **out);
+void pfr_rqs_abandon(struct pfr_rqs *s);
+int64_t pfr_rqs_add(struct pfr_rqs *s, int fd, uint64_t n, const int64_t *offset,
+                    const uint64_t *nbytes, uint8_t *base, const uint64_t *buf_off,
+                    int64_t timeout_ns, uint8_t *state, int64_t *res);
+int64_t pfr_rqs_settled(struct pfr_rqs *s);
+int64_t pfr_rqs_wait(struct pfr_rqs *s, uint64_t seq);
+int64_t pfr_rqs_wait_span(struct pfr_rqs *s, uint64_t first, uint64_t end);
+void pfr_rqs_resume(struct pfr_rqs *s);
+void pfr_rqs_stats(struct pfr_rqs *s, int64_t *inflight_ns, int64_t *busy_ns);
+int64_t pfr_rqs_retire(struct pfr_rqs *s, uint64_t end);
 
 #endif
