@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reports import stats
+from reports import verdict as verdicts
 from reports.cuts import Counted, CutTable, DelayPoints, FloatArray, add_counts, table_of
 from reports.dataset import Campaign, Dataset, DriveRun
 from reports.endurance import EnduranceSeries, TrimPair, endurance_series, trim_pairs
@@ -577,12 +578,10 @@ def _median(ordered: FloatArray) -> float | None:
 
 
 def _drive_verdict(dead_at: int | None, failed: int, cuts: int, criteria: Criteria) -> str:
-    if dead_at is not None:
-        return "DEAD"
-    if failed:
-        return FAIL
-    shown = cuts and stats.clopper_pearson_upper(0, cuts, criteria.confidence)
-    return PASS if cuts and shown < criteria.max_failure_rate else NOT_YET
+    """The per-drive rule (reports/verdict.py), shared with the end table and `rig status`."""
+    return verdicts.drive_verdict(
+        dead_at is not None, failed, cuts, criteria.max_failure_rate, criteria.confidence
+    )
 
 
 def _health(run: DriveRun) -> DriveHealth | None:
