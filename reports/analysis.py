@@ -406,16 +406,17 @@ class Cuts:
         return sum(t.count_status(status) for _, t, _ in self.parts)
 
     def delays(self) -> DelayPoints:
-        lists: list[list[str]] = [[]]
-        codes: dict[frozenset[str], int] = {frozenset(): 0}
+        # class-set codes in one canonical order (no failure first), not in the order the rows
+        # came: a store and the fleet's database give the same analysis of the same cuts
+        sets: set[frozenset[str]] = {frozenset()}
+        for _, t, _ in self.parts:
+            sets.update(t.class_sets)
+        order = sorted(sets, key=lambda s: (len(s), failures.ordered(s)))
+        codes = {s: i for i, s in enumerate(order)}
+        lists = [failures.ordered(s) for s in order]
         mapped = []
         for _, t, m in self.parts:
-            remap = np.zeros(len(t.class_sets), np.int32)
-            for i, s in enumerate(t.class_sets):
-                if s not in codes:
-                    codes[s] = len(lists)
-                    lists.append(failures.ordered(s))
-                remap[i] = codes[s]
+            remap = np.array([codes[s] for s in t.class_sets] or [0], np.int32)
             mapped.append(remap[t.classes[m]])
         return DelayPoints(
             self.column("ack_to_cut_ms"),
