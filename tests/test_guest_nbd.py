@@ -89,6 +89,10 @@ def test_the_server_serves_a_drive_and_a_cut_fails_what_follows(tmp_path: Path, 
         assert client.request(nbd.CMD_TRIM, 4 * 4096, 2 * 4096)[0] == 0
         assert client.request(nbd.CMD_READ, 4 * 4096, 2 * 4096) == (0, bytes(2 * 4096))
         assert client.request(nbd.CMD_READ, 3 * 4096, 4096) == (0, block.tobytes())  # untouched
+        assert client.tflags & nbd.TFLAG_SEND_WRITE_ZEROES  # (QEMU's NVMe format sends these)
+        assert client.request(nbd.CMD_WRITE, 5 * 4096, 4096, block.tobytes())[0] == 0
+        assert client.request(nbd.CMD_WRITE_ZEROES, 5 * 4096, 4096)[0] == 0
+        assert client.request(nbd.CMD_READ, 5 * 4096, 4096) == (0, bytes(4096))
         target.set_power(False, 1)  # the off edge
         assert client.request(nbd.CMD_READ, 3 * 4096, 4096)[0] == nbd.errno.EIO
         assert client.request(nbd.CMD_WRITE, 0, 4096, bytes(4096))[0] == nbd.errno.EIO

@@ -244,3 +244,47 @@ def test_the_rigs_discard_reaches_the_drives_through_real_drivers(
     lines = result.stdout.strip().splitlines()
     # every drive: exactly blocks 32..47 read zero, the other 48 kept what was written
     assert [line.split()[2:] for line in lines] == [["True", "48"]] * len(CHANNELS), lines
+
+
+PURGE_SCRIPT = """
+import os, sys
+from rig.health.tools import ToolRunner
+from rig.io import media
+from rig.station import purge
+node = sys.argv[1]
+block = int(open(f"/sys/class/block/{os.path.basename(node)}/queue/logical_block_size").read())
+fd = os.open(node, os.O_RDWR | os.O_DIRECT)
+data = media.aligned_buffer(64 * block)
+data[:] = 0xA5
+assert os.pwritev(fd, [data.data], 16 * block) == len(data)
+os.fsync(fd)
+os.close(fd)
+runner = ToolRunner(timeout_s=600)
+caps = purge.probe(node, "nvme", runner, purge.sysfs_discard_max_bytes(node))
+method = purge.choose("auto", caps)
+purge.run(method, node, runner)
+fd = os.open(node, os.O_RDONLY | os.O_DIRECT)
+back = media.aligned_buffer(64 * block)
+assert os.preadv(fd, [back.data], 16 * block) == len(back)
+print(method, not back.any())
+"""
+
+
+def test_a_purge_by_format_through_nvme_cli(
+    guest_station: GuestStation, guest_workdir: Path
+) -> None:
+    """The PTS purge as the rig runs it on a real NVMe driver: `nvme id-ctrl` says Format NVM
+    is supported and sanitize is not (QEMU's controller), so `auto` formats with `nvme format
+    --ses=1 --force`, and the data written before reads zero after."""
+    assert guest_station.guest is not None
+    spec = guest_station.drives[0].spec  # the hot-plug NVMe
+    node = guest_station.guest.sh(
+        f"lsblk -dnpo NAME,SERIAL | awk '$2 == \"{spec.serial}\" {{print $1}}'"
+    ).stdout.strip()
+    assert node.startswith("/dev/nvme"), node
+    script = guest_workdir / "purge_probe.py"
+    script.write_text(PURGE_SCRIPT)
+    python = shlex.quote(str(VENV_BIN / "python"))
+    result = guest_station.guest.sh(f"{python} {script} {node}", 600)
+    assert result.rc == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["nvme_format", "True"], result.stdout
