@@ -16,7 +16,7 @@ from rig.check import verify
 from rig.check.ledger import CycleLog, LbaState
 from rig.io import media, workload_native
 from rig.io.blockio import DirectTarget
-from rig.io.workload import Workload, Writer, WriterContext
+from rig.io.workload import Live, Workload, Writer, WriterContext
 from rig.native import AioContext, BatchRing, EngineResult, engine_loop
 
 BLOCK = 4096
@@ -47,7 +47,7 @@ class _Engine:
         self.target = DirectTarget(str(image))
         self.aio = AioContext(slots + 1)
         self.stop = ctypes.c_int(0)
-        self.live = (ctypes.c_int64 * 5)()
+        self.live = (ctypes.c_int64 * Live.WORDS)()  # engine.c LIVE_N
         self.buffers = media.aligned_buffer(BLOCK * slots)
         self.stuck: list[bool] = []
         self.thread = threading.Thread(target=self._run, args=(slots, ring), daemon=True)

@@ -62,17 +62,23 @@ def run_tool(argv: list[str], timeout_s: float = 120.0) -> None:
         raise DiscardError(f"{' '.join(argv)}: exit {done.returncode}: {why[-1] if why else ''}")
 
 
+def queue_bytes(devnode: str, attribute: str) -> int:
+    """A byte count of the device's block queue in sysfs (`queue/<attribute>`); 0 when it is
+    not there (not a block device) or empty."""
+    name = os.path.basename(os.path.realpath(devnode))
+    try:
+        with open(f"/sys/class/block/{name}/queue/{attribute}") as handle:
+            return int(handle.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
 def device_limit_blocks(devnode: str, block: int) -> int:
     """The most blocks the device takes in one discard, as its driver read it from the device
     (SCSI Block Limits VPD: MAXIMUM UNMAP LBA COUNT; NVMe: DMRSL) into sysfs
     `queue/discard_max_hw_bytes`; 0 where it says nothing (then one range's field is the
     limit). A tool sends what it is given as one command: a real drive refuses a larger one."""
-    name = os.path.basename(os.path.realpath(devnode))
-    try:
-        with open(f"/sys/class/block/{name}/queue/discard_max_hw_bytes") as handle:
-            return int(handle.read()) // block
-    except (OSError, ValueError):
-        return 0
+    return queue_bytes(devnode, "discard_max_hw_bytes") // block
 
 
 def discard(

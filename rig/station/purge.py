@@ -15,7 +15,6 @@ test region (docs/campaign.md).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from rig.errors import RigError
 from rig.health.counters import load_json_object
 from rig.health.errors import HealthToolError
 from rig.health.tools import Runner
+from rig.io import discard
 
 METHODS = ("auto", "discard", "nvme_sanitize", "nvme_format", "ata_secure_erase", "scsi_sanitize")
 PASSWORD = "rig-pts"  # set only for the erase; SECURITY ERASE UNIT clears it again
@@ -230,12 +230,7 @@ def run(
 
 def sysfs_discard_max_bytes(devnode: str) -> int:
     """The block queue's discard limit; 0 when it takes no discard (or is not a block device)."""
-    name = os.path.basename(os.path.realpath(devnode))
-    try:
-        with open(f"/sys/class/block/{name}/queue/discard_max_bytes") as f:
-            return int(f.read().strip() or 0)
-    except (OSError, ValueError):
-        return 0
+    return discard.queue_bytes(devnode, "discard_max_bytes")
 
 
 # A station's purge capability: (the drive's node, the purge wanted) -> the method it ran;

@@ -196,6 +196,28 @@ def test_a_drive_that_needs_a_rescan_is_dead_without_recovery(
         )
 
 
+def node_by_serial(station: GuestStation, serial: str) -> str:
+    """The guest's node of the drive with this serial (as lsblk shows it)."""
+    assert station.guest is not None
+    awk = f"awk '$2 == \"{serial}\" {{print $1}}'"
+    node = station.guest.sh(f"lsblk -dnpo NAME,SERIAL | {awk}").stdout.strip()
+    assert node.startswith("/dev/"), (serial, node)
+    return node
+
+
+def python_in_guest(
+    station: GuestStation, workdir: Path, name: str, script: str, args: list[str]
+) -> str:
+    """Run `script` with the project's venv in the guest; its stdout (it must exit 0)."""
+    assert station.guest is not None
+    path = workdir / f"{name}.py"
+    path.write_text(script)
+    python = shlex.quote(str(VENV_BIN / "python"))
+    result = station.guest.sh(f"{python} {path} {' '.join(args)}", 600)
+    assert result.rc == 0, result.stderr[-2000:]
+    return result.stdout
+
+
 # how a storage engineer discards on each transport (rig/io/discard.py)
 DISCARD_KIND = {"nvme-hotplug": "nvme", "nvme-fixed": "nvme", "scsi-hotplug": "sg_unmap",
                 "sata-fixed": "blkdiscard"}  # fmt: skip
@@ -203,8 +225,7 @@ DISCARD_SCRIPT = """
 import os, sys
 from rig.io import discard, media
 for node, kind in zip(sys.argv[1::2], sys.argv[2::2]):
-    name = os.path.basename(node)
-    block = int(open(f"/sys/class/block/{name}/queue/logical_block_size").read())
+    block = discard.queue_bytes(node, "logical_block_size")
     fd = os.open(node, os.O_RDWR | os.O_DIRECT)
     data = media.aligned_buffer(64 * block)
     data[:] = 0xA5
@@ -227,21 +248,12 @@ def test_the_rigs_discard_reaches_the_drives_through_real_drivers(
     """`nvme dsm` on QEMU's NVMe, `sg_unmap` on a virtio-scsi disk, BLKDISCARD on an AHCI
     disk: the real tools and kernel drivers, ranges cut to what the device says it takes; each
     drive (the fault core behind NBD) deallocates exactly the blocks discarded."""
-    assert guest_station.guest is not None
     args = []
     for channel in CHANNELS:
         spec = guest_station.drives[channel].spec
-        node = guest_station.guest.sh(
-            f"lsblk -dnpo NAME,SERIAL | awk '$2 == \"{spec.serial}\" {{print $1}}'"
-        ).stdout.strip()
-        assert node.startswith("/dev/"), (spec.serial, node)
-        args += [node, DISCARD_KIND[spec.slot]]
-    script = guest_workdir / "discard_probe.py"
-    script.write_text(DISCARD_SCRIPT)
-    python = shlex.quote(str(VENV_BIN / "python"))
-    result = guest_station.guest.sh(f"{python} {script} {' '.join(args)}", 300)
-    assert result.rc == 0, result.stderr[-2000:]
-    lines = result.stdout.strip().splitlines()
+        args += [node_by_serial(guest_station, spec.serial), DISCARD_KIND[spec.slot]]
+    out = python_in_guest(guest_station, guest_workdir, "discard_probe", DISCARD_SCRIPT, args)
+    lines = out.strip().splitlines()
     # every drive: exactly blocks 32..47 read zero, the other 48 kept what was written
     assert [line.split()[2:] for line in lines] == [["True", "48"]] * len(CHANNELS), lines
 
@@ -249,10 +261,10 @@ def test_the_rigs_discard_reaches_the_drives_through_real_drivers(
 PURGE_SCRIPT = """
 import os, sys
 from rig.health.tools import ToolRunner
-from rig.io import media
+from rig.io import discard, media
 from rig.station import purge
 node = sys.argv[1]
-block = int(open(f"/sys/class/block/{os.path.basename(node)}/queue/logical_block_size").read())
+block = discard.queue_bytes(node, "logical_block_size")
 fd = os.open(node, os.O_RDWR | os.O_DIRECT)
 data = media.aligned_buffer(64 * block)
 data[:] = 0xA5
@@ -276,15 +288,7 @@ def test_a_purge_by_format_through_nvme_cli(
     """The PTS purge as the rig runs it on a real NVMe driver: `nvme id-ctrl` says Format NVM
     is supported and sanitize is not (QEMU's controller), so `auto` formats with `nvme format
     --ses=1 --force`, and the data written before reads zero after."""
-    assert guest_station.guest is not None
-    spec = guest_station.drives[0].spec  # the hot-plug NVMe
-    node = guest_station.guest.sh(
-        f"lsblk -dnpo NAME,SERIAL | awk '$2 == \"{spec.serial}\" {{print $1}}'"
-    ).stdout.strip()
+    node = node_by_serial(guest_station, guest_station.drives[0].spec.serial)  # hot-plug NVMe
     assert node.startswith("/dev/nvme"), node
-    script = guest_workdir / "purge_probe.py"
-    script.write_text(PURGE_SCRIPT)
-    python = shlex.quote(str(VENV_BIN / "python"))
-    result = guest_station.guest.sh(f"{python} {script} {node}", 600)
-    assert result.rc == 0, result.stderr[-2000:]
-    assert result.stdout.split() == ["nvme_format", "True"], result.stdout
+    out = python_in_guest(guest_station, guest_workdir, "purge_probe", PURGE_SCRIPT, [node])
+    assert out.split() == ["nvme_format", "True"], out
