@@ -67,8 +67,9 @@ def schedule(
     if strategy == "uniform":
         # timed from the first write the device got, not from the writer's start: a writer
         # slow to start (a loaded host) would otherwise be cut before it wrote anything
-        seen = _poll(lambda: writer.live.writes_issued > 0 or stop.is_set(), trigger_timeout_s)
-        detail.update(trigger="first_write" if seen else "timeout", trigger_ns=time.monotonic_ns())
+        _poll(lambda: writer.live.writes_issued > 0 or stop.is_set(), trigger_timeout_s)
+        why = "first_write" if writer.live.writes_issued else "stopped" if stop.is_set() else ""
+        detail.update(trigger=why or "timeout", trigger_ns=time.monotonic_ns())
         return power.cut(channel, cut.delay_s), detail
     if stop.wait(cut.warmup_s):
         return power.cut(channel, 0.0), {**detail, "trigger": "stopped"}
