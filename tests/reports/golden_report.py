@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from reports import export
-from tests.reports.storebuilder import DriveSpec, build
+from tests.reports.storebuilder import DriveSpec, build, falling_rails
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 # case -> the store files of the case (in GOLDEN/stores), in the order given to the report
@@ -69,18 +69,7 @@ def _build_stores(into: Path) -> None:
                 "L1",
                 ["ok", "lost_durable_write", "lost_durable_write+shorn_write"] * 7 + ["dead"],
                 channel=1,
-                rail=[
-                    {
-                        "hi_us": 150 + i,
-                        "lo_us": 400 + i,
-                        "end": "fell",
-                        "dt_us": 50,
-                        "samples": [820 - 70 * k - i for k in range(12)],
-                        "hi_threshold": 500,
-                        "lo_threshold": 60,
-                    }
-                    for i in range(5)
-                ],
+                rail=falling_rails(5),
                 return_ms=140,
                 delays_ms=[(0.2 * (i + 1), 1.5**i) for i in range(22)],
             ),

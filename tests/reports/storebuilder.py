@@ -34,6 +34,23 @@ class DriveSpec:
     rail: Sequence[dict[str, Any]] = field(default_factory=list)
 
 
+def falling_rails(n: int) -> list[dict[str, Any]]:
+    """`n` rail-sense captures of a rail that fell through both thresholds, each a little
+    different."""
+    return [
+        {
+            "hi_us": 150 + i,
+            "lo_us": 400 + i,
+            "end": "fell",
+            "dt_us": 50,
+            "samples": [820 - 70 * k - i for k in range(12)],
+            "hi_threshold": 500,
+            "lo_threshold": 60,
+        }
+        for i in range(n)
+    ]
+
+
 def _ledger(cut_ns: int, ack_ms: float, flush_ms: float) -> CycleLog:
     log = CycleLog()
     gens = np.ones(1, dtype=np.uint32)
