@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from reports import export
-from tests.reports.storebuilder import DriveSpec, build, falling_rails
+from tests.reports.storebuilder import DriveSpec, build, falling_rails, healthy_plp_drive
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 # case -> the store files of the case (in GOLDEN/stores), in the order given to the report
@@ -54,16 +54,7 @@ def _build_stores(into: Path) -> None:
     build(
         into / "station-a.sqlite",
         [
-            DriveSpec(
-                "Model PLP",
-                "P1",
-                ["ok"] * 30,
-                channel=0,
-                return_ms=70,
-                health=[
-                    (s, {"unsafe_shutdowns": 3 + s, "power_cycles": 9 + s}) for s in (0, 10, 30)
-                ],
-            ),
+            healthy_plp_drive(),
             DriveSpec(
                 "Model Liar",
                 "L1",

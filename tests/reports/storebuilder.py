@@ -34,6 +34,18 @@ class DriveSpec:
     rail: Sequence[dict[str, Any]] = field(default_factory=list)
 
 
+def healthy_plp_drive() -> DriveSpec:
+    """Channel 0: a PLP drive with 30 clean cuts and health read three times."""
+    return DriveSpec(
+        "Model PLP",
+        "P1",
+        ["ok"] * 30,
+        channel=0,
+        return_ms=70,
+        health=[(s, {"unsafe_shutdowns": 3 + s, "power_cycles": 9 + s}) for s in (0, 10, 30)],
+    )
+
+
 def falling_rails(n: int) -> list[dict[str, Any]]:
     """`n` rail-sense captures of a rail that fell through both thresholds, each a little
     different."""

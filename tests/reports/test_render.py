@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from tests.cli_runner import rig
-from tests.reports.storebuilder import DriveSpec, build, falling_rails
+from tests.reports.storebuilder import DriveSpec, build, falling_rails, healthy_plp_drive
 
 CHROMIUM = shutil.which("chromium")
 # the colours of the two models' bars and curves (reports/svg.py PALETTE), drawn opaque
@@ -27,16 +27,7 @@ def _stores(tmp_path: Path) -> list[Path]:
     a = build(
         tmp_path / "station-a.sqlite",
         [
-            DriveSpec(
-                "Model PLP",
-                "P1",
-                ["ok"] * 30,
-                channel=0,
-                return_ms=70,
-                health=[
-                    (s, {"unsafe_shutdowns": 3 + s, "power_cycles": 9 + s}) for s in (0, 10, 30)
-                ],
-            ),
+            healthy_plp_drive(),
             DriveSpec(
                 "Model Liar",
                 "L1",
