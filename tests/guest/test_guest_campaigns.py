@@ -224,11 +224,11 @@ DISCARD_KIND = {"nvme-hotplug": "nvme", "nvme-fixed": "nvme", "scsi-hotplug": "s
 # in-guest helpers of the scripts below: 0xA5 in blocks 16..79 of a node, and reading them back
 PATTERN = """
 import os, sys
-from rig.io import discard, media
+from rig.io import blockio, discard, media
 
 
 def write_pattern(node):
-    block = discard.queue_bytes(node, "logical_block_size")
+    block = blockio.queue_bytes(node, "logical_block_size")
     fd = os.open(node, os.O_RDWR | os.O_DIRECT)
     data = media.aligned_buffer(64 * block)
     data[:] = 0xA5
