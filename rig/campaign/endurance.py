@@ -109,8 +109,13 @@ class EnduranceRun:
         self.spec = spec
         self.seq, self.host_bytes, self.throughputs = run.store.endurance_so_far(run.drive_id)
         self.write_intervals = len(self.throughputs)
-        self.rounds = pts_flow.rounds_from(spec, run.store.endurance_details(run.drive_id))
-        self.sequential_at: list[int] = []  # where a sequential workload goes on (per slot)
+        written = run.store.endurance_details(run.drive_id)
+        self.rounds = pts_flow.rounds_from(spec, written)
+        # where a sequential workload goes on (per slot): on a resume, where the last stored
+        # write interval left it
+        self.sequential_at: list[int] = (
+            list(written[-1].get("sequential_at", [])) if written else []
+        )
 
     # the drive's loop ---------------------------------------------------------------------------
     def loop(self, stop: threading.Event) -> None:
@@ -216,6 +221,8 @@ class EnduranceRun:
         mb_per_s = written / seconds / 1e6 if seconds > 0 else 0.0
         self.throughputs.append(mb_per_s)
         detail: dict[str, Any] = {}
+        if run.campaign.workload.sequential:
+            detail["sequential_at"] = self.sequential_at
         iops = int(ok.sum()) / seconds if seconds > 0 else 0.0
         steady = pts_flow.track_round(self, mb_per_s, iops, mean_latency_us(log), detail)
         verified = failures = 0
