@@ -3,6 +3,7 @@ the migration backfills equal what a report read from the finding rows before v1
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections import Counter
 from pathlib import Path
@@ -180,3 +181,24 @@ def test_rebuild_summaries_makes_them_again_from_the_findings(tmp_path: Path) ->
         (3, "lost_durable_write,shorn_write"),
     ]
     assert kept["lost_after"] == [(1, "ack", 1.5, 2), (1, "flush", 0.0007, 2)]
+
+
+def test_findings_enter_a_station_store_only_through_record_cycle() -> None:
+    """The summaries are kept by record_cycle: no other code of the rig may write finding rows
+    into the station's SQLite store (rig/fleet/central/ writes the fleet's PostgreSQL)."""
+    root = Path(__file__).resolve().parents[1]
+    writes = re.compile(
+        r"(INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE|DELETE\s+FROM|REPLACE\s+INTO)\s+finding\b"
+    )
+    found = {
+        str(path.relative_to(root))
+        for folder in ("rig", "reports")
+        for path in (root / folder).rglob("*.py")
+        if "fleet/central" not in str(path) and writes.search(path.read_text(encoding="utf-8"))
+    }
+    assert found == {"rig/store/recording.py"}
+    recording = (root / "rig/store/recording.py").read_text(encoding="utf-8")
+    assert len(writes.findall(recording)) == 1
+    start = recording.index("    def record_cycle(")
+    end = recording.index("\n    def ", start + 1)
+    assert writes.search(recording[start:end])
