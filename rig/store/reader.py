@@ -62,7 +62,9 @@ class StoreReader:
     def finding_totals(self) -> Rows:
         """(drive_id, class, failure, n, blocks) of every drive's findings, in one pass."""
         if self.summarised():
-            return self.db.execute("SELECT drive_id, class, failure, n, blocks FROM finding_total")
+            return self.db.execute(
+                "SELECT drive_id, class, failure, n, blocks FROM finding_total ORDER BY 1, 2, 3"
+            )
         return self.db.execute(
             "SELECT c.drive_id, f.class, f.failure, COUNT(*) AS n, SUM(f.lba_count) AS blocks"
             " FROM finding f JOIN cycle c ON c.id = f.cycle_id"
