@@ -9,11 +9,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rig.check import failures
-from rig.store import SCHEMA_VERSION, CycleRow, Store, StoreReader, lost_after_ms
+from rig.store import SCHEMA_VERSION, CycleRow, Store, StoreReader, lost_after_ms, schema
 
 NS = st.one_of(
     st.none(),
@@ -202,3 +203,34 @@ def test_findings_enter_a_station_store_only_through_record_cycle() -> None:
     start = recording.index("    def record_cycle(")
     end = recording.index("\n    def ", start + 1)
     assert writes.search(recording[start:end])
+
+
+def test_a_backfill_that_fails_leaves_the_store_at_v10(tmp_path: Path, monkeypatch: Any) -> None:
+    path = tmp_path / "s.sqlite"
+    spec = {"cls": failures.LOST_DURABLE, "lba_count": 1, "ack": 5, "flush": 6}
+    _record(path, [(0, [spec])])
+    db = sqlite3.connect(path)
+    db.executescript(
+        "DROP TABLE finding_total; DROP TABLE lost_after;"
+        " ALTER TABLE cycle DROP COLUMN failure_classes; PRAGMA user_version = 10;"
+    )
+    db.close()
+
+    def fails(db: sqlite3.Connection) -> None:
+        raise RuntimeError("backfill stopped")
+
+    monkeypatch.setitem(schema.BACKFILLS, 11, fails)
+    with pytest.raises(RuntimeError):
+        Store(str(path))
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 10
+    assert "failure_classes" not in {r[1] for r in db.execute("PRAGMA table_info(cycle)")}
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert not {"finding_total", "lost_after"} & tables
+    db.close()
+    monkeypatch.undo()
+    Store(str(path)).close()  # and the next open migrates it
+    assert _summaries(sqlite3.connect(path))["lost_after"] == [
+        (1, "ack", 5e-06, 1),
+        (1, "flush", 6e-06, 1),
+    ]
