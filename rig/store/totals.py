@@ -16,8 +16,6 @@ from typing import Any
 
 from rig.check import failures
 
-SINCE = (("ack", "ack_to_cut_ns"), ("flush", "flush_to_cut_ns"))  # lost_after.since, detail key
-
 
 def lost_after_ms(ns: object) -> float | None:
     """A lost durable write's time since its ack or flush (a number of ns >= 0 in its finding's
@@ -46,13 +44,14 @@ class CycleTotals:
 
     def add(self, cls: str, failure: int, blocks: int, ack: object, flush: object) -> None:
         """One finding; `ack`, `flush`: its detail's ack_to_cut_ns and flush_to_cut_ns."""
-        self.totals[cls, failure] += 1
-        self.blocks[cls, failure] += blocks
-        if cls == failures.LOST_DURABLE and failure:
-            for (since, _), ns in zip(SINCE, (ack, flush), strict=True):
-                ms = lost_after_ms(ns)
-                if ms is not None:
-                    self.lost[since, ms] += 1
+        key = (cls, failure)
+        self.totals[key] += 1
+        self.blocks[key] += blocks
+        if failure and cls == failures.LOST_DURABLE:
+            if (ms := lost_after_ms(ack)) is not None:
+                self.lost["ack", ms] += 1
+            if (ms := lost_after_ms(flush)) is not None:
+                self.lost["flush", ms] += 1
 
     def add_finding(self, finding: Mapping[str, Any], failure: int) -> None:
         """A finding as `record_cycle` takes it (detail a dict)."""
