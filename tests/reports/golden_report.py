@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from reports import export
+from rig.store import Store
 from tests.reports.storebuilder import DriveSpec, build, falling_rails, healthy_plp_drive
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -37,12 +38,19 @@ def normalise(text: str, stores: Path) -> str:
     return re.sub(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "Generated <when>", text, count=1)
 
 
-def report_files(case: str, work: Path) -> dict[str, str]:
-    """The report of a case's stores (copied into `work`), every file normalised, by name."""
+def report_files(case: str, work: Path, *, migrate: bool = False) -> dict[str, str]:
+    """The report of a case's stores (copied into `work`), every file normalised, by name;
+    `migrate`: the copies first migrated to this rig's schema (the references' stores are v10:
+    older than the v11 summaries, so both of the report's read paths are compared)."""
     stores = work / "stores"
     stores.mkdir()
     for name in CASES[case]:
         shutil.copyfile(GOLDEN / "stores" / name, stores / name)
+        if migrate:
+            Store(str(stores / name)).close()
+            db = sqlite3.connect(stores / name)
+            db.execute("PRAGMA journal_mode = DELETE")
+            db.close()
     out = work / "report"
     export.write_report([str(stores / n) for n in CASES[case]], str(out))
     return {p.name: normalise(p.read_text(encoding="utf-8"), stores) for p in sorted(out.iterdir())}
