@@ -158,8 +158,11 @@ def test_a_v9_store_gets_its_write_intervals_numbered(tmp_path: Path) -> None:
     ident = {"model": "m", "serial": "s", "wwn": "", "firmware": ""}
     did = store.add_drive(cid, 0, ident, 1 << 30, 4096, (0, 100))
     store.close()
-    db = sqlite3.connect(path)  # back to the v9 shape of the table
-    db.execute("ALTER TABLE endurance_interval DROP COLUMN interval_no")
+    db = sqlite3.connect(path)  # back to the v9 shape of the store
+    db.execute("ALTER TABLE cycle DROP COLUMN failure_classes")  # v11
+    db.execute("DROP TABLE finding_total")
+    db.execute("DROP TABLE lost_after")
+    db.execute("ALTER TABLE endurance_interval DROP COLUMN interval_no")  # v10
     db.execute("ALTER TABLE endurance_interval DROP COLUMN lat_samples")
     db.execute("PRAGMA user_version = 9")
     for seq, kind in enumerate(["write", "write", "retention", "write"], 1):
