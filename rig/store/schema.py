@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import secrets
 import sqlite3
 from collections.abc import Callable
@@ -238,6 +239,9 @@ def migrate(db: sqlite3.Connection) -> None:
     for number in range(version, SCHEMA_VERSION):
         with db:
             db.executescript(f"BEGIN; {MIGRATIONS[number]}")
-            if number + 1 in BACKFILLS:
+            if number + 1 in BACKFILLS:  # one pass over the rows: minutes on a large store
+                logging.getLogger("rig").warning(
+                    "store: upgrading to schema v%d (a pass over every finding)", number + 1
+                )
                 BACKFILLS[number + 1](db)
             db.execute(f"PRAGMA user_version = {number + 1}")
