@@ -204,14 +204,21 @@ class NativeRun:
             if writes.any():
                 idx = np.flatnonzero(writes)
                 counts = plan.nblocks[idx].astype(np.int64)
-                gen_idx = np.repeat(plan.gen_offset[idx], counts) + (
-                    np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-                )
+                if sent.all():  # the usual case: every write's generations, in plan order
+                    gens = plan.gens
+                else:
+                    gens = plan.gens[
+                        np.repeat(plan.gen_offset[idx], counts)
+                        + (
+                            np.arange(int(counts.sum()))
+                            - np.repeat(np.cumsum(counts) - counts, counts)
+                        )
+                    ]
                 log.add_writes(
                     slot_of[idx],
                     plan.op_seq[idx].astype(np.int64),
                     plan.lba[idx],
-                    plan.gens[gen_idx],
+                    gens,
                     counts,
                     issue[idx],
                     complete[idx],
