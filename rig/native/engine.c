@@ -96,6 +96,7 @@ enum {
     LIVE_FLUSHES_IN_FLIGHT,
     LIVE_FLUSHES_DONE,
     LIVE_WRITES_ISSUED, /* writes that reached the device (accepted by io_submit) */
+    LIVE_RING_REAPED,   /* completions read from the shared ring without io_getevents */
     LIVE_N
 };
 static inline void live_set(int64_t *live, int i, int64_t v)
@@ -218,7 +219,8 @@ struct slots {
  * A batch is retired (state RETIRED, then 8 bytes written to notify_fd, an eventfd) once every
  * live slot has moved past it and none of its requests (timer flushes included) is in flight;
  * batches retire in seq order.
- * live[LIVE_N] is updated as requests complete (acknowledgements, flushes in flight).
+ * live[LIVE_N] is updated as requests complete (acknowledgements, flushes in flight, and how
+ * many completions were read from the shared ring rather than by the io_getevents call).
  * `ctx` comes from pfr_aio_setup with a depth of at least nslots + 1.
  * Returns 0, or -EINVAL for a bad slot or ring count, or 1 if requests were still in flight at
  * the drain timeout (marked ETIMEDOUT, their batches `stuck`; their buffers and the context must
@@ -420,7 +422,9 @@ int pfr_engine_loop(uint64_t aio, int fd, uint32_t nslots, int shared, uint32_t 
         }
         /* completions already there are read from the ring; the system call only to wait */
         long got = reap_ring(shared_ring, events, nslots + 1);
-        if (got == 0) {
+        if (got > 0) {
+            live_add(live, LIVE_RING_REAPED, got);
+        } else {
             int64_t wait = starving ? 500000 : 20000000; /* the stop flag at least every 20 ms */
             if (flush_every_ns > 0 && !draining) {
                 int64_t due = last_timer + flush_every_ns - now_ns();
