@@ -202,7 +202,10 @@ class NativeRun:
             flushes = sent & (plan.kind == FLUSH)
             failed.append(bool((status != 0).any()))
             if writes.any():
-                idx = np.flatnonzero(writes)
+                # every entry a write that was sent (the usual case): views, not gathered copies
+                idx: slice | npt.NDArray[np.intp] = (
+                    slice(None) if writes.all() else np.flatnonzero(writes)
+                )
                 counts = plan.nblocks[idx].astype(np.int64)
                 if sent.all():  # the usual case: every write's generations, in plan order
                     gens = plan.gens
