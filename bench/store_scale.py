@@ -12,7 +12,14 @@ cut, and the wall time of `reports.dataset.load` and of the whole report (`repor
 Expected (ARCHITECTURE §7): a store fast enough for millions of cuts: record time per cut flat
 and far below a cycle's length, a few KiB per cut.
 
-Run: .venv/bin/python bench/store_scale.py [--cuts 100000] [--report] [--keep DIR | --store PATH]
+A million cuts through `record_cycle` takes hours at 0.4-5 ms a cut: `--record N` records only
+the first N of `--cuts` that way and copies the rest by SQL (cycle and finding rows, doubling:
+not events, ledgers or LBA state, which a report of v8+ rows does not read), then rebuilds the
+store's v11 summaries with `Store.rebuild_summaries`, the code of the v11 migration's backfill:
+what the report reads is what the product would have written (its time is printed).
+
+Run: .venv/bin/python bench/store_scale.py [--cuts 100000] [--record N] [--report]
+        [--keep DIR | --store PATH]
 (--keep DIR records into DIR and keeps the store; --store PATH reports on a kept store.)
 """
 
@@ -21,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sqlite3
 import subprocess
 import sys
@@ -117,30 +123,75 @@ def fill(path: Path, cuts: int, template: list[dict[str, Any]], source: Path) ->
     return slices
 
 
-def report_in_child(path: Path, out: Path) -> None:
-    """The whole report (`reports.export.write_report`) in a child process: its wall time and
-    its peak RSS (ru_maxrss of the child, so the bench's own templates do not count)."""
-    code = "import sys; from reports import export; export.write_report([sys.argv[1]], sys.argv[2])"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def copy_by_sql(path: Path, cuts: int) -> None:
+    """Grow the store to `cuts` cycles by copying its cycles (from the first) and their findings
+    in SQL, each copy's seq after its drive's last; then rebuild the v11 summaries."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode = DELETE")  # one big copy: no WAL of it to checkpoint
+    db.execute("PRAGMA synchronous = OFF")
+    columns = [r[1] for r in db.execute("PRAGMA table_info(cycle)") if r[1] not in ("id", "seq")]
+    finding = [r[1] for r in db.execute("PRAGMA table_info(finding)") if r[1] != "id"]
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code, str(path), str(out)], check=True, cwd=REPO)
+    while (have := db.execute("SELECT MAX(id), COUNT(*) FROM cycle").fetchone())[1] < cuts:
+        top, count = have
+        first = db.execute("SELECT MIN(id) FROM cycle").fetchone()[0]
+        take = min(count, cuts - count)
+        db.execute("BEGIN")
+        db.execute("CREATE TEMP TABLE last_seq AS SELECT drive_id, MAX(seq) AS s FROM cycle"
+                   " GROUP BY drive_id")  # fmt: skip
+        db.execute(
+            f"INSERT INTO cycle (id, seq, {', '.join(columns)}) SELECT c.id - ? + ? + 1,"
+            f" c.seq + l.s, {', '.join('c.' + n for n in columns)} FROM cycle c"
+            " JOIN last_seq l ON l.drive_id = c.drive_id WHERE c.id < ? ORDER BY c.id",
+            (first, top, first + take),
+        )
+        db.execute(
+            f"INSERT INTO finding ({', '.join(finding)}) SELECT"
+            f" {', '.join('cycle_id - ? + ? + 1' if n == 'cycle_id' else n for n in finding)}"
+            " FROM finding WHERE cycle_id >= ? AND cycle_id < ? ORDER BY id",
+            (first, top, first, first + take),
+        )
+        db.execute("DROP TABLE last_seq")
+        db.execute("COMMIT")
+        print(f"  copied by SQL: {count} -> {count + take} cuts,"
+              f" {time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
+    db.execute("PRAGMA journal_mode = WAL")
+    db.close()
+    store = Store(str(path))
+    started = time.perf_counter()
+    store.rebuild_summaries()
+    print(f"Store.rebuild_summaries (the v11 backfill): {time.perf_counter() - started:.1f} s")
+    store.close()
+
+
+def report_in_child(path: Path, out: Path) -> None:
+    """The whole report (`reports.export.write_report`) in a child process: its wall time, CPU
+    time and peak RSS (its own rusage, from wait4: the bench's templates do not count)."""
+    code = "import sys; from reports import export; export.write_report([sys.argv[1]], sys.argv[2])"
+    started = time.perf_counter()
+    child = subprocess.Popen([sys.executable, "-c", code, str(path), str(out)], cwd=REPO)
+    _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB, the largest child
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        raise SystemExit(f"report failed: exit {child.returncode}")
     size = sum(p.stat().st_size for p in out.iterdir()) / 2**20
-    note = "" if peak > before else " (no larger than an earlier child's)"
-    print(f"reports.export.write_report: {wall:.1f} s wall, peak RSS {peak / 1024:.0f} MiB{note},"
-          f" output {size:.0f} MiB")  # fmt: skip
+    print(f"reports.export.write_report: {wall:.1f} s wall, CPU {usage.ru_utime:.1f} s user"
+          f" + {usage.ru_stime:.1f} s sys, peak RSS {usage.ru_maxrss / 1024:.0f} MiB,"
+          f" output {size:.0f} MiB (load {os.getloadavg()[0]:.1f})")  # fmt: skip
 
 
-def record(work: Path, cuts: int) -> Path:
+def record(work: Path, cuts: int, through_store: int) -> Path:
     source = demo_store(work)
     template = templates(source)
     path = work / "scale.sqlite"
-    slices = fill(path, cuts, template, source)
-    size = sum(p.stat().st_size for p in work.glob("scale.sqlite*"))
-    print(f"cuts recorded: {cuts} (templates: {len(template)} demo cycles)")
+    slices = fill(path, through_store, template, source)
+    print(f"cuts recorded: {through_store} (templates: {len(template)} demo cycles)")
     print("record_cycle per cut, by tenth of the run (ms): "
           + " ".join(f"{s * 1000:.2f}" for s in slices))  # fmt: skip
+    if cuts > through_store:
+        copy_by_sql(path, cuts)
+    size = sum(p.stat().st_size for p in work.glob("scale.sqlite*"))
     print(f"file: {size / 2**20:.1f} MiB, {size / cuts / 1024:.2f} KiB per cut")
     return path
 
@@ -148,6 +199,9 @@ def record(work: Path, cuts: int) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cuts", type=int, default=100_000)
+    parser.add_argument(
+        "--record", type=int, metavar="N", help="record N cuts by record_cycle, copy the rest"
+    )
     parser.add_argument("--report", action="store_true", help="also time the whole HTML report")
     parser.add_argument("--keep", metavar="DIR", help="record into DIR and keep the store there")
     parser.add_argument("--store", metavar="PATH", help="skip recording: use this store")
@@ -157,7 +211,8 @@ def main() -> None:
         if args.store:
             path = Path(args.store)
         else:
-            path = record(Path(args.keep) if args.keep else work, args.cuts)
+            through_store = min(args.record or args.cuts, args.cuts)
+            path = record(Path(args.keep) if args.keep else work, args.cuts, through_store)
         if args.report:  # the report's time includes loading its dataset
             report_in_child(path, work / "report")
         else:

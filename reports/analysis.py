@@ -505,7 +505,6 @@ def _lost_after(runs: list[DriveRun], which: int) -> Counted:
     counts: dict[float, int] = {}
     for r in runs:
         add_counts(counts, (r.lost_ack if which == 0 else r.lost_flush).items())
-        add_counts(counts, ((v, 1) for t in r.lost_after if (v := t[which]) is not None))
     return Counted(counts)
 
 

@@ -13,9 +13,9 @@ from reports.dataset import (
     Dataset,
     DriveRun,
     HealthRow,
+    count_lost_after,
     cuts_from_rows,
     decode,
-    lost_after,
 )
 from rig.check.failures import COUNTER_ANOMALY, LOST_DURABLE
 from rig.fleet.central import CentralStore
@@ -110,9 +110,7 @@ def _fill(central: CentralStore, run: DriveRun, station: str, uid: int, channel:
         )
     ]
     for f in central.findings_of(station, uid, channel, failures_only=True, cls=LOST_DURABLE):
-        after = lost_after(f["detail"])
-        if after is not None:
-            run.lost_after.append(after)
+        count_lost_after(run, f["detail"])
     for f in central.findings_of(station, uid, channel, cls=COUNTER_ANOMALY):
         detail = decode(f["detail"])
         if isinstance(detail, dict):

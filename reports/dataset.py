@@ -25,9 +25,9 @@ import numpy as np
 import numpy.typing as npt
 
 from reports.cuts import Cut, CutTable, TableBuilder, add_counts
-from rig.check.failures import COUNTER_ANOMALY, LOST_DURABLE
+from rig.check.failures import COUNTER_ANOMALY
 from rig.errors import UserError
-from rig.store import StoreReader
+from rig.store import StoreReader, lost_after_ms
 
 EXAMPLES_PER_DRIVE = 20
 __all__ = ["Cut", "CutTable"]  # a Cut is read from here too (tests, central)
@@ -75,9 +75,8 @@ class DriveRun:
     examples: list[dict[str, Any]] = field(default_factory=list)  # first failure findings
     health: list[HealthRow] = field(default_factory=list)  # snapshots, by after_seq
     anomalies: list[dict[str, Any]] = field(default_factory=list)  # counter_anomaly details
-    # per lost durable write: ms from its acknowledgement and from its covering flush to the cut
-    lost_after: list[tuple[float | None, float | None]] = field(default_factory=list)
-    # the same as counts per value (ms -> lost writes), as a store is read: millions at scale
+    # lost durable writes per time from their acknowledgement and from their covering flush to
+    # the cut (ms, rounded by rig.store.lost_after_ms -> lost writes): millions at scale
     lost_ack: dict[float, int] = field(default_factory=dict)
     lost_flush: dict[float, int] = field(default_factory=dict)
     intervals: list[dict[str, Any]] = field(default_factory=list)  # endurance intervals, if any
@@ -102,7 +101,7 @@ class Dataset:
 # a crashed cycle reaches the report as an `interrupted` cycle row)
 KNOWN_TABLES = {
     *("campaign", "drive", "cycle", "finding", "event", "ledger", "lba_state", "health"),
-    *("rail_sense", "cycle_start"),
+    *("rail_sense", "cycle_start", "finding_total", "lost_after"),
 }
 
 
@@ -256,12 +255,6 @@ def _load_health(db: StoreReader, drive_id: int) -> list[HealthRow]:
     return rows
 
 
-def _ns_to_ms(value: object) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return float(value) / 1e6
-    return None
-
-
 def _ms(later_ns: int | None, cut_ns: int | None) -> float | None:
     if later_ns is None or cut_ns is None or later_ns < cut_ns:
         return None
@@ -343,12 +336,10 @@ def _attach_finding_totals(db: StoreReader, runs: list[DriveRun]) -> None:
             run.blocks[f["class"]] = run.blocks.get(f["class"], 0) + (f["blocks"] or 0)
         else:
             run.allowed_losses += f["n"]
-    for f in db.ack_and_flush_numbers(LOST_DURABLE):
-        run = by_id.get(f["drive_id"])
+    for drive_id, since, ms, n in db.lost_after_counts():
+        run = by_id.get(drive_id)
         if run is not None:
-            for value, into in ((f["ack_ms"], run.lost_ack), (f["flush_ms"], run.lost_flush)):
-                if value is not None:
-                    add_counts(into, [(value, f["n"])])
+            add_counts(run.lost_ack if since == "ack" else run.lost_flush, [(ms, n)])
 
 
 def _attach_rail_sense(db: StoreReader, runs: list[DriveRun]) -> None:
@@ -436,12 +427,15 @@ def decode(value: Any) -> Any:
     return _decode(value)
 
 
-def lost_after(detail: Any) -> tuple[float | None, float | None] | None:
-    """(ack, flush) to cut in ms from a lost durable write finding's detail."""
+def count_lost_after(run: DriveRun, detail: Any) -> None:
+    """A lost durable write finding's times since its ack and flush (its detail), counted into
+    the run as a store's `lost_after` rows count them (the same rounding)."""
     detail = _decode(detail)
-    if not isinstance(detail, dict):
-        return None
-    return _ns_to_ms(detail.get("ack_to_cut_ns")), _ns_to_ms(detail.get("flush_to_cut_ns"))
+    if isinstance(detail, dict):
+        for key, into in (("ack_to_cut_ns", run.lost_ack), ("flush_to_cut_ns", run.lost_flush)):
+            ms = lost_after_ms(detail.get(key))
+            if ms is not None:
+                into[ms] = into.get(ms, 0) + 1
 
 
 def merge(parts: Iterable[Dataset]) -> Dataset:

@@ -96,11 +96,14 @@ def _float_items(values: npt.NDArray[np.float64], depth: int) -> Iterator[str]:
 
 
 def _counted_items(values: Counted, depth: int) -> Iterator[str]:
-    """Each value as many times as counted, CHUNK items to a piece."""
-    for v, n in zip(values.values, values.counts, strict=True):
-        item = " " * depth + _number(v)
-        for start in range(0, n, CHUNK):
-            yield ",\n".join([item] * min(CHUNK, n - start))
+    """Each distinct value with its count, as the list [value, count] (decision 146)."""
+    pad, inner = " " * depth, " " * (depth + 1)
+    pairs = list(zip(values.values, values.counts, strict=True))
+    for start in range(0, len(pairs), CHUNK):
+        yield ",\n".join(
+            f"{pad}[\n{inner}{_number(v)},\n{inner}{n}\n{pad}]"
+            for v, n in pairs[start : start + CHUNK]
+        )
 
 
 def _number(v: float | None) -> str:

@@ -236,7 +236,8 @@ def lost_after_chart(m: ModelReport) -> str:
     )
     for i, (label, series) in enumerate((("since its ack", ack), ("since its flush", flush))):
         if series:
-            chart.cdf(series.mapped(lambda v: max(v, 1e-3)), svg.colour(i))
+            shown = series.mapped(lambda v: max(v, 1e-3))
+            chart.cdf_counted(shown.values, shown.counts, svg.colour(i))
             chart.legend(f"{label} (max {series.values[-1]:.1f} ms)", svg.colour(i))
     return chart.render()
 

@@ -64,6 +64,21 @@ class Scenario:
             CAMPAIGN, self.state, self.log, durability, blocks, self.read, BS, atomic_blocks=atomic
         )
 
+    def unknown_content(self, lba: int) -> verify.CheckResult:
+        """Two cycles: `lba` written durably and checked, then a write to it that does not land
+        and a read of it that fails, so from the next cycle on its content is unknown. Returns
+        the second check; leaves a new cycle open, the block readable again."""
+        self.write(lba, 1, issue=0, complete=1)
+        self.flush(2, 3)
+        self.check(cut=10)
+        self.new_cycle()
+        self.write(lba, 1, issue=20, land=False)
+        self.failing = {lba}
+        result = self.check(cut=30)
+        self.new_cycle()
+        self.failing = set()
+        return result
+
 
 def failures(result: verify.CheckResult) -> list[verify.Finding]:
     return [f for f in result.findings if f.failure]

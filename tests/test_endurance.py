@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -174,3 +175,28 @@ def test_a_v9_store_gets_its_write_intervals_numbered(tmp_path: Path) -> None:
     rows = store.query("SELECT interval_no FROM endurance_interval ORDER BY seq")
     store.close()
     assert [r["interval_no"] for r in rows] == [1, 2, None, 3]
+
+
+def test_a_sequential_stream_is_stored_and_a_resume_goes_on_from_it(tmp_path: Path) -> None:
+    """Each write interval of a sequential workload stores where its stream stopped; an
+    endurance run built on that store (as a resume builds it) goes on from the last one, not
+    from each stripe's start."""
+    text = campaign_text(["plp"], cycles=10, extra="sequential = true", flush_every=2)
+    table = "[endurance]\nintervals = 3\ninterval_s = 0.2\nverify_every = 0\n"
+    campaign = config.parse(text.replace("[cut]", table + "[cut]"))
+    station, _ = sim_station.build(campaign)
+    store = Store(str(tmp_path / "e.sqlite"))
+    run_campaign(campaign, station, store, lambda line: None, drive_loop=endurance.drive_loop)
+    details = [json.loads(r["detail"]) for r in store.query(
+        "SELECT detail FROM endurance_interval WHERE kind = 'write' ORDER BY seq"
+    )]  # fmt: skip
+    points = [d["sequential_at"] for d in details]
+    assert len(points) == 3 and all(len(p) == 4 for p in points)  # one per worker's stripe
+    # the stored position is where the interval's stream stopped: it moves on
+    assert points[0] != [0, 0, 0, 0] and points[1] != points[0] and points[2] != points[1]
+    (drive_id,) = [r["id"] for r in store.query("SELECT id FROM drive")]
+    spec = campaign.endurance
+    assert spec is not None
+    resumed = endurance.EnduranceRun(SimpleNamespace(store=store, drive_id=drive_id), spec)  # type: ignore[arg-type]
+    assert resumed.sequential_at == points[-1]
+    store.close()

@@ -82,15 +82,7 @@ def test_old_damage_under_a_lost_durable_write_is_that_lost_write_by_precedence(
     lost durable write wins, and the corrupt sector is named in its detail."""
     assert failures.row(verify.LOST_DURABLE).precedence < failures.row(verify.CORRUPTION).precedence
     s = Scenario()
-    s.write(9, 1, issue=0, complete=1)
-    s.flush(2, 3)
-    s.check(cut=10)
-    s.new_cycle()
-    s.write(9, 1, issue=20, land=False)
-    s.failing = {9}
-    s.check(cut=30)  # a read error: block 9's content is unknown from now on
-    s.new_cycle()
-    s.failing = set()
+    s.unknown_content(9)  # a read error: block 9's content is unknown from now on
     s.image[9 * BS + 1000] ^= 0x10  # the old data, now with a corrupt sector
     s.write(9, 1, issue=40, complete=41, land=False)
     s.flush(42, 43)

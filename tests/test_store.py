@@ -50,10 +50,26 @@ def test_a_failed_record_leaves_nothing_half_written(tmp_path: Path) -> None:
     cid = store.new_campaign("c", "toml", 1, "simulated")
     ident = {"model": "m", "serial": "s", "wwn": "", "firmware": ""}
     did = store.add_drive(cid, 0, ident, 1 << 30, 4096, (0, 100))
-    bad = {"cls": "x"}  # missing keys: the insert fails inside the transaction
+    bad = {"cls": "x"}  # missing keys: refused before anything is written
     with pytest.raises(KeyError):
         store.record_cycle(CycleRow(did, 1, "ok", 0, 0.0), [bad], [], None, None)
     assert store.query("SELECT COUNT(*) FROM cycle")[0][0] == 0
+    # a value SQLite cannot take: the finding's insert fails after the cycle row's, inside the
+    # transaction, which leaves neither (nor the summaries of store v11)
+    unbound = {
+        "cls": "lost_durable_write",
+        "lba_first": [1],
+        "lba_count": 1,
+        "expected_gen": 1,
+        "observed_gen": 0,
+        "expected_op": 1,
+        "observed_op": 0,
+        "detail": {"ack_to_cut_ns": 5},
+    }
+    with pytest.raises(sqlite3.ProgrammingError):
+        store.record_cycle(CycleRow(did, 1, "ok", 0, 0.0), [unbound], [], None, None)
+    for table in ("cycle", "finding", "finding_total", "lost_after"):
+        assert store.query(f"SELECT COUNT(*) FROM {table}")[0][0] == 0
     store.close()
 
 

@@ -109,8 +109,13 @@ class EnduranceRun:
         self.spec = spec
         self.seq, self.host_bytes, self.throughputs = run.store.endurance_so_far(run.drive_id)
         self.write_intervals = len(self.throughputs)
-        self.rounds = pts_flow.rounds_from(spec, run.store.endurance_details(run.drive_id))
-        self.sequential_at: list[int] = []  # where a sequential workload goes on (per slot)
+        written = run.store.endurance_details(run.drive_id)
+        self.rounds = pts_flow.rounds_from(spec, written)
+        # where a sequential workload goes on (per slot): on a resume, where the last stored
+        # write interval left it
+        self.sequential_at: list[int] = (
+            list(written[-1].get("sequential_at", [])) if written else []
+        )
 
     # the drive's loop ---------------------------------------------------------------------------
     def loop(self, stop: threading.Event) -> None:
@@ -216,6 +221,8 @@ class EnduranceRun:
         mb_per_s = written / seconds / 1e6 if seconds > 0 else 0.0
         self.throughputs.append(mb_per_s)
         detail: dict[str, Any] = {}
+        if run.campaign.workload.sequential:
+            detail["sequential_at"] = self.sequential_at
         iops = int(ok.sum()) / seconds if seconds > 0 else 0.0
         steady = pts_flow.track_round(self, mb_per_s, iops, mean_latency_us(log), detail)
         verified = failures = 0
@@ -239,24 +246,11 @@ class EnduranceRun:
             verified, failures = result.blocks_checked, self._note_findings(result, detail)
         else:
             commit_flushed(run, log)
-        self.read_smart(detail)
-        fill = len(run.state.committed.nonzero()) / run.state.nblocks
-        tbw = self.host_bytes / (self.spec.tbw_tb * 1e12) if self.spec.tbw_tb else None
-        self.store_row(
-            started_at,
-            seconds,
-            log,
-            written,
-            tbw,
-            mb_per_s,
-            latency,
-            fill,
-            steady,
-            verified,
-            failures,
-            "write",
-            detail,
-        )
+        row = self.store_row(
+            started_at, seconds, log, written, mb_per_s, latency, steady, verified, failures,
+            "write", detail,
+        )  # fmt: skip
+        tbw, fill = row.tbw_fraction, row.fill_fraction
         run.progress(
             f"ch{run.spec.channel} interval {self.write_intervals}: {mb_per_s:8.1f} MB/s"
             f"  p99 {_us(latency[1])} ({latency[4]} writes)  host {self.host_bytes / 1e9:8.2f} GB"
@@ -312,17 +306,20 @@ class EnduranceRun:
         seconds: float,
         log: CycleLog,
         written: int,
-        tbw: float | None,
         mb_per_s: float,
         latency: Latency,
-        fill: float,
         steady: bool,
         verified: int,
         failures: int,
         kind: str,
         detail: dict[str, Any],
-    ) -> None:
+    ) -> IntervalRow:
+        """Record one row (any kind) with the drive's SMART fields read into `detail`, its fill
+        level and its share of the rated TBW as they stand now; returns the row."""
         run = self.run
+        self.read_smart(detail)
+        fill = len(run.state.committed.nonzero()) / run.state.nblocks
+        tbw = self.host_bytes / (self.spec.tbw_tb * 1e12) if self.spec.tbw_tb else None
         ok = int((log.column("status") == 0).sum())
         row = IntervalRow(
             drive_id=run.drive_id,
@@ -351,6 +348,7 @@ class EnduranceRun:
         )
         # the expected state goes with the row, so a resume continues from it
         run.store.record_interval(row, run.next_seq - 1, run.state.to_bytes())
+        return row
 
     # interleaved events ---------------------------------------------------------------------------
     def _cut(self) -> bool:
@@ -405,24 +403,11 @@ class EnduranceRun:
         )
         detail: dict[str, Any] = {"off_s": self.spec.retention_off_s}
         failures = self._note_findings(result, detail)
-        self.read_smart(detail)
-        fill = len(run.state.committed.nonzero()) / run.state.nblocks
-        tbw = self.host_bytes / (self.spec.tbw_tb * 1e12) if self.spec.tbw_tb else None
+        no_latency: Latency = (None, None, None, None, 0)
         self.store_row(
-            started_at,
-            off_s,
-            log,
-            0,
-            tbw,
-            0.0,
-            (None, None, None, None, 0),
-            fill,
-            False,
-            result.blocks_checked,
-            failures,
-            "retention",
-            detail,
-        )
+            started_at, off_s, log, 0, 0.0, no_latency, False, result.blocks_checked, failures,
+            "retention", detail,
+        )  # fmt: skip
         run.progress(
             f"ch{channel} retention check after interval {self.write_intervals}: {off_s:.3g} s off,"
             f" {result.blocks_checked} blocks read back, failures {failures}"

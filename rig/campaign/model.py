@@ -17,7 +17,7 @@ from rig.config import DriveSpec
 from rig.health.tracker import HealthReader
 from rig.io.blockio import BlockTarget
 from rig.io.workload import Writer
-from rig.power.base import Edge, PendingCut, PowerSwitch
+from rig.power.base import Edge, PendingCut, PowerSwitch, RailResult
 from rig.station.purge import DrivePurge
 
 TargetOpener = Callable[[DriveNode, DriveSpec], BlockTarget]
@@ -95,6 +95,8 @@ class Cycle:
     stop_channel: bool = False  # never write to this channel's node again (ARCHITECTURE §6)
     full_scan: bool = False
     restored: bool = False  # the restore phase switched the channel back on
+    rail: RailResult | None = None  # the cut's rail-sense capture (rig/campaign/runon.py)
+    rail_asked: bool = False
 
 
 @dataclass

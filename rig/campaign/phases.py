@@ -16,7 +16,7 @@ import numpy as np
 
 from rig.bus.base import DriveNode
 from rig.bus.ready import NotReady
-from rig.campaign import cuts, preparation, recording
+from rig.campaign import cuts, preparation, recording, runon
 from rig.campaign.blocks import blocks_to_check, unchecked_detail, written_lbas
 from rig.campaign.model import Cycle, DeadDevice
 from rig.check import verify as checker
@@ -143,12 +143,15 @@ def verify(drive: DriveRun, c: Cycle) -> None:
     # which may reach the host late). Until then (the edge, its error, then the relay's release
     # and the drive's hold-up: [cut] hold_up_ms) a write may still complete; it is judged as one
     # in flight at the cut (acknowledged after the edge: its loss is allowed).
-    hold_up_ns = int(spec.hold_up_ms * 1e6)
-    after_cut = c.log.column("issue_ns") > c.edge.host_ns + c.edge.error_ns + hold_up_ns
+    rail = runon.cut_rail(c)
+    run_on = runon.window(spec.hold_up_ms, rail)
+    if rail is not None:  # what the window was, where the switch measured the rail
+        c.events.append((time.monotonic_ns(), "run_on", {"ms": run_on.ms, "basis": run_on.basis}))
+    after_cut = c.log.column("issue_ns") > c.edge.host_ns + c.edge.error_ns + run_on.ns
     if (after_cut & (c.log.column("status") == 0)).any():
         raise RigError(
-            f"a write issued after the cut succeeded (more than [cut] hold_up_ms ="
-            f" {spec.hold_up_ms:g} after the edge): power did not really go off"
+            f"a write issued after the cut succeeded (more than {run_on.basis} after the edge):"
+            " power did not really go off"
         )
     policy = checker.ReadPolicy(timeout_s=spec.read_timeout_s, max_reads=spec.read_budget)
     extra = blocks_to_check(drive, c)

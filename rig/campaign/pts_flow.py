@@ -100,8 +100,6 @@ def _precondition_pass(
     written = int(log.column("nblocks")[ok].sum()) * run.target.block_size
     e.host_bytes += written
     endurance.commit_flushed(run, log)
-    fill = len(run.state.committed.nonzero()) / run.state.nblocks
-    tbw = e.host_bytes / (e.spec.tbw_tb * 1e12) if e.spec.tbw_tb else None
     mb_per_s = written / seconds / 1e6 if seconds > 0 else 0.0
     complete = int(ok.sum()) >= writes
     detail: dict[str, Any] = {
@@ -109,22 +107,11 @@ def _precondition_pass(
         "write_bytes": PRECONDITION_WRITE_BYTES,
         "complete": complete,
     }
-    e.read_smart(detail)
-    e.store_row(
-        started_at,
-        seconds,
-        log,
-        written,
-        tbw,
-        mb_per_s,
-        endurance.latency_us(log),
-        fill,
-        False,
-        0,
-        0,
-        "precondition",
-        detail,
+    latency = endurance.latency_us(log)
+    row = e.store_row(
+        started_at, seconds, log, written, mb_per_s, latency, False, 0, 0, "precondition", detail
     )
+    fill = row.fill_fraction
     run.progress(
         f"ch{run.spec.channel} preconditioning pass {number}/{PRECONDITION_PASSES}:"
         f" {mb_per_s:8.1f} MB/s  fill {fill * 100:5.1f}%"

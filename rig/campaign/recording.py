@@ -5,22 +5,21 @@ rail-sense capture in one transaction."""
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rig.campaign import runon
 from rig.campaign.blocks import written_lbas
 from rig.campaign.model import Cycle, Station
 from rig.check import verify
 from rig.check.ledger import uncertain
 from rig.config import Campaign
-from rig.errors import RigError
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import snapshot_fields
-from rig.power.base import RailResult, RailSensedCut
+from rig.power.base import RailResult
 from rig.store import CycleRow, RailSenseRow, Store
 
 if TYPE_CHECKING:
@@ -138,13 +137,7 @@ def _cycle_row(drive: DriveRun, c: Cycle) -> CycleRow:
 
 def _rail_sense(c: Cycle) -> RailSenseRow | None:
     """How the rail fell after this cycle's off edge, if the switch measures it."""
-    if c.edge is None or not isinstance(c.pending, RailSensedCut):
-        return None
-    try:
-        result = c.pending.rail(timeout_s=1.0)
-    except RigError as error:  # never fails the record phase
-        logging.getLogger("rig").warning("cycle %d: no rail-sense result: %s", c.seq, error)
-        return None
+    result = runon.cut_rail(c)
     return None if result is None else _rail_row(result)
 
 

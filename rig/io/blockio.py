@@ -66,7 +66,9 @@ class DirectTarget:
         except OSError as error:
             raise UserError(f"{path}: cannot open for direct I/O: {error.strerror}") from error
         size = os.lseek(self._fd, 0, os.SEEK_END)
-        self._block_size = block_size or (_logical_block_size(path) if is_device else 4096)
+        self._block_size = block_size or (
+            (queue_bytes(path, "logical_block_size") or 512) if is_device else 4096
+        )
         self._nblocks = size // self._block_size
 
     @property
@@ -109,10 +111,12 @@ class DirectTarget:
             self._fd = -1
 
 
-def _logical_block_size(path: str) -> int:
-    name = os.path.basename(os.path.realpath(path))
+def queue_bytes(devnode: str, attribute: str) -> int:
+    """A byte count of the device's block queue in sysfs (`queue/<attribute>`); 0 when it is
+    not there (not a block device) or empty."""
+    name = os.path.basename(os.path.realpath(devnode))
     try:
-        with open(f"/sys/class/block/{name}/queue/logical_block_size") as handle:
-            return int(handle.read())
-    except OSError:
-        return 512
+        with open(f"/sys/class/block/{name}/queue/{attribute}") as handle:
+            return int(handle.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0

@@ -11,11 +11,11 @@ The tool invocations are plain argv lists, so they are tested with fake executab
 from __future__ import annotations
 
 import fcntl
-import os
 import struct
 import subprocess
 
 from rig.errors import RigError
+from rig.io.blockio import queue_bytes
 
 BLKDISCARD = 0x1277  # _IO(0x12, 119)
 SG_UNMAP_MAX_BLOCKS = 0xFFFFFFFF  # one UNMAP descriptor's block count is 32 bits
@@ -60,17 +60,6 @@ def run_tool(argv: list[str], timeout_s: float = 120.0) -> None:
     if done.returncode != 0:
         why = (done.stderr or done.stdout).strip().splitlines()
         raise DiscardError(f"{' '.join(argv)}: exit {done.returncode}: {why[-1] if why else ''}")
-
-
-def queue_bytes(devnode: str, attribute: str) -> int:
-    """A byte count of the device's block queue in sysfs (`queue/<attribute>`); 0 when it is
-    not there (not a block device) or empty."""
-    name = os.path.basename(os.path.realpath(devnode))
-    try:
-        with open(f"/sys/class/block/{name}/queue/{attribute}") as handle:
-            return int(handle.read().strip() or 0)
-    except (OSError, ValueError):
-        return 0
 
 
 def device_limit_blocks(devnode: str, block: int) -> int:

@@ -24,7 +24,7 @@ from rig.errors import RigError
 from rig.health.counters import load_json_object
 from rig.health.errors import HealthToolError
 from rig.health.tools import Runner
-from rig.io import discard
+from rig.io import blockio
 
 METHODS = ("auto", "discard", "nvme_sanitize", "nvme_format", "ata_secure_erase", "scsi_sanitize")
 PASSWORD = "rig-pts"  # set only for the erase; SECURITY ERASE UNIT clears it again
@@ -230,7 +230,7 @@ def run(
 
 def sysfs_discard_max_bytes(devnode: str) -> int:
     """The block queue's discard limit; 0 when it takes no discard (or is not a block device)."""
-    return discard.queue_bytes(devnode, "discard_max_bytes")
+    return blockio.queue_bytes(devnode, "discard_max_bytes")
 
 
 # A station's purge capability: (the drive's node, the purge wanted) -> the method it ran;

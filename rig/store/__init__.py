@@ -13,6 +13,7 @@ from rig.store.reader import StoreReader
 from rig.store.rows import CycleRow, IntervalRow, RailSenseRow
 from rig.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate, new_media_id
 from rig.store.store import Store, open_existing
+from rig.store.totals import lost_after_ms
 
 __all__ = [
     "MIGRATIONS",
@@ -22,6 +23,7 @@ __all__ = [
     "RailSenseRow",
     "Store",
     "StoreReader",
+    "lost_after_ms",
     "migrate",
     "new_media_id",
     "open_existing",

@@ -134,8 +134,8 @@ class CampaignRows(StoreConnection):
     def finding_counts_of_drive(self, drive_id: int) -> list[sqlite3.Row]:
         """(class, failure, n) of every finding of the drive's cycles."""
         return self.query(
-            "SELECT f.class, f.failure, COUNT(*) AS n FROM finding f"
-            " JOIN cycle c ON c.id = f.cycle_id WHERE c.drive_id = ? GROUP BY f.class, f.failure",
+            "SELECT class, failure, n FROM finding_total WHERE drive_id = ?"
+            " ORDER BY class, failure",
             (drive_id,),
         )
 

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections import Counter
 from collections.abc import Iterator
 
+from rig.check.failures import LOST_DURABLE
 from rig.errors import UserError
 from rig.store.schema import SCHEMA_VERSION
+from rig.store.totals import lost_after_ms
 
 Rows = Iterator[sqlite3.Row]
 
@@ -25,6 +28,7 @@ class StoreReader:
             self.db.row_factory = sqlite3.Row
             version = self.db.execute("PRAGMA user_version").fetchone()[0]
             tables = self.tables()
+            self.has_summaries = {"finding_total", "lost_after"} <= tables
         except sqlite3.DatabaseError as error:
             raise UserError(f"{path}: not a rig store ({error})") from error
         if version > SCHEMA_VERSION:
@@ -51,42 +55,94 @@ class StoreReader:
     def drives(self) -> Rows:
         return self.db.execute("SELECT * FROM drive ORDER BY campaign_id, channel")
 
+    def summarised(self) -> bool:
+        """The store keeps v11's summaries of its findings (rig/store/totals.py)."""
+        return self.has_summaries
+
     def finding_totals(self) -> Rows:
         """(drive_id, class, failure, n, blocks) of every drive's findings, in one pass."""
+        if self.summarised():
+            return self.db.execute(
+                "SELECT drive_id, class, failure, n, blocks FROM finding_total ORDER BY 1, 2, 3"
+            )
         return self.db.execute(
             "SELECT c.drive_id, f.class, f.failure, COUNT(*) AS n, SUM(f.lba_count) AS blocks"
             " FROM finding f JOIN cycle c ON c.id = f.cycle_id"
             " GROUP BY c.drive_id, f.class, f.failure"
         )
 
-    def failure_examples(self, drive_id: int, limit: int) -> Rows:
+    def failure_examples(self, drive_id: int, limit: int) -> list[sqlite3.Row]:
         """The drive's first `limit` failure findings, with their cycle's seq as `cycle`."""
-        return self.db.execute(
-            "SELECT c.seq AS cycle, f.* FROM finding f JOIN cycle c ON c.id = f.cycle_id"
-            " WHERE c.drive_id = ? AND f.failure = 1 ORDER BY f.id LIMIT ?",
-            (drive_id, limit),
+        if not self.summarised():
+            return self.db.execute(
+                "SELECT c.seq AS cycle, f.* FROM finding f JOIN cycle c ON c.id = f.cycle_id"
+                " WHERE c.drive_id = ? AND f.failure = 1 ORDER BY f.id LIMIT ?",
+                (drive_id, limit),
+            ).fetchall()
+        # the cycles with a failure, in the order they were recorded (their findings' ids
+        # follow it: record_cycle writes a cycle and its findings in one transaction), read
+        # until there are enough: not a scan of every finding for a drive with few or none
+        found: list[sqlite3.Row] = []
+        cycles = self.db.execute(
+            "SELECT id, seq FROM cycle WHERE drive_id = ? AND failure_classes IS NOT NULL"
+            " ORDER BY id",
+            (drive_id,),
         )
+        for cycle_id, seq in cycles:
+            if len(found) >= limit:
+                break
+            found += self.db.execute(
+                "SELECT ? AS cycle, f.* FROM finding f WHERE f.cycle_id = ? AND f.failure = 1"
+                " ORDER BY f.id LIMIT ?",
+                (seq, cycle_id, limit - len(found)),
+            )
+        return found
 
-    def ack_and_flush_numbers(self, cls: str) -> Rows:
-        """(drive_id, ack_ms, flush_ms, n) over every drive's failure findings of class `cls`,
-        in one pass: how many have each pair of the numbers ack_to_cut_ns and flush_to_cut_ns
-        (ns, >= 0) in their detail, / 1e6; NULL where the detail has no such number (JSON
-        true/false are not numbers)."""
-        ms = (
+    def lost_after_counts(self) -> list[tuple[int, str, float, int]]:
+        """(drive_id, since, ms, n) of every drive's lost durable writes: how many had each
+        time since their ack (`since` 'ack') and since their flush ('flush') at the cut, in ms
+        rounded as `totals.lost_after_ms` rounds (the numbers ack_to_cut_ns and
+        flush_to_cut_ns, >= 0, of their findings' detail; JSON true/false are not numbers)."""
+        if self.summarised():
+            return [tuple(r) for r in self.db.execute("SELECT * FROM lost_after ORDER BY 1, 2, 3")]
+        ns = (
             "CASE WHEN json_valid(f.detail) AND json_type(f.detail, '$.{0}') IN ('integer', 'real')"
-            " AND json_extract(f.detail, '$.{0}') >= 0 THEN json_extract(f.detail, '$.{0}') / 1e6"
-            " END"
+            " THEN json_extract(f.detail, '$.{0}') END"
         )
-        return self.db.execute(
-            f"SELECT c.drive_id, {ms.format('ack_to_cut_ns')} AS ack_ms,"
-            f" {ms.format('flush_to_cut_ns')} AS flush_ms, COUNT(*) AS n"
+        counts: Counter[tuple[int, str, float]] = Counter()
+        for drive_id, ack, flush, n in self.db.execute(
+            f"SELECT c.drive_id, {ns.format('ack_to_cut_ns')} AS ack,"
+            f" {ns.format('flush_to_cut_ns')} AS flush, COUNT(*) AS n"
             " FROM finding f JOIN cycle c ON c.id = f.cycle_id"
-            " WHERE f.class = ? AND f.failure = 1 GROUP BY c.drive_id, ack_ms, flush_ms",
-            (cls,),
-        )
+            " WHERE f.class = ? AND f.failure = 1 GROUP BY c.drive_id, ack, flush",
+            (LOST_DURABLE,),
+        ):
+            for since, value in (("ack", ack), ("flush", flush)):
+                ms = lost_after_ms(value)
+                if ms is not None:
+                    counts[drive_id, since, ms] += n
+        return [(*key, n) for key, n in sorted(counts.items())]
 
     def findings_of_class(self, drive_id: int, cls: str) -> Rows:
         """(seq, detail) of the drive's findings of class `cls`, in cycle order."""
+        if self.summarised():
+            kinds = {
+                r[0]
+                for r in self.db.execute(
+                    "SELECT failure FROM finding_total WHERE drive_id = ? AND class = ?",
+                    (drive_id, cls),
+                )
+            }
+            if kinds == {1}:  # only in the cycles whose row names the class
+                return self.db.execute(
+                    "SELECT c.seq, f.detail FROM cycle c CROSS JOIN finding f"
+                    " ON f.cycle_id = c.id WHERE c.drive_id = ?"
+                    " AND instr(',' || c.failure_classes || ',', ',' || ? || ',') > 0"
+                    " AND f.class = ? ORDER BY c.seq, f.id",
+                    (drive_id, cls, cls),
+                )
+            if not kinds:
+                return iter(())
         return self.db.execute(
             "SELECT c.seq, f.detail FROM finding f JOIN cycle c ON c.id = f.cycle_id"
             " WHERE c.drive_id = ? AND f.class = ? ORDER BY c.seq, f.id",
@@ -99,7 +155,8 @@ class StoreReader:
         cut_delay_ms, return_ms, gone_ms, ack_to_cut_ms, flush_to_cut_ms, started_at,
         bytes_written, blocks_checked, full_scan, blocks_unchecked, cut_ns, `no_delays`: 1 where
         the row lacks the v8 delay columns (an older rig's cycle: see `ledger_blob`), and
-        `classes`: its failure findings' classes, comma-separated (NULL: none)."""
+        `classes`: its failure findings' classes, comma-separated (NULL: none; v11 keeps them in
+        the row, an older store's are read from its findings)."""
         cols = self.columns("cycle")
         has_delays = "last_ack_to_cut_ns" in cols
         delays = (
@@ -113,7 +170,9 @@ class StoreReader:
         unchecked = "c.blocks_unchecked" if "blocks_unchecked" in cols else "0"
         no_delays = "c.last_ack_to_cut_ns IS NULL" if has_delays else "1"
         classes = (
-            "(SELECT group_concat(DISTINCT f.class) FROM finding f"
+            "c.failure_classes"
+            if "failure_classes" in cols
+            else "(SELECT group_concat(DISTINCT f.class) FROM finding f"
             " WHERE f.cycle_id = c.id AND f.failure = 1)"
             if has_finding
             else "NULL"

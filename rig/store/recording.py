@@ -14,6 +14,7 @@ from rig.errors import UserError
 from rig.store.connection import StoreConnection, save_lba_state
 from rig.store.rows import CycleRow, RailSenseRow
 from rig.store.schema import new_media_id
+from rig.store.totals import CycleTotals, classes_text, rebuild
 
 
 class RecordWrites(StoreConnection):
@@ -87,35 +88,41 @@ class RecordWrites(StoreConnection):
         rail_sense: RailSenseRow | None = None,
     ) -> int:
         """The record phase: the cycle, its findings, events, ledger, LBA state and rail-sense
-        capture, atomically."""
+        capture, atomically, with the findings' share of the summaries (rig/store/totals.py)."""
         columns = [name for name in CycleRow.__dataclass_fields__]
         values = [getattr(row, name) for name in columns]
+        counts = CycleTotals()
+        rows = []
+        for f in findings:
+            failure = int(failures.is_failure(f["cls"]))  # KeyError: a class not in the table
+            counts.add_finding(f, failure)
+            rows.append(
+                (
+                    f["cls"],
+                    failure,
+                    f["lba_first"],
+                    f["lba_count"],
+                    f["expected_gen"],
+                    f["observed_gen"],
+                    f["expected_op"],
+                    f["observed_op"],
+                    json.dumps(f["detail"], sort_keys=True),
+                )
+            )
+        classes = classes_text(c for c, failure in counts.totals if failure)
         with self.transaction() as db:
             cursor = db.execute(
-                f"INSERT INTO cycle ({', '.join(columns)}, ended_at)"
-                f" VALUES ({', '.join('?' * len(columns))}, ?)",
-                (*values, time.time()),
+                f"INSERT INTO cycle ({', '.join(columns)}, failure_classes, ended_at)"
+                f" VALUES ({', '.join('?' * len(columns))}, ?, ?)",
+                (*values, classes, time.time()),
             )
             cycle_id = int(cursor.lastrowid or 0)
             db.executemany(
                 "INSERT INTO finding (cycle_id, class, failure, lba_first, lba_count, expected_gen,"
                 " observed_gen, expected_op, observed_op, detail) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        cycle_id,
-                        f["cls"],
-                        int(failures.is_failure(f["cls"])),  # KeyError: a class not in the table
-                        f["lba_first"],
-                        f["lba_count"],
-                        f["expected_gen"],
-                        f["observed_gen"],
-                        f["expected_op"],
-                        f["observed_op"],
-                        json.dumps(f["detail"], sort_keys=True),
-                    )
-                    for f in findings
-                ],
+                [(cycle_id, *r) for r in rows],
             )
+            counts.write(db, row.drive_id)
             db.executemany(
                 "INSERT INTO event (drive_id, cycle_id, host_ns, kind, detail) VALUES (?,?,?,?,?)",
                 [
@@ -138,6 +145,13 @@ class RecordWrites(StoreConnection):
                     (cycle_id, *rail.values()),
                 )
             return cycle_id
+
+    def rebuild_summaries(self) -> None:
+        """The v11 summaries made again from every finding row, as the migration makes them
+        (rig/store/totals.py): for a store whose findings were not all written here (the scale
+        bench copies cycle and finding rows by SQL)."""
+        with self.transaction() as db:
+            rebuild(db)
 
     def add_event(
         self, drive_id: int | None, host_ns: int, kind: str, detail: dict[str, Any]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
+from collections.abc import Callable
 
 from rig.errors import UserError
+from rig.store import totals
 
 # Each entry upgrades the schema by one version; never edit a released entry, append a new one.
 MIGRATIONS: tuple[str, ...] = (
@@ -195,7 +197,32 @@ MIGRATIONS: tuple[str, ...] = (
         WHERE o.drive_id = endurance_interval.drive_id AND o.kind = 'write'
         AND o.seq <= endurance_interval.seq) WHERE kind = 'write';
     """,
+    # v11 (issue 17): summaries of the findings kept as cycles are recorded, so a report over
+    # millions of cuts reads no finding row for them (rig/store/totals.py): each cycle's failure
+    # classes (NULL: none), and per drive the findings per class and the lost durable writes'
+    # times since their ack and flush (ms, 3 significant digits) with their counts. Backfilled
+    # from the findings by `totals.rebuild` (BACKFILLS).
+    """
+    ALTER TABLE cycle ADD COLUMN failure_classes TEXT;
+    CREATE TABLE finding_total (
+        drive_id INTEGER NOT NULL REFERENCES drive(id),
+        class TEXT NOT NULL,
+        failure INTEGER NOT NULL,
+        n INTEGER NOT NULL,              -- findings
+        blocks INTEGER NOT NULL,         -- their lba_count, summed
+        PRIMARY KEY (drive_id, class, failure)
+    ) WITHOUT ROWID;
+    CREATE TABLE lost_after (
+        drive_id INTEGER NOT NULL REFERENCES drive(id),
+        since TEXT NOT NULL,             -- ack | flush
+        ms REAL NOT NULL,                -- rounded to 3 significant digits
+        n INTEGER NOT NULL,              -- lost durable writes with that time
+        PRIMARY KEY (drive_id, since, ms)
+    ) WITHOUT ROWID;
+    """,
 )
+# Python steps of a migration, run in its transaction after its SQL: version -> step
+BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {11: totals.rebuild}
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -210,4 +237,7 @@ def migrate(db: sqlite3.Connection) -> None:
         raise UserError(f"store has schema v{version}, newer than this rig (v{SCHEMA_VERSION})")
     for number in range(version, SCHEMA_VERSION):
         with db:
-            db.executescript(f"BEGIN; {MIGRATIONS[number]} PRAGMA user_version = {number + 1};")
+            db.executescript(f"BEGIN; {MIGRATIONS[number]}")
+            if number + 1 in BACKFILLS:
+                BACKFILLS[number + 1](db)
+            db.execute(f"PRAGMA user_version = {number + 1}")

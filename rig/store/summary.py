@@ -31,8 +31,8 @@ class SummaryReads(StoreConnection):
     def finding_totals_of_drive(self, drive_id: int) -> list[sqlite3.Row]:
         """(class, failure, n, blocks) of the drive's findings."""
         return self.query(
-            "SELECT f.class, f.failure, COUNT(*) AS n, SUM(f.lba_count) AS blocks FROM finding f"
-            " JOIN cycle c ON c.id = f.cycle_id WHERE c.drive_id = ? GROUP BY f.class, f.failure",
+            "SELECT class, failure, n, blocks FROM finding_total WHERE drive_id = ?"
+            " ORDER BY class, failure",
             (drive_id,),
         )
 

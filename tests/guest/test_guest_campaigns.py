@@ -221,25 +221,41 @@ def python_in_guest(
 # how a storage engineer discards on each transport (rig/io/discard.py)
 DISCARD_KIND = {"nvme-hotplug": "nvme", "nvme-fixed": "nvme", "scsi-hotplug": "sg_unmap",
                 "sata-fixed": "blkdiscard"}  # fmt: skip
-DISCARD_SCRIPT = """
+# in-guest helpers of the scripts below: 0xA5 in blocks 16..79 of a node, and reading them back
+PATTERN = """
 import os, sys
-from rig.io import discard, media
-for node, kind in zip(sys.argv[1::2], sys.argv[2::2]):
-    block = discard.queue_bytes(node, "logical_block_size")
+from rig.io import blockio, discard, media
+
+
+def write_pattern(node):
+    block = blockio.queue_bytes(node, "logical_block_size")
     fd = os.open(node, os.O_RDWR | os.O_DIRECT)
     data = media.aligned_buffer(64 * block)
     data[:] = 0xA5
     assert os.pwritev(fd, [data.data], 16 * block) == len(data)
     os.fsync(fd)
-    discard.discard(kind, node, fd, 32, 16, block, discard.device_limit_blocks(node, block))
+    return fd, block
+
+
+def read_pattern(fd, block):
     back = media.aligned_buffer(64 * block)
     assert os.preadv(fd, [back.data], 16 * block) == len(back)
+    return back
+"""
+DISCARD_SCRIPT = (
+    PATTERN
+    + """
+for node, kind in zip(sys.argv[1::2], sys.argv[2::2]):
+    fd, block = write_pattern(node)
+    discard.discard(kind, node, fd, 32, 16, block, discard.device_limit_blocks(node, block))
+    back = read_pattern(fd, block)
     os.close(fd)
     blocks = back.reshape(64, block)
     zero = [i + 16 for i in range(64) if not blocks[i].any()]
     kept = sum(bool((blocks[i] == 0xA5).all()) for i in range(64))
     print(node, kind, zero == list(range(32, 48)), kept)
 """
+)
 
 
 def test_the_rigs_discard_reaches_the_drives_through_real_drivers(
@@ -258,28 +274,22 @@ def test_the_rigs_discard_reaches_the_drives_through_real_drivers(
     assert [line.split()[2:] for line in lines] == [["True", "48"]] * len(CHANNELS), lines
 
 
-PURGE_SCRIPT = """
-import os, sys
+PURGE_SCRIPT = (
+    PATTERN
+    + """
 from rig.health.tools import ToolRunner
-from rig.io import discard, media
 from rig.station import purge
 node = sys.argv[1]
-block = discard.queue_bytes(node, "logical_block_size")
-fd = os.open(node, os.O_RDWR | os.O_DIRECT)
-data = media.aligned_buffer(64 * block)
-data[:] = 0xA5
-assert os.pwritev(fd, [data.data], 16 * block) == len(data)
-os.fsync(fd)
+fd, block = write_pattern(node)
 os.close(fd)
 runner = ToolRunner(timeout_s=600)
 caps = purge.probe(node, "nvme", runner, purge.sysfs_discard_max_bytes(node))
 method = purge.choose("auto", caps)
 purge.run(method, node, runner)
 fd = os.open(node, os.O_RDONLY | os.O_DIRECT)
-back = media.aligned_buffer(64 * block)
-assert os.preadv(fd, [back.data], 16 * block) == len(back)
-print(method, not back.any())
+print(method, not read_pattern(fd, block).any())
 """
+)
 
 
 def test_a_purge_by_format_through_nvme_cli(

@@ -17,7 +17,8 @@ import tempfile
 from pathlib import Path
 
 from reports import export
-from tests.reports.storebuilder import DriveSpec, build
+from rig.store import Store
+from tests.reports.storebuilder import DriveSpec, build, falling_rails, healthy_plp_drive
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 # case -> the store files of the case (in GOLDEN/stores), in the order given to the report
@@ -37,12 +38,19 @@ def normalise(text: str, stores: Path) -> str:
     return re.sub(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "Generated <when>", text, count=1)
 
 
-def report_files(case: str, work: Path) -> dict[str, str]:
-    """The report of a case's stores (copied into `work`), every file normalised, by name."""
+def report_files(case: str, work: Path, *, migrate: bool = False) -> dict[str, str]:
+    """The report of a case's stores (copied into `work`), every file normalised, by name;
+    `migrate`: the copies first migrated to this rig's schema (the references' stores are v10:
+    older than the v11 summaries, so both of the report's read paths are compared)."""
     stores = work / "stores"
     stores.mkdir()
     for name in CASES[case]:
         shutil.copyfile(GOLDEN / "stores" / name, stores / name)
+        if migrate:
+            Store(str(stores / name)).close()
+            db = sqlite3.connect(stores / name)
+            db.execute("PRAGMA journal_mode = DELETE")
+            db.close()
     out = work / "report"
     export.write_report([str(stores / n) for n in CASES[case]], str(out))
     return {p.name: normalise(p.read_text(encoding="utf-8"), stores) for p in sorted(out.iterdir())}
@@ -54,33 +62,13 @@ def _build_stores(into: Path) -> None:
     build(
         into / "station-a.sqlite",
         [
-            DriveSpec(
-                "Model PLP",
-                "P1",
-                ["ok"] * 30,
-                channel=0,
-                return_ms=70,
-                health=[
-                    (s, {"unsafe_shutdowns": 3 + s, "power_cycles": 9 + s}) for s in (0, 10, 30)
-                ],
-            ),
+            healthy_plp_drive(),
             DriveSpec(
                 "Model Liar",
                 "L1",
                 ["ok", "lost_durable_write", "lost_durable_write+shorn_write"] * 7 + ["dead"],
                 channel=1,
-                rail=[
-                    {
-                        "hi_us": 150 + i,
-                        "lo_us": 400 + i,
-                        "end": "fell",
-                        "dt_us": 50,
-                        "samples": [820 - 70 * k - i for k in range(12)],
-                        "hi_threshold": 500,
-                        "lo_threshold": 60,
-                    }
-                    for i in range(5)
-                ],
+                rail=falling_rails(5),
                 return_ms=140,
                 delays_ms=[(0.2 * (i + 1), 1.5**i) for i in range(22)],
             ),

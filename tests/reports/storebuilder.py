@@ -34,6 +34,35 @@ class DriveSpec:
     rail: Sequence[dict[str, Any]] = field(default_factory=list)
 
 
+def healthy_plp_drive() -> DriveSpec:
+    """Channel 0: a PLP drive with 30 clean cuts and health read three times."""
+    return DriveSpec(
+        "Model PLP",
+        "P1",
+        ["ok"] * 30,
+        channel=0,
+        return_ms=70,
+        health=[(s, {"unsafe_shutdowns": 3 + s, "power_cycles": 9 + s}) for s in (0, 10, 30)],
+    )
+
+
+def falling_rails(n: int) -> list[dict[str, Any]]:
+    """`n` rail-sense captures of a rail that fell through both thresholds, each a little
+    different."""
+    return [
+        {
+            "hi_us": 150 + i,
+            "lo_us": 400 + i,
+            "end": "fell",
+            "dt_us": 50,
+            "samples": [820 - 70 * k - i for k in range(12)],
+            "hi_threshold": 500,
+            "lo_threshold": 60,
+        }
+        for i in range(n)
+    ]
+
+
 def _ledger(cut_ns: int, ack_ms: float, flush_ms: float) -> CycleLog:
     log = CycleLog()
     gens = np.ones(1, dtype=np.uint32)

@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from tests.cli_runner import rig
-from tests.reports.storebuilder import DriveSpec, build
+from tests.reports.storebuilder import DriveSpec, build, falling_rails, healthy_plp_drive
 
 CHROMIUM = shutil.which("chromium")
 # the colours of the two models' bars and curves (reports/svg.py PALETTE), drawn opaque
@@ -27,33 +27,13 @@ def _stores(tmp_path: Path) -> list[Path]:
     a = build(
         tmp_path / "station-a.sqlite",
         [
-            DriveSpec(
-                "Model PLP",
-                "P1",
-                ["ok"] * 30,
-                channel=0,
-                return_ms=70,
-                health=[
-                    (s, {"unsafe_shutdowns": 3 + s, "power_cycles": 9 + s}) for s in (0, 10, 30)
-                ],
-            ),
+            healthy_plp_drive(),
             DriveSpec(
                 "Model Liar",
                 "L1",
                 ["ok", "lost_durable_write"] * 10 + ["dead"],
                 channel=1,
-                rail=[
-                    {
-                        "hi_us": 150 + i,
-                        "lo_us": 400 + i,
-                        "end": "fell",
-                        "dt_us": 50,
-                        "samples": [820 - 70 * k - i for k in range(12)],
-                        "hi_threshold": 500,
-                        "lo_threshold": 60,
-                    }
-                    for i in range(5)
-                ],
+                rail=falling_rails(5),
                 return_ms=140,
                 delays_ms=[(0.2 * (i + 1), 1.5**i) for i in range(21)],
             ),
