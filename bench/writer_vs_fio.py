@@ -20,7 +20,8 @@ The target: a loop device (`losetup --direct-io=on`, 4 KiB sectors) over a preal
 the host disk (default, under /work) or on tmpfs (`--tmpfs`: no device time, so the CPU cost of
 the writer shows fully). Only the loop device and file this script creates are touched.
 
-Run: .venv/bin/python bench/writer_vs_fio.py [--seconds 4] [--rounds 3] [--tmpfs]   (root)
+Run: .venv/bin/python bench/writer_vs_fio.py [--seconds 4] [--rounds 3] [--tmpfs]
+     [--no-threads] [--case 4k-rand-qd32]   (root)
 """
 
 from __future__ import annotations
@@ -152,6 +153,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tmpfs", action="store_true", help="back the loop device with tmpfs")
     parser.add_argument("--no-threads", action="store_true", help="skip the Python threads path")
+    parser.add_argument("--case", choices=sorted(CASES), action="append", help="only these cases")
     opts = parser.parse_args()
     where = "/dev/shm" if opts.tmpfs else str(REPO.parent if REPO.parent.is_dir() else "/tmp")
     with tempfile.TemporaryDirectory(prefix="rig-bench-fio-", dir=where) as tmp:
@@ -169,6 +171,8 @@ def main() -> None:
             )
             print("|---|---|---|---|---|---|---|---|---|---|---|")
             for name, (rw, block, load) in CASES.items():
+                if opts.case and name not in opts.case:
+                    continue
                 runs: dict[str, list[tuple[float, ...]]] = {
                     "fio": [],
                     "native": [],

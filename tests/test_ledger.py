@@ -156,6 +156,15 @@ def test_batch_reservation_equals_one_write_at_a_time(lbas: list[int], before: i
     assert np.array_equal(one.issued[:], batch.issued[:])
 
 
+def test_a_large_batch_with_many_repeats_equals_one_write_at_a_time() -> None:
+    # the writer's batches are tens of thousands of writes, most blocks repeated several times
+    lbas = np.random.default_rng(5).integers(0, 3000, 20000) + 7
+    one, batch = LbaState(7, 3000), LbaState(7, 3000)
+    expected = [int(one.next_generations(int(lba), 1)[0]) for lba in lbas]
+    assert batch.reserve(lbas).tolist() == expected
+    assert np.array_equal(one.issued[:], batch.issued[:])
+
+
 def test_sampling_reaches_every_written_block_and_only_those() -> None:
     array = ChunkedArray((4 << 40) // 4096)
     written = np.array([3, 4, 5, 9_000_000, 700_000_000, 1_000_000_000])

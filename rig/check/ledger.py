@@ -46,6 +46,17 @@ def known_floor(committed: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
     return np.where(c == int(UNKNOWN), 0, c & ~int(UNCERTAIN))
 
 
+def _stable_order(rel: npt.NDArray[np.int64], nblocks: int) -> npt.NDArray[np.int64]:
+    """`np.argsort(rel, kind="stable")` for block numbers 0 <= rel < nblocks, faster: each key
+    carries its position in its low bits, so the keys are distinct and numpy's unstable (SIMD)
+    sort gives the stable order (7x faster than the stable sort's timsort at 45,000 writes)."""
+    shift = max(1, (len(rel) - 1).bit_length())
+    if max(1, nblocks).bit_length() + shift > 62:
+        return np.argsort(rel, kind="stable")
+    keys = np.sort((rel << shift) | np.arange(len(rel), dtype=np.int64))
+    return keys & ((1 << shift) - 1)
+
+
 class LbaState:
     """Per-block expected state of one drive's test region (block numbers relative to the drive).
 
@@ -80,7 +91,7 @@ class LbaState:
         rel = np.asarray(lbas, dtype=np.int64) - self.first_lba
         if len(rel) == 0:
             return np.zeros(0, dtype=np.uint32)
-        order = np.argsort(rel, kind="stable")
+        order = _stable_order(rel, self.nblocks)
         ordered = rel[order]
         starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
         lengths = np.diff(np.r_[starts, len(ordered)])
@@ -166,7 +177,7 @@ class CycleLog:
         self._gens: list[npt.NDArray[np.uint32]] = []
         self._gen_total = 0
         self._flushes: list[tuple[int, int, int, int]] = []
-        self._write_batches: list[npt.NDArray[np.int64]] = []  # from `add_writes`, (k, 9) each
+        self._write_batches: list[npt.NDArray[np.int64]] = []  # from `add_writes`, (9, k) each
         self._flush_batches: list[npt.NDArray[np.int64]] = []
         self._frozen: dict[str, npt.NDArray[np.int64]] | None = None
         self._frozen_gens: npt.NDArray[np.uint32] | None = None
@@ -223,12 +234,14 @@ class CycleLog:
         count = len(worker)
         offsets = np.cumsum(nblocks) - nblocks
         with self._lock:
-            rows = np.empty((count, len(self.WRITE_COLUMNS)), dtype=np.int64)
+            # column-major: each column is one contiguous copy (a row-major table took twice as
+            # long, a strided store per column, at the native engine's batches of 45,000 writes)
+            rows = np.empty((len(self.WRITE_COLUMNS), count), dtype=np.int64)
             columns: list[npt.NDArray[Any]] = [worker, op_seq, first_lba, nblocks]
             columns += [offsets + self._gen_total, issue_ns, complete_ns, status]
-            columns.append(np.full(count, int(fua)))
             for i, column in enumerate(columns):
-                rows[:, i] = column
+                rows[i] = column
+            rows[len(columns)] = int(fua)
             self._write_batches.append(rows)
             self._gens.append(flat)
             self._gen_total += len(flat)
@@ -251,9 +264,10 @@ class CycleLog:
                 width = len(self.WRITE_COLUMNS)
                 writes = np.concatenate(
                     [
-                        np.array(self._writes, dtype=np.int64).reshape(-1, width),
+                        np.array(self._writes, dtype=np.int64).reshape(-1, width).T,
                         *self._write_batches,
-                    ]
+                    ],
+                    axis=1,
                 )
                 flushes = np.concatenate(
                     [
@@ -261,7 +275,7 @@ class CycleLog:
                         *[b.astype(np.int64) for b in self._flush_batches],
                     ]
                 )
-                cols = {name: writes[:, i] for i, name in enumerate(self.WRITE_COLUMNS)}
+                cols = {name: writes[i] for i, name in enumerate(self.WRITE_COLUMNS)}
                 cols.update({f"flush_{n}": flushes[:, i] for i, n in enumerate(self.FLUSH_COLUMNS)})
                 self._frozen = cols
                 self._frozen_gens = (

@@ -79,9 +79,10 @@ __all__ = [
 class Live:
     """What the writer is doing right now, for cut strategies (rig.campaign.cuts): acknowledgements
     seen, the host time of the last one, flushes in flight and done, writes issued. The native
-    engine updates the same five int64 words from C while it runs."""
+    engine updates the same int64 words from C while it runs (and a sixth, its completions read
+    from the AIO ring without a system call: a diagnostic)."""
 
-    WORDS = 5  # engine.c LIVE_N
+    WORDS = 6  # engine.c LIVE_N
 
     def __init__(self) -> None:
         self.words = (ctypes.c_int64 * self.WORDS)()
@@ -107,6 +108,11 @@ class Live:
     def writes_issued(self) -> int:
         """Writes sent to the device so far (failed ones included: they reached it)."""
         return int(self.words[4])
+
+    @property
+    def ring_reaped(self) -> int:
+        """Native engine: completions it read from the AIO ring without calling io_getevents."""
+        return int(self.words[5])
 
     def issued(self) -> None:
         with self._lock:

@@ -202,16 +202,26 @@ class NativeRun:
             flushes = sent & (plan.kind == FLUSH)
             failed.append(bool((status != 0).any()))
             if writes.any():
-                idx = np.flatnonzero(writes)
-                counts = plan.nblocks[idx].astype(np.int64)
-                gen_idx = np.repeat(plan.gen_offset[idx], counts) + (
-                    np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+                # every entry a write that was sent (the usual case): views, not gathered copies
+                idx: slice | npt.NDArray[np.intp] = (
+                    slice(None) if writes.all() else np.flatnonzero(writes)
                 )
+                counts = plan.nblocks[idx].astype(np.int64)
+                if sent.all():  # the usual case: every write's generations, in plan order
+                    gens = plan.gens
+                else:
+                    gens = plan.gens[
+                        np.repeat(plan.gen_offset[idx], counts)
+                        + (
+                            np.arange(int(counts.sum()))
+                            - np.repeat(np.cumsum(counts) - counts, counts)
+                        )
+                    ]
                 log.add_writes(
                     slot_of[idx],
                     plan.op_seq[idx].astype(np.int64),
                     plan.lba[idx],
-                    plan.gens[gen_idx],
+                    gens,
                     counts,
                     issue[idx],
                     complete[idx],

@@ -173,9 +173,12 @@ class SlotPlanner:
         lbas = self.first + self._offsets(counts)
         if self.intent is not None:  # before any of these can be issued
             self.intent(lbas, counts)
-        blocks = np.repeat(lbas, counts) + (
-            np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-        )
+        if len(self.sizes) == 1 and self.sizes[0] == 1:  # one-block writes: a block per write
+            blocks = lbas
+        else:
+            blocks = np.repeat(lbas, counts) + (
+                np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+            )
         gens = self.state.reserve(blocks)  # atomic: planners of all slots share the state
         ops = self.op_seq + 1 + np.arange(writes, dtype=np.uint64)
         self.op_seq += writes
