@@ -3,6 +3,7 @@ the migration backfills equal what a report read from the finding rows before v1
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 from collections import Counter
@@ -234,3 +235,20 @@ def test_a_backfill_that_fails_leaves_the_store_at_v10(tmp_path: Path, monkeypat
         (1, "ack", 5e-06, 1),
         (1, "flush", 6e-06, 1),
     ]
+
+
+def test_an_upgrade_that_backfills_says_so_and_a_new_store_does_not(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "s.sqlite"
+    with caplog.at_level(logging.WARNING, logger="rig"):
+        Store(str(path)).close()  # created: nothing to say (a CLI's one-line error stays one)
+        assert caplog.messages == []
+        db = sqlite3.connect(path)
+        db.executescript(
+            "DROP TABLE finding_total; DROP TABLE lost_after;"
+            " ALTER TABLE cycle DROP COLUMN failure_classes; PRAGMA user_version = 10;"
+        )
+        db.close()
+        Store(str(path)).close()
+    assert caplog.messages == ["store: upgrading to schema v11 (a pass over every finding)"]

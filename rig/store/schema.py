@@ -240,8 +240,9 @@ def migrate(db: sqlite3.Connection) -> None:
         with db:
             db.executescript(f"BEGIN; {MIGRATIONS[number]}")
             if number + 1 in BACKFILLS:  # one pass over the rows: minutes on a large store
-                logging.getLogger("rig").warning(
-                    "store: upgrading to schema v%d (a pass over every finding)", number + 1
-                )
+                if version:  # (not a store being created: it has no rows yet)
+                    logging.getLogger("rig").warning(
+                        "store: upgrading to schema v%d (a pass over every finding)", number + 1
+                    )
                 BACKFILLS[number + 1](db)
             db.execute(f"PRAGMA user_version = {number + 1}")
