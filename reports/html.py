@@ -237,7 +237,7 @@ def lost_after_chart(m: ModelReport) -> str:
     for i, (label, series) in enumerate((("since its ack", ack), ("since its flush", flush))):
         if series:
             shown = series.mapped(lambda v: max(v, 1e-3))
-            chart.cdf_counted(shown.values, shown.counts, svg.colour(i))
+            chart.cdf(shown.values, svg.colour(i), shown.counts)
             chart.legend(f"{label} (max {series.values[-1]:.1f} ms)", svg.colour(i))
     return chart.render()
 

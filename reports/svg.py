@@ -168,42 +168,29 @@ class Chart:
             raise ValueError("points: xs and ys differ in length")
         self.parts.append(deferred.defer(marks))
 
-    def cdf(self, ordered: Values | Iterable[float], stroke: str) -> None:
-        """The empirical CDF of sorted values as a step line, as `step` draws it from
-        ([v0, *values], [0, 1/n, ..., 1]); made when the page is written."""
-        x, y, n = self.x, self.y, len(ordered)  # type: ignore[arg-type]
-
-        def points() -> Iterator[str]:
-            start = 0
-            for values in _chunks(ordered):
-                if not start:
-                    yield f'<polyline class="series" points="{x(values[0]):.1f},{y(0.0):.1f}'
-                yield "".join(
-                    f" {x(v):.1f},{y(k / n):.1f} {x(v):.1f},{y((k + 1) / n):.1f}"
-                    for k, v in enumerate(values, start=start)
-                )
-                start += len(values)
-            yield f'" fill="none" stroke="{stroke}" stroke-width="2"/>'
-
-        self.parts.append(deferred.defer(points))
-
-    def cdf_counted(self, values: Sequence[float], counts: Sequence[int], stroke: str) -> None:
-        """The empirical CDF of distinct sorted values, each seen `counts` times, as a step
-        line: one step per distinct value, up by its count / n (the picture of a step per
-        value; decision 146); made when the page is written."""
-        x, y, n = self.x, self.y, sum(counts)
+    def cdf(
+        self,
+        ordered: Values | Iterable[float],
+        stroke: str,
+        counts: Sequence[int] | None = None,
+    ) -> None:
+        """The empirical CDF of sorted values as a step line, each value up by its count / n
+        (`counts`: how many times each distinct value was seen, decision 146; None: once each),
+        as `step` draws it from ([v0, *values], [0, 1/n, ..., 1]); made when the page is
+        written."""
+        x, y = self.x, self.y
+        n = len(ordered) if counts is None else sum(counts)  # type: ignore[arg-type]
 
         def points() -> Iterator[str]:
             below = 0
-            yield f'<polyline class="series" points="{x(values[0]):.1f},{y(0.0):.1f}'
-            for start in range(0, len(values), CHUNK):
+            times = iter(counts) if counts is not None else itertools.repeat(1)
+            for values in _chunks(ordered):
+                if not below:
+                    yield f'<polyline class="series" points="{x(values[0]):.1f},{y(0.0):.1f}'
                 steps = []
-                part = zip(
-                    values[start : start + CHUNK], counts[start : start + CHUNK], strict=True
-                )
-                for v, c in part:
-                    xv, low, high = x(v), y(below / n), y((below + c) / n)
-                    steps.append(f" {xv:.1f},{low:.1f} {xv:.1f},{high:.1f}")
+                for v, c in zip(values, times, strict=False):
+                    xv = x(v)
+                    steps.append(f" {xv:.1f},{y(below / n):.1f} {xv:.1f},{y((below + c) / n):.1f}")
                     below += c
                 yield "".join(steps)
             yield f'" fill="none" stroke="{stroke}" stroke-width="2"/>'

@@ -112,7 +112,7 @@ def _drive_point(store: Store, row: sqlite3.Row) -> tuple[ResumePoint, LostCycle
     blob = store.lba_state_of(drive_id)
     state = LbaState.from_bytes(first, blob) if blob is not None else LbaState(first, count)
     totals = store.cycle_totals(drive_id)
-    by_class = store.finding_counts_of_drive(drive_id)
+    by_class = store.finding_totals_of_drive(drive_id)
     failures = {r["class"]: int(r["n"]) for r in by_class if r["failure"]}
     allowed = sum(int(r["n"]) for r in by_class if r["class"] == ALLOWED_LOSS)
     last = int(totals["last"])

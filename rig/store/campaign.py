@@ -131,14 +131,6 @@ class CampaignRows(StoreConnection):
             (drive_id,),
         )[0]
 
-    def finding_counts_of_drive(self, drive_id: int) -> list[sqlite3.Row]:
-        """(class, failure, n) of every finding of the drive's cycles."""
-        return self.query(
-            "SELECT class, failure, n FROM finding_total WHERE drive_id = ?"
-            " ORDER BY class, failure",
-            (drive_id,),
-        )
-
     def last_begun_after(self, drive_id: int, seq: int) -> sqlite3.Row | None:
         """(seq, started_at, cut_delay_ns) of the last cycle begun after `seq`, if any."""
         rows = self.query(

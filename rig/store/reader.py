@@ -28,6 +28,7 @@ class StoreReader:
             self.db.row_factory = sqlite3.Row
             version = self.db.execute("PRAGMA user_version").fetchone()[0]
             tables = self.tables()
+            # v11 keeps summaries of the findings (rig/store/totals.py)
             self.has_summaries = {"finding_total", "lost_after"} <= tables
         except sqlite3.DatabaseError as error:
             raise UserError(f"{path}: not a rig store ({error})") from error
@@ -55,13 +56,9 @@ class StoreReader:
     def drives(self) -> Rows:
         return self.db.execute("SELECT * FROM drive ORDER BY campaign_id, channel")
 
-    def summarised(self) -> bool:
-        """The store keeps v11's summaries of its findings (rig/store/totals.py)."""
-        return self.has_summaries
-
     def finding_totals(self) -> Rows:
         """(drive_id, class, failure, n, blocks) of every drive's findings, in one pass."""
-        if self.summarised():
+        if self.has_summaries:
             return self.db.execute(
                 "SELECT drive_id, class, failure, n, blocks FROM finding_total ORDER BY 1, 2, 3"
             )
@@ -73,7 +70,7 @@ class StoreReader:
 
     def failure_examples(self, drive_id: int, limit: int) -> list[sqlite3.Row]:
         """The drive's first `limit` failure findings, with their cycle's seq as `cycle`."""
-        if not self.summarised():
+        if not self.has_summaries:
             return self.db.execute(
                 "SELECT c.seq AS cycle, f.* FROM finding f JOIN cycle c ON c.id = f.cycle_id"
                 " WHERE c.drive_id = ? AND f.failure = 1 ORDER BY f.id LIMIT ?",
@@ -103,7 +100,7 @@ class StoreReader:
         time since their ack (`since` 'ack') and since their flush ('flush') at the cut, in ms
         rounded as `totals.lost_after_ms` rounds (the numbers ack_to_cut_ns and
         flush_to_cut_ns, >= 0, of their findings' detail; JSON true/false are not numbers)."""
-        if self.summarised():
+        if self.has_summaries:
             return [tuple(r) for r in self.db.execute("SELECT * FROM lost_after ORDER BY 1, 2, 3")]
         ns = (
             "CASE WHEN json_valid(f.detail) AND json_type(f.detail, '$.{0}') IN ('integer', 'real')"
@@ -125,7 +122,7 @@ class StoreReader:
 
     def findings_of_class(self, drive_id: int, cls: str) -> Rows:
         """(seq, detail) of the drive's findings of class `cls`, in cycle order."""
-        if self.summarised():
+        if self.has_summaries:
             kinds = {
                 r[0]
                 for r in self.db.execute(
