@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from rig.check.failures import LOST_DURABLE
 from rig.errors import UserError
 from rig.store.schema import SCHEMA_VERSION
-from rig.store.totals import lost_after_ms
+from rig.store.totals import DETAIL_NUMBER, lost_after_ms
 
 Rows = Iterator[sqlite3.Row]
 
@@ -102,10 +102,7 @@ class StoreReader:
         flush_to_cut_ns, >= 0, of their findings' detail; JSON true/false are not numbers)."""
         if self.has_summaries:
             return [tuple(r) for r in self.db.execute("SELECT * FROM lost_after ORDER BY 1, 2, 3")]
-        ns = (
-            "CASE WHEN json_valid(f.detail) AND json_type(f.detail, '$.{0}') IN ('integer', 'real')"
-            " THEN json_extract(f.detail, '$.{0}') END"
-        )
+        ns = DETAIL_NUMBER
         counts: Counter[tuple[int, str, float]] = Counter()
         for drive_id, ack, flush, n in self.db.execute(
             f"SELECT c.drive_id, {ns.format('ack_to_cut_ns')} AS ack,"

@@ -16,6 +16,12 @@ from typing import Any
 
 from rig.check import failures
 
+# a finding's detail field `{0}` where it is a JSON number (true/false are not), else NULL
+DETAIL_NUMBER = (
+    "CASE WHEN json_valid(f.detail) AND json_type(f.detail, '$.{0}') IN ('integer', 'real')"
+    " THEN json_extract(f.detail, '$.{0}') END"
+)
+
 
 def lost_after_ms(ns: object) -> float | None:
     """A lost durable write's time since its ack or flush (a number of ns >= 0 in its finding's
@@ -85,9 +91,7 @@ def rebuild(db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM finding_total")
     db.execute("DELETE FROM lost_after")
     db.execute("UPDATE cycle SET failure_classes = NULL WHERE failure_classes IS NOT NULL")
-    number = "CASE WHEN f.class = ? AND f.failure = 1 AND json_valid(f.detail)" \
-        " AND json_type(f.detail, '$.{0}') IN ('integer', 'real')" \
-        " THEN json_extract(f.detail, '$.{0}') END"  # fmt: skip
+    number = f"CASE WHEN f.class = ? AND f.failure = 1 THEN {DETAIL_NUMBER} END"
     rows = db.execute(
         "SELECT c.id, c.drive_id, f.class, f.failure, f.lba_count,"
         f" {number.format('ack_to_cut_ns')}, {number.format('flush_to_cut_ns')}"
