@@ -55,9 +55,13 @@ def fio_verify(devnode: str, mib: int, bs: int) -> tuple[float, float]:
         "--ioengine=libaio", "--iodepth=32", "--direct=1", f"--size={mib}M",
         "--verify=crc32c", "--output-format=json",
     ]  # fmt: skip
-    subprocess.run([*common, "--do_verify=0"], capture_output=True, check=True)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run([*common, "--verify_only"], capture_output=True, text=True, check=True)
+    # fio keeps its verify state in the working directory: a scratch one, not the checkout
+    with tempfile.TemporaryDirectory() as scratch:
+        subprocess.run([*common, "--do_verify=0"], capture_output=True, check=True, cwd=scratch)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = subprocess.run(
+            [*common, "--verify_only"], capture_output=True, text=True, check=True, cwd=scratch
+        )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     job = json.loads(out.stdout)["jobs"][0]["read"]
     nbytes, seconds = float(job["io_bytes"]), float(job["runtime"]) / 1e3
