@@ -35,7 +35,7 @@ def drivedb(model: str) -> tuple[str, dict[int, str]]:
     """(model family, {attribute id: name}) from the installed smartctl's drive database."""
     smartctl = shutil.which("smartctl") or shutil.which("smartctl", path="/usr/sbin:/sbin")
     if smartctl is None:
-        pytest.fail("smartctl is not installed (the Makefile's APT_PACKAGES installs it)")
+        pytest.fail("smartctl is not installed (the Makefile's STATION_APT_PACKAGES installs it)")
     text = subprocess.run(
         [smartctl, "-P", "showall", model], capture_output=True, text=True, check=False
     ).stdout
@@ -52,7 +52,7 @@ def default_names() -> dict[int, str]:
     no model preset names (`smartctl -P showall`, the entry whose family is DEFAULT)."""
     smartctl = shutil.which("smartctl") or shutil.which("smartctl", path="/usr/sbin:/sbin")
     if smartctl is None:
-        pytest.fail("smartctl is not installed (the Makefile's APT_PACKAGES installs it)")
+        pytest.fail("smartctl is not installed (the Makefile's STATION_APT_PACKAGES installs it)")
     text = subprocess.run(
         [smartctl, "-P", "showall"], capture_output=True, text=True, check=False
     ).stdout
