@@ -185,6 +185,10 @@ def test_the_rig_runs_with_the_dev_only_packages_out_of_reach(tmp_path: Path) ->
     # the blocker works: a dev-only module cannot be imported through it
     assert "dev-only, not on a station" in run("import pytest\n").stderr
     assert rig("--help").returncode == 0
+    # the agent, the dashboard, the job queue and the board driver import without them too
+    station = "import rig.fleet.agent, rig.fleet.dashboard, rig.fleet.dispatch, rig.power.relay\n"
+    imported = run(station)
+    assert imported.returncode == 0, imported.stderr
     demo = rig("demo", "--in-process", "--cycles", "2", "--quiet", "--out", str(tmp_path / "d"))
     assert demo.returncode == 0, demo.stderr
     store = str(tmp_path / "d" / "demo.sqlite")
