@@ -2,43 +2,74 @@
 #   make demo   - install what is missing, build the firmware, run a power-fault campaign on the
 #                 simulated rig and write its report
 #   make test   - install what is missing, lint, type-check, build and test firmware and host
+# A station that only runs campaigns installs the runtime set alone:
+#   make station - the Debian packages and Python packages that `rig run`, `rig report`,
+#                 `rig serve` and `rig fleet agent` need, the native library and the board's
+#                 firmware image (flash it with `make -C firmware flash`); no simulator, QEMU,
+#                 browser, PostgreSQL server or test tools. `make setup` adds those on top.
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := python3-venv gcc libc6-dev make pkg-config util-linux fdisk e2fsprogs udev fuse3 libfuse3-dev \
-	gcc-avr avr-libc binutils-avr avrdude simavr libsimavr-dev \
-	fio smartmontools sg3-utils nvme-cli \
-	qemu-system-x86 linux-image-amd64 busybox-static \
+# The runtime set (a station): building the native library, udev, the drive tools the health
+# and write-cache layers call, and the AVR toolchain and avrdude to build and flash the board.
+STATION_APT_PACKAGES := python3-venv gcc libc6-dev make util-linux udev \
+	gcc-avr avr-libc binutils-avr avrdude \
+	smartmontools sg3-utils nvme-cli hdparm sdparm
+# The test and development set, installed on top by `make setup`: the simulated rig (FUSE,
+# simavr), the guest tier (QEMU, a kernel, busybox), the dashboard's browser tests (Chromium),
+# the fleet's PostgreSQL server, benchmarks (fio), tools the tests call (mkfs, sfdisk). A package
+# only tests, benchmarks or the simulator need goes here; one a station runs goes above.
+APT_PACKAGES := pkg-config fdisk e2fsprogs fuse3 libfuse3-dev simavr libsimavr-dev \
+	fio qemu-system-x86 linux-image-amd64 busybox-static \
 	chromium chromium-driver postgresql
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 NATIVE_LIB := rig/native/libpfr.so
 NATIVE_SRC := $(wildcard rig/native/*.c) $(wildcard rig/native/*.h)
 
-.PHONY: setup demo fleet-demo test lint typecheck firmware native clean-sim
+.PHONY: setup station demo fleet-demo test lint typecheck firmware station-firmware native clean-sim
 setup: $(VENV)/.installed firmware native
+station: $(VENV)/.runtime native station-firmware
 
-.apt-installed: Makefile
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+# apt-get install of the packages of $(1) that are not installed yet
+define apt_install
+	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages: $$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
 	fi
+endef
+
+.station-apt-installed: Makefile
+	$(call apt_install,$(STATION_APT_PACKAGES))
 	@touch $@
 
-$(VENV)/.installed: .apt-installed requirements.lock pyproject.toml
+.apt-installed: Makefile .station-apt-installed
+	$(call apt_install,$(APT_PACKAGES))
+	@touch $@
+
+# requirements.lock: what the rig runs with; requirements-dev.lock: tests, lint, type-check
+$(VENV)/.runtime: .station-apt-installed requirements.lock pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.lock
 	$(VENV)/bin/pip install -q --disable-pip-version-check --no-deps -e .
 	@touch $@
 
+$(VENV)/.installed: .apt-installed $(VENV)/.runtime requirements-dev.lock
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements-dev.lock
+	@touch $@
+
 # The rig's C kernels (record format, write engine), loaded with ctypes by rig/native.
 native: $(NATIVE_LIB)
-$(NATIVE_LIB): $(NATIVE_SRC) .apt-installed
+$(NATIVE_LIB): $(NATIVE_SRC) .station-apt-installed
 	gcc -std=gnu11 -O3 -fPIC -shared -Wall -Wextra -Werror -pthread -o $@ $(filter %.c,$(NATIVE_SRC))
 
 firmware: .apt-installed
 	@if [ -f firmware/Makefile ]; then $(MAKE) -s -C firmware all; fi
+
+# a station builds only the board's image (the simavr bridge and host twin are for tests)
+station-firmware: .station-apt-installed
+	@if [ -f firmware/Makefile ]; then $(MAKE) -s -C firmware build/powerboard.hex; fi
 
 demo: setup
 	$(VENV)/bin/rig demo

@@ -1,4 +1,8 @@
-"""The `rig` command: demo, run, drives, status, report, fleet, serve, clean-sim."""
+# PYTHON_ARGCOMPLETE_OK
+"""The `rig` command: demo, run, drives, status, report, fleet, serve, clean-sim.
+
+Shell completion comes from argcomplete (`eval "$(register-python-argcomplete rig)"`); the
+marker above lets its global completion find this entry point too."""
 
 from __future__ import annotations
 
@@ -9,7 +13,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rig import config
+import argcomplete
+
+from rig import cli_json, config
 from rig.campaign.model import DriveSummary, Station
 from rig.errors import RigError, UserError
 from rig.power.base import Edge
@@ -119,6 +125,8 @@ def cmd_drives(args: argparse.Namespace) -> int:
     from rig.health.tools import ToolRunner
     from rig.station import drives
 
+    if args.stanza and args.json:
+        raise UserError("rig drives: --stanza prints a campaign block; it has no --json")
     nodes = UdevPresence().candidates()
     if args.stanza:
         node = next((n for n in nodes if n.devnode == args.stanza), None)
@@ -126,19 +134,28 @@ def cmd_drives(args: argparse.Namespace) -> int:
             raise UserError(f"{args.stanza}: no such drive")
         print(drives.stanza(node))
         return 0
+    if args.json:
+        print(cli_json.dumps(cli_json.drives(drives.rows(nodes, ToolRunner(timeout_s=10.0)))))
+        return 0
     print("\n".join(drives.table(nodes, ToolRunner(timeout_s=10.0))))
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     from reports import summary
+    from reports import verdict as verdicts
 
     store = open_existing(args.db)
     try:
-        print(summary.text(summary.load(store)))
+        report = summary.load(store)
     finally:
         store.close()
-    return 0
+    failing = any(d.verdict in (verdicts.FAIL, verdicts.DEAD) for d in report.drives)
+    if args.json:
+        print(cli_json.dumps(cli_json.status(args.db, report, failing)))
+    else:
+        print(summary.text(report))
+    return 1 if failing else 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -168,8 +185,57 @@ def cmd_clean_sim(args: argparse.Namespace) -> int:
     return 0
 
 
+EXIT_STATUS = """exit status:
+  0    done; no drive failed
+  1    a drive FAILed or is DEAD (rig run, rig status)
+  2    bad input (a malformed file, an unknown drive or store, a refused device), before any
+       write
+  3    a fault of the rig itself (serial link, host error)
+  128+N  stopped by signal N (130: Ctrl-C), power restored"""
+
+STATUS_EXIT = (
+    "exit status: 0 when no drive FAILed and none is DEAD (each PASS or NOT YET DEMONSTRATED),"
+    " 1 when any drive FAILed or is DEAD, 2 on bad input (not a rig store, a missing file)."
+)
+
+
+def version_text() -> str:
+    """The package's version (its metadata) and the board protocol this host speaks."""
+    from importlib import metadata
+
+    from rig.power.relay.wire import FIRMWARE_VERSION, PROTOCOL_VERSION
+
+    try:
+        version = metadata.version("powerfault-rig")
+    except metadata.PackageNotFoundError:
+        version = "(not installed: run make setup or make station)"
+    return (
+        f"rig {version} (relay board protocol v{PROTOCOL_VERSION},"
+        f" firmware {FIRMWARE_VERSION} speaks it)"
+    )
+
+
+class VersionAction(argparse.Action):
+    """--version, computed only when asked (completion builds the parser on every <Tab>)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rig", description="SSD power-fault test rig")
+    parser = argparse.ArgumentParser(
+        prog="rig",
+        description="SSD power-fault test rig",
+        epilog=EXIT_STATUS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--version", action=VersionAction, help="the rig's version and its board protocol"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="a short campaign on the simulated rig, then its report")
     demo.add_argument("--out", default="demo-out", help="folder for the store and the report")
@@ -190,9 +256,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
     drives = sub.add_parser("drives", help="candidate drives, their identity and whether safe")
     drives.add_argument("--stanza", metavar="NODE", help="print the campaign stanza for NODE")
+    drives.add_argument("--json", action="store_true", help="schema rig.drives/1 (docs/json.md)")
     drives.set_defaults(func=cmd_drives)
-    status = sub.add_parser("status", help="per-drive summary of a store")
+    status = sub.add_parser(
+        "status", help="per-drive summary of a store; exit 1 if a drive failed", epilog=STATUS_EXIT
+    )
     status.add_argument("db")
+    status.add_argument("--json", action="store_true", help="schema rig.status/1 (docs/json.md)")
     status.set_defaults(func=cmd_status)
     report = sub.add_parser(
         "report", help="per-model report (HTML, JSON, CSV) of one or more stores, merged"
@@ -216,7 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    argcomplete.autocomplete(parser)  # answers a completing shell and exits; else nothing
+    args = parser.parse_args(argv)
     try:
         code: int = args.func(args)
         return code

@@ -65,7 +65,7 @@ def test_demo_runs_three_drives_and_reports_what_each_did(tmp_path: Path) -> Non
         assert name in page
 
     status = rig("status", str(tmp_path / "out" / "demo.sqlite"), cwd=tmp_path)
-    assert status.returncode == 0 and "FAIL" in status.stdout
+    assert status.returncode == 1 and "FAIL" in status.stdout  # a drive failed: exit 1
     # the same per-drive verdict as the end table and the report
     plp_status = next(line for line in status.stdout.splitlines() if "Enterprise PLP" in line)
     assert "NOT YET DEMONSTRATED" in plp_status and "PASS" not in plp_status

@@ -127,13 +127,18 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from rig import cli_json
     from rig.fleet.views import CentralView, overview_text
 
     view = CentralView(_dsn(args))
     try:
-        print(overview_text(view.overview()))
+        overview = view.overview()
     finally:
         view.close()
+    if args.json:
+        print(cli_json.dumps(cli_json.fleet_status(overview)))
+    else:
+        print(overview_text(overview))
     return 0
 
 
@@ -218,6 +223,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("submission", type=int)
     p.set_defaults(func=_one_line(cmd_stop))
     p = central(commands.add_parser("status", help="stations, campaigns and their progress"))
+    p.add_argument("--json", action="store_true", help="schema rig.fleet-status/1 (docs/json.md)")
     p.set_defaults(func=_one_line(cmd_status))
 
     p = commands.add_parser(

@@ -97,33 +97,75 @@ class WearReading(Enum):
     RAW_USED = "raw value = percent of life used"
 
 
-# Phison firmware (Kingston KC400, Corsair, Patriot, PNY...) keeps 231's normalised value at 100
-# and counts the life left in the raw value.
-PHISON_FAMILY = re.compile(r"^Phison Driven")
-
-
 @dataclass(frozen=True)
 class WearAttr:
     id: int
     name: str
     reading: WearReading
-    family: re.Pattern[str] | None = None  # only on drives of this smartctl model family
 
 
-# percentage_used = 100 - life left. First match wins.
+INTEL_233 = WearAttr(233, "Media_Wearout_Indicator", WearReading.NORMALIZED_REMAINING)
+SAMSUNG_177 = WearAttr(177, "Wear_Leveling_Count", WearReading.NORMALIZED_REMAINING)
+SILICON_MOTION_169 = WearAttr(169, "Remaining_Lifetime_Perc", WearReading.RAW_REMAINING)
+PHISON_231 = WearAttr(231, "SSD_Life_Left", WearReading.RAW_REMAINING)
+
+# percentage_used = 100 - life left; first match wins. For a drive of no family below.
 WEAR_ATTRS: tuple[WearAttr, ...] = (
-    WearAttr(233, "Media_Wearout_Indicator", WearReading.NORMALIZED_REMAINING),  # Intel
-    WearAttr(177, "Wear_Leveling_Count", WearReading.NORMALIZED_REMAINING),  # Samsung
+    INTEL_233,
+    SAMSUNG_177,  # also smartctl's DEFAULT name for 177 on any SSD: see WEAR_BY_FAMILY
     WearAttr(202, "Perc_Rated_Life_Used", WearReading.RAW_USED),  # Crucial/Micron m4 era
     WearAttr(173, "Wear_Leveling_Count", WearReading.NORMALIZED_REMAINING),  # Crucial/Micron m4
     WearAttr(202, "Percent_Lifetime_Remain", WearReading.NORMALIZED_REMAINING),  # Micron
     WearAttr(245, "Percent_Life_Remaining", WearReading.NORMALIZED_REMAINING),  # Dell S3520
-    WearAttr(169, "Remaining_Lifetime_Perc", WearReading.RAW_REMAINING),  # Silicon Motion
-    WearAttr(231, "SSD_Life_Left", WearReading.RAW_REMAINING, PHISON_FAMILY),  # Kingston KC400
+    SILICON_MOTION_169,  # only a drive-database preset names 169 so
     WearAttr(231, "SSD_Life_Left", WearReading.NORMALIZED_REMAINING),  # SandForce and others
 )
-# Kept for callers of the previous table: (id, name) in order of preference.
-WEAR_REMAINING_ATTRS: tuple[tuple[int, str], ...] = tuple((w.id, w.name) for w in WEAR_ATTRS)
+
+
+@dataclass(frozen=True)
+class FamilyWear:
+    """The wear attributes of one controller family (smartctl's `model_family`), in order;
+    any other attribute, however it is named, is not read as wear on these drives."""
+
+    family: re.Pattern[str]
+    attrs: tuple[WearAttr, ...]
+    evidence: str
+
+
+# Per-family rules, from smartctl's drive database (drivedb.h) and captures (docs/health.md,
+# "Wear"). First matching family wins; a drive of none of them uses WEAR_ATTRS.
+WEAR_BY_FAMILY: tuple[FamilyWear, ...] = (
+    FamilyWear(
+        re.compile(r"^Silicon Motion based"),
+        (SILICON_MOTION_169,),
+        "drivedb presets 169 Remaining_Lifetime_Perc and leaves 177 to the DEFAULT name;"
+        " 177's normalised value stays 100 while 169's raw counts life left (issue 25)",
+    ),
+    FamilyWear(
+        re.compile(r"^Innodisk (3IE2|1IE3)/"),  # the two Innodisk entries that name 169 so
+        (SILICON_MOTION_169,),
+        "drivedb presets 169 Remaining_Lifetime_Perc; 177 has only the DEFAULT name",
+    ),
+    FamilyWear(
+        re.compile(r"^Phison Driven"),
+        (PHISON_231,),
+        "231 SSD_Life_Left's raw is life left, its normalised value stays 100 (issue 14)",
+    ),
+    FamilyWear(
+        re.compile(r"^Samsung based"),
+        (SAMSUNG_177,),
+        "the real captures: 177 normalised 99..90 while its raw is the P/E count (25..1773)",
+    ),
+)
+
+
+def wear_attrs_of(family: str) -> tuple[WearAttr, ...]:
+    """The wear attributes to try, in order, on a drive of smartctl model family `family`."""
+    for rule in WEAR_BY_FAMILY:
+        if rule.family.search(family):
+            return rule.attrs
+    return WEAR_ATTRS
+
 
 # Host-write attributes by name; a unit stated in the name wins over "LBAs" (see module doc).
 _MIB = 1 << 20
@@ -209,11 +251,9 @@ def ata_percentage_used(
     attrs: Mapping[int, AtaAttribute], family: str = ""
 ) -> tuple[int, AtaAttribute] | None:
     """(percent of rated life used, the attribute read), or None."""
-    for wear in WEAR_ATTRS:
+    for wear in wear_attrs_of(family):
         attr = attrs.get(wear.id)
         if attr is None or attr.name != wear.name:
-            continue
-        if wear.family is not None and not wear.family.search(family):
             continue
         normalised = wear.reading is WearReading.NORMALIZED_REMAINING
         value = attr.normalized if normalised else attr.raw

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rig.bus.base import DriveNode
-from rig.bus.recover import hotplug_label, locate
+from rig.bus.recover import BusLocation, hotplug_label, locate
 from rig.health import crosscheck
 from rig.health.tools import Runner
 from rig.station import locks, safety
@@ -27,6 +29,28 @@ def refusal_reasons(node: DriveNode, runner: Runner, lock_dir: str = locks.LOCK_
     return reasons
 
 
+@dataclass(frozen=True)
+class DriveRow:
+    """One candidate drive as `rig drives` shows it (the table and `--json`)."""
+
+    node: DriveNode
+    slot: BusLocation | None  # its PCI or SCSI slot; None: not on a PCI or SCSI bus
+    refusals: list[str]  # empty: safe to use
+
+    @property
+    def hotplug(self) -> str:
+        return hotplug_label(self.slot)
+
+
+def rows(
+    nodes: list[DriveNode], runner: Runner, lock_dir: str = locks.LOCK_DIR, sysfs: str = "/sys"
+) -> list[DriveRow]:
+    return [
+        DriveRow(node, locate(node.devnode, sysfs), refusal_reasons(node, runner, lock_dir))
+        for node in nodes
+    ]
+
+
 def table(
     nodes: list[DriveNode], runner: Runner, lock_dir: str = locks.LOCK_DIR, sysfs: str = "/sys"
 ) -> list[str]:
@@ -34,15 +58,13 @@ def table(
         f"{'node':<14} {'size':>10} {'transport':<9} {'model':<28} {'serial':<24} "
         f"{'firmware':<9} {'wwn':<22} {'hot-plug':<8} safe"
     ]
-    for node in nodes:
-        reasons = refusal_reasons(node, runner, lock_dir)
-        ident = node.identity
-        verdict = "yes" if not reasons else f"no: {'; '.join(reasons)}"
-        hotplug = hotplug_label(locate(node.devnode, sysfs))
+    for row in rows(nodes, runner, lock_dir, sysfs):
+        node, ident = row.node, row.node.identity
+        verdict = "yes" if not row.refusals else f"no: {'; '.join(row.refusals)}"
         lines.append(
             f"{node.devnode:<14} {node.size_bytes / 1e9:>8.1f}GB {node.transport[:9]:<9} "
             f"{ident.model[:28]:<28} {ident.serial[:24]:<24} {ident.firmware[:9]:<9} "
-            f"{ident.wwn[:22]:<22} {hotplug:<8} {verdict}"
+            f"{ident.wwn[:22]:<22} {row.hotplug:<8} {verdict}"
         )
     lines.append(
         "hot-plug: whether the drive's slot can hot-plug (no: after a cut it returns only"

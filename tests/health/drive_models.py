@@ -35,7 +35,7 @@ def drivedb(model: str) -> tuple[str, dict[int, str]]:
     """(model family, {attribute id: name}) from the installed smartctl's drive database."""
     smartctl = shutil.which("smartctl") or shutil.which("smartctl", path="/usr/sbin:/sbin")
     if smartctl is None:
-        pytest.fail("smartctl is not installed (the Makefile's APT_PACKAGES installs it)")
+        pytest.fail("smartctl is not installed (the Makefile's STATION_APT_PACKAGES installs it)")
     text = subprocess.run(
         [smartctl, "-P", "showall", model], capture_output=True, text=True, check=False
     ).stdout
@@ -44,6 +44,23 @@ def drivedb(model: str) -> tuple[str, dict[int, str]]:
         pytest.fail(f"{model} not in smartctl's drive database:\n{text[:400]}")
     options = text[text.index("ATTRIBUTE OPTIONS:") :]
     return family.group(1).strip(), {int(i): n for i, n in _PRESET.findall(options)}
+
+
+@cache
+def default_names() -> dict[int, str]:
+    """{attribute id: name} of smartctl's DEFAULT entry: the names it prints for an attribute
+    no model preset names (`smartctl -P showall`, the entry whose family is DEFAULT)."""
+    smartctl = shutil.which("smartctl") or shutil.which("smartctl", path="/usr/sbin:/sbin")
+    if smartctl is None:
+        pytest.fail("smartctl is not installed (the Makefile's STATION_APT_PACKAGES installs it)")
+    text = subprocess.run(
+        [smartctl, "-P", "showall"], capture_output=True, text=True, check=False
+    ).stdout
+    entry = next((e for e in text.split("\n\n") if "MODEL FAMILY:       DEFAULT" in e), "")
+    if not entry:
+        pytest.fail(f"no DEFAULT entry in smartctl -P showall:\n{text[:400]}")
+    options = entry[entry.index("ATTRIBUTE OPTIONS:") :]
+    return {int(i): n for i, n in _PRESET.findall(options)}
 
 
 def capture(

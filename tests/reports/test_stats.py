@@ -206,7 +206,7 @@ def test_bad_arguments_are_refused() -> None:
 
 
 def test_pillow_and_selenium_stay_test_only() -> None:
-    """requirements.lock pins them for the tests; the rig and its reports must not need them."""
+    """requirements-dev.lock pins them for the tests; the rig and its reports must not need them."""
     root = Path(__file__).resolve().parents[2]
     for package in ("rig", "reports", "fixtures"):
         for source in (root / package).rglob("*.py"):
