@@ -1,0 +1,118 @@
+"""Notifications ([notify], rig/notify/) against real receivers on loopback: mail through a local
+SMTP server, JSON posts to a local HTTP endpoint, and a receiver that hangs, which must change no
+cut. Campaigns run on the in-process virtual drives through the production runner."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fixtures import sim_station
+from rig import config
+from rig.campaign import runner
+from rig.campaign.progress import Progress
+from rig.config import Campaign
+from rig.store import Store
+from tests.cli_runner import rig
+from tests.notify_receivers import hanging_receiver, json_endpoint, smtp_server
+from tests.test_sim_campaign import campaign_text
+
+CYCLES = 12
+
+
+def notify_table(*urls: str, extra: str = "") -> str:
+    return f"[notify]\nurls = {json.dumps(list(urls))}\n{extra}"
+
+
+def run(tmp_path: Path, name: str, campaign: Campaign) -> runner.RunResult:
+    return runner.run(
+        lambda c, store: sim_station.build(c)[0],
+        campaign=campaign,
+        db=str(tmp_path / f"{name}.sqlite"),
+        progress=Progress(io.StringIO(), live=False),
+    )
+
+
+def log_lines(result: runner.RunResult, kind: str) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in Path(result.log).read_text().splitlines()]
+    return [line for line in lines if line["kind"] == kind]
+
+
+def cycles(db: str) -> list[tuple[Any, ...]]:
+    store = Store(db, read_only=True)
+    try:
+        rows = store.query(
+            "SELECT d.channel, c.seq, c.cut_delay_ns, c.status, c.ended_at FROM cycle c"
+            " JOIN drive d ON d.id = c.drive_id ORDER BY d.channel, c.seq"
+        )
+        return [tuple(r) for r in rows]
+    finally:
+        store.close()
+
+
+def test_a_bad_url_is_one_line_and_exit_2_before_any_write(tmp_path: Path) -> None:
+    text = campaign_text(["plp"], 2) + notify_table("json://127.0.0.1:9/", "nosuchservice://x")
+    (tmp_path / "c.toml").write_text(text)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    done = rig("run", "c.toml", "--db", "c.sqlite", "--quiet", cwd=tmp_path, timeout_s=120)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1
+    assert "[notify].urls[1]" in done.stderr and "nosuchservice://" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    with pytest.raises(config.UserError, match="not an event"):
+        config.parse(campaign_text(["plp"], 2) + notify_table(extra='events = ["fial"]'))
+
+
+def test_fail_and_campaign_end_reach_a_mail_server_and_a_json_endpoint(tmp_path: Path) -> None:
+    with smtp_server() as (mailbox, smtp_port), json_endpoint() as (posts, http_port):
+        mail = f"mailto://127.0.0.1:{smtp_port}/ops@lab.example?from=rig@lab.example"
+        events = 'events = ["fail", "campaign_end", "verdict"]'
+        text = campaign_text(["plp", "lying-flush"], CYCLES, flush_every=2) + notify_table(
+            mail, f"json://127.0.0.1:{http_port}/", extra=events
+        )
+        result = run(tmp_path, "n", config.parse(text))
+    summaries = {s.channel: s for s in result.summaries}
+    assert not summaries[0].failures and summaries[1].failures  # the lying drive fails
+    subjects = mailbox.subjects()
+    assert sum("FAIL on ch1 SIM lying-flush" in s for s in subjects) == 1
+    assert not any("FAIL on ch0" in s for s in subjects)
+    assert sum("campaign done" in s for s in subjects) == 1
+    fail_body = mailbox.body("FAIL on ch1")
+    assert "first cut with failures" in fail_body
+    assert any(cls in fail_body for cls in summaries[1].failures)
+    end_body = mailbox.body("campaign done")
+    assert "ch1 SIM lying-flush s/n SN0001: FAIL" in end_body
+    assert f"{summaries[0].cycles} cycles" in end_body
+    verdicts = [s for s in subjects if "verdicts:" in s]
+    assert verdicts == ["rig t: verdicts: FAIL SIM lying-flush s/n SN0001"]  # ch0: not yet passed
+    # the same notices as JSON posts (Apprise's json:// body: title, message, type)
+    assert sorted(p["title"] for p in posts) == sorted(subjects)
+    end_post = next(p for p in posts if "campaign done" in p["title"])
+    assert end_post["type"] == "failure" and "FAIL" in end_post["message"]
+    sent = log_lines(result, "notify_sent")
+    assert len(sent) == 2 * len(subjects) and not log_lines(result, "notify_failed")
+    assert all("127.0.0.1" in line["url"] for line in sent)
+
+
+def test_a_receiver_that_hangs_changes_no_cut(tmp_path: Path) -> None:
+    text = campaign_text(["lying-flush", "plp"], CYCLES, flush_every=2)
+    quiet = run(tmp_path, "quiet", config.parse(text))
+    with hanging_receiver() as hang:
+        url = f"json://127.0.0.1:{hang.port}/"
+        loud = run(tmp_path, "loud", config.parse(text + notify_table(url)))
+        still_hanging = hang.answered == 0
+    assert still_hanging and hang.accepted  # the sender reached it and got no answer
+    # every cut as without notifications: the same cycles, cut delays and outcome
+    before, after = cycles(quiet.db), cycles(loud.db)
+    assert [r[:3] for r in after] == [r[:3] for r in before]
+    assert all(r[3] == "ok" for r in after)
+    assert [s.cycles for s in loud.summaries] == [CYCLES, CYCLES]
+    # cuts went on while the first send hung: cycles ended after the receiver took it
+    assert any(r[4] > hang.accepted[0] for r in after)
+    assert not log_lines(loud, "notify_sent")
+    gave_up = log_lines(loud, "notify_gave_up")
+    assert len(gave_up) == 1 and gave_up[0]["sending"] is not None
