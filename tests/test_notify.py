@@ -96,6 +96,7 @@ def test_fail_and_campaign_end_reach_a_mail_server_and_a_json_endpoint(tmp_path:
     sent = log_lines(result, "notify_sent")
     assert len(sent) == 2 * len(subjects) and not log_lines(result, "notify_failed")
     assert all("127.0.0.1" in line["url"] for line in sent)
+    assert {line["thread"] for line in sent} == {"notify-sender"}
 
 
 def test_a_receiver_that_hangs_changes_no_cut(tmp_path: Path) -> None:
@@ -114,5 +115,9 @@ def test_a_receiver_that_hangs_changes_no_cut(tmp_path: Path) -> None:
     # cuts went on while the first send hung: cycles ended after the receiver took it
     assert any(r[4] > hang.accepted[0] for r in after)
     assert not log_lines(loud, "notify_sent")
+    # no cycle's thread ever waited on the receiver: a try that ended (timed out) during the
+    # run was the sender thread's, and at the end the sender was still inside its send
+    tries = log_lines(loud, "notify_failed")
+    assert all(line["thread"] == "notify-sender" for line in tries)
     gave_up = log_lines(loud, "notify_gave_up")
     assert len(gave_up) == 1 and gave_up[0]["sending"] is not None

@@ -152,9 +152,17 @@ class Notifier:
                 ok, why = service.send(notice)
             except Exception as error:  # a plugin's bug must not end the sender
                 ok, why = False, repr(error)[:300]
+            # the thread that waited on the receiver: always this sender, never a cycle's
+            thread = threading.current_thread().name
             if ok:
                 self.sent += 1
-                self.log("notify_sent", event=notice.kind, url=service.shown, attempt=attempt)
+                self.log(
+                    "notify_sent",
+                    event=notice.kind,
+                    url=service.shown,
+                    attempt=attempt,
+                    thread=thread,
+                )
                 return
             self.failed += 1
             last = attempt == self.attempts or self._closing.is_set()
@@ -165,6 +173,7 @@ class Notifier:
                 attempt=attempt,
                 error=why,
                 retry=not last,
+                thread=thread,
             )
             if last:
                 return
