@@ -200,7 +200,23 @@ def create_app(view: FleetView, *, dispatch_dsn: str = "", token: str = "") -> F
     _add_error_handler(app)
     _add_pages(app, view)
     _add_api(app, view, dispatch_dsn, token)
+    _add_metrics(app, view)
     return app
+
+
+def _add_metrics(app: Flask, view: FleetView) -> None:
+    """`/metrics` for Prometheus (rig/fleet/metrics.py), computed from the view's data."""
+    from prometheus_client.exposition import choose_encoder
+
+    from rig.fleet import metrics
+
+    own = metrics.registry(metrics.reader_for(view))
+
+    @app.get("/metrics")
+    def scrape() -> Response:
+        # the text format, or OpenMetrics where the scraper asks for it
+        encode, content_type = choose_encoder(request.headers.get("Accept", ""))
+        return Response(encode(own), content_type=content_type)
 
 
 def _find(view: FleetView, key: str) -> CampaignProgress:
