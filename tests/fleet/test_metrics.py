@@ -11,11 +11,17 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from fixtures import sim_station
+from fixtures.pgcluster import Cluster
 from rig import config
 from rig.campaign.parallel import run_campaign
 from rig.fleet import metrics
+from rig.fleet.central import CentralStore
+from rig.fleet.dashboard import create_app
+from rig.fleet.replicator import replicate_store
+from rig.fleet.views import CentralView, StoreView
 from rig.store import Store
 from tests.prometheus_server import available, free_port, prometheus
 from tests.test_sim_campaign import campaign_text
@@ -116,3 +122,39 @@ def test_the_agent_listener_serves_the_stores_it_names(tmp_path: Path) -> None:
         server.shutdown()
         server.server_close()
         thread.join(10)
+
+
+def samples(text: str, station: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of an exposition, its station label replaced by `station`."""
+    found = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name.endswith("_created"):
+                continue
+            labels = tuple(sorted({**s.labels, "station": station}.items()))
+            found[s.name, labels] = s.value
+    return found
+
+
+def test_the_central_database_gives_the_same_metrics(pg: Cluster, tmp_path: Path) -> None:
+    """`rig serve --central`: the fleet's SQL (rig/fleet/central/reads.py) gives the station
+    store's figures once the store is replicated."""
+    db = tmp_path / "replicated.sqlite"
+    make_store(db)
+    store = Store(str(db))
+    try:
+        with CentralStore(pg.dsn("rig_station_alpha")) as central:
+            assert replicate_store(store, central, "alpha") > 0
+    finally:
+        store.close()
+    local = create_app(StoreView([str(db)])).test_client().get("/metrics")
+    view = CentralView(pg.dsn("viewer", "pw-viewer", host="127.0.0.1"))
+    try:
+        fleet = create_app(view).test_client().get("/metrics")
+    finally:
+        view.close()
+    assert local.status_code == fleet.status_code == 200
+    expected = samples(local.get_data(as_text=True), "alpha")
+    assert any(name == "rig_failing_cuts_by_class_total" for name, _ in expected)
+    got = samples(fleet.get_data(as_text=True), "alpha")
+    assert got == pytest.approx(expected, rel=1e-9)  # sums of seconds: summed in another order
