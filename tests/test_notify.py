@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,9 @@ from rig import config
 from rig.campaign import runner
 from rig.campaign.progress import Progress
 from rig.config import Campaign
+from rig.fleet.station_watch import StationWatch
+from rig.fleet.views import StationStatus
+from rig.notify.sender import Notice, Notifier, Service, apprise_services
 from rig.store import Store
 from tests.cli_runner import rig
 from tests.notify_receivers import hanging_receiver, json_endpoint, smtp_server
@@ -121,3 +125,49 @@ def test_a_receiver_that_hangs_changes_no_cut(tmp_path: Path) -> None:
     assert all(line["thread"] == "notify-sender" for line in tries)
     gave_up = log_lines(loud, "notify_gave_up")
     assert len(gave_up) == 1 and gave_up[0]["sending"] is not None
+
+
+def test_a_full_queue_drops_the_oldest_and_says_so() -> None:
+    """While a send hangs, notices beyond the queue's capacity drop the oldest waiting one,
+    each drop logged; the sender goes on with the newest once the receiver answers."""
+    entered, release = threading.Event(), threading.Event()
+    got: list[str] = []
+
+    def slow(notice: Notice) -> tuple[bool, str]:
+        entered.set()
+        release.wait(30)
+        got.append(notice.title)
+        return True, ""
+
+    logged: list[tuple[str, dict[str, Any]]] = []
+    notifier = Notifier(
+        [Service(slow, "slow://")], lambda kind, **f: logged.append((kind, f)), capacity=2
+    )
+    notifier.notify_event("fail", "first", "")
+    assert entered.wait(30)  # the sender holds "first"; the queue is empty
+    for title in ("second", "third", "fourth", "fifth"):
+        notifier.notify_event("fail", title, "")
+    dropped = [f["title"] for kind, f in logged if kind == "notify_dropped"]
+    assert dropped == ["second", "third"]
+    release.set()
+    notifier.close()
+    assert got == ["first", "fourth", "fifth"]
+    assert [kind for kind, _ in logged].count("notify_sent") == 3
+
+
+def test_station_offline_is_told_once_per_fall(tmp_path: Path) -> None:
+    """The fleet's station watch (rig/fleet/station_watch.py) through the notifier's API
+    `notify_event(kind, title, body)` to a real JSON endpoint."""
+    with json_endpoint() as (posts, port):
+        notifier = Notifier(apprise_services([f"json://127.0.0.1:{port}/"]), lambda k, **f: None)
+        watch = StationWatch(notifier.notify_event)
+        online, silent = StationStatus("alpha", 4, 2.0, "a"), StationStatus("alpha", 4, 95.0, "a")
+        never = StationStatus("beta", 2, None, "")
+        assert watch.look([online, never]) == []
+        assert watch.look([silent, never]) == ["alpha"]
+        assert watch.look([silent, never]) == []  # still silent: told once
+        assert watch.look([online, never]) == []
+        assert watch.look([silent, never]) == ["alpha"]  # fell again
+        notifier.close()
+    assert [p["title"] for p in posts] == ["rig: station alpha offline"] * 2
+    assert "95 s" in posts[0]["message"]

@@ -177,6 +177,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         token=token,
         host=args.host,
         port=args.port,
+        notify_urls=tuple(args.notify or ()),
     )
     return 0
 
@@ -256,5 +257,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     serve.add_argument("--dispatch", help="DSN of a dispatch role, for submit and stop")
     serve.add_argument("--token-file", help="the token that submit and stop requests must carry")
     serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument(
+        "--notify",
+        action="append",
+        metavar="URL",
+        help="Apprise URL told when a station falls silent (repeatable; with --central)",
+    )
     serve.add_argument("--port", type=int, default=8080)
     serve.set_defaults(func=_one_line(cmd_serve))
