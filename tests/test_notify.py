@@ -8,6 +8,7 @@ import io
 import json
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,7 +16,10 @@ import pytest
 from fixtures import sim_station
 from rig import config
 from rig.campaign import runner
+from rig.campaign.model import Cycle
+from rig.campaign.notices import CampaignNotices
 from rig.campaign.progress import Progress
+from rig.check import verify
 from rig.config import Campaign
 from rig.fleet.station_watch import StationWatch
 from rig.fleet.views import StationStatus
@@ -171,3 +175,52 @@ def test_station_offline_is_told_once_per_fall(tmp_path: Path) -> None:
         notifier.close()
     assert [p["title"] for p in posts] == ["rig: station alpha offline"] * 2
     assert "95 s" in posts[0]["message"]
+
+
+class Told:
+    """A notifier's API (`notify_event`) that keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.notices: list[tuple[str, str]] = []
+
+    def notify_event(self, kind: str, title: str, body: str, level: str = "info") -> None:
+        self.notices.append((kind, title))
+
+
+def test_each_event_is_told_once_when_it_happens() -> None:
+    """The event rules of rig/campaign/notices.py on cycles as the runner hands them over: a run
+    of rig errors once per run, the first failing cut only, a channel stop, a dead drive; an
+    `events` list keeps only its events."""
+    text = campaign_text(["plp", "lying-flush"], 2) + notify_table(
+        "json://127.0.0.1:9/", extra="rig_error_run = 2"
+    )
+    campaign = config.parse(text)
+    told = Told()
+    notices = CampaignNotices(campaign, told)  # type: ignore[arg-type]
+    ch0 = SimpleNamespace(spec=campaign.drives[0])
+    ch1 = SimpleNamespace(spec=campaign.drives[1])
+
+    def cycle(seq: int, status: str = "ok", classes: tuple[str, ...] = (), stop: bool = False):
+        c = Cycle(seq, 0.01, status=status, error=f"{status} {seq}", stop_channel=stop)
+        c.findings = [verify.drive_finding(cls, {}) for cls in classes]
+        return c
+
+    for seq, status in enumerate(["error", "error", "error", "ok", "error", "error"], 1):
+        notices.cycle(ch0, cycle(seq, status))
+    notices.cycle(ch1, cycle(1, classes=(verify.LOST_DURABLE, verify.LOST_DURABLE)))
+    notices.cycle(ch1, cycle(2, classes=(verify.LOST_DURABLE,)))
+    notices.cycle(ch0, cycle(7, "error", stop=True))
+    notices.cycle(ch1, cycle(3, "dead", classes=(verify.DEAD,)))
+    assert told.notices == [
+        ("rig_errors", "rig t: 2 rig errors in a row on ch0"),
+        ("rig_errors", "rig t: 2 rig errors in a row on ch0"),
+        ("fail", "rig t: FAIL on ch1 SIM lying-flush s/n SN0001"),
+        ("channel_stopped", "rig t: ch0 stopped"),
+        ("dead", "rig t: dead drive on ch1"),
+    ]
+    only_dead = config.parse(text + '\nevents = ["dead"]')
+    told = Told()
+    notices = CampaignNotices(only_dead, told)  # type: ignore[arg-type]
+    notices.cycle(ch1, cycle(1, classes=(verify.LOST_DURABLE,)))
+    notices.cycle(ch1, cycle(2, "dead", classes=(verify.DEAD,)))
+    assert [kind for kind, _ in told.notices] == ["dead"]
