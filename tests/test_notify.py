@@ -224,3 +224,28 @@ def test_each_event_is_told_once_when_it_happens() -> None:
     notices.cycle(ch1, cycle(1, classes=(verify.LOST_DURABLE,)))
     notices.cycle(ch1, cycle(2, "dead", classes=(verify.DEAD,)))
     assert [kind for kind, _ in told.notices] == ["dead"]
+
+
+def test_urls_from_an_apprise_config_file_stay_out_of_the_store(tmp_path: Path) -> None:
+    """`[notify] config`: the receivers (and their secrets) in Apprise's own configuration
+    file, read when the campaign starts; the store keeps only the campaign file's text."""
+    with json_endpoint() as (posts, port):
+        secret = f"json://rig:s3cret@127.0.0.1:{port}/"
+        apprise_yml = tmp_path / "apprise.yml"
+        apprise_yml.write_text(f"urls:\n  - {secret}\n")
+        text = campaign_text(["plp"], 2) + (
+            f'[notify]\nconfig = "{apprise_yml}"\nevents = ["campaign_end"]\n'
+        )
+        result = run(tmp_path, "cfg", config.parse(text))
+    assert [p["title"] for p in posts] == ["rig t: campaign done"]
+    store = Store(result.db, read_only=True)
+    try:
+        kept = store.query("SELECT config FROM campaign")[0][0]
+    finally:
+        store.close()
+    assert str(apprise_yml) in kept and "s3cret" not in kept
+    sent = log_lines(result, "notify_sent")
+    assert len(sent) == 1 and "s3cret" not in sent[0]["url"]  # Apprise masks it in the log
+    missing = campaign_text(["plp"], 2) + f'[notify]\nconfig = "{tmp_path / "none.yml"}"\n'
+    with pytest.raises(config.UserError, match=r"\[notify\].config: .*none.yml: no notification"):
+        config.parse(missing)

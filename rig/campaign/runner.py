@@ -101,8 +101,9 @@ class _Reports:
     def __init__(self, log: RunLog, progress: Progress, campaign: Campaign) -> None:
         self.log = log
         self.progress = progress
-        urls = campaign.notify.urls
-        self.notifier = Notifier(apprise_services(urls), log.write) if urls else None
+        spec = campaign.notify
+        services = apprise_services(spec.urls, spec.config) if spec.enabled else []
+        self.notifier = Notifier(services, log.write) if services else None
         self.notices = CampaignNotices(campaign, self.notifier) if self.notifier else None
 
     def close(self) -> None:

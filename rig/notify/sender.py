@@ -49,16 +49,26 @@ class Service:
     shown: str
 
 
-def apprise_services(urls: Sequence[str]) -> list[Service]:
-    """One Apprise service per URL (so each succeeds or fails on its own), with the sender's
-    timeouts. The URLs were checked when the campaign file was read."""
+def apprise_services(urls: Sequence[str], config: str = "") -> list[Service]:
+    """One Apprise service per URL, those of the Apprise configuration file `config` too (so
+    each succeeds or fails on its own), with the sender's timeouts. The URLs and the file were
+    checked when the campaign file was read."""
     import apprise
 
-    services = []
+    plugins: list[Any] = []
     for url in urls:
-        plugin: Any = apprise.Apprise.instantiate(url)
+        plugin = apprise.Apprise.instantiate(url)
         if plugin is None:
             raise ValueError(f"not a notification URL: {url.split('://', 1)[0]}://...")
+        plugins.append(plugin)
+    if config:
+        loaded = apprise.AppriseConfig()
+        loaded.add(config)
+        services_of_file = apprise.Apprise()
+        services_of_file.add(loaded)
+        plugins.extend(services_of_file)
+    services = []
+    for plugin in plugins:
         plugin.socket_connect_timeout = CONNECT_TIMEOUT_S
         plugin.socket_read_timeout = READ_TIMEOUT_S
         plugin.request_rate_per_sec = min(plugin.request_rate_per_sec, MAX_PAUSE_S)

@@ -22,12 +22,19 @@ EVENTS = (VERDICT, FAIL, DEAD, RIG_ERRORS, CHANNEL_STOPPED, CAMPAIGN_END, STATIO
 
 @dataclass(frozen=True)
 class NotifySpec:
-    urls: tuple[str, ...] = ()  # Apprise URLs; none = no notifications
+    urls: tuple[str, ...] = ()  # Apprise URLs; none (and no config) = no notifications
     events: tuple[str, ...] = EVENTS  # the events sent (default: all)
     rig_error_run: int = 3  # rig errors in a row on one channel that make a `rig_errors` event
+    # an Apprise configuration file (YAML or text) with more URLs: secrets kept out of the
+    # campaign file, whose text the store and the central database keep
+    config: str = ""
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.urls or self.config)
 
     def wants(self, kind: str) -> bool:
-        return bool(self.urls) and kind in self.events
+        return self.enabled and kind in self.events
 
 
 def check_url(url: str, where: str) -> None:
@@ -39,6 +46,21 @@ def check_url(url: str, where: str) -> None:
         raise UserError(
             f"campaign: {where}: '{scheme}://...' is not a notification URL Apprise can use"
             " (https://github.com/caronc/apprise/wiki)"
+        )
+
+
+def check_config(path: str, where: str) -> None:
+    """One line unless Apprise reads at least one notification URL from the file."""
+    import apprise
+
+    loaded = apprise.AppriseConfig()
+    services = apprise.Apprise()
+    if loaded.add(path):
+        services.add(loaded)
+    if not len(services):
+        raise UserError(
+            f"campaign: {where}: {path}: no notification URL Apprise can use (a missing or"
+            " unreadable file, or no valid URL in it)"
         )
 
 
@@ -54,6 +76,10 @@ def parse(table: Table) -> NotifySpec:
             raise UserError(
                 f"campaign: {table.where}.events: '{kind}' is not an event ({', '.join(EVENTS)})"
             )
-    spec = NotifySpec(tuple(urls), tuple(events), table.whole("rig_error_run", 3, 1, 1_000_000))
+    config = table.get("config", str, "")
+    if config:
+        check_config(config, f"{table.where}.config")
+    rig_error_run = table.whole("rig_error_run", 3, 1, 1_000_000)
+    spec = NotifySpec(tuple(urls), tuple(events), rig_error_run, config)
     table.done()
     return spec
