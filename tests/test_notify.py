@@ -249,3 +249,13 @@ def test_urls_from_an_apprise_config_file_stay_out_of_the_store(tmp_path: Path) 
     missing = campaign_text(["plp"], 2) + f'[notify]\nconfig = "{tmp_path / "none.yml"}"\n'
     with pytest.raises(config.UserError, match=r"\[notify\].config: .*none.yml: no notification"):
         config.parse(missing)
+
+
+def test_serve_notify_needs_the_fleet_and_a_good_url(tmp_path: Path) -> None:
+    """`rig serve --notify` watches stations, so it needs --central; a URL Apprise cannot use
+    is refused before the server starts (one line, exit 2)."""
+    no_fleet = rig("serve", "--db", "x.sqlite", "--notify", "json://127.0.0.1:9/", cwd=tmp_path)
+    assert no_fleet.returncode == 2 and "needs --central" in no_fleet.stderr
+    bad = rig("serve", "--central", "host=/nonexistent", "--notify", "nosuch://x", cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--notify #1" in bad.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
