@@ -6,7 +6,8 @@ row per cycle, with its outcome and delays), comparisons.csv, survival.csv, endu
 row per endurance interval, with its latency sample count), endurance_series.csv (per PTS run:
 every preconditioning pass and write interval with its round, verdict, fill level and capacity
 multiple written), endurance_marks.csv (cuts and retention checks on those axes) and
-pts_windows.csv (each tracking variable over the measurement window: average, slope, range).
+pts_windows.csv (each tracking variable over the measurement window: average, slope, range);
+junit.xml the verdicts as JUnit XML for CI systems (reports/junit.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from reports import analysis, dataset, deferred, html
+from reports import analysis, dataset, deferred, html, junit
 from reports.analysis import Report
 from reports.cuts import Counted, DelayPoints, table_of
 from reports.endurance import EnduranceSeries, WindowFit
@@ -483,13 +484,18 @@ def _endurance_row(model: str, row: dict[str, Any]) -> list[object]:
     return cells
 
 
-def write_report(db_paths: Sequence[str], out_dir: str, confidence: float = 0.95) -> str:
+def write_report(
+    db_paths: Sequence[str], out_dir: str, confidence: float = 0.95, junit_path: str = ""
+) -> str:
     """Build the report of the given stores into `out_dir`; returns the HTML file's path."""
-    return write_dataset_report(dataset.load(db_paths), out_dir, confidence)
+    return write_dataset_report(dataset.load(db_paths), out_dir, confidence, junit_path)
 
 
-def write_dataset_report(data: dataset.Dataset, out_dir: str, confidence: float = 0.95) -> str:
-    """Build the report of a dataset (stores, the central database, or both merged)."""
+def write_dataset_report(
+    data: dataset.Dataset, out_dir: str, confidence: float = 0.95, junit_path: str = ""
+) -> str:
+    """Build the report of a dataset (stores, the central database, or both merged); its JUnit
+    XML goes to `junit_path` (default: junit.xml in `out_dir`)."""
     report = analysis.analyse(data, confidence)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -497,6 +503,7 @@ def write_dataset_report(data: dataset.Dataset, out_dir: str, confidence: float 
     page = out / "report.html"
     deferred.write(str(page), html.render_text(report, now))
     deferred.write(str(out / "report.json"), json_text(report, now))
+    junit.write(report, junit_path or out / "junit.xml")
     write_csvs(report, data, out)
     # one self-contained page per model too, for a certification file that cites one model
     for model in report.models:

@@ -167,13 +167,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UserError("rig report: give stores, --central DSN, or both")
     if not args.central:
         out = args.out or os.path.splitext(args.db[0])[0] + "-report"
-        print(export.write_report(args.db, out, args.confidence))
+        print(export.write_report(args.db, out, args.confidence, args.junit or ""))
         return 0
     from reports import central, dataset
 
     parts = [central.load(args.central)] + ([dataset.load(args.db)] if args.db else [])
     out = args.out or "fleet-report"
-    print(export.write_dataset_report(dataset.merge(parts), out, args.confidence))
+    print(export.write_dataset_report(dataset.merge(parts), out, args.confidence, args.junit or ""))
     return 0
 
 
@@ -273,6 +273,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--out", help="report folder (default: <first store>-report)")
     report.add_argument("--confidence", type=float, default=0.95, help="default 0.95")
+    report.add_argument(
+        "--junit", metavar="FILE", help="the verdicts as JUnit XML (default: junit.xml in --out)"
+    )
     report.set_defaults(func=cmd_report)
     from rig.fleet import cli as fleet_cli
 

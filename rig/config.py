@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rig.bus.recover import DEFAULT_WAIT_S, RECOVER_MODES
@@ -16,6 +16,8 @@ from rig.campaign.cuts import STRATEGIES
 from rig.check import failures
 from rig.errors import UserError
 from rig.io.workload import ENGINES, LAYOUTS, LBA_SKEWS, SIZE_MIXES, Workload
+from rig.notify import settings as notify_settings
+from rig.notify.settings import NotifySpec
 from rig.schema import StationSpec, Table
 from rig.station import backends
 from rig.station.backends import StationKind
@@ -131,6 +133,7 @@ class Campaign:
     criteria: Criteria = Criteria()
     duration_s: float = 0.0  # with cycles: whichever comes first; 0 = cycles only
     endurance: EnduranceSpec | None = None  # endurance mode when the file has [endurance]
+    notify: NotifySpec = field(default_factory=NotifySpec)  # [notify]: where events are sent
 
 
 def _range_ms(table: Table, key: str, default: list[float]) -> tuple[float, float]:
@@ -180,6 +183,7 @@ def parse(
     health = _health(root.get("health", dict, {}))
     stop = _stop_rules(Table("[stop]", root.get("stop", dict, {})))
     criteria = _criteria(Table("[criteria]", root.get("criteria", dict, {})))
+    notify = notify_settings.parse(Table("[notify]", root.get("notify", dict, {})))
     endurance = None
     if "endurance" in root.data:
         endurance_t = Table("[endurance]", root.get("endurance", dict))
@@ -211,6 +215,7 @@ def parse(
         criteria,
         duration_s,
         endurance,
+        notify,
     )
 
 

@@ -22,11 +22,13 @@ from rig import config
 from rig.campaign import endurance, resume
 from rig.campaign.drive import DriveRun
 from rig.campaign.model import Cycle, DriveSummary, Station
+from rig.campaign.notices import CampaignNotices
 from rig.campaign.parallel import run_campaign
 from rig.campaign.progress import Progress
 from rig.campaign.runlog import RunLog
 from rig.config import Campaign, Criteria
 from rig.errors import UserError
+from rig.notify.sender import Notifier, apprise_services
 from rig.station import backends
 from rig.store import Store, open_existing
 
@@ -93,11 +95,21 @@ def wait_for_drives(station: Station, campaign: Campaign, progress: Progress) ->
 
 
 class _Reports:
-    """Where a run's events go: its JSON-lines log and the progress display."""
+    """Where a run's events go: its JSON-lines log, the progress display and, where the campaign
+    has `[notify]` URLs, its notices (queued only: rig/notify/sender.py sends them)."""
 
-    def __init__(self, log: RunLog, progress: Progress) -> None:
+    def __init__(self, log: RunLog, progress: Progress, campaign: Campaign) -> None:
         self.log = log
         self.progress = progress
+        spec = campaign.notify
+        services = apprise_services(spec.urls, spec.config) if spec.enabled else []
+        self.notifier = Notifier(services, log.write) if services else None
+        self.notices = CampaignNotices(campaign, self.notifier) if self.notifier else None
+
+    def close(self) -> None:
+        """The notices still queued get a few seconds at most, then are given up (logged)."""
+        if self.notifier is not None:
+            self.notifier.close()
 
     def signal(self, signum: int) -> None:
         name = signal.Signals(signum).name
@@ -122,6 +134,8 @@ class _Reports:
             target=drive.campaign.cycles,
         )
         self.progress.cycle(drive, c)
+        if self.notices is not None:
+            self.notices.cycle(drive, c)
 
     def message(self, text: str) -> None:
         self.log.write("message", text=text)
@@ -144,6 +158,8 @@ class _Reports:
                 for s in summaries
             ],
         )
+        if self.notices is not None:
+            self.notices.end(summaries, stopped)
 
 
 def _open(
@@ -186,7 +202,7 @@ def run(
     progress = progress or Progress()
     campaign, db, store, resumable = _open(campaign_path, campaign, resume_db, db)
     log = RunLog(log_path or default_log_path(db))
-    reports = _Reports(log, progress)
+    reports = _Reports(log, progress, campaign)
     stop = threading.Event()
     summaries: list[DriveSummary] = []
     finished = resumable.finished if resumable else []
@@ -243,4 +259,5 @@ def run(
     finally:
         progress.close()
         store.close()
+        reports.close()
         log.close()

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from rig.errors import UserError
 
@@ -82,12 +83,28 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    if args.metrics_port:
+        _agent_metrics(agent, args.station, args.metrics_host, args.metrics_port)
     print(
         f"agent of station {args.station}: {len(inventory)} drives, home {args.home}",
         flush=True,
     )
     agent.run()
     return 0
+
+
+def _agent_metrics(agent: Any, station: str, host: str, port: int) -> None:
+    """`/metrics` of the agent's campaign stores (named again at each scrape) on host:port."""
+    from rig.fleet import metrics
+
+    def stores() -> list[str]:
+        return [str(c.store) for c in agent.campaigns() if c.store.exists()]
+
+    try:
+        metrics.serve_stores(stores, station, host, port)
+    except OSError as error:
+        raise UserError(f"--metrics-port {port} on {host}: {error.strerror or error}") from error
+    print(f"metrics on http://{host}:{port}/metrics", flush=True)
 
 
 def cmd_replicate(args: argparse.Namespace) -> int:
@@ -165,6 +182,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         token=token,
         host=args.host,
         port=args.port,
+        notify_urls=tuple(args.notify or ()),
     )
     return 0
 
@@ -211,6 +229,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--inventory", help="TOML [[drive]] list (default: the drives udev sees)")
     p.add_argument("--station-table", help="TOML file with this station's [station] table")
     p.add_argument("--ledgers", action="store_true", help="replicate ledger blobs too")
+    p.add_argument(
+        "--metrics-port", type=int, default=0, help="serve /metrics on this port (default: off)"
+    )
+    p.add_argument("--metrics-host", default="127.0.0.1", help="its address (default 127.0.0.1)")
     p.set_defaults(func=_one_line(cmd_agent))
     p = central(commands.add_parser("replicate", help="ship stores to the central database"))
     p.add_argument("db", nargs="+")
@@ -241,5 +263,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     serve.add_argument("--dispatch", help="DSN of a dispatch role, for submit and stop")
     serve.add_argument("--token-file", help="the token that submit and stop requests must carry")
     serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument(
+        "--notify",
+        action="append",
+        metavar="URL",
+        help="Apprise URL told when a station falls silent (repeatable; with --central)",
+    )
     serve.add_argument("--port", type=int, default=8080)
     serve.set_defaults(func=_one_line(cmd_serve))

@@ -17,6 +17,7 @@ import datetime
 import hmac
 import html as htmllib
 import logging
+import threading
 import time
 from typing import Any
 
@@ -25,7 +26,10 @@ from flask import Flask, Response, abort, jsonify, request
 from reports import analysis
 from reports import html as report_html
 from rig.errors import UserError
+from rig.fleet import station_watch
 from rig.fleet.views import CampaignProgress, CentralView, FleetView, Overview, StoreView
+from rig.notify import settings
+from rig.notify.sender import Notifier, apprise_services
 
 log = logging.getLogger("rig.fleet.dashboard")
 esc = htmllib.escape
@@ -200,7 +204,23 @@ def create_app(view: FleetView, *, dispatch_dsn: str = "", token: str = "") -> F
     _add_error_handler(app)
     _add_pages(app, view)
     _add_api(app, view, dispatch_dsn, token)
+    _add_metrics(app, view)
     return app
+
+
+def _add_metrics(app: Flask, view: FleetView) -> None:
+    """`/metrics` for Prometheus (rig/fleet/metrics.py), computed from the view's data."""
+    from prometheus_client.exposition import choose_encoder
+
+    from rig.fleet import metrics
+
+    own = metrics.registry(metrics.reader_for(view))
+
+    @app.get("/metrics")
+    def scrape() -> Response:
+        # the text format, or OpenMetrics where the scraper asks for it
+        encode, content_type = choose_encoder(request.headers.get("Accept", ""))
+        return Response(encode(own), content_type=content_type)
 
 
 def _find(view: FleetView, key: str) -> CampaignProgress:
@@ -330,12 +350,25 @@ def serve(
     token: str,
     host: str,
     port: int,
+    notify_urls: tuple[str, ...] = (),
 ) -> None:
     import waitress  # type: ignore[import-untyped]
 
     if dispatch_dsn and not token:
         raise UserError("rig serve: --dispatch needs --token-file (submit and stop need a token)")
+    if notify_urls and not central:
+        raise UserError("rig serve: --notify watches the fleet's stations: it needs --central")
+    for i, url in enumerate(notify_urls):
+        settings.check_url(url, f"--notify #{i + 1}")
     view = make_view(central, stores)
     app = create_app(view, dispatch_dsn=dispatch_dsn, token=token)
+    if notify_urls:
+        notifier = Notifier(apprise_services(notify_urls), _log_notice)
+        station_watch.start(view, notifier, threading.Event())
     print(f"dashboard on http://{host}:{port}/ ({view.source})", flush=True)
     waitress.serve(app, host=host, port=port, threads=6, ident="rig")
+
+
+def _log_notice(kind: str, **fields: Any) -> None:
+    """The sender's record of each send and failure, in the server's log."""
+    log.info("%s %s", kind, fields)

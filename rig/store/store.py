@@ -7,12 +7,13 @@ import os
 
 from rig.errors import UserError
 from rig.store.campaign import CampaignRows
+from rig.store.metrics import MetricReads
 from rig.store.recording import RecordWrites
 from rig.store.replication import ReplicationReads
 from rig.store.summary import SummaryReads
 
 
-class Store(RecordWrites, CampaignRows, ReplicationReads, SummaryReads):
+class Store(RecordWrites, CampaignRows, ReplicationReads, SummaryReads, MetricReads):
     """One SQLite file. Thread-safe: one connection guarded by a lock (writes are batched)."""
 
 

@@ -134,3 +134,41 @@ class ReadQueries(CentralConnection):
             " ORDER BY c.campaign_uid, c.channel, c.seq",
             (station,),
         )
+
+    # the Prometheus metrics (rig/fleet/metrics.py): the same reads as rig/store/metrics.py
+    def metric_drives(self) -> list[Row]:
+        return self._read(
+            "SELECT d.station, k.name AS campaign, d.model, d.serial, d.channel, d.status,"
+            " count(c.seq) FILTER (WHERE c.status IN ('ok', 'dead')) AS cuts,"
+            " count(c.seq) FILTER (WHERE c.status = 'error') AS rig_errors,"
+            " count(c.seq) FILTER (WHERE c.failures > 0) AS failing"
+            " FROM fleet.drive d JOIN fleet.campaign k"
+            " ON k.station = d.station AND k.uid = d.campaign_uid"
+            " LEFT JOIN fleet.cycle c ON c.station = d.station"
+            " AND c.campaign_uid = d.campaign_uid AND c.channel = d.channel"
+            " GROUP BY d.station, d.campaign_uid, d.channel, k.name"
+            " ORDER BY d.station, d.campaign_uid, d.channel"
+        )
+
+    def metric_failing_classes(self) -> list[Row]:
+        """(station, campaign, serial, channel, class, cuts): cuts with a failure of the class."""
+        return self._read(
+            "SELECT d.station, k.name AS campaign, d.serial, d.channel, f.class,"
+            " count(DISTINCT f.seq) AS cuts FROM fleet.finding f JOIN fleet.drive d"
+            " ON d.station = f.station AND d.campaign_uid = f.campaign_uid"
+            " AND d.channel = f.channel JOIN fleet.campaign k"
+            " ON k.station = d.station AND k.uid = d.campaign_uid WHERE f.failure = 1"
+            " GROUP BY d.station, d.campaign_uid, d.channel, k.name, d.serial, f.class"
+        )
+
+    def metric_returns(self, bucket_sql: str) -> list[Row]:
+        """(station, model, bucket, n, seconds); `bucket_sql`: rig.store.metrics.bucket_case
+        over `s`, the return time in seconds."""
+        return self._read(
+            f"SELECT station, model, {bucket_sql} AS bucket, count(*) AS n, sum(s) AS seconds"
+            " FROM (SELECT c.station, d.model, (c.back_ns - c.cut_ns) / 1e9 AS s"
+            " FROM fleet.cycle c JOIN fleet.drive d ON d.station = c.station"
+            " AND d.campaign_uid = c.campaign_uid AND d.channel = c.channel"
+            " WHERE c.back_ns IS NOT NULL AND c.cut_ns IS NOT NULL AND c.back_ns >= c.cut_ns) r"
+            " GROUP BY station, model, bucket"
+        )

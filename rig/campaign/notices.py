@@ -1,0 +1,118 @@
+"""Which of a run's events are worth telling someone (the campaign file's `[notify]`): a drive's
+first failing cut, a dead drive, a run of rig errors, a channel stopped for doubt, each drive's
+verdict and the campaign's end. `cycle` runs on the drive's own thread after each recorded cycle
+and only queues a notice (rig/notify/sender.py sends it on its own thread)."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from rig.config import Campaign
+from rig.notify import settings
+from rig.notify.sender import Notifier
+
+if TYPE_CHECKING:
+    from rig.campaign.drive import DriveRun
+    from rig.campaign.model import Cycle, DriveSummary
+
+
+def _classes(counts: dict[str, int]) -> str:
+    return ", ".join(f"{cls} x{n}" for cls, n in sorted(counts.items()))
+
+
+class CampaignNotices:
+    def __init__(self, campaign: Campaign, notifier: Notifier) -> None:
+        self.campaign = campaign
+        self.spec = campaign.notify
+        self.notifier = notifier
+        self._lock = threading.Lock()  # drive threads report at once
+        self._failed: set[int] = set()  # channels whose FAIL was sent
+        self._errors_in_a_row: dict[int, int] = {}
+
+    def _send(self, kind: str, title: str, body: str, level: str) -> None:
+        if self.spec.wants(kind):
+            self.notifier.notify_event(kind, f"rig {self.campaign.name}: {title}", body, level)
+
+    def cycle(self, drive: DriveRun, c: Cycle) -> None:
+        """After each recorded cycle, on the drive's thread: queue what it tells, nothing more."""
+        channel, label = drive.spec.channel, drive.spec.identity.label()
+        where = f"ch{channel} {label}, cycle {c.seq}"
+        failing = {f.cls for f in c.findings if f.failure}
+        with self._lock:
+            first_fail = bool(failing) and channel not in self._failed
+            if first_fail:
+                self._failed.add(channel)
+            errors = self._errors_in_a_row.get(channel, 0) + 1 if c.status == "error" else 0
+            self._errors_in_a_row[channel] = errors
+        if first_fail:
+            counts = {cls: sum(1 for f in c.findings if f.cls == cls) for cls in failing}
+            self._send(
+                settings.FAIL,
+                f"FAIL on ch{channel} {label}",
+                f"{where}: first cut with failures: {_classes(counts)}",
+                "failure",
+            )
+        if c.status == "dead":
+            self._send(
+                settings.DEAD, f"dead drive on ch{channel}", f"{where}: {c.error}", "failure"
+            )
+        elif c.stop_channel:
+            self._send(
+                settings.CHANNEL_STOPPED,
+                f"ch{channel} stopped",
+                f"{where}: channel stopped, nothing more written to it: {c.error}",
+                "warning",
+            )
+        if errors == self.spec.rig_error_run:
+            self._send(
+                settings.RIG_ERRORS,
+                f"{errors} rig errors in a row on ch{channel}",
+                f"{where}: {c.error}",
+                "warning",
+            )
+
+    def verdict_settled(self, label: str, verdict: str, detail: str) -> None:
+        """A drive's verdict is settled: at the end from the fixed-sample rule, or (a sequential
+        plan) when the plan decides; the runner calls this."""
+        level = {"PASS": "success", "FAIL": "failure", "DEAD": "failure"}.get(verdict, "info")
+        self._send(settings.VERDICT, f"{verdict}: {label}", f"{label}: {verdict}. {detail}", level)
+
+    def end(self, summaries: list[DriveSummary], stopped: bool) -> None:
+        """The campaign's end: each drive's fixed-sample verdict, a FAIL not yet told (found
+        before a resume), and the summary."""
+        from reports import verdict as verdicts
+
+        rate = self.campaign.criteria.max_failure_probability
+        confidence = self.campaign.criteria.confidence
+        lines, settled = [], []
+        for s in summaries:
+            cuts = s.cycles - s.errors
+            verdict = verdicts.drive_verdict(s.dead, len(s.failures), cuts, rate, confidence)
+            found = _classes(s.failures) or "no failure"
+            line = (
+                f"ch{s.channel} {s.label}: {verdict}; {s.cycles} cycles, {s.errors} rig errors,"
+                f" {found}" + (f"; stopped: {s.stopped_by}" if s.stopped_by else "")
+            )
+            lines.append(line)
+            if s.failures and s.channel not in self._failed:
+                self._failed.add(s.channel)
+                self._send(settings.FAIL, f"FAIL on ch{s.channel} {s.label}", line, "failure")
+            if verdict != verdicts.NOT_YET:
+                settled.append((s.label, verdict))
+        if settled:  # one notice for the drives the fixed-sample rule settled
+            self._send(
+                settings.VERDICT,
+                "verdicts: " + ", ".join(f"{verdict} {label}" for label, verdict in settled),
+                "\n".join(f"{label}: {verdict}" for label, verdict in settled)
+                + f"\n(criteria: failure probability per cut < {rate:g} at {confidence:g})",
+                "failure" if any(v != verdicts.PASS for _, v in settled) else "success",
+            )
+        status = "stopped" if stopped else "done"
+        worst = "failure" if any(s.failures or s.dead for s in summaries) else "info"
+        self._send(
+            settings.CAMPAIGN_END,
+            f"campaign {status}",
+            f"campaign {self.campaign.name} {status}.\n" + "\n".join(lines),
+            worst,
+        )

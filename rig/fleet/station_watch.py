@@ -1,0 +1,57 @@
+"""`station_offline` notifications: `rig serve --central ... --notify URL` watches the fleet's
+stations and tells when one falls silent (its agent's heartbeat is older than the views'
+staleness, rig/fleet/views.py), once per fall, through the same sender as a campaign's notices
+(rig/notify/sender.py: `Notifier.notify_event(kind, title, body)`)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from rig.fleet.views import FleetView, StationStatus
+from rig.notify import settings
+from rig.notify.sender import Notifier
+
+log = logging.getLogger("rig.fleet.station_watch")
+CHECK_EVERY_S = 10.0
+
+
+class StationWatch:
+    """Which stations fell silent since the last look (a station seen silent at the first look
+    is told too: nobody was told before)."""
+
+    def __init__(self, notify: Callable[[str, str, str], None]) -> None:
+        self.notify = notify
+        self.online: dict[str, bool] = {}
+
+    def look(self, stations: list[StationStatus]) -> list[str]:
+        fell = []
+        for s in stations:
+            online = s.state == "online"
+            if not online and self.online.get(s.name, True) and s.last_seen_s is not None:
+                fell.append(s.name)
+                self.notify(
+                    settings.STATION_OFFLINE,
+                    f"rig: station {s.name} offline",
+                    f"station {s.name}: no heartbeat from its agent for"
+                    f" {s.last_seen_s:.0f} s ({s.drives} drives)",
+                )
+            self.online[s.name] = online
+        return fell
+
+
+def start(view: FleetView, notifier: Notifier, stop: threading.Event) -> threading.Thread:
+    """Look at the stations every CHECK_EVERY_S until `stop`, on a daemon thread."""
+    watch = StationWatch(lambda kind, title, body: notifier.notify_event(kind, title, body))
+
+    def run() -> None:
+        while not stop.wait(CHECK_EVERY_S):
+            try:
+                watch.look(view.overview().stations)
+            except Exception as error:  # the database away: the next look tries again
+                log.warning("station watch: %s", error)
+
+    thread = threading.Thread(target=run, name="station-watch", daemon=True)
+    thread.start()
+    return thread
