@@ -9,7 +9,7 @@ APT_PACKAGES := python3-venv gcc libc6-dev make pkg-config util-linux fdisk e2fs
 	gcc-avr avr-libc binutils-avr avrdude simavr libsimavr-dev \
 	fio smartmontools sg3-utils nvme-cli \
 	qemu-system-x86 linux-image-amd64 busybox-static \
-	chromium chromium-driver postgresql
+	chromium chromium-driver poppler-utils postgresql
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 NATIVE_LIB := rig/native/libpfr.so
