@@ -228,6 +228,8 @@ MAX_RAIL_CURVES = 12
 
 
 PASS, FAIL, NOT_YET = "PASS", "FAIL", "NOT YET DEMONSTRATED"
+# what a drive did not tell (its firmware version): the one wording of the report, its JSON and CSV
+NOT_REPORTED = "(not reported)"
 
 
 @dataclass
@@ -454,7 +456,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
     returns = cuts.returns()
     firmware: dict[str, list[DriveRun]] = {}
     for r in runs:
-        firmware.setdefault(r.firmware or "(not reported)", []).append(r)
+        firmware.setdefault(r.firmware or NOT_REPORTED, []).append(r)
     dead = sum(d.dead_at_cut is not None for d in drives)
     delays = cuts.delays()
     return ModelReport(
