@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from reports import deferred, svg
+from reports import certificate, deferred, svg
 from reports.analysis import (
     NOT_REPORTED,
     DelayBin,
@@ -26,7 +26,8 @@ from reports.analysis import (
 from reports.endurance_html import endurance_sections
 from rig.check import failures
 
-STYLE = """
+STYLE = (
+    """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
 h1{margin-bottom:0}h2{border-bottom:2px solid #ddd;padding-bottom:2px;margin-top:1.6em}
 table{border-collapse:collapse;margin:.6em 0}
@@ -42,6 +43,8 @@ th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
 code{font-size:12px;word-break:break-all}.charts{display:flex;flex-wrap:wrap;gap:12px}
 section.model{border-left:4px solid #ccc;padding-left:14px;margin-top:2em}
 """
+    + certificate.PRINT_STYLE
+)
 esc = html.escape
 
 
@@ -1034,7 +1037,8 @@ def render_text(report: Report, generated_at: float | None = None) -> str:
     models = "".join(_model_section(m, report.confidence) for m in report.models)
     title = ", ".join(m.model for m in report.models) or "no drives"
     return f"""<!doctype html><html><head><meta charset="utf-8">
-<title>Power-fault reliability report: {esc(title)}</title><style>{STYLE}</style></head><body>
+<title>Power-fault reliability report: {esc(title)}</title><style>{STYLE}</style></head>
+<body class="report">
 <h1>Power-fault reliability report</h1>
 <p class="note">Generated {when} from {len(report.sources)} store(s).
 Confidence {report.confidence:.0%}. Findings are classed as the rig's docs/checker.md defines
@@ -1047,6 +1051,7 @@ them ("The class table").</p>
 <h2>Return time</h2><div class="charts">{return_chart(report.models)}</div>
 {models}
 {METHODS}
+{certificate.certificates(report, when)}
 </body></html>
 """
 

@@ -226,8 +226,8 @@ def report_fragment(data: Any) -> str:
     if not data.runs:
         return "<p class='note'>No cycle has been recorded yet.</p>"
     page = report_html.render(analysis.analyse(data), time.time())
-    start, end = page.find("<body>"), page.rfind("</body>")
-    return page[start + len("<body>") : end] if start >= 0 and end > start else page
+    start, end = page.find(">", page.find("<body")) + 1, page.rfind("</body>")
+    return page[start:end] if 0 < start < end else page
 
 
 def _page(title: str, body: str) -> str:
