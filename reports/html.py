@@ -95,8 +95,7 @@ def bounds_chart(models: Sequence[ModelReport], confidence: float) -> str:
         [m.any_failure.upper or 1.0 for m in shown] + [m.criteria.max_failure_rate for m in shown]
     )
     chart = svg.Chart(
-        f'Failure probability per cut: rate (dot, or "0 of N") and {confidence:.0%} upper'
-        " bound (bar)",
+        f"Failure probability per cut: rate (dot) and {confidence:.0%} upper bound (bar)",
         (0, len(shown)),
         (min(lowest / 3, 1e-4), 1.0),
         "model",
