@@ -167,3 +167,22 @@ def test_named_reads_and_writes_beside_the_cycle_record(tmp_path: Path) -> None:
         1,
     )
     store.close()
+
+
+def test_closing_beside_an_attached_reader_keeps_wal_and_loses_nothing(tmp_path: Path) -> None:
+    """The writer cannot leave WAL while a reader (the dashboard) holds the store: it closes
+    anyway, and the reader and the next writer read everything it wrote."""
+    path = str(tmp_path / "s.sqlite")
+    store = Store(path)
+    store.new_campaign("c", "toml", 1, "simulated")
+    reader = Store(path, read_only=True)
+    reader.query("BEGIN")  # a read transaction in progress, as a page being served
+    assert reader.campaigns()
+    store.close()
+    assert (tmp_path / "s.sqlite-wal").exists()  # still in WAL: the reader held it
+    assert len(reader.campaigns()) == 1
+    reader.query("COMMIT")
+    reader.close()
+    again = Store(path)
+    assert [c["name"] for c in again.campaigns()] == ["c"]
+    again.close()

@@ -104,6 +104,7 @@ class StoreConnection:
         cannot remove. A reader still attached keeps the store in WAL (the change needs the
         file alone); the next writer turns WAL on again."""
         with self._lock, contextlib.suppress(sqlite3.OperationalError):  # busy: a reader
+            self._db.execute("PRAGMA busy_timeout = 200")  # not the 5 s a write waits
             self._db.execute("PRAGMA journal_mode=DELETE")
 
 
