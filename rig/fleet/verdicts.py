@@ -10,6 +10,7 @@ verdict is computed again when its campaigns' progress has changed, at most ever
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -41,6 +42,10 @@ def verdicts_of(data: Dataset) -> list[ModelVerdict]:
     ]
 
 
+def _judge(read: Callable[[], Dataset]) -> list[ModelVerdict]:
+    return verdicts_of(read())
+
+
 class VerdictBoard:
     """The verdicts of a view's campaigns and models, kept between refreshes (thread-safe)."""
 
@@ -65,14 +70,9 @@ class VerdictBoard:
         progress = tuple((c.key, c.cycles, c.status) for c in view.campaigns)
         found: dict[str, ModelVerdict] = {}
         for model in view.models:
-            found.update(
-                (v.model, v)
-                for v in self._get(
-                    f"model {model}",
-                    progress,
-                    lambda model=model: verdicts_of(self._view.model_dataset(model)),  # type: ignore[misc]
-                )
-            )
+            read = functools.partial(self._view.model_dataset, model)
+            kept = self._get(f"model {model}", progress, functools.partial(_judge, read))
+            found.update((v.model, v) for v in kept)
         return found
 
     def _get(
