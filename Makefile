@@ -21,7 +21,7 @@ STATION_APT_PACKAGES := python3-venv gcc libc6-dev make util-linux udev \
 # only tests, benchmarks or the simulator need goes here; one a station runs goes above.
 APT_PACKAGES := pkg-config fdisk e2fsprogs fuse3 libfuse3-dev simavr libsimavr-dev \
 	fio qemu-system-x86 linux-image-amd64 busybox-static \
-	chromium chromium-driver postgresql prometheus
+	chromium chromium-driver poppler-utils postgresql prometheus
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 NATIVE_LIB := rig/native/libpfr.so

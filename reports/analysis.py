@@ -228,6 +228,8 @@ MAX_RAIL_CURVES = 12
 
 
 PASS, FAIL, NOT_YET = "PASS", "FAIL", "NOT YET DEMONSTRATED"
+# what a drive did not tell (its firmware version): the one wording of the report, its JSON and CSV
+NOT_REPORTED = "(not reported)"
 
 
 @dataclass
@@ -303,6 +305,38 @@ class Report:
     unread_tables: dict[str, list[str]] = field(default_factory=dict)
 
 
+# what the campaign file planned, as the certificate states it: (label, table, key, unit)
+PLAN_KEYS = (
+    ("cycles per drive", "campaign", "cycles", ""),
+    ("duration", "campaign", "duration_s", "s"),
+    ("test region", "campaign", "region_mib", "MiB"),
+    ("test region", "campaign", "region_kib", "KiB"),
+    ("test region", "campaign", "region_bytes", "bytes"),
+    ("cut delay", "cut", "delay_ms", "ms"),
+    ("power off", "cut", "off_ms", "ms"),
+    ("writers", "workload", "workers", ""),
+    ("flush every", "workload", "flush_every", "writes"),
+)
+
+
+def plan_of(config: dict[str, Any]) -> dict[str, str]:
+    """The plan the campaign file states (its cycles, region, cut and workload keys), as
+    label -> text; a key the file leaves to the rig's default is not listed."""
+    plan: dict[str, str] = {}
+    for label, table, key, unit in PLAN_KEYS:
+        value = config.get(table, {}).get(key) if isinstance(config.get(table), dict) else None
+        if value is None:
+            continue
+        text = "–".join(map(_plain, value)) if isinstance(value, list) else _plain(value)
+        plan[label] = f"{text} {unit}".strip()
+    return plan
+
+
+def _plain(value: object) -> str:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return f"{value:g}" if number else str(value)
+
+
 def analyse(data: Dataset, confidence: float = 0.95) -> Report:
     by_model: dict[str, list[DriveRun]] = {}
     for run in data.runs:
@@ -317,6 +351,7 @@ def analyse(data: Dataset, confidence: float = 0.95) -> Report:
             "started_at": c.started_at,
             "ended_at": c.ended_at,
             "seed": c.seed,
+            "plan": plan_of(c.config),
         }
         for c in data.campaigns
     ]
@@ -454,7 +489,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
     returns = cuts.returns()
     firmware: dict[str, list[DriveRun]] = {}
     for r in runs:
-        firmware.setdefault(r.firmware or "(not reported)", []).append(r)
+        firmware.setdefault(r.firmware or NOT_REPORTED, []).append(r)
     dead = sum(d.dead_at_cut is not None for d in drives)
     delays = cuts.delays()
     return ModelReport(

@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from reports import deferred, svg
+from reports import certificate, deferred, svg
 from reports.analysis import (
+    NOT_REPORTED,
     DelayBin,
     DriveHealth,
     DriveStat,
@@ -25,7 +26,8 @@ from reports.analysis import (
 from reports.endurance_html import endurance_sections
 from rig.check import failures
 
-STYLE = """
+STYLE = (
+    """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
 h1{margin-bottom:0}h2{border-bottom:2px solid #ddd;padding-bottom:2px;margin-top:1.6em}
 table{border-collapse:collapse;margin:.6em 0}
@@ -37,9 +39,12 @@ th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .verdict.PASS{background:#2a2}.verdict.FAIL{background:#c22}
 .verdict.NOT-YET-DEMONSTRATED{background:#c70;color:#fff}.NOT-YET-DEMONSTRATED{color:#a50;font-weight:bold}
 .absent{color:#777;font-style:italic}.note{color:#555;font-size:13px}
+.detail{font-size:12px;white-space:nowrap}
 code{font-size:12px;word-break:break-all}.charts{display:flex;flex-wrap:wrap;gap:12px}
 section.model{border-left:4px solid #ccc;padding-left:14px;margin-top:2em}
 """
+    + certificate.PRINT_STYLE
+)
 esc = html.escape
 
 
@@ -102,8 +107,10 @@ def bounds_chart(models: Sequence[ModelReport], confidence: float) -> str:
         p = m.any_failure
         assert p.upper is not None and p.rate is not None
         chart.bar(i + 0.25, i + 0.75, p.upper, svg.colour(i), f"{m.model}: upper {p.upper:.3g}")
-        rate = max(p.rate, chart.y.low)
-        chart.points([i + 0.5], [rate], "#000", f"{m.model}: rate {p.rate:.3g}", r=4)
+        if p.failed:
+            chart.points([i + 0.5], [p.rate], "#000", f"{m.model}: rate {p.rate:.3g}", r=4)
+        else:  # a zero rate is below every point of a log axis: said, never drawn at its floor
+            chart.note(i + 0.5, chart.y.low, f"0 of {p.trials}", f"{m.model}: no failing cut")
         chart.category(i + 0.5, m.model)
     for target in sorted({m.criteria.max_failure_rate for m in shown}):
         chart.hline(target, "#b00", f"target p < {target:g}")
@@ -122,6 +129,8 @@ def survival_chart(models: Sequence[ModelReport]) -> str:
         "cuts taken by the drive",
         "fraction of drives alive",
     )
+    drawn: dict[tuple[object, ...], str] = {}  # a curve -> the first model drawn with it
+    drawn_order: list[str] = []  # per model drawn: the first model of its curve
     for i, m in enumerate(models):
         if not m.survival.subjects:
             continue
@@ -136,13 +145,23 @@ def survival_chart(models: Sequence[ModelReport]) -> str:
         ys.append(ys[-1])
         lo.append(lo[-1])
         hi.append(hi[-1])
+        censored = [t for t, died in m.survival.subjects if not died]
+        # models with the very same curve would hide each other: each later one is dashed
+        # (the earlier colours show through its gaps) and its legend names the first
+        curve = (*xs, None, *ys, None, *censored)
+        same = drawn.setdefault(curve, m.model)
+        dash = SAME_CURVE_DASHES[sum(1 for v in drawn_order if v == same) % len(SAME_CURVE_DASHES)]
+        drawn_order.append(same)
         if m.survival.steps:
             chart.band(*_stepped(xs, lo, hi), fill=svg.colour(i))
-        chart.step(xs, ys, svg.colour(i))
-        censored = [t for t, died in m.survival.subjects if not died]
+        chart.step(xs, ys, svg.colour(i), dash)
         chart.points(censored, [_km_at(m, t) for t in censored], svg.colour(i), "censored", r=4)
-        chart.legend(f"{m.model} ({len(m.survival.subjects)} drives)", svg.colour(i))
+        note = f", identical to {same}" if same != m.model else ""
+        chart.legend(f"{m.model} ({len(m.survival.subjects)} drives{note})", svg.colour(i))
     return chart.render()
+
+
+SAME_CURVE_DASHES = ("", "9 5", "3 4", "12 4 3 4")
 
 
 def _stepped(
@@ -668,6 +687,36 @@ def _short(value: object) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
+DETAIL_LIST_ITEMS = 16  # a list in a finding's detail (sector generations...) shows this many
+
+
+def finding_detail(detail: object) -> str:
+    """A finding's detail (its JSON, docs/checker.md "What each finding carries") as readable
+    `key: value` lines: a time stored in nanoseconds (a key ending `_ns`) in ms or s, a list
+    as its items (the first DETAIL_LIST_ITEMS and how many in all), yes/no for a flag."""
+    if not isinstance(detail, dict):
+        return esc(_short(detail)) if detail not in (None, "") else ""
+    lines = []
+    for key, value in detail.items():
+        name = str(key)
+        if name.endswith("_ns") and isinstance(value, int | float) and not isinstance(value, bool):
+            name, text = name.removesuffix("_ns"), _nanoseconds(value)
+        elif isinstance(value, bool):
+            text = "yes" if value else "no"
+        elif isinstance(value, list):
+            shown = " ".join(str(v) for v in value[:DETAIL_LIST_ITEMS])
+            more = len(value) - DETAIL_LIST_ITEMS
+            text = f"{shown} … ({len(value)} in all)" if more > 0 else shown
+        else:
+            text = _short(value)
+        lines.append(f"{esc(name.replace('_', ' '))}: {esc(text)}")
+    return "<br>".join(lines)
+
+
+def _nanoseconds(ns: float) -> str:
+    return f"{ns / 1e6:.4g} ms" if abs(ns) < 10e9 else f"{ns / 1e9:.4g} s"
+
+
 # sections -----------------------------------------------------------------------------------
 
 
@@ -776,7 +825,7 @@ def _drive_rows(m: ModelReport) -> list[list[object]]:
         rows.append(
             [
                 f"{esc(d.serial)}<br><code>{esc(d.wwn)}</code>",
-                esc(", ".join(d.firmware) or "n/a"),
+                esc(", ".join(d.firmware) or NOT_REPORTED),
                 esc(", ".join(d.stations)),
                 esc(", ".join(d.campaigns)),
                 esc(d.profile),
@@ -891,7 +940,7 @@ def _model_section(m: ModelReport, confidence: float) -> str:
                     f"{e.get('lba_first')}+{e.get('lba_count')}",
                     e.get("expected_gen", ""),
                     e.get("observed_gen", ""),
-                    f"<code>{esc(_short(e.get('detail', '')))}</code>",
+                    f'<span class="detail">{finding_detail(e.get("detail", ""))}</span>',
                 ]
                 for e in m.examples[:60]
             ],
@@ -987,10 +1036,12 @@ def render_text(report: Report, generated_at: float | None = None) -> str:
     models = "".join(_model_section(m, report.confidence) for m in report.models)
     title = ", ".join(m.model for m in report.models) or "no drives"
     return f"""<!doctype html><html><head><meta charset="utf-8">
-<title>Power-fault reliability report: {esc(title)}</title><style>{STYLE}</style></head><body>
+<title>Power-fault reliability report: {esc(title)}</title><style>{STYLE}</style></head>
+<body class="report">
 <h1>Power-fault reliability report</h1>
 <p class="note">Generated {when} from {len(report.sources)} store(s).
-Confidence {report.confidence:.0%}. Findings are classed per ARCHITECTURE §4.</p>
+Confidence {report.confidence:.0%}. Findings are classed as the rig's docs/checker.md defines
+them ("The class table").</p>
 <h2>Campaigns</h2>{campaigns}{unread_note}
 <h2>Models</h2>{_summary_table(report) if report.models else _absent("No drives.")}
 <div class="charts">{bounds_chart(report.models, report.confidence)}</div>
@@ -999,6 +1050,7 @@ Confidence {report.confidence:.0%}. Findings are classed per ARCHITECTURE §4.</
 <h2>Return time</h2><div class="charts">{return_chart(report.models)}</div>
 {models}
 {METHODS}
+{certificate.certificates(report, when)}
 </body></html>
 """
 

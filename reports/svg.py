@@ -125,7 +125,7 @@ class Chart:
             f' stroke-width="2"{extra}/>'
         )
 
-    def step(self, xs: Sequence[float], ys: Sequence[float], stroke: str) -> None:
+    def step(self, xs: Sequence[float], ys: Sequence[float], stroke: str, dash: str = "") -> None:
         """A right-continuous step function through (xs[i], ys[i])."""
         sx: list[float] = []
         sy: list[float] = []
@@ -135,7 +135,7 @@ class Chart:
                 sy.append(sy[-1])
             sx.append(a)
             sy.append(b)
-        self.line(sx, sy, stroke)
+        self.line(sx, sy, stroke, dash)
 
     def band(
         self, xs: Sequence[float], lows: Sequence[float], highs: Sequence[float], fill: str
@@ -204,6 +204,16 @@ class Chart:
         self.parts.append(
             f'<rect class="mark" x="{left:.1f}" y="{top:.1f}" width="{max(right - left, 1):.1f}"'
             f' height="{max(base - top, 0):.1f}" fill="{fill}">{tip}</rect>'
+        )
+
+    def note(self, x: float, y: float, text: str, label: str = "") -> None:
+        """A short text standing for a value instead of a mark (a zero on a log axis, which
+        has no place on it), just above (x, y), haloed to stay legible over a bar."""
+        tip = f"<title>{html.escape(label)}</title>" if label else ""
+        self.parts.append(
+            f'<text class="note-mark" x="{self.x(x):.1f}" y="{self.y(y) - 6:.1f}" font-size="11"'
+            ' text-anchor="middle" stroke="#fff" stroke-width="3" paint-order="stroke">'
+            f"{html.escape(text)}{tip}</text>"
         )
 
     def hline(self, y: float, stroke: str, label: str) -> None:

@@ -4,8 +4,9 @@ rig/station/backends.py."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
+
+import tomlkit
 
 from rig import config
 from rig.config import Campaign
@@ -16,15 +17,18 @@ DEMO_CAMPAIGN = Path(__file__).resolve().parent.parent / "fixtures" / "demo.toml
 
 def campaign(cycles: int = 0, in_process: bool = False) -> Campaign:
     """`cycles`: cuts per drive instead of the file's (0: the file's); `in_process`: in-process
-    virtual drives instead of the full-system twin."""
-    demo = config.load(str(DEMO_CAMPAIGN))
-    if cycles:
-        demo = dataclasses.replace(demo, cycles=cycles)
-    spec = demo.station
-    assert isinstance(spec, SimulatedSpec)
-    if in_process:
-        demo = dataclasses.replace(demo, station=dataclasses.replace(spec, twin="in-process"))
-    return demo
+    virtual drives instead of the full-system twin. The options edit the file's text, which is
+    parsed as any campaign file: the campaign stored (its `source`) is the one that runs, so the
+    dashboard's progress and a resume read the real cycle count."""
+    text = DEMO_CAMPAIGN.read_text(encoding="utf-8")
+    if cycles or in_process:
+        document = tomlkit.parse(text)
+        if cycles:
+            document["campaign"]["cycles"] = cycles
+        if in_process:
+            document["station"]["twin"] = "in-process"
+        text = tomlkit.dumps(document)
+    return config.parse(text, str(DEMO_CAMPAIGN))
 
 
 def headline(demo: Campaign) -> str:

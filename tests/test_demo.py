@@ -4,6 +4,7 @@ and report. (The default demo on the full-system twin is tested in tests/sim.)""
 from __future__ import annotations
 
 import sqlite3
+import tomllib
 from pathlib import Path
 
 from tests.cli_runner import rig
@@ -35,7 +36,13 @@ def test_demo_runs_three_drives_and_reports_what_each_did(tmp_path: Path) -> Non
     assert out.strip().splitlines()[-1] == f"report: {report}"  # the demo ends with the path
     assert (tmp_path / "out" / "report.json").is_file()
 
+    # the store is one file after the demo (its writer left WAL, the report read it read-only)
+    assert not [p.name for p in (tmp_path / "out").glob("demo.sqlite-*")]
+
     db = sqlite3.connect(tmp_path / "out" / "demo.sqlite")
+    # the stored campaign is the one that ran (--cycles, --in-process), not the file's default
+    stored = tomllib.loads(db.execute("SELECT config FROM campaign").fetchone()[0])
+    assert stored["campaign"]["cycles"] == 50 and stored["station"]["twin"] == "in-process"
     per_drive = dict(
         db.execute(
             "SELECT d.profile, COUNT(DISTINCT c.id) FROM drive d JOIN cycle c ON c.drive_id = d.id"

@@ -9,12 +9,25 @@ from rig.store import SCHEMA_VERSION, CycleRow, IntervalRow, Store
 
 def test_fresh_store_is_migrated_to_the_current_schema_in_wal_mode(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "s.sqlite"))
+    assert store.query("PRAGMA journal_mode")[0][0] == "wal"  # while the rig writes it
     store.close()
     db = sqlite3.connect(tmp_path / "s.sqlite")
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"campaign", "drive", "cycle", "finding", "event", "ledger", "lba_state"} <= tables
+
+
+def test_a_closed_store_is_one_file_a_read_only_reader_leaves_alone(tmp_path: Path) -> None:
+    """The writer's close leaves WAL: no -wal or -shm stays, and a read-only reader (the
+    report) creates none (issue 25: demo.sqlite-shm was left after `rig demo`)."""
+    path = tmp_path / "s.sqlite"
+    store = Store(str(path))
+    store.new_campaign("c", "toml", 1, "simulated")
+    store.close()
+    reader = Store(str(path), read_only=True)
+    assert reader.campaigns()
+    reader.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite"]
 
 
 def test_reopening_keeps_what_was_recorded(tmp_path: Path) -> None:
@@ -154,3 +167,22 @@ def test_named_reads_and_writes_beside_the_cycle_record(tmp_path: Path) -> None:
         1,
     )
     store.close()
+
+
+def test_closing_beside_an_attached_reader_keeps_wal_and_loses_nothing(tmp_path: Path) -> None:
+    """The writer cannot leave WAL while a reader (the dashboard) holds the store: it closes
+    anyway, and the reader and the next writer read everything it wrote."""
+    path = str(tmp_path / "s.sqlite")
+    store = Store(path)
+    store.new_campaign("c", "toml", 1, "simulated")
+    reader = Store(path, read_only=True)
+    reader.query("BEGIN")  # a read transaction in progress, as a page being served
+    assert reader.campaigns()
+    store.close()
+    assert (tmp_path / "s.sqlite-wal").exists()  # still in WAL: the reader held it
+    assert len(reader.campaigns()) == 1
+    reader.query("COMMIT")
+    reader.close()
+    again = Store(path)
+    assert [c["name"] for c in again.campaigns()] == ["c"]
+    again.close()

@@ -19,7 +19,9 @@ import html as htmllib
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 from flask import Flask, Response, abort, jsonify, request
 
@@ -27,6 +29,7 @@ from reports import analysis
 from reports import html as report_html
 from rig.errors import UserError
 from rig.fleet import station_watch
+from rig.fleet.verdicts import ModelVerdict, VerdictBoard
 from rig.fleet.views import CampaignProgress, CentralView, FleetView, Overview, StoreView
 from rig.notify import settings
 from rig.notify.sender import Notifier, apprise_services
@@ -52,6 +55,7 @@ table.live{border-collapse:collapse;margin:8px 0}
 table.live td,table.live th{border:1px solid #ccc;padding:3px 8px;text-align:left}
 table.live td.n{text-align:right}
 .note{color:#666;font-size:.9em}
+.ended{color:#080}.stopped{color:#a50}.failed,.dead{color:#b00;font-weight:bold}
 """
 
 LIVE_SCRIPT = """
@@ -83,6 +87,23 @@ def _when(t: float | None) -> str:
     return datetime.datetime.fromtimestamp(t, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _href(prefix: str, name: str, keep: str = "") -> str:
+    """A link to a page named by a model or campaign key, URL-encoded (a model name has spaces,
+    and may hold '/', '#' or '?'); `keep`: characters left as they are (a key's '/')."""
+    return esc(prefix + quote(name, safe=keep))
+
+
+def _verdict_cell(verdicts: list[ModelVerdict], several: bool) -> str:
+    """The report's verdicts, one per model (named where the campaign has several)."""
+    if not verdicts:
+        return "<span class='note'>—</span>"
+    return "<br>".join(
+        f'<span class="verdict {esc(v.css)}">{esc(v.label)}</span>'
+        + (f" {esc(v.model)}" if several else "")
+        for v in verdicts
+    )
+
+
 def _bar(c: CampaignProgress) -> str:
     return (
         f'<span class="bar"><i style="width:{c.percent:.1f}%"></i></span>'
@@ -90,9 +111,11 @@ def _bar(c: CampaignProgress) -> str:
     )
 
 
-def _campaign_rows(campaigns: list[CampaignProgress]) -> str:
+def _campaign_rows(
+    campaigns: list[CampaignProgress], verdicts: Mapping[str, list[ModelVerdict]]
+) -> str:
     head = (
-        "<tr><th>campaign</th><th>station</th><th>status</th><th>progress</th>"
+        "<tr><th>campaign</th><th>station</th><th>status</th><th>verdict</th><th>progress</th>"
         "<th>cycles/h</th><th>ETA</th><th>failing cycles</th><th>findings per class</th>"
         "<th>dead drives</th><th>rig errors</th><th>resumes</th></tr>"
     )
@@ -101,10 +124,11 @@ def _campaign_rows(campaigns: list[CampaignProgress]) -> str:
         findings = ", ".join(f"{esc(k)} ×{v}" for k, v in c.findings.items()) or "none"
         rows.append(
             f'<tr class="campaign" id="c-{esc(c.key)}">'
-            f'<td><a href="/campaign/{esc(c.key)}">{esc(c.name)}</a>'
+            f'<td><a href="{_href("/campaign/", c.key, "/")}">{esc(c.name)}</a>'
             + (f' <span class="note">#{c.submission_id}</span>' if c.submission_id else "")
             + f"</td><td>{esc(c.station)}</td>"
             f'<td class="status-{esc(c.status)}">{esc(c.status)}</td>'
+            f'<td class="verdicts">{_verdict_cell(verdicts.get(c.key, []), _several(c))}</td>'
             f"<td>{_bar(c)}</td><td class='n'>{c.per_hour:.0f}</td>"
             f"<td>{_duration(c.eta_s)}</td><td class='n'>{c.failing}</td><td>{findings}</td>"
             f"<td>{esc(', '.join(c.dead)) or '0'}</td><td class='n'>{c.rig_errors}</td>"
@@ -113,7 +137,29 @@ def _campaign_rows(campaigns: list[CampaignProgress]) -> str:
     return f'<table class="live">{head}{"".join(rows)}</table>'
 
 
-def overview_fragment(view: Overview) -> str:
+def _several(c: CampaignProgress) -> bool:
+    return len({d.model for d in c.drives}) > 1
+
+
+def _models_table(view: Overview, verdicts: Mapping[str, ModelVerdict]) -> str:
+    if not view.models:
+        return "<p>none yet</p>"
+    rows = []
+    for m in view.models:
+        v = verdicts.get(m)
+        rows.append(
+            f'<tr class="model"><td><a href="{_href("/model/", m)}">{esc(m)}</a></td>'
+            f"<td>{_verdict_cell([v] if v else [], False)}</td>"
+            f"<td class='n'>{v.cuts if v else 0}</td><td class='n'>{v.drives if v else 0}</td></tr>"
+        )
+    return (
+        "<table class='live'><tr><th>model</th><th>verdict (all campaigns)</th><th>cuts</th>"
+        f"<th>drives</th></tr>{''.join(rows)}</table>"
+    )
+
+
+def overview_fragment(view: Overview, verdicts: VerdictBoard | None = None) -> str:
+    """The overview; with `verdicts`, the report's verdict of each campaign and model."""
     running = [c for c in view.campaigns if c.status == "running"]
     per_hour = sum(c.per_hour for c in running)
     drives = sum(len(c.drives) for c in running)
@@ -146,29 +192,31 @@ def overview_fragment(view: Overview) -> str:
             + "</table>"
         )
     findings = ", ".join(f"{esc(k)} ×{v}" for k, v in view.findings.items()) or "no failure finding"
-    models = " ".join(f'<a href="/model/{esc(m)}">{esc(m)}</a>' for m in view.models)
+    per_campaign = {c.key: verdicts.campaign(c) for c in view.campaigns} if verdicts else {}
     return (
         '<div class="cards">'
         + "".join(f'<div class="card">{esc(k)}<b>{esc(v)}</b></div>' for k, v in cards)
         + "</div>"
         + stations
         + "<h2>Campaigns</h2>"
-        + _campaign_rows(view.campaigns)
+        + _campaign_rows(view.campaigns, per_campaign)
         + f"<h2>Findings per class</h2><p>{findings}</p>"
-        + f"<h2>Models</h2><p>{models or 'none yet'}</p>"
+        + "<h2>Models</h2>"
+        + _models_table(view, verdicts.models(view) if verdicts else {})
         + f'<p class="note">Read from {esc(view.source)} at {_when(view.generated_at)} UTC.</p>'
     )
 
 
-def campaign_fragment(c: CampaignProgress) -> str:
+def campaign_fragment(c: CampaignProgress, verdicts: VerdictBoard | None = None) -> str:
     drives = "".join(
         f"<tr><td>{d.channel}</td><td>{esc(d.model)}</td><td>{esc(d.serial)}</td>"
-        f"<td>{esc(d.status)}</td><td class='n'>{d.cycles}</td><td class='n'>{d.cuts}</td>"
+        f"<td class='state {esc(d.status)}'>{esc(d.status)}</td><td class='n'>{d.cycles}</td>"
+        f"<td class='n'>{d.cuts}</td>"
         f"<td class='n'>{d.failing}</td><td class='n'>{d.rig_errors}</td></tr>"
         for d in c.drives
     )
     return (
-        _campaign_rows([c])
+        _campaign_rows([c], {c.key: verdicts.campaign(c)} if verdicts else {})
         + f'<p class="note">Started {_when(c.started_at)} UTC; ended {_when(c.ended_at)}.</p>'
         + "<table class='live'><tr><th>ch</th><th>model</th><th>serial</th><th>status</th>"
         "<th>cycles</th><th>cuts</th><th>failing cycles</th><th>rig errors</th></tr>"
@@ -182,8 +230,8 @@ def report_fragment(data: Any) -> str:
     if not data.runs:
         return "<p class='note'>No cycle has been recorded yet.</p>"
     page = report_html.render(analysis.analyse(data), time.time())
-    start, end = page.find("<body>"), page.rfind("</body>")
-    return page[start + len("<body>") : end] if start >= 0 and end > start else page
+    start, end = page.find(">", page.find("<body")) + 1, page.rfind("</body>")
+    return page[start:end] if 0 < start < end else page
 
 
 def _page(title: str, body: str) -> str:
@@ -254,27 +302,28 @@ def _add_error_handler(app: Flask) -> None:
 
 def _add_pages(app: Flask, view: FleetView) -> None:
     """The overview, campaign and model pages, and the fragments they reload."""
+    verdicts = VerdictBoard(view)
 
     @app.get("/")
     def overview() -> str:
         return _page(
             "Power-fault rig: fleet overview",
-            _live("/fragment/overview", overview_fragment(view.overview())),
+            _live("/fragment/overview", overview_fragment(view.overview(), verdicts)),
         )
 
     @app.get("/fragment/overview")
     def overview_live() -> str:
-        return overview_fragment(view.overview())
+        return overview_fragment(view.overview(), verdicts)
 
     @app.get("/campaign/<path:key>")
     def campaign(key: str) -> str:
         c = _find(view, key)
         return _page(
             f"Campaign {c.name} on {c.station}",
-            _live(f"/fragment/campaign/{key}", campaign_fragment(c))
+            _live(f"/fragment/campaign/{quote(key, safe='/')}", campaign_fragment(c, verdicts))
             + "<h2>Report</h2>"
             + _live(
-                f"/fragment/campaign-report/{key}",
+                f"/fragment/campaign-report/{quote(key, safe='/')}",
                 report_fragment(view.campaign_dataset(key)),
                 REPORT_EVERY_MS,
             ),
@@ -282,7 +331,7 @@ def _add_pages(app: Flask, view: FleetView) -> None:
 
     @app.get("/fragment/campaign/<path:key>")
     def campaign_live(key: str) -> str:
-        return campaign_fragment(_find(view, key))
+        return campaign_fragment(_find(view, key), verdicts)
 
     @app.get("/fragment/campaign-report/<path:key>")
     def campaign_report(key: str) -> str:
@@ -294,7 +343,7 @@ def _add_pages(app: Flask, view: FleetView) -> None:
         return _page(
             f"Model {model}",
             _live(
-                f"/fragment/model/{model}",
+                f"/fragment/model/{quote(model, safe='')}",
                 report_fragment(view.model_dataset(model)),
                 REPORT_EVERY_MS,
             ),

@@ -27,7 +27,7 @@ class DriveProgress:
     channel: int
     model: str
     serial: str
-    status: str  # active | dead | stopped
+    status: str  # active | dead | stopped, or after its campaign's end: ended | failed
     cycles: int
     cuts: int
     rig_errors: int
@@ -220,7 +220,9 @@ def _central_campaign(
         c["station"],
         sub["status"] if sub is not None else c["status"],
         sub["id"] if sub is not None else None,
-        _drive_progress(rows, progress, lambda d: (c["station"], c["uid"], d["channel"])),
+        _drive_progress(
+            rows, progress, lambda d: (c["station"], c["uid"], d["channel"]), campaign_end(c)
+        ),
         findings,
         now,
     )
@@ -275,17 +277,36 @@ def _queued(sub: Any, now: float) -> CampaignProgress:
     )
 
 
+# a drive still `active` in the store when its campaign ended is shown with the campaign's end
+ENDED_AS = {"done": "ended", "stopped": "stopped", "error": "failed", "failed": "failed"}
+
+
+def campaign_end(c: Any) -> str:
+    """The campaign row's end status ("" while it has not ended)."""
+    return str(c["status"]) if c["ended_at"] is not None else ""
+
+
+def drive_state(status: str, ended: str) -> str:
+    """A drive's state: its own where the store set one (dead, stopped), else its campaign's
+    end (ended, stopped, failed) once the campaign has one, else active."""
+    if status != "active" or not ended:
+        return status
+    return ENDED_AS.get(ended, ended)
+
+
 def _drive_progress(
-    rows: list[Any], progress: Mapping[Any, Any], key: Callable[[Any], Any]
+    rows: list[Any], progress: Mapping[Any, Any], key: Callable[[Any], Any], ended: str = ""
 ) -> tuple[list[DriveProgress], int]:
     """Each drive's progress, and the cycles its drives ended within the rate window
-    (`progress`: progress rows by `key` of their drive row; a drive without cycles has none)."""
+    (`progress`: progress rows by `key` of their drive row; a drive without cycles has none;
+    `ended`: the campaign's end status, `campaign_end`)."""
     per_drive: list[DriveProgress] = []
     recent = 0
     for d in rows:
         found = progress.get(key(d))
+        state = drive_state(d["status"], ended)
         per_drive.append(
-            DriveProgress(d["channel"], d["model"], d["serial"], d["status"], *_counts(found))
+            DriveProgress(d["channel"], d["model"], d["serial"], state, *_counts(found))
         )
         if found is not None:
             recent += int(found["recent"])
@@ -372,7 +393,7 @@ class StoreView:
                             self.station,
                             c["status"],
                             None,
-                            _drive_progress(rows, progress, lambda d: d["id"]),
+                            _drive_progress(rows, progress, lambda d: d["id"], campaign_end(c)),
                             findings.get(c["id"], {}),
                             now,
                         )

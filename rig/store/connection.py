@@ -4,6 +4,7 @@ reads. Every area of the store (rig/store/*.py) is a mixin over this class, shar
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -92,8 +93,19 @@ class StoreConnection:
         if not self.read_only:
             with self.transaction():
                 pass  # writes what is still queued
+            self._leave_wal()
         with self._lock:
             self._db.close()
+
+    def _leave_wal(self) -> None:
+        """Back to a rollback journal when the writer is done: the WAL is checkpointed and its
+        -wal and -shm files removed, and a later read-only reader (`rig report`, `rig status`)
+        meets a plain file, where a WAL store makes every reader create -wal and -shm that it
+        cannot remove. A reader still attached keeps the store in WAL (the change needs the
+        file alone); the next writer turns WAL on again."""
+        with self._lock, contextlib.suppress(sqlite3.OperationalError):  # busy: a reader
+            self._db.execute("PRAGMA busy_timeout = 200")  # not the 5 s a write waits
+            self._db.execute("PRAGMA journal_mode=DELETE")
 
 
 def save_lba_state(db: sqlite3.Connection, drive_id: int, after_cycle: int, state: bytes) -> None:

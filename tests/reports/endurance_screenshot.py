@@ -24,7 +24,9 @@ SECTION = re.compile(r'(<section class="model"[^>]*>)(.*?)</section>', re.S)
 
 
 def endurance_only(page: str) -> str:
-    head, _, body = page.partition("<body>")
+    opening = re.search(r"<body[^>]*>", page)
+    assert opening is not None
+    head, body = page[: opening.start()], page[opening.end() :]
     kept = []
     for opening, inner in SECTION.findall(body):
         title = re.search(r"<h2>.*?</h2>", inner, re.S)
@@ -34,7 +36,7 @@ def endurance_only(page: str) -> str:
             continue
         part = inner[start : end if end > start else len(inner)]
         kept.append(f"{opening}{title.group(0) if title else ''}{part}</section>")
-    return f"{head}<body>{''.join(kept)}</body></html>"
+    return f"{head}{opening.group(0)}{''.join(kept)}</body></html>"
 
 
 def shoot(out_png: Path, stores: list[str], width: int = 1280, height: int = 7600) -> None:
