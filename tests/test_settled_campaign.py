@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from fixtures import sim_station
+from reports import export, html
 from rig import config, demo
 from rig.campaign.parallel import run_campaign
 from rig.campaign.settle import Settlement
-from rig.config import StopRules
 from rig.sequential import Plan
 from rig.store import Store
 from tests.cli_runner import rig
@@ -24,9 +24,19 @@ PLAN = Plan(0.01, 0.1, 0.05, 0.1, 100)
 
 
 def settled_demo(cycles: int, when: str = "settled") -> config.Campaign:
-    campaign = demo.campaign(cycles, in_process=True)
-    criteria = dataclasses.replace(campaign.criteria, sequential=PLAN)
-    return dataclasses.replace(campaign, stop=StopRules(when=when), criteria=criteria)
+    """The demo's campaign file with a plan (and the stop rule), on in-process drives."""
+    text = demo.DEMO_CAMPAIGN.read_text() + (
+        f"[criteria.sequential]\np0 = {PLAN.p0}\np1 = {PLAN.p1}\nalpha = {PLAN.alpha}\n"
+        f"beta = {PLAN.beta}\nmax_cuts = {PLAN.max_cuts}\n[stop]\nwhen = '{when}'\n"
+    )
+    campaign = config.parse(text)
+    spec = demo.campaign(in_process=True).station
+    assert campaign.criteria.sequential == PLAN and campaign.stop.when == when
+    return dataclasses.replace(campaign, cycles=cycles, station=spec)
+
+
+def model_of(label: str) -> str:
+    return label.split(" s/n")[0]
 
 
 def settled_events(store: Store) -> dict[str, dict[str, object]]:
@@ -40,7 +50,7 @@ def test_settled_stops_failing_models_early_and_runs_the_plp_drive_to_its_pass(
     campaign = settled_demo(cycles=150)
     station, _ = sim_station.build(campaign)
     store = Store(str(tmp_path / "demo.sqlite"))
-    summaries = {s.label.split(" s/n")[0]: s for s in run_campaign(campaign, station, store, print)}
+    summaries = {model_of(s.label): s for s in run_campaign(campaign, station, store, print)}
     plp, liar, torn = (
         summaries["RIGSIM Enterprise PLP"],
         summaries["RIGSIM Lying Flush"],
@@ -49,7 +59,7 @@ def test_settled_stops_failing_models_early_and_runs_the_plp_drive_to_its_pass(
     events = settled_events(store)
     # each failing drive stops after the few cuts its plan needs, at the plan's decision
     for s in (liar, torn):
-        model = s.label.split(" s/n")[0]
+        model = model_of(s.label)
         assert events[model]["decision"] == "FAIL"
         assert s.cycles == events[model]["cuts"] <= 5
         assert s.stopped_by == f"plan settled: FAIL after {s.cycles} cuts"
@@ -67,19 +77,47 @@ def test_settled_stops_failing_models_early_and_runs_the_plp_drive_to_its_pass(
     stored = json.loads(store.query("SELECT criteria FROM campaign")[0]["criteria"])
     assert stored["sequential"] == {**PLAN.as_json(), "scope": "model"}
     store.close()
+    # the report states each model's decision and the cuts it used, as the rig decided them
+    export.write_report([str(tmp_path / "demo.sqlite")], str(tmp_path / "out"))
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    for m in report["models"]:
+        seq = m["sequential"]
+        assert (seq["model"]["decision"], seq["model"]["cuts"]) == (
+            events[m["model"]]["decision"],
+            events[m["model"]]["cuts"],
+        )
+        assert seq["stopped_when_settled"] and seq["exact_fail_at_p0"] <= PLAN.alpha
+        page = (tmp_path / "out" / html.model_page(m["model"])).read_text()
+        assert "<h3>Sequential verdict</h3>" in page
+        assert f"{seq['model']['decision']}</span> by the sequential plan" in page
+        assert f"decided after {seq['model']['cuts']} cuts" in page
 
 
 def test_without_settled_the_plan_decides_but_stops_nothing(tmp_path: Path) -> None:
-    campaign = settled_demo(cycles=6, when="cycles")
-    station, _ = sim_station.build(campaign)
-    store = Store(str(tmp_path / "demo.sqlite"))
-    summaries = run_campaign(campaign, station, store, lambda line: None)
-    assert [s.cycles for s in summaries] == [6, 6, 6]
-    assert {k: e["decision"] for k, e in settled_events(store).items()} == {
-        "RIGSIM Lying Flush": "FAIL",
-        "RIGSIM Torn Writer": "FAIL",
-    }
-    store.close()
+    """...and the report pools the plan over two stations' stores."""
+    stores = []
+    for name in ("alpha", "beta"):
+        campaign = settled_demo(cycles=6, when="cycles")
+        campaign = dataclasses.replace(campaign, seed=campaign.seed + len(stores))
+        station, _ = sim_station.build(campaign)
+        stores.append(str(tmp_path / f"{name}.sqlite"))
+        store = Store(stores[-1])
+        summaries = run_campaign(campaign, station, store, lambda line: None)
+        assert [s.cycles for s in summaries] == [6, 6, 6]
+        assert {k: e["decision"] for k, e in settled_events(store).items()} == {
+            "RIGSIM Lying Flush": "FAIL",
+            "RIGSIM Torn Writer": "FAIL",
+        }
+        store.close()
+    export.write_report(stores, str(tmp_path / "out"))
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    seq = {m["model"]: m["sequential"] for m in report["models"]}
+    plp = seq["RIGSIM Enterprise PLP"]
+    assert plp["model"] == {"decision": "continuing", "cuts": 12, "failing": 0, "cuts_seen": 12}
+    assert [d["decision"]["cuts_seen"] for d in plp["drives"]] == [12]  # one drive, two stores
+    assert not plp["stopped_when_settled"]
+    liar = seq["RIGSIM Lying Flush"]["model"]
+    assert liar["decision"] == "FAIL" and liar["cuts"] < liar["cuts_seen"] == 12
 
 
 def test_a_resumed_plan_continues_from_the_recorded_cuts(tmp_path: Path) -> None:
