@@ -199,6 +199,10 @@ def parse(
         endurance = _endurance(endurance_t, kind, station)
         if not endurance.intervals and not duration_s:
             raise UserError("campaign: [endurance] needs intervals, or [campaign].duration_s")
+        if stop.when == "settled":
+            raise UserError(
+                'campaign: [stop].when = "settled" is for cut campaigns, not [endurance]'
+            )
 
     drive_list = root.get("drive", list)
     drives = tuple(_drive(i, entry, kind) for i, entry in enumerate(drive_list))

@@ -13,8 +13,8 @@ import pytest
 from fixtures import sim_station
 from reports import export, html
 from rig import config, demo
+from rig.campaign import recording, settle
 from rig.campaign.parallel import run_campaign
-from rig.campaign.settle import Settlement
 from rig.sequential import Plan
 from rig.store import Store
 from tests.cli_runner import rig
@@ -121,19 +121,96 @@ def test_without_settled_the_plan_decides_but_stops_nothing(tmp_path: Path) -> N
 
 
 def test_a_resumed_plan_continues_from_the_recorded_cuts(tmp_path: Path) -> None:
-    """The recorded cycles are replayed in record order: the resumed plan is where it was."""
+    """What a resume builds (rig/campaign/parallel.py): the recorded cycles replayed in record
+    order put each plan where it was; a campaign without a plan has none."""
     campaign = settled_demo(cycles=10, when="cycles")
     station, _ = sim_station.build(campaign)
     store = Store(str(tmp_path / "demo.sqlite"))
     run_campaign(campaign, station, store, lambda line: None)
-    replayed = Settlement(campaign.criteria)
-    for row in store.cut_outcomes(1):
-        classes = [c for c in (row["failure_classes"] or "").split(",") if c]
-        replayed.add(replayed.key(row["model"], int(row["channel"])), row["status"], classes)
+    replayed = settle.for_campaign(campaign, recording.cut_outcomes(store, 1))
+    assert replayed is not None
     assert replayed.tallies["RIGSIM Enterprise PLP"] == (10, 0)
-    assert replayed.decided["RIGSIM Lying Flush"].decision == "FAIL"
-    assert "RIGSIM Enterprise PLP" not in replayed.decided
+    decided = {k: (d.decision, d.cuts) for k, d in replayed.decided.items()}
+    events = settled_events(store)
+    assert decided == {k: (e["decision"], e["cuts"]) for k, e in events.items()}
+    assert set(decided) == {"RIGSIM Lying Flush", "RIGSIM Torn Writer"}
+    unplanned = dataclasses.replace(campaign, criteria=config.Criteria())
+    assert settle.for_campaign(unplanned, recording.cut_outcomes(store, 1)) is None
     store.close()
+
+
+MIXED = """
+[campaign]
+name = "mixed"
+cycles = 60
+seed = 11
+region_mib = 4
+[station]
+kind = "simulated"
+[workload]
+workers = 4
+write_blocks = [1, 2, 4]
+flush_every = 2
+[cut]
+delay_ms = [2, 20]
+off_ms = 1
+sample_blocks = 64
+[criteria.sequential]
+p0 = 0.01
+p1 = 0.1
+max_cuts = 100
+scope = "{scope}"
+[stop]
+when = "settled"
+[[drive]]
+channel = 0
+model = "M1"
+serial = "LIAR"
+profile = "lying-flush"
+[[drive]]
+channel = 1
+model = "M1"
+serial = "GOOD"
+profile = "plp"
+[[drive]]
+channel = 2
+model = "M2"
+serial = "OTHER"
+profile = "plp"
+"""
+
+
+def test_a_model_plan_stops_all_its_drives_and_a_drive_plan_only_that_drive(
+    tmp_path: Path,
+) -> None:
+    """Model M1 has a lying drive and a good one, M2 a good one. Pooled per model, M1's plan
+    FAILs on the liar's cuts and stops both M1 drives; M2 goes on to its own PASS. Per drive,
+    only the liar stops early; the good M1 drive runs to its PASS."""
+    runs, events = {}, {}
+    for scope in ("model", "drive"):
+        campaign = config.parse(MIXED.format(scope=scope))
+        station, _ = sim_station.build(campaign)
+        store = Store(str(tmp_path / f"{scope}.sqlite"))
+        runs[scope] = {s.channel: s for s in run_campaign(campaign, station, store, print)}
+        events[scope] = settled_events(store)
+        store.close()
+    pooled, alone = runs["model"], runs["drive"]
+    to_pass = PLAN.cuts_to_pass()
+    assert pooled[0].stopped_by.startswith("plan settled: FAIL")
+    assert pooled[1].stopped_by == pooled[0].stopped_by  # the good M1 drive stops with it
+    assert pooled[1].cycles < to_pass and pooled[1].failures == {}
+    assert (pooled[2].stopped_by, pooled[2].cycles) == (
+        f"plan settled: PASS after {to_pass} cuts",
+        to_pass,
+    )
+    assert set(events["model"]) == {"M1", "M2"}
+    assert alone[0].stopped_by.startswith("plan settled: FAIL")
+    for channel in (1, 2):
+        assert (alone[channel].stopped_by, alone[channel].cycles) == (
+            f"plan settled: PASS after {to_pass} cuts",
+            to_pass,
+        )
+    assert set(events["drive"]) == {"ch0", "ch1", "ch2"}
 
 
 BASE = """
@@ -179,6 +256,11 @@ profile = "plp"
         ),
         ("[stop]\nwhen = 'settled'", ('when = "settled" needs a [criteria.sequential] plan',)),
         ("[stop]\nwhen = 'decided'", ("[stop].when must be one of cycles, settled",)),
+        (
+            "[criteria.sequential]\np0 = 0.01\np1 = 0.1\nmax_cuts = 100\n[stop]\nwhen = 'settled'\n"
+            "[endurance]\nintervals = 2",
+            ("is for cut campaigns, not [endurance]",),
+        ),
     ],
 )
 def test_bad_plans_are_refused_with_one_line_before_any_write(

@@ -5,10 +5,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from rig.campaign import recording
+from rig.campaign import recording, settle
 from rig.campaign.drive import DriveRun
 from rig.campaign.model import Cycle, DriveSummary, ResumePoint, Station
-from rig.campaign.settle import Settlement
 from rig.config import Campaign
 from rig.store import Store
 
@@ -41,7 +40,10 @@ def run_campaign(
             if not station.power.state(spec.channel):
                 station.power.on(spec.channel)
         runs: list[DriveRun] = []
-        settlement = _settlement(campaign, store, campaign_id, resume is not None)
+        # a resumed campaign's plans continue from the cuts already recorded, in their order
+        resumed_plan = resume is not None and campaign.criteria.sequential is not None
+        recorded = recording.cut_outcomes(store, campaign_id) if resumed_plan else []
+        settlement = settle.for_campaign(campaign, recorded)
         try:
             for spec in campaign.drives:
                 point = (resume or {}).get(spec.channel)
@@ -87,19 +89,3 @@ def run_campaign(
     finally:
         station.power.safe()
         recording.end_campaign(store, campaign_id, status)
-
-
-def _settlement(
-    campaign: Campaign, store: Store, campaign_id: int, resumed: bool
-) -> Settlement | None:
-    """The campaign's sequential plans; a resumed campaign's replay the cuts already recorded,
-    in the order they were recorded, so a resume is no fresh look at the data."""
-    if campaign.criteria.sequential is None:
-        return None
-    settlement = Settlement(campaign.criteria)
-    if resumed:
-        for row in store.cut_outcomes(campaign_id):
-            key = settlement.key(row["model"], int(row["channel"]))
-            classes = (row["failure_classes"] or "").split(",")
-            settlement.add(key, row["status"], [c for c in classes if c])
-    return settlement

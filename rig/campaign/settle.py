@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterable
 
 from rig.check import failures
-from rig.config import Criteria
+from rig.config import Campaign, Criteria
 from rig.sequential import CONTINUE, Plan, Settled
 
 CUT_STATUSES = ("ok", "dead")  # a cycle whose cut reached the drive (as reports/cuts.py)
@@ -70,3 +70,17 @@ class Settlement:
             "seq": seq,
             "plan": self.plan.as_json(),
         }
+
+
+def for_campaign(
+    campaign: Campaign, recorded: Iterable[tuple[str, int, str, list[str]]] = ()
+) -> Settlement | None:
+    """The campaign's plans (None without `[criteria.sequential]`), with the cycles already
+    `recorded` (model, channel, status, failure classes; in record order) counted in: a resume
+    continues each plan where it was instead of looking at the data afresh."""
+    if campaign.criteria.sequential is None:
+        return None
+    settlement = Settlement(campaign.criteria)
+    for model, channel, status, classes in recorded:
+        settlement.add(settlement.key(model, channel), status, classes)
+    return settlement
