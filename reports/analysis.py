@@ -30,6 +30,8 @@ from reports import verdict as verdicts
 from reports.cuts import Counted, CutTable, DelayPoints, FloatArray, add_counts, table_of
 from reports.dataset import Campaign, Dataset, DriveRun
 from reports.endurance import EnduranceSeries, TrimPair, endurance_series, trim_pairs
+from reports.sequential import SequentialReport
+from reports.sequential import analyse as analyse_sequential
 from rig.check import failures
 from rig.health.delta import COUNTERS
 
@@ -281,6 +283,8 @@ class ModelReport:
     verdict: Verdict
     endurance: list[EnduranceSeries] = field(default_factory=list)  # PTS rounds, fill, cliff
     trim_pairs: list[TrimPair] = field(default_factory=list)  # same drive, discard off and on
+    # the sequential plan's decision, where the model's campaigns state a plan (decision 173)
+    sequential: SequentialReport | None = None
 
 
 @dataclass
@@ -532,6 +536,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
         verdict=_verdict(criteria, crit, dead, drives),
         endurance=(series := endurance_series(runs)),
         trim_pairs=trim_pairs(series),
+        sequential=analyse_sequential(runs, criteria.classes),
     )
 
 

@@ -66,6 +66,9 @@ def json_text(report: Report, generated_at: float) -> str:
         models.append(dataclasses.replace(m, **marks))  # type: ignore[arg-type]
     plain = dataclasses.replace(report, models=models)
     body = {"format": FORMAT, "generated_at": generated_at, **dataclasses.asdict(plain)}
+    for model in body["models"]:  # a model without a sequential plan: no key, as before
+        if model.get("sequential") is None:
+            model.pop("sequential", None)
     text = json.dumps(_clean(body), indent=1, sort_keys=False)
     out, at = [], 0
     for match in re.finditer('"(@@per-cut:[0-9]+@@)"', text):

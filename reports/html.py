@@ -24,6 +24,7 @@ from reports.analysis import (
     Report,
 )
 from reports.endurance_html import endurance_sections
+from reports.sequential_html import sequential_section
 from rig.check import failures
 
 STYLE = (
@@ -961,7 +962,7 @@ def _model_section(m: ModelReport, confidence: float) -> str:
 <h2>{esc(m.model)}</h2>
 <p>Campaigns: {esc("; ".join(m.campaigns))}. {m.cuts} cuts on {len(m.drives)} drive(s);
 {m.rig_errors} rig errors and {m.interrupted} interrupted cycles are not counted as cuts.</p>
-{verdict}
+{verdict}{sequential_section(m.sequential)}
 <h3>Firmware versions</h3>{firmware}
 <h3>Findings per class</h3>{classes}
 <h3>Per drive</h3>{drives}{drive_level}

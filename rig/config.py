@@ -19,6 +19,7 @@ from rig.io.workload import ENGINES, LAYOUTS, LBA_SKEWS, SIZE_MIXES, Workload
 from rig.notify import settings as notify_settings
 from rig.notify.settings import NotifySpec
 from rig.schema import StationSpec, Table
+from rig.sequential import Plan
 from rig.station import backends
 from rig.station.backends import StationKind
 from rig.station.identity import DriveIdentity
@@ -95,6 +96,11 @@ class StopRules:
     max_failures: int = 0  # cycles with a drive failure before the drive stops; 0 = never
     max_consecutive_errors: int = 5  # rig errors in a row before the channel stops
     duration_s: float = 0.0  # time in cycles per drive (summed across resumes); 0 = none
+    when: str = "cycles"  # STOP_WHEN; "settled": a drive stops once its sequential plan decides
+
+
+STOP_WHEN = ("cycles", "settled")
+SEQUENTIAL_SCOPES = ("model", "drive")  # a plan over a model's drives pooled, or each drive
 
 
 @dataclass(frozen=True)
@@ -106,14 +112,19 @@ class Criteria:
     confidence: float = 0.95  # one-sided confidence of that bound
     classes: tuple[str, ...] = ()  # failure classes that count; empty = every failure class
     min_cycles: int = 0  # judged cycles a drive needs before it can pass; 0 = from the above
+    sequential: Plan | None = None  # [criteria.sequential] (rig/sequential.py)
+    scope: str = "model"  # SEQUENTIAL_SCOPES: what one plan runs over
 
     def as_json(self) -> dict[str, object]:
-        return {
+        stated: dict[str, object] = {
             "max_failure_probability": self.max_failure_probability,
             "confidence": self.confidence,
             "classes": list(self.classes),
             "min_cycles": self.min_cycles,
         }
+        if self.sequential is not None:
+            stated["sequential"] = {**self.sequential.as_json(), "scope": self.scope}
+        return stated
 
 
 @dataclass(frozen=True)
@@ -184,12 +195,18 @@ def parse(
     stop = _stop_rules(Table("[stop]", root.get("stop", dict, {})))
     criteria = _criteria(Table("[criteria]", root.get("criteria", dict, {})))
     notify = notify_settings.parse(Table("[notify]", root.get("notify", dict, {})))
+    if stop.when == "settled" and criteria.sequential is None:
+        raise UserError('campaign: [stop].when = "settled" needs a [criteria.sequential] plan')
     endurance = None
     if "endurance" in root.data:
         endurance_t = Table("[endurance]", root.get("endurance", dict))
         endurance = _endurance(endurance_t, kind, station)
         if not endurance.intervals and not duration_s:
             raise UserError("campaign: [endurance] needs intervals, or [campaign].duration_s")
+        if stop.when == "settled":
+            raise UserError(
+                'campaign: [stop].when = "settled" is for cut campaigns, not [endurance]'
+            )
 
     drive_list = root.get("drive", list)
     drives = tuple(_drive(i, entry, kind) for i, entry in enumerate(drive_list))
@@ -378,6 +395,7 @@ def _stop_rules(table: Table) -> StopRules:
         max_failures=table.whole("max_failures", 0, 0, 10_000_000),
         max_consecutive_errors=table.whole("max_consecutive_errors", 5, 1, 1_000_000),
         duration_s=float(table.number("duration_s", 0.0, 0, 10 * 365 * 86400)),
+        when=_choice(table, "when", STOP_WHEN),
     )
     table.done()
     return rules
@@ -397,14 +415,38 @@ def _criteria(table: Table) -> Criteria:
     confidence = float(table.number("confidence", 0.95, 0, 1))
     if not 0 < confidence < 1:
         raise UserError("campaign: [criteria].confidence must lie strictly in 0..1")
+    plan, scope = (None, "")
+    if "sequential" in table.data:
+        plan, scope = _sequential(table.table("sequential"))
     criteria = Criteria(
         probability,
         confidence,
         tuple(classes),
         table.whole("min_cycles", 0, 0, 100_000_000),
+        plan,
+        scope or "model",
     )
     table.done()
     return criteria
+
+
+def _sequential(table: Table) -> tuple[Plan, str]:
+    """[criteria.sequential]: a truncated SPRT (docs/campaign.md, "Sequential plans")."""
+    plan = Plan(
+        float(table.number("p0", None, 0, 1)),
+        float(table.number("p1", None, 0, 1)),
+        float(table.number("alpha", 0.05, 0, 1)),
+        float(table.number("beta", 0.1, 0, 1)),
+        table.whole("max_cuts", None, 1, MAX_PLAN_CUTS),
+    )
+    scope = _choice(table, "scope", SEQUENTIAL_SCOPES)
+    table.done()
+    if problem := plan.problem():
+        raise UserError(f"campaign: {table.where}: {problem}")
+    return plan, scope
+
+
+MAX_PLAN_CUTS = 1_000_000  # the config check runs the exact recursion (~20 us a cut)
 
 
 def _health(data: Any) -> HealthSpec:

@@ -16,6 +16,7 @@ from rig.bus.base import DriveNode
 from rig.campaign import preparation, recording
 from rig.campaign.cycle import run_cycle
 from rig.campaign.model import Cycle, DriveCounts, DriveSummary, ResumePoint, Station
+from rig.campaign.settle import Settlement
 from rig.check import intent
 from rig.config import Campaign, DriveSpec
 from rig.errors import UserError
@@ -36,6 +37,7 @@ class DriveRun:
         progress: Callable[[str], None],
         resume: ResumePoint | None = None,
         on_cycle: Callable[[DriveRun, Cycle], None] | None = None,
+        settlement: Settlement | None = None,
     ) -> None:
         self.campaign = campaign
         self.campaign_id = campaign_id
@@ -58,6 +60,8 @@ class DriveRun:
         if node is None:
             raise UserError(f"drive {spec.identity.label()} not found on the bus")
         self.node = node
+        self.settlement = settlement  # the campaign's sequential plans, if it has one
+        self.plan_key = settlement.key(node.identity.model, spec.channel) if settlement else ""
         self.backing = node.backing  # a loop device's file: the same after every return
         self.seen_size_bytes, self.seen_read_only = node.size_bytes, node.read_only
         self.claims = ExitStack()  # the drive's claim and its open target; released by close()
@@ -88,10 +92,11 @@ class DriveRun:
         rules = self.campaign.stop
         try:
             while self.counts.cycles < self.campaign.cycles and not stop.is_set():
-                if reason := self.time_is_up():
+                if reason := self.time_is_up() or self.settled():
                     self.stop_drive(reason, "stopped")
                     break
                 c = self.next_cycle()
+                self.update_plan(c)
                 if self.dead or c.stop_channel:
                     break
                 consecutive_errors = consecutive_errors + 1 if c.status == "error" else 0
@@ -132,6 +137,26 @@ class DriveRun:
         if budgets and self.counts.elapsed_s >= min(budgets):
             return f"duration of {min(budgets):g} s reached"
         return ""
+
+    def update_plan(self, c: Cycle) -> None:
+        """Count the recorded cycle in the sequential plan; record the decision it makes."""
+        if self.settlement is None:
+            return
+        classes = {f.cls for f in c.findings if f.failure}
+        settled = self.settlement.add(self.plan_key, c.status, classes)
+        if settled is not None:
+            recording.event(self, "settled", self.settlement.event(self.plan_key, settled, c.seq))
+            self.progress(
+                f"ch{self.spec.channel}: plan over {self.plan_key} settled: {settled.decision}"
+                f" after {settled.cuts} cuts ({settled.failing} failing)"
+            )
+
+    def settled(self) -> str:
+        """With `[stop] when = "settled"`: why this drive stops now ("" while its plan is open)."""
+        if self.settlement is None or self.campaign.stop.when != "settled":
+            return ""
+        done = self.settlement.decision(self.plan_key)
+        return f"plan settled: {done.decision} after {done.cuts} cuts" if done else ""
 
     def stop_drive(self, reason: str, status: str) -> None:
         """End this drive's run: why (progress and summary) and its status in the store."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from rig.campaign import recording
+from rig.campaign import recording, settle
 from rig.campaign.drive import DriveRun
 from rig.campaign.model import Cycle, DriveSummary, ResumePoint, Station
 from rig.config import Campaign
@@ -40,11 +40,25 @@ def run_campaign(
             if not station.power.state(spec.channel):
                 station.power.on(spec.channel)
         runs: list[DriveRun] = []
+        # a resumed campaign's plans continue from the cuts already recorded, in their order
+        resumed_plan = resume is not None and campaign.criteria.sequential is not None
+        recorded = recording.cut_outcomes(store, campaign_id) if resumed_plan else []
+        settlement = settle.for_campaign(campaign, recorded)
         try:
             for spec in campaign.drives:
                 point = (resume or {}).get(spec.channel)
                 runs.append(
-                    DriveRun(campaign, campaign_id, spec, station, store, progress, point, on_cycle)
+                    DriveRun(
+                        campaign,
+                        campaign_id,
+                        spec,
+                        station,
+                        store,
+                        progress,
+                        point,
+                        on_cycle,
+                        settlement=settlement,
+                    )
                 )
             if on_start is not None:
                 on_start(runs)

@@ -37,6 +37,20 @@ def end_campaign(store: Store, campaign_id: int, status: str) -> None:
     store.end_campaign(campaign_id, status)
 
 
+def cut_outcomes(store: Store, campaign_id: int) -> list[tuple[str, int, str, list[str]]]:
+    """Every recorded cycle of the campaign in record order: (the drive's model, its channel,
+    the cycle's status, its failure classes), for a resumed sequential plan."""
+    return [
+        (
+            str(row["model"]),
+            int(row["channel"]),
+            str(row["status"]),
+            [c for c in (row["failure_classes"] or "").split(",") if c],
+        )
+        for row in store.cut_outcomes(campaign_id)
+    ]
+
+
 # a drive -------------------------------------------------------------------------------------
 def media_id(drive: DriveRun) -> int:
     return drive.store.media_id(drive.campaign_id)

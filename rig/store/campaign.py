@@ -131,6 +131,15 @@ class CampaignRows(StoreConnection):
             (drive_id,),
         )[0]
 
+    def cut_outcomes(self, campaign_id: int) -> list[sqlite3.Row]:
+        """Every cycle of the campaign in the order it was recorded: (channel, model, status,
+        failure_classes), for a resumed sequential plan (rig/campaign/settle.py)."""
+        return self.query(
+            "SELECT d.channel, d.model, c.status, c.failure_classes FROM cycle c"
+            " JOIN drive d ON d.id = c.drive_id WHERE d.campaign_id = ? ORDER BY c.id",
+            (campaign_id,),
+        )
+
     def last_begun_after(self, drive_id: int, seq: int) -> sqlite3.Row | None:
         """(seq, started_at, cut_delay_ns) of the last cycle begun after `seq`, if any."""
         rows = self.query(

@@ -1,0 +1,285 @@
+"""Sequential verdicts in a running campaign: `[criteria.sequential]` and `[stop] when =
+"settled"` on the demo's three in-process drives (each its own model), the refusals of bad
+plans, and a resume that replays the plan instead of starting it afresh."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from fixtures import sim_station
+from reports import export, html
+from rig import config, demo
+from rig.campaign import recording, settle
+from rig.campaign.parallel import run_campaign
+from rig.sequential import Plan
+from rig.store import Store
+from tests.cli_runner import rig
+from tests.test_cli_refusals import assert_one_line_refusal
+
+PLAN = Plan(0.01, 0.1, 0.05, 0.1, 100)
+
+
+def settled_demo(cycles: int, when: str = "settled") -> config.Campaign:
+    """The demo's campaign file with a plan (and the stop rule), on in-process drives."""
+    text = demo.DEMO_CAMPAIGN.read_text() + (
+        f"[criteria.sequential]\np0 = {PLAN.p0}\np1 = {PLAN.p1}\nalpha = {PLAN.alpha}\n"
+        f"beta = {PLAN.beta}\nmax_cuts = {PLAN.max_cuts}\n[stop]\nwhen = '{when}'\n"
+    )
+    campaign = config.parse(text)
+    spec = demo.campaign(in_process=True).station
+    assert campaign.criteria.sequential == PLAN and campaign.stop.when == when
+    return dataclasses.replace(campaign, cycles=cycles, station=spec)
+
+
+def model_of(label: str) -> str:
+    return label.split(" s/n")[0]
+
+
+def settled_events(store: Store) -> dict[str, dict[str, object]]:
+    rows = store.query("SELECT detail FROM event WHERE kind = 'settled'")
+    return {str(d["key"]): d for d in (json.loads(r["detail"]) for r in rows)}
+
+
+def test_settled_stops_failing_models_early_and_runs_the_plp_drive_to_its_pass(
+    tmp_path: Path,
+) -> None:
+    campaign = settled_demo(cycles=150)
+    station, _ = sim_station.build(campaign)
+    store = Store(str(tmp_path / "demo.sqlite"))
+    summaries = {model_of(s.label): s for s in run_campaign(campaign, station, store, print)}
+    plp, liar, torn = (
+        summaries["RIGSIM Enterprise PLP"],
+        summaries["RIGSIM Lying Flush"],
+        summaries["RIGSIM Torn Writer"],
+    )
+    events = settled_events(store)
+    # each failing drive stops after the few cuts its plan needs, at the plan's decision
+    for s in (liar, torn):
+        model = model_of(s.label)
+        assert events[model]["decision"] == "FAIL"
+        assert s.cycles == events[model]["cuts"] <= 5
+        assert s.stopped_by == f"plan settled: FAIL after {s.cycles} cuts"
+    # the PLP drive goes on until its plan passes it: every failure-free cut up to the boundary
+    assert events["RIGSIM Enterprise PLP"] == {
+        "scope": "model",
+        "key": "RIGSIM Enterprise PLP",
+        "decision": "PASS",
+        "cuts": PLAN.cuts_to_pass(),
+        "failing": 0,
+        "seq": PLAN.cuts_to_pass(),
+        "plan": PLAN.as_json(),
+    }
+    assert plp.cycles == PLAN.cuts_to_pass() < 150
+    stored = json.loads(store.query("SELECT criteria FROM campaign")[0]["criteria"])
+    assert stored["sequential"] == {**PLAN.as_json(), "scope": "model"}
+    store.close()
+    # the report states each model's decision and the cuts it used, as the rig decided them
+    export.write_report([str(tmp_path / "demo.sqlite")], str(tmp_path / "out"))
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    for m in report["models"]:
+        seq = m["sequential"]
+        assert (seq["model"]["decision"], seq["model"]["cuts"]) == (
+            events[m["model"]]["decision"],
+            events[m["model"]]["cuts"],
+        )
+        assert seq["stopped_when_settled"] and seq["exact_fail_at_p0"] <= PLAN.alpha
+        page = (tmp_path / "out" / html.model_page(m["model"])).read_text()
+        assert "<h3>Sequential verdict</h3>" in page
+        assert f"{seq['model']['decision']}</span> by the sequential plan" in page
+        assert f"decided after {seq['model']['cuts']} cuts" in page
+
+
+def test_without_settled_the_plan_decides_but_stops_nothing(tmp_path: Path) -> None:
+    """...and the report pools the plan over two stations' stores."""
+    stores = []
+    for name in ("alpha", "beta"):
+        campaign = settled_demo(cycles=6, when="cycles")
+        campaign = dataclasses.replace(campaign, seed=campaign.seed + len(stores))
+        station, _ = sim_station.build(campaign)
+        stores.append(str(tmp_path / f"{name}.sqlite"))
+        store = Store(stores[-1])
+        summaries = run_campaign(campaign, station, store, lambda line: None)
+        assert [s.cycles for s in summaries] == [6, 6, 6]
+        assert {k: e["decision"] for k, e in settled_events(store).items()} == {
+            "RIGSIM Lying Flush": "FAIL",
+            "RIGSIM Torn Writer": "FAIL",
+        }
+        store.close()
+    export.write_report(stores, str(tmp_path / "out"))
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    seq = {m["model"]: m["sequential"] for m in report["models"]}
+    plp = seq["RIGSIM Enterprise PLP"]
+    assert plp["model"] == {"decision": "continuing", "cuts": 12, "failing": 0, "cuts_seen": 12}
+    assert [d["decision"]["cuts_seen"] for d in plp["drives"]] == [12]  # one drive, two stores
+    assert not plp["stopped_when_settled"]
+    liar = seq["RIGSIM Lying Flush"]["model"]
+    assert liar["decision"] == "FAIL" and liar["cuts"] < liar["cuts_seen"] == 12
+
+
+def test_a_resumed_plan_continues_from_the_recorded_cuts(tmp_path: Path) -> None:
+    """What a resume builds (rig/campaign/parallel.py): the recorded cycles replayed in record
+    order put each plan where it was; a campaign without a plan has none."""
+    campaign = settled_demo(cycles=10, when="cycles")
+    station, _ = sim_station.build(campaign)
+    store = Store(str(tmp_path / "demo.sqlite"))
+    run_campaign(campaign, station, store, lambda line: None)
+    replayed = settle.for_campaign(campaign, recording.cut_outcomes(store, 1))
+    assert replayed is not None
+    assert replayed.tallies["RIGSIM Enterprise PLP"] == (10, 0)
+    decided = {k: (d.decision, d.cuts) for k, d in replayed.decided.items()}
+    events = settled_events(store)
+    assert decided == {k: (e["decision"], e["cuts"]) for k, e in events.items()}
+    assert set(decided) == {"RIGSIM Lying Flush", "RIGSIM Torn Writer"}
+    unplanned = dataclasses.replace(campaign, criteria=config.Criteria())
+    assert settle.for_campaign(unplanned, recording.cut_outcomes(store, 1)) is None
+    store.close()
+
+
+MIXED = """
+[campaign]
+name = "mixed"
+cycles = 60
+seed = 11
+region_mib = 4
+[station]
+kind = "simulated"
+[workload]
+workers = 4
+write_blocks = [1, 2, 4]
+flush_every = 2
+[cut]
+delay_ms = [2, 20]
+off_ms = 1
+sample_blocks = 64
+[criteria.sequential]
+p0 = 0.01
+p1 = 0.1
+max_cuts = 100
+scope = "{scope}"
+[stop]
+when = "settled"
+[[drive]]
+channel = 0
+model = "M1"
+serial = "LIAR"
+profile = "lying-flush"
+[[drive]]
+channel = 1
+model = "M1"
+serial = "GOOD"
+profile = "plp"
+[[drive]]
+channel = 2
+model = "M2"
+serial = "OTHER"
+profile = "plp"
+"""
+
+
+def test_a_model_plan_stops_all_its_drives_and_a_drive_plan_only_that_drive(
+    tmp_path: Path,
+) -> None:
+    """Model M1 has a lying drive and a good one, M2 a good one. Pooled per model, M1's plan
+    FAILs on the liar's cuts and stops both M1 drives; M2 goes on to its own PASS. Per drive,
+    only the liar stops early; the good M1 drive runs to its PASS."""
+    runs, events = {}, {}
+    for scope in ("model", "drive"):
+        campaign = config.parse(MIXED.format(scope=scope))
+        station, _ = sim_station.build(campaign)
+        store = Store(str(tmp_path / f"{scope}.sqlite"))
+        runs[scope] = {s.channel: s for s in run_campaign(campaign, station, store, print)}
+        events[scope] = settled_events(store)
+        store.close()
+    pooled, alone = runs["model"], runs["drive"]
+    to_pass = PLAN.cuts_to_pass()
+    assert pooled[0].stopped_by.startswith("plan settled: FAIL")
+    assert pooled[1].stopped_by == pooled[0].stopped_by  # the good M1 drive stops with it
+    assert pooled[1].cycles < to_pass and pooled[1].failures == {}
+    assert (pooled[2].stopped_by, pooled[2].cycles) == (
+        f"plan settled: PASS after {to_pass} cuts",
+        to_pass,
+    )
+    assert set(events["model"]) == {"M1", "M2"}
+    assert alone[0].stopped_by.startswith("plan settled: FAIL")
+    for channel in (1, 2):
+        assert (alone[channel].stopped_by, alone[channel].cycles) == (
+            f"plan settled: PASS after {to_pass} cuts",
+            to_pass,
+        )
+    assert set(events["drive"]) == {"ch0", "ch1", "ch2"}
+
+
+BASE = """
+[campaign]
+name = "bad-plan"
+cycles = 3
+[station]
+kind = "simulated"
+[[drive]]
+channel = 0
+model = "m"
+serial = "s"
+profile = "plp"
+"""
+
+
+@pytest.mark.parametrize(
+    "tables, words",
+    [
+        ("[criteria.sequential]\np0 = 0.1\np1 = 0.1\nmax_cuts = 100", ("p0 = 0.1 must be below",)),
+        ("[criteria.sequential]\np0 = 0.2\np1 = 0.1\nmax_cuts = 100", ("must be below p1",)),
+        ("[criteria.sequential]\np0 = 0\np1 = 0.1\nmax_cuts = 100", ("strictly between 0 and 1",)),
+        ("[criteria.sequential]\np0 = 0.01\np1 = 1\nmax_cuts = 100", ("strictly between 0 and 1",)),
+        (
+            "[criteria.sequential]\np0 = 0.01\np1 = 0.1\nalpha = 0.5\nmax_cuts = 100",
+            ("alpha and beta must lie strictly between 0 and 0.5",),
+        ),
+        (
+            "[criteria.sequential]\np0 = 0.01\np1 = 0.1\nbeta = 0\nmax_cuts = 100",
+            ("alpha and beta must lie strictly between 0 and 0.5",),
+        ),
+        (
+            "[criteria.sequential]\np0 = 0.01\np1 = 0.1\nmax_cuts = 20",
+            ("max_cuts = 20 cannot reach a decision: PASS needs at least 25",),
+        ),
+        (
+            "[criteria.sequential]\np0 = 0.01\np1 = 0.1\nmax_cuts = 30",
+            ("max_cuts = 30 truncates the plan too early",),
+        ),
+        (
+            "[criteria.sequential]\np0 = 0.01\np1 = 0.1\nmax_cuts = 100\nscope = 'station'",
+            ("scope must be one of model, drive",),
+        ),
+        ("[stop]\nwhen = 'settled'", ('when = "settled" needs a [criteria.sequential] plan',)),
+        ("[stop]\nwhen = 'decided'", ("[stop].when must be one of cycles, settled",)),
+        (
+            "[criteria.sequential]\np0 = 0.01\np1 = 0.1\nmax_cuts = 100\n[stop]\nwhen = 'settled'\n"
+            "[endurance]\nintervals = 2",
+            ("is for cut campaigns, not [endurance]",),
+        ),
+    ],
+)
+def test_bad_plans_are_refused_with_one_line_before_any_write(
+    tmp_path: Path, tables: str, words: tuple[str, ...]
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(BASE + tables + "\n")
+    result = rig("run", str(path), "--db", str(tmp_path / "c.sqlite"), cwd=tmp_path)
+    assert_one_line_refusal(result, *words)
+    assert not (tmp_path / "c.sqlite").exists()
+
+
+def test_a_plan_and_its_keys_parse() -> None:
+    text = BASE + (
+        "[criteria.sequential]\np0 = 0.01\np1 = 0.1\nalpha = 0.05\nbeta = 0.1\nmax_cuts = 200\n"
+        "scope = 'drive'\n[stop]\nwhen = 'settled'\n"
+    )
+    campaign = config.parse(text)
+    assert campaign.criteria.sequential == Plan(0.01, 0.1, 0.05, 0.1, 200)
+    assert campaign.criteria.scope == "drive" and campaign.stop.when == "settled"
+    assert config.parse(BASE).criteria.as_json() == config.Criteria().as_json()
+    assert "sequential" not in config.parse(BASE).criteria.as_json()
