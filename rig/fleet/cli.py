@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import secrets
@@ -73,6 +74,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
             inventory=inventory,
             station_table=station_table,
             ledgers=args.ledgers,
+            heartbeat_s=args.heartbeat_s,
         )
     )
 
@@ -112,6 +114,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     text = dispatch.read_campaign_file(args.campaign)
     done = dispatch.submit(_dsn(args), text, args.campaign)
+    if done.warning:
+        print(f"rig: warning: {done.warning}", file=sys.stderr)
     print(
         f"submission {done.submission_id}: {len(done.drives)} drives on station {done.station}"
         f" (job {done.job_id})"
@@ -127,13 +131,18 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from rig.fleet.views import CentralView, overview_text
+    from rig.fleet.status import overview_rows, overview_text
+    from rig.fleet.views import CentralView
 
     view = CentralView(_dsn(args))
     try:
-        print(overview_text(view.overview()))
+        overview = view.overview()
     finally:
         view.close()
+    if args.json:
+        print(json.dumps(overview_rows(overview), indent=1, sort_keys=True))
+    else:
+        print(overview_text(overview))
     return 0
 
 
@@ -179,6 +188,16 @@ def _one_line(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
     return run
 
 
+def _heartbeat(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0.2 <= value <= 60.0:
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds between 0.2 and 60")
+    return value
+
+
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     fleet = sub.add_parser("fleet", help="many stations: central database, agents, dispatch")
     commands = fleet.add_subparsers(dest="fleet_command", required=True)
@@ -206,6 +225,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--inventory", help="TOML [[drive]] list (default: the drives udev sees)")
     p.add_argument("--station-table", help="TOML file with this station's [station] table")
     p.add_argument("--ledgers", action="store_true", help="replicate ledger blobs too")
+    p.add_argument(
+        "--heartbeat-s",
+        type=_heartbeat,
+        default=2.0,
+        help="seconds between heartbeats (default 2; shown stale after 3 missed)",
+    )
     p.set_defaults(func=_one_line(cmd_agent))
     p = central(commands.add_parser("replicate", help="ship stores to the central database"))
     p.add_argument("db", nargs="+")
@@ -218,6 +243,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("submission", type=int)
     p.set_defaults(func=_one_line(cmd_stop))
     p = central(commands.add_parser("status", help="stations, campaigns and their progress"))
+    p.add_argument("--json", action="store_true", help="one dict per station and per campaign")
     p.set_defaults(func=_one_line(cmd_status))
 
     p = commands.add_parser(
