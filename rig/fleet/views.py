@@ -251,12 +251,17 @@ def _freshen(
     progress.lagging = progress.state in REPORTING and (
         station is None or station.state != "online"
     )
+    if progress.lagging:
+        progress.eta_s = None  # its rate is what reached us, not what the station does
+    return _paced(progress)
+
+
+def _paced(progress: CampaignProgress) -> CampaignProgress:
+    """An ended campaign shows how long it took, not a rate that only decays."""
     if progress.state in ENDED:
         if progress.started_at is not None and progress.ended_at is not None:
             progress.duration_s = max(0.0, progress.ended_at - progress.started_at)
         progress.per_hour, progress.eta_s = 0.0, None
-    elif progress.lagging:
-        progress.eta_s = None  # its rate is what reached us, not what the station does
     return progress
 
 
@@ -425,15 +430,17 @@ class StoreView:
                     rows = store.drives_of(c["id"])
                     models.update(d["model"] for d in rows)
                     campaigns.append(
-                        _campaign_progress(
-                            c,
-                            f"{index}/{c['id']}",
-                            self.station,
-                            c["status"],
-                            None,
-                            _drive_progress(rows, progress, lambda d: d["id"]),
-                            findings.get(c["id"], {}),
-                            now,
+                        _paced(
+                            _campaign_progress(
+                                c,
+                                f"{index}/{c['id']}",
+                                self.station,
+                                c["status"],
+                                None,
+                                _drive_progress(rows, progress, lambda d: d["id"]),
+                                findings.get(c["id"], {}),
+                                now,
+                            )
                         )
                     )
             finally:

@@ -18,7 +18,7 @@ from rig.fleet.central import CentralStore
 from rig.fleet.freshness import StaleWatch, Transition, effective_kind, process_bound
 from rig.fleet.replicator import next_batch, replicate_store
 from rig.fleet.status import overview_rows, overview_text
-from rig.fleet.views import CampaignProgress, CentralView
+from rig.fleet.views import CampaignProgress, CentralView, StoreView
 from rig.store import Store
 from tests.cli_runner import rig
 
@@ -185,3 +185,13 @@ def test_a_submit_to_in_process_drives_says_it_cannot_survive_its_process(
     # the station's own kind wins over the campaign file's: real drives are not warned about
     assert process_bound(effective_kind("", DEMO.read_text()))
     assert not process_bound(effective_kind("relay-board", DEMO.read_text()))
+
+
+def test_one_stations_ended_campaign_shows_its_duration_not_a_rate(demo_store: Path) -> None:
+    view = StoreView([str(demo_store)])
+    overview = view.overview()
+    (campaign,) = overview.campaigns
+    assert campaign.state == "done" and campaign.duration_s is not None
+    assert campaign.duration_s > 0 and campaign.per_hour == 0 and campaign.eta_s is None
+    line = overview_text(overview).splitlines()[-1]
+    assert "took " in line and "/h" not in line
