@@ -294,13 +294,13 @@ class StationAgent:
                     continue  # a rig of an earlier agent is still on its way out: not twice
                 if state.get("stop"):
                     local.finish("stopped", None, "stopped on request")
-                elif not self.stopping.is_set() and not self._lost(local):
+                elif not self.stopping.is_set() and not self.settle_lost(local):
                     self._launch(local)
             elif child is not None and state.get("stop") and not state.get("signalled"):
                 child.send_signal(signal.SIGTERM)  # `rig run` stops safely at a phase boundary
                 local.update(signalled=True)
 
-    def _lost(self, local: LocalCampaign) -> bool:
+    def settle_lost(self, local: LocalCampaign) -> bool:
         """A campaign on in-process drives whose rig process ended before it did cannot resume
         (its drives died with the process): it ends `failed` with the reason, in its store too
         (the source of truth: the central copy and every report follow), never left running."""
@@ -317,12 +317,16 @@ class StationAgent:
             head = store.latest_campaign()
             if head is None:
                 return False
-            if head["status"] in ("running", "stopped"):
+            ended = str(head["status"])
+            if ended in ("running", "stopped"):
                 store.end_campaign(int(head["id"]), "failed")
                 reason = {"reason": LOST_IN_PROCESS}
                 store.add_event(None, time.monotonic_ns(), "campaign_lost", reason)
         finally:
             store.close()
+        if ended in ("done", "error"):  # it ended on its own while its agent was away
+            local.finish(ended, None, "ended while its agent was away (exit status unknown)")
+            return True
         local.finish("failed", None, LOST_IN_PROCESS)
         log.warning("submission %s: %s", local.submission_id, LOST_IN_PROCESS)
         return True
