@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -29,7 +31,7 @@ import pytest
 
 from fixtures import pgcluster
 from fixtures.fleet_demo import SIM_STATION, sim_campaign, sim_drives
-from rig.fleet import dashboard
+from rig.fleet import dashboard, dispatch
 from rig.fleet.central import CentralStore
 from rig.fleet.views import CentralView, Overview
 from rig.store import Store
@@ -162,6 +164,7 @@ def stale_within_three_beats(watch: Watch, name: str, submission_id: int, since:
 
     watch.until(f"{name} stale and its campaign lagging", shown, bound + 30)
     took = time.monotonic() - since
+    print(f"{name} shown stale and lagging {took:.1f} s after it fell silent")  # -s shows it
     assert took <= bound, f"{name} shown stale {took:.1f} s after it fell silent (> {bound} s)"
     body = watch.client.get("/api/overview").get_json()
     assert next(s for s in body["stations"] if s["name"] == name)["state"] == "stale"
@@ -336,3 +339,58 @@ def test_partition_scenario(fleet: Fleet) -> None:
 @pytest.mark.slow
 def test_partition_scenario_long(fleet: Fleet) -> None:
     run_partition(fleet, LONG)
+
+
+HOLDER = """
+import sys, time
+from rig.fleet.central import CentralStore
+central = CentralStore(sys.argv[1])
+with central.transaction() as db:  # a heartbeat's transaction, cut off before its commit
+    db.execute("UPDATE fleet.station SET agent = 'cut off' WHERE name = 'alpha'")
+    print("holding", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_session_cut_off_mid_transaction_frees_its_locks_in_seconds(tmp_path: Path) -> None:
+    """The server's end of a station's session carries keepalives and a user timeout too: a
+    session cut off inside a transaction is ended in seconds, so the station's next session does
+    not wait on its row locks for the server's TCP retransmission time (minutes; found by the
+    partition scenario: a replicator cut off inside `ship` blocked its own catch-up)."""
+    for why in (pgcluster.requirements(), netns.requirements()):
+        if why:
+            pytest.skip(why)
+    with (
+        netns.lab({"alpha": True}) as lab,
+        pgcluster.cluster(listen=lab.links["alpha"].db_addr, netns=lab.db_netns) as pg,
+    ):
+        dispatch.apply_queue_schema(pg.dsn())
+        with CentralStore(pg.dsn()) as admin:
+            admin.migrate()
+            admin.add_station("alpha", "pw-alpha")
+        link = lab.links["alpha"]
+        dsn = (
+            f"host={link.db_addr} port={pg.port} dbname=rig user=rig_station_alpha"
+            " password=pw-alpha"
+        )
+        holder = subprocess.Popen(
+            [*lab.exec_prefix("alpha"), sys.executable, "-c", HOLDER, dsn],
+            cwd=Path(__file__).resolve().parents[2],
+            stdout=subprocess.PIPE,
+        )
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == b"holding\n"
+            link.down()
+            began = time.monotonic()
+            # as the station's next session would: the same row, waiting at most 60 s for it
+            pg.psql(
+                "SET lock_timeout = '60s';"
+                " UPDATE fleet.station SET agent = 'back' WHERE name = 'alpha'"
+            )
+            waited = time.monotonic() - began
+            print(f"the cut-off session's lock was freed after {waited:.1f} s")
+            assert waited < 30
+        finally:
+            link.up()
+            holder.kill()  # this PID only
+            holder.wait(10)
