@@ -54,18 +54,18 @@ def test_a_station_is_stale_after_three_missed_heartbeats_and_the_hook_sees_it(
 ) -> None:
     watch = StaleWatch(pg.dsn("viewer", "pw-viewer", "127.0.0.1"))
     with CentralStore(pg.dsn("rig_station_alpha", "pw-alpha", "127.0.0.1")) as alpha:
-        alpha.heartbeat("alpha", "test", interval_s=0.5, kind="relay-board")
+        alpha.heartbeat("alpha", "test", interval_s=5.0, kind="relay-board")
         assert watch.poll() == []  # the first poll learns the states
         assert _states(pg)["alpha"] == "online"
-        _backdate(pg, "alpha", 1.4)  # under 3 beats of 0.5 s
+        _backdate(pg, "alpha", 12.0)  # under 3 beats of 5 s (3 s for the look)
         assert _states(pg)["alpha"] == "online"
-        _backdate(pg, "alpha", 1.6)  # over 3 beats: stale (the old view waited 30 s)
+        _backdate(pg, "alpha", 16.0)  # over 3 beats: stale (the old view waited 30 s)
         assert _states(pg)["alpha"] == "stale"
         assert [(t.station, t.before, t.after) for t in watch.poll()] == [
             ("alpha", "online", "stale")
         ]
         assert watch.poll() == []  # reported once
-        alpha.heartbeat("alpha", "test", interval_s=0.5, kind="relay-board")
+        alpha.heartbeat("alpha", "test", interval_s=5.0, kind="relay-board")
         back = watch.poll()
         assert [(t.station, t.before, t.after) for t in back] == [("alpha", "stale", "online")]
         assert isinstance(back[0], Transition) and back[0].last_seen_s is not None
@@ -102,18 +102,18 @@ def test_progress_lag_shipping_and_done_follow_what_the_centre_holds(
         with CentralStore(alpha_dsn) as alpha:
             alpha.submission_started(sid)
             alpha.ship("alpha", next_batch(store, alpha, "alpha", sid, limit=5))
-            alpha.heartbeat("alpha", "test", interval_s=0.5, recorded={sid: recorded})
+            alpha.heartbeat("alpha", "test", interval_s=5.0, recorded={sid: recorded})
             running = _campaign(pg, sid)
             # progress is the station's own count, more than reached the centre
             assert running.state == "running" and not running.lagging
             assert running.cycles == recorded[1] and running.held_rows < recorded[0]
-            _backdate(pg, "alpha", 2.0)
+            _backdate(pg, "alpha", 16.0)
             lagging = _campaign(pg, sid)
             assert lagging.lagging and lagging.eta_s is None
             assert "lagging" in overview_text_of(pg)
             # the station says it ended: not `done` while rows it recorded are missing here
             alpha.finish_submission(sid, "done", 0, "", recorded)
-            alpha.heartbeat("alpha", "test", interval_s=0.5)
+            alpha.heartbeat("alpha", "test", interval_s=5.0)
             shipping = _campaign(pg, sid)
             assert shipping.state == "shipping" and shipping.status == "done"
             assert shipping.final_rows == recorded[0] > shipping.held_rows
