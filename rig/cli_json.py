@@ -112,6 +112,10 @@ def _station(s: StationStatus) -> dict[str, Any]:
         "state": s.state,
         "drives": int(s.drives),
         "last_seen_s": _seconds(s.last_seen_s),
+        "heartbeat_s": _seconds(s.heartbeat_s),
+        "stale_after_s": _seconds(s.stale_after_s),
+        "agent": s.agent,
+        "kind": s.kind,
     }
 
 
@@ -129,9 +133,17 @@ def _campaign(c: CampaignProgress) -> dict[str, Any]:
         "cuts": int(c.cuts),
         "rig_errors": int(c.rig_errors),
         "cuts_with_failure": int(c.failing),
-        "per_hour": round(float(c.per_hour), 3),
+        "per_hour": None if c.duration_s is not None else round(float(c.per_hour), 3),
         "eta_s": _seconds(c.eta_s),
+        "duration_s": _seconds(c.duration_s),
         "resumes": int(c.resumes),
+        "state": c.state,
+        "lagging": c.lagging,
+        "reported_s": _seconds(c.reported_s),
+        "recorded_rows": c.recorded_rows,
+        "held_rows": int(c.held_rows),
+        "final_rows": c.final_rows,
+        "process_bound": c.process_bound,
         "findings": {k: int(n) for k, n in c.findings.items()},
         "drives": [
             {

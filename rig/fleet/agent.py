@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import json
 import logging
 import os
 import signal
@@ -31,11 +30,11 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from rig.errors import UserError
-from rig.fleet import dispatch
+from rig.fleet import dispatch, freshness
 from rig.fleet.central import CentralStore
+from rig.fleet.local import LOST_IN_PROCESS, LocalCampaign, recorded_counts
 from rig.fleet.replicator import ReplicatorLoop, StoreSource
 from rig.store import Store
 
@@ -55,6 +54,12 @@ class AgentConfig:
     rig: list[str] = field(default_factory=lambda: [sys.executable, "-m", "rig.cli"])
     interval_s: float = 1.0
     ledgers: bool = False
+    heartbeat_s: float = 2.0  # the view shows the station stale after 3 missed heartbeats
+
+    @property
+    def kind(self) -> str:
+        """The station kind of its own [station] table ('' = each campaign's own)."""
+        return freshness.effective_kind("", self.station_table) if self.station_table else ""
 
 
 def load_inventory(path: str) -> list[dict[str, str]]:
@@ -107,36 +112,6 @@ def replace_station_table(campaign_text: str, station_table: str) -> str:
     return text
 
 
-class LocalCampaign:
-    """A campaign's folder on the station: campaign.toml, store.sqlite, state.json."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.submission_id = int(folder.name.split("-", 1)[1])
-
-    @property
-    def campaign_file(self) -> Path:
-        return self.folder / "campaign.toml"
-
-    @property
-    def store(self) -> Path:
-        return self.folder / "store.sqlite"
-
-    def state(self) -> dict[str, Any]:
-        try:
-            value = json.loads((self.folder / "state.json").read_text())
-            return value if isinstance(value, dict) else {}
-        except (OSError, json.JSONDecodeError):
-            return {}
-
-    def update(self, **changes: Any) -> dict[str, Any]:
-        state = {**self.state(), **changes}
-        tmp = self.folder / "state.json.tmp"
-        tmp.write_text(json.dumps(state, sort_keys=True))
-        os.replace(tmp, self.folder / "state.json")
-        return state
-
-
 def _die_with_parent() -> None:
     """In the child before exec: SIGKILL when the agent dies, as on a station crash."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -167,7 +142,9 @@ class Handlers:
         local = self.agent.local(submission_id)
         if not local.folder.exists():
             with CentralStore(self.agent.config.dsn) as central:
-                central.finish_submission(submission_id, "stopped", None, "stopped before start")
+                central.finish_submission(
+                    submission_id, "stopped", None, "stopped before start", (0, 0)
+                )
             return
         local.update(stop=True)
         self.agent.wake.set()
@@ -300,9 +277,7 @@ class StationAgent:
             result, message = "failed", _last_error(local)
         else:
             result, message = "error", _last_error(local) or f"rig exit status {code}"
-        local.update(
-            status="finished", result=result, exit_code=code, message=message, reported=False
-        )
+        local.finish(result, code, message)
 
     def _supervise(self) -> None:
         for local in self.campaigns():
@@ -318,18 +293,43 @@ class StationAgent:
                 if _still_running(state.get("pid"), local.store):
                     continue  # a rig of an earlier agent is still on its way out: not twice
                 if state.get("stop"):
-                    local.update(
-                        status="finished",
-                        result="stopped",
-                        exit_code=None,
-                        message="stopped on request",
-                        reported=False,
-                    )
-                elif not self.stopping.is_set():
+                    local.finish("stopped", None, "stopped on request")
+                elif not self.stopping.is_set() and not self.settle_lost(local):
                     self._launch(local)
             elif child is not None and state.get("stop") and not state.get("signalled"):
                 child.send_signal(signal.SIGTERM)  # `rig run` stops safely at a phase boundary
                 local.update(signalled=True)
+
+    def settle_lost(self, local: LocalCampaign) -> bool:
+        """A campaign on in-process drives whose rig process ended before it did cannot resume
+        (its drives died with the process): it ends `failed` with the reason, in its store too
+        (the source of truth: the central copy and every report follow), never left running."""
+        try:
+            bound = freshness.process_bound(
+                freshness.effective_kind("", local.campaign_file.read_text())
+            )
+        except OSError:
+            return False
+        if not bound or recorded_counts(local.store) is None:
+            return False  # no store of it yet: it starts afresh
+        store = Store(str(local.store))
+        try:
+            head = store.latest_campaign()
+            if head is None:
+                return False
+            ended = str(head["status"])
+            if ended in ("running", "stopped"):
+                store.end_campaign(int(head["id"]), "failed")
+                reason = {"reason": LOST_IN_PROCESS}
+                store.add_event(None, time.monotonic_ns(), "campaign_lost", reason)
+        finally:
+            store.close()
+        if ended in ("done", "error"):  # it ended on its own while its agent was away
+            local.finish(ended, None, "ended while its agent was away (exit status unknown)")
+            return True
+        local.finish("failed", None, LOST_IN_PROCESS)
+        log.warning("submission %s: %s", local.submission_id, LOST_IN_PROCESS)
+        return True
 
     def _report(self, central: CentralStore) -> None:
         for local in self.campaigns():
@@ -338,23 +338,62 @@ class StationAgent:
                 central.submission_started(local.submission_id)
                 local.update(reported_running=True)
             elif state.get("status") == "finished" and not state.get("reported"):
+                final = state.get("final")
                 central.finish_submission(
                     local.submission_id,
                     str(state.get("result")),
                     state.get("exit_code"),
                     str(state.get("message", "")),
+                    (int(final[0]), int(final[1])) if final else None,
                 )
                 local.update(reported=True)
 
     # -- the main loop --------------------------------------------------------------------------
 
+    def recorded(self) -> dict[int, tuple[int, int]]:
+        """What each live campaign's store holds: reported with every heartbeat."""
+        counts = {}
+        for local in self.campaigns():
+            if local.state().get("status") in ("accepted", "running"):
+                found = recorded_counts(local.store)
+                if found is not None:
+                    counts[local.submission_id] = found
+        return counts
+
+    def _beat(self) -> None:
+        """Heartbeats on a connection of their own, every `heartbeat_s`, so a slow round of the
+        main loop (a job retry, a report) never shows the station stale; a beat that fails (the
+        link, the server) is simply missed."""
+        central: CentralStore | None = None
+        agent = f"{socket.gethostname()} pid {os.getpid()}"
+        while not self.stopping.is_set():
+            began = time.monotonic()
+            try:
+                if central is None:
+                    central = CentralStore(self.config.dsn)
+                central.heartbeat(
+                    self.config.station,
+                    agent,
+                    interval_s=self.config.heartbeat_s,
+                    kind=self.config.kind,
+                    recorded=self.recorded(),
+                )
+            except Exception:  # reported by the main loop, which meets the same link
+                if central is not None:
+                    with contextlib.suppress(Exception):
+                        central.close()
+                    central = None
+            self.stopping.wait(max(0.05, self.config.heartbeat_s - (time.monotonic() - began)))
+        if central is not None:
+            central.close()
+
     def run(self, until: Callable[[], bool] = lambda: False) -> None:
         threading.Thread(target=self._work, name="worker", daemon=True).start()
         threading.Thread(target=self.replicator.run, name="replicator", daemon=True).start()
+        threading.Thread(target=self._beat, name="heartbeat", daemon=True).start()
         central: CentralStore | None = None
         registered = False
-        next_heartbeat = next_retry = 0.0
-        agent = f"{socket.gethostname()} pid {os.getpid()}"
+        next_retry = 0.0
         last_error = ""
         while not self.stopping.is_set() and not until():
             self._supervise()  # first: campaigns never wait for the network
@@ -365,9 +404,6 @@ class StationAgent:
                     central.publish_inventory(self.config.station, self.config.inventory)
                     registered = True
                 now = time.monotonic()
-                if now >= next_heartbeat:
-                    central.heartbeat(self.config.station, agent)
-                    next_heartbeat = now + 5.0
                 self._report(central)
                 if last_error:
                     log.info("central database reachable again")

@@ -74,6 +74,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
             inventory=inventory,
             station_table=station_table,
             ledgers=args.ledgers,
+            heartbeat_s=args.heartbeat_s,
         )
     )
 
@@ -129,6 +130,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     text = dispatch.read_campaign_file(args.campaign)
     done = dispatch.submit(_dsn(args), text, args.campaign)
+    if done.warning:
+        print(f"rig: warning: {done.warning}", file=sys.stderr)
     print(
         f"submission {done.submission_id}: {len(done.drives)} drives on station {done.station}"
         f" (job {done.job_id})"
@@ -145,7 +148,8 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from rig import cli_json
-    from rig.fleet.views import CentralView, overview_text
+    from rig.fleet.status import overview_text
+    from rig.fleet.views import CentralView
 
     view = CentralView(_dsn(args))
     try:
@@ -202,6 +206,16 @@ def _one_line(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
     return run
 
 
+def _heartbeat(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0.2 <= value <= 60.0:
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds between 0.2 and 60")
+    return value
+
+
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     fleet = sub.add_parser("fleet", help="many stations: central database, agents, dispatch")
     commands = fleet.add_subparsers(dest="fleet_command", required=True)
@@ -233,6 +247,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--metrics-port", type=int, default=0, help="serve /metrics on this port (default: off)"
     )
     p.add_argument("--metrics-host", default="127.0.0.1", help="its address (default 127.0.0.1)")
+    p.add_argument(
+        "--heartbeat-s",
+        type=_heartbeat,
+        default=2.0,
+        help="seconds between heartbeats (default 2; shown stale after 3 missed)",
+    )
     p.set_defaults(func=_one_line(cmd_agent))
     p = central(commands.add_parser("replicate", help="ship stores to the central database"))
     p.add_argument("db", nargs="+")

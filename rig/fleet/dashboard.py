@@ -48,7 +48,8 @@ nav a{margin-right:14px}
 .bar{background:#eee;border-radius:4px;width:180px;height:14px;display:inline-block;
   vertical-align:middle}
 .bar i{display:block;height:14px;border-radius:4px;background:#38c}
-.online{color:#080}.silent{color:#b00}.never-seen{color:#888}
+.online{color:#080}.stale{color:#b00;font-weight:bold}.never-seen{color:#888}
+.lagging{color:#b00}.status-shipping{color:#a60}
 .status-running{color:#06c;font-weight:bold}.status-done{color:#080}
 .status-error,.status-failed{color:#b00}.status-queued{color:#888}
 table.live{border-collapse:collapse;margin:8px 0}
@@ -111,25 +112,46 @@ def _bar(c: CampaignProgress) -> str:
     )
 
 
+def _lag(c: CampaignProgress) -> str:
+    """How old the numbers are, said where they are stale."""
+    if not c.lagging:
+        return ""
+    age = _duration(c.reported_s)
+    return f' <span class="lagging">lagging: its station\'s last report {age} ago</span>'
+
+
+def _pace(c: CampaignProgress) -> str:
+    """Cycles per hour while it runs; its duration once it has ended."""
+    if c.duration_s is not None:
+        return f"took {_duration(c.duration_s)}"
+    return "—" if c.lagging else f"{c.per_hour:.0f}"
+
+
 def _campaign_rows(
     campaigns: list[CampaignProgress], verdicts: Mapping[str, list[ModelVerdict]]
 ) -> str:
     head = (
         "<tr><th>campaign</th><th>station</th><th>status</th><th>verdict</th><th>progress</th>"
-        "<th>cycles/h</th><th>ETA</th><th>failing cycles</th><th>findings per class</th>"
+        "<th>cycles/h or duration</th><th>ETA</th><th>failing cycles</th>"
+        "<th>findings per class</th>"
         "<th>dead drives</th><th>rig errors</th><th>resumes</th></tr>"
     )
     rows = []
     for c in campaigns:
+        bound = (
+            ' <span class="note">in-process: cannot survive its process</span>'
+            if c.process_bound
+            else ""
+        )
         findings = ", ".join(f"{esc(k)} ×{v}" for k, v in c.findings.items()) or "none"
         rows.append(
             f'<tr class="campaign" id="c-{esc(c.key)}">'
             f'<td><a href="{_href("/campaign/", c.key, "/")}">{esc(c.name)}</a>'
             + (f' <span class="note">#{c.submission_id}</span>' if c.submission_id else "")
             + f"</td><td>{esc(c.station)}</td>"
-            f'<td class="status-{esc(c.status)}">{esc(c.status)}</td>'
+            f'<td class="status-{esc(c.state)}">{esc(c.state)}{_lag(c)}{bound}</td>'
             f'<td class="verdicts">{_verdict_cell(verdicts.get(c.key, []), _several(c))}</td>'
-            f"<td>{_bar(c)}</td><td class='n'>{c.per_hour:.0f}</td>"
+            f"<td>{_bar(c)}</td><td class='n'>{_pace(c)}</td>"
             f"<td>{_duration(c.eta_s)}</td><td class='n'>{c.failing}</td><td>{findings}</td>"
             f"<td>{esc(', '.join(c.dead)) or '0'}</td><td class='n'>{c.rig_errors}</td>"
             f"<td class='n'>{c.resumes}</td></tr>"
@@ -182,10 +204,12 @@ def overview_fragment(view: Overview, verdicts: VerdictBoard | None = None) -> s
     if view.stations:
         stations = (
             "<h2>Stations</h2><table class='live'><tr><th>station</th><th>state</th>"
-            "<th>drives held</th><th>last heartbeat</th><th>agent</th></tr>"
+            "<th>drives held</th><th>last heartbeat</th><th>expected every</th><th>agent</th></tr>"
             + "".join(
-                f"<tr><td>{esc(s.name)}</td><td class='{s.state.replace(' ', '-')}'>{s.state}"
+                f"<tr class='station' id='s-{esc(s.name)}'><td>{esc(s.name)}</td>"
+                f"<td class='{s.state.replace(' ', '-')}'>{s.state}"
                 f"</td><td class='n'>{s.drives}</td><td>{_duration(s.last_seen_s)} ago</td>"
+                f"<td>{s.heartbeat_s:g} s (stale after {s.stale_after_s:g} s)</td>"
                 f"<td>{esc(s.agent)}</td></tr>"
                 for s in view.stations
             )
@@ -359,9 +383,10 @@ def _add_api(app: Flask, view: FleetView, dispatch_dsn: str, token: str) -> None
 
     @app.get("/api/overview")
     def overview_json() -> Response:
-        import dataclasses
+        """The rows of `rig fleet status --json`, each with its state and age."""
+        from rig import cli_json
 
-        return jsonify(dataclasses.asdict(view.overview()))
+        return jsonify(cli_json.fleet_status(view.overview()))
 
     @app.post("/api/campaigns")
     def submit() -> Any:
@@ -373,7 +398,12 @@ def _add_api(app: Flask, view: FleetView, dispatch_dsn: str, token: str) -> None
         except UserError as error:
             return jsonify({"error": str(error)}), 400
         return jsonify(
-            {"submission": done.submission_id, "station": done.station, "job": done.job_id}
+            {
+                "submission": done.submission_id,
+                "station": done.station,
+                "job": done.job_id,
+                "warning": done.warning,
+            }
         ), 201
 
     @app.post("/api/campaigns/<int:submission_id>/stop")

@@ -19,6 +19,7 @@ import procrastinate
 
 from rig import config
 from rig.errors import UserError
+from rig.fleet import freshness
 from rig.fleet.central import CentralStore, drive_key, with_link_options
 
 START_TASK = "rig.fleet.start_campaign"
@@ -71,6 +72,7 @@ class Submitted:
     station: str
     job_id: int
     drives: list[str]
+    warning: str = ""  # what the submitter should know (a campaign that cannot survive a crash)
 
 
 def campaign_drive_keys(text: str, where: str) -> tuple[config.Campaign, list[str]]:
@@ -88,6 +90,12 @@ def submit(dsn: str, text: str, where: str = "campaign") -> Submitted:
     campaign, keys = campaign_drive_keys(text, where)
     with CentralStore(dsn) as central:
         station = central.station_holding(keys)
+        kind = freshness.effective_kind(central.station_kind(station), text)
+        warning = (
+            freshness.PROCESS_BOUND_WARNING.format(station=station)
+            if freshness.process_bound(kind)
+            else ""
+        )
         planned = campaign.cycles * len(campaign.drives)
         submission_id = central.create_submission(campaign.name, text, station, keys, planned)
         app = make_app(dsn)
@@ -102,7 +110,7 @@ def submit(dsn: str, text: str, where: str = "campaign") -> Submitted:
             central.finish_submission(submission_id, "error", None, f"not queued: {error}")
             raise UserError(f"submission {submission_id} could not be queued: {error}") from error
         central.set_job(submission_id, job_id)
-    return Submitted(submission_id, station, job_id, keys)
+    return Submitted(submission_id, station, job_id, keys, warning)
 
 
 def stop(dsn: str, submission_id: int) -> str:

@@ -283,5 +283,20 @@ def _grants_and_policies() -> str:
 # says "unchecked" where a station's report does
 _V2 = "ALTER TABLE fleet.cycle ADD COLUMN blocks_unchecked bigint NOT NULL DEFAULT 0;"
 
-MIGRATIONS: tuple[str, ...] = (_ROLES + _V1 + _grants_and_policies(), _V2)
+# v3: the view states its own age (issue 26). A station publishes its heartbeat interval (stale
+# after STALE_AFTER_BEATS missed ones) and its station kind (in-process drives: a campaign there
+# cannot survive its rig process); with each heartbeat it reports how many cycle rows each live
+# campaign's store holds, and at the end the final count, so the centre shows `done` only when it
+# holds them all.
+_V3 = """
+ALTER TABLE fleet.station ADD COLUMN heartbeat_s real NOT NULL DEFAULT 5,
+    ADD COLUMN kind text NOT NULL DEFAULT '';
+ALTER TABLE fleet.submission ADD COLUMN recorded_rows bigint,
+    ADD COLUMN recorded_cycles bigint,
+    ADD COLUMN recorded_at timestamptz,
+    ADD COLUMN final_rows bigint;
+GRANT UPDATE (last_seen, agent, heartbeat_s, kind) ON fleet.station TO rig_station;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_ROLES + _V1 + _grants_and_policies(), _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)

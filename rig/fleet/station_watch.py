@@ -1,6 +1,6 @@
 """`station_offline` notifications: `rig serve --central ... --notify URL` watches the fleet's
-stations and tells when one falls silent (its agent's heartbeat is older than the views'
-staleness, rig/fleet/views.py), once per fall, through the same sender as a campaign's notices
+stations and tells when one falls silent (its agent missed 3 heartbeats: rig/fleet/freshness.py),
+once per fall, through the same sender as a campaign's notices
 (rig/notify/sender.py: `Notifier.notify_event(kind, title, body)`)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from rig.notify import settings
 from rig.notify.sender import Notifier
 
 log = logging.getLogger("rig.fleet.station_watch")
-CHECK_EVERY_S = 10.0
+CHECK_EVERY_S = 2.0  # a station is stale after 3 missed 2 s heartbeats
 
 
 class StationWatch:

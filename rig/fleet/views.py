@@ -8,6 +8,7 @@ one model. Reading the report's data follows reports/dataset.py and reports/cent
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import tomllib
@@ -17,9 +18,17 @@ from typing import Any, Protocol
 
 from reports import dataset as report_data
 from reports.dataset import Dataset
+from rig.fleet.freshness import (
+    ENDED,
+    REPORTING,
+    StationStatus,
+    campaign_state,
+    effective_kind,
+    process_bound,
+    station_statuses,
+)
 
 RATE_WINDOW_S = 900.0  # cycles per hour: over the last 15 minutes (or the campaign's age)
-SILENT_AFTER_S = 30.0  # a station whose agent has not beaten for this long is shown silent
 
 
 @dataclass
@@ -53,6 +62,20 @@ class CampaignProgress:
     resumes: int
     findings: dict[str, int] = field(default_factory=dict)  # failure findings per class
     drives: list[DriveProgress] = field(default_factory=list)
+    # how old this is (rig/fleet/freshness.py): the state the centre can vouch for (`status`,
+    # or `shipping` while cycles the station recorded have not all arrived), lagging (its
+    # station is stale: the numbers are its last report's), the age of that report
+    state: str = ""
+    lagging: bool = False
+    reported_s: float | None = None
+    recorded_rows: int | None = None  # cycle rows the station last said its store holds
+    held_rows: int = 0  # cycle rows the centre holds
+    final_rows: int | None = None  # the station's count at the end
+    process_bound: bool = False  # in-process drives: cannot survive its rig process
+    duration_s: float | None = None  # an ended campaign's, instead of a rate
+
+    def __post_init__(self) -> None:
+        self.state = self.state or self.status
 
     @property
     def dead(self) -> list[str]:
@@ -61,20 +84,6 @@ class CampaignProgress:
     @property
     def percent(self) -> float:
         return 100.0 * min(1.0, self.cycles / self.planned) if self.planned else 0.0
-
-
-@dataclass
-class StationStatus:
-    name: str
-    drives: int
-    last_seen_s: float | None  # seconds since the agent's last heartbeat
-    agent: str
-
-    @property
-    def state(self) -> str:
-        if self.last_seen_s is None:
-            return "never seen"
-        return "online" if self.last_seen_s < SILENT_AFTER_S else "silent"
 
 
 @dataclass
@@ -148,13 +157,29 @@ class CentralView:
             self._central = CentralStore(self.dsn)
         return self._central
 
-    def overview(self) -> Overview:
+    def _retried(self, read: Callable[[Any], Any]) -> Any:
+        """`read(connection)`; a connection error (the server restarted since the last page:
+        AdminShutdown, a lost link) is retried once on a new connection before it fails."""
+        import psycopg
+
+        from rig.fleet.central import CentralStore
+
         with self._lock:
-            return self._overview(self._fresh())
+            try:
+                return read(self._fresh())
+            except (psycopg.OperationalError, psycopg.InterfaceError):
+                with contextlib.suppress(Exception):
+                    self._central.close()
+                self._central = CentralStore(self.dsn)
+                return read(self._central)
+
+    def overview(self) -> Overview:
+        return self._retried(self._overview)
 
     def _overview(self, central: Any) -> Overview:
         now = time.time()
-        stations = [_station_status(r) for r in central.stations()]
+        stations = station_statuses(central.stations())
+        by_name = {s.name: s for s in stations}
         progress = {
             (r["station"], r["campaign_uid"], r["channel"]): r
             for r in central.progress_rows(RATE_WINDOW_S)
@@ -173,10 +198,16 @@ class CentralView:
             sub = submissions.get(c["submission_id"]) if c["submission_id"] else None
             if sub is not None:
                 shown.add(sub["id"])
-            campaigns.append(
-                _central_campaign(c, sub, drives.get(key, []), progress, findings.get(key, {}), now)
+            made = _central_campaign(
+                c, sub, drives.get(key, []), progress, findings.get(key, {}), now
             )
-        campaigns += [_queued(s, now) for s in submissions.values() if s["id"] not in shown]
+            held = sum(int(p["rows"]) for k, p in progress.items() if k[:2] == key)
+            campaigns.append(_freshen(made, sub, by_name.get(c["station"]), held))
+        campaigns += [
+            _freshen(_queued(s, now), s, by_name.get(s["station"]), 0)
+            for s in submissions.values()
+            if s["id"] not in shown
+        ]
         models = sorted({d["model"] for rows in drives.values() for d in rows})
         return Overview(self.source, stations, campaigns, models, now)
 
@@ -184,25 +215,58 @@ class CentralView:
         from reports import central as report_central
 
         station, _, uid = key.partition("/")
-        with self._lock:
-            return report_central.read(
-                self._fresh(),
+        return self._retried(
+            lambda central: report_central.read(
+                central,
                 campaign=lambda row: row["station"] == station and str(row["uid"]) == uid,
             )
+        )
 
     def model_dataset(self, model: str) -> Dataset:
         from reports import central as report_central
 
-        with self._lock:
-            return report_central.read(self._fresh(), drive=lambda row: row["model"] == model)
+        return self._retried(
+            lambda central: report_central.read(central, drive=lambda row: row["model"] == model)
+        )
 
     def close(self) -> None:
         self._central.close()
 
 
-def _station_status(row: Any) -> StationStatus:
-    silent = float(row["silent_s"]) if row["silent_s"] is not None else None
-    return StationStatus(row["name"], int(row["drives"]), silent, row["agent"])
+def _freshen(
+    progress: CampaignProgress, sub: Any, station: StationStatus | None, held_rows: int
+) -> CampaignProgress:
+    """The campaign's numbers and state as old as they are: progress is what its station last
+    reported (or what reached us, if more), `shipping` until the centre holds the station's
+    final count, `lagging` while its station is stale, a duration once it has ended."""
+    progress.held_rows = held_rows
+    if sub is not None:
+        progress.recorded_rows = _int_or_none(sub["recorded_rows"])
+        progress.final_rows = _int_or_none(sub["final_rows"])
+        progress.cycles = max(progress.cycles, int(sub["recorded_cycles"] or 0))
+        progress.reported_s = float(sub["reported_s"]) if sub["reported_s"] is not None else None
+        kind = effective_kind(station.kind if station else "", sub["config"])
+        progress.process_bound = process_bound(kind)
+    progress.state = campaign_state(progress.status, held_rows, progress.final_rows)
+    progress.lagging = progress.state in REPORTING and (
+        station is None or station.state != "online"
+    )
+    if progress.lagging:
+        progress.eta_s = None  # its rate is what reached us, not what the station does
+    return _paced(progress)
+
+
+def _paced(progress: CampaignProgress) -> CampaignProgress:
+    """An ended campaign shows how long it took, not a rate that only decays."""
+    if progress.state in ENDED:
+        if progress.started_at is not None and progress.ended_at is not None:
+            progress.duration_s = max(0.0, progress.ended_at - progress.started_at)
+        progress.per_hour, progress.eta_s = 0.0, None
+    return progress
+
+
+def _int_or_none(value: Any) -> int | None:
+    return int(value) if value is not None else None
 
 
 def _central_campaign(
@@ -387,15 +451,17 @@ class StoreView:
                     rows = store.drives_of(c["id"])
                     models.update(d["model"] for d in rows)
                     campaigns.append(
-                        _campaign_progress(
-                            c,
-                            f"{index}/{c['id']}",
-                            self.station,
-                            c["status"],
-                            None,
-                            _drive_progress(rows, progress, lambda d: d["id"], campaign_end(c)),
-                            findings.get(c["id"], {}),
-                            now,
+                        _paced(
+                            _campaign_progress(
+                                c,
+                                f"{index}/{c['id']}",
+                                self.station,
+                                c["status"],
+                                None,
+                                _drive_progress(rows, progress, lambda d: d["id"], campaign_end(c)),
+                                findings.get(c["id"], {}),
+                                now,
+                            )
                         )
                     )
             finally:
@@ -423,18 +489,3 @@ def _only(data: Dataset, keep: Any) -> Dataset:
     runs = [r for r in data.runs if keep(r)]
     campaigns = [c for c in data.campaigns if any(r.campaign is c for r in runs)]
     return Dataset(data.sources, campaigns, runs, data.unread_tables)
-
-
-def overview_text(view: Overview) -> str:
-    lines = [f"source: {view.source}"]
-    for s in view.stations:
-        lines.append(f"station {s.name}: {s.state}, {s.drives} drives")
-    for c in view.campaigns:
-        eta = f", ETA {c.eta_s / 60:.0f} min" if c.eta_s is not None else ""
-        findings = ", ".join(f"{k} x{v}" for k, v in c.findings.items()) or "no failure"
-        lines.append(
-            f"{c.key} {c.name} on {c.station}: {c.status}, {c.cycles}/{c.planned} cycles"
-            f" ({c.per_hour:.0f}/h{eta}), rig errors {c.rig_errors}, dead {len(c.dead)},"
-            f" {findings}"
-        )
-    return "\n".join(lines)

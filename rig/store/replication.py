@@ -101,6 +101,14 @@ class ReplicationReads(StoreConnection):
         rows = self.query("SELECT * FROM campaign ORDER BY id DESC LIMIT 1")
         return rows[0] if rows else None
 
+    def cycle_counts(self) -> tuple[int, int]:
+        """(cycle rows, cycles less interrupted ones) of the whole store: what a fleet station
+        reports it has recorded (the rows its replicator must ship, and its progress)."""
+        row = self.query(
+            "SELECT COUNT(*) AS n, COALESCE(SUM(status <> 'interrupted'), 0) AS counted FROM cycle"
+        )[0]
+        return int(row["n"]), int(row["counted"])
+
     def cycle_keys(self) -> list[sqlite3.Row]:
         """(media id, channel, seq, status, failures) of every cycle: what a fleet check compares
         with the central database."""

@@ -43,7 +43,7 @@ from tests.loop_station import requirements as loop_requirements
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _being_created(path: Path) -> bool:
+def being_created(path: Path) -> bool:
     """A store file whose schema is not written yet (user_version 0): polled while a station's
     campaign is starting, it holds no cycles yet (a read-only Store refuses it as not a store of
     this rig's version)."""
@@ -98,7 +98,13 @@ class Fleet:
             f" password=pw-{station}"
         )
 
-    def start_agent(self, station: str, station_table: str, drives: list[dict[str, str]]) -> None:
+    def start_agent(
+        self,
+        station: str,
+        station_table: str,
+        drives: list[dict[str, str]],
+        extra: tuple[str, ...] = (),
+    ) -> None:
         home = self.tmp / station
         home.mkdir(exist_ok=True)
         (home / "inventory.toml").write_text(inventory(drives))
@@ -120,6 +126,7 @@ class Fleet:
             str(home / "station.toml"),
             "--central",
             self.station_dsn(station),
+            *extra,
         ]
         self.restart_agent(station)
 
@@ -135,7 +142,7 @@ class Fleet:
     def local_keys(self, station: str) -> list[tuple[object, ...]]:
         keys: list[tuple[object, ...]] = []
         for path in self.stores(station):
-            if _being_created(path):  # the campaign has made the file, not yet its schema
+            if being_created(path):  # the campaign has made the file, not yet its schema
                 continue
             store = Store(str(path), read_only=True)
             try:
@@ -231,12 +238,12 @@ def run_fleet(fleet: Fleet, station: object, plan: Plan, shots: Path) -> None:
             lambda target=target: len(fleet.local_keys("beta")) >= target,  # type: ignore[misc]
             240,
         )
-        rigs = _rig_runs_of(fleet.tmp / "beta")
-        assert _alive(rigs), "beta's campaign is not running"
+        rigs = rig_runs_of(fleet.tmp / "beta")
+        assert alive(rigs), "beta's campaign is not running"
         agent = fleet.agents["beta"]
         os.kill(agent.pid, signal.SIGKILL)
         agent.wait(10)
-        wait_for("beta's rig run to die with its agent", lambda r=rigs: not _alive(r), 15)
+        wait_for("beta's rig run to die with its agent", lambda r=rigs: not alive(r), 15)
         frozen = len(fleet.local_keys("beta"))
         time.sleep(2.0)
         assert len(fleet.local_keys("beta")) == frozen  # nothing runs it while its agent is away
@@ -304,7 +311,7 @@ def run_fleet(fleet: Fleet, station: object, plan: Plan, shots: Path) -> None:
     assert plp["verdict"]["label"] in ("NOT YET DEMONSTRATED", "PASS")
 
 
-def _rig_runs_of(home: Path) -> list[int]:
+def rig_runs_of(home: Path) -> list[int]:
     """PIDs of the `rig run` processes of a station's campaigns (from their command lines)."""
     pids = []
     for entry in Path("/proc").iterdir():
@@ -319,7 +326,7 @@ def _rig_runs_of(home: Path) -> list[int]:
     return pids
 
 
-def _alive(pids: list[int]) -> bool:
+def alive(pids: list[int]) -> bool:
     for pid in pids:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]

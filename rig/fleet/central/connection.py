@@ -1,7 +1,10 @@
 """One connection to the central database, and the query helpers the store's parts share.
 
 Connections carry TCP keepalives and a user timeout, so a cut network link ends a statement with
-an error within seconds instead of hanging it.
+an error within seconds instead of hanging it; the server's end of the session gets the same
+(SERVER_LINK_SETTINGS), so a session whose client vanished mid-transaction is ended within
+seconds too, instead of holding its row locks (and the keys it inserted) while the server's TCP
+retransmits for many minutes: the client's next session would wait on them.
 """
 
 from __future__ import annotations
@@ -34,13 +37,22 @@ class CentralUnavailable(UserError):
     """The central database cannot be reached (link down, server stopped, wrong address)."""
 
 
+# the same on the server's side of each session (settings any role may set for its session)
+SERVER_LINK_SETTINGS = (
+    "-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 -c tcp_keepalives_count=3"
+    " -c tcp_user_timeout=10000"
+)
+
+
 def with_link_options(dsn: str) -> str:
-    """The DSN with the link options it does not set itself."""
+    """The DSN with the link options it does not set itself (server-side settings it gives in
+    `options` come after ours, so they win)."""
     try:
         given = conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as error:
         raise UserError(f"central database: not a libpq DSN ({error})") from error
-    return make_conninfo("", **{**LINK_OPTIONS, **given})
+    options = f"{SERVER_LINK_SETTINGS} {given.get('options') or ''}".strip()
+    return make_conninfo("", **{**LINK_OPTIONS, **given, "options": options})
 
 
 class CentralConnection:

@@ -13,14 +13,19 @@ class ReadQueries(CentralConnection):
 
     def stations(self) -> list[Row]:
         return self._read(
-            "SELECT s.name, s.last_seen, s.agent,"
+            "SELECT s.name, s.last_seen, s.agent, s.heartbeat_s, s.kind,"
             " extract(epoch FROM now() - s.last_seen) AS silent_s,"
             " (SELECT count(*) FROM fleet.inventory i WHERE i.station = s.name) AS drives"
             " FROM fleet.station s ORDER BY s.name"
         )
 
     def submissions(self) -> list[Row]:
-        return self._read("SELECT * FROM fleet.submission ORDER BY id")
+        """Every submission, with the age of its station's last report of it (the server's
+        clock: `reported_s`)."""
+        return self._read(
+            "SELECT *, extract(epoch FROM now() - recorded_at) AS reported_s"
+            " FROM fleet.submission ORDER BY id"
+        )
 
     def campaign_rows(self) -> list[Row]:
         return self._read("SELECT * FROM fleet.campaign ORDER BY started_at, station, uid")
@@ -29,12 +34,12 @@ class ReadQueries(CentralConnection):
         return self._read("SELECT * FROM fleet.drive ORDER BY station, campaign_uid, channel")
 
     def progress_rows(self, recent_s: float) -> list[Row]:
-        """Per drive of every campaign: cycles (less those a crash cut short: the campaign runs
-        them again), cuts, rig errors, failing cycles, and cycles ended within the last
-        `recent_s` seconds (for the rate)."""
+        """Per drive of every campaign: cycle rows, cycles (less those a crash cut short: the
+        campaign runs them again), cuts, rig errors, failing cycles, and cycles ended within the
+        last `recent_s` seconds (for the rate)."""
         return self._read(
             "SELECT station, campaign_uid, channel,"
-            " count(*) FILTER (WHERE status <> 'interrupted') AS cycles,"
+            " count(*) AS rows, count(*) FILTER (WHERE status <> 'interrupted') AS cycles,"
             " count(*) FILTER (WHERE status IN ('ok', 'dead')) AS cuts,"
             " count(*) FILTER (WHERE status = 'error') AS rig_errors,"
             " count(*) FILTER (WHERE failures > 0) AS failing,"

@@ -3,7 +3,7 @@ reports of the campaigns submitted to it (with its heartbeat and inventory)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import psycopg
 
@@ -29,11 +29,30 @@ class AgentQueries(CentralConnection):
             raise UserError("this database role is no station's (rig fleet add-station)")
         return str(row["name"])
 
-    def heartbeat(self, station: str, agent: str) -> None:
-        self._all(
-            "UPDATE fleet.station SET last_seen = now(), agent = %s WHERE name = %s",
-            (agent, station),
-        )
+    def heartbeat(
+        self,
+        station: str,
+        agent: str,
+        *,
+        interval_s: float = 5.0,
+        kind: str = "",
+        recorded: Mapping[int, tuple[int, int]] | None = None,
+    ) -> None:
+        """The agent is alive, beats every `interval_s` (the view says stale after a few missed
+        beats), runs stations of `kind`; `recorded`: per live submission, the cycle rows its
+        store holds and its cycles less interrupted ones (progress as far as the centre knows)."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE fleet.station SET last_seen = now(), agent = %s, heartbeat_s = %s,"
+                " kind = %s WHERE name = %s",
+                (agent, interval_s, kind, station),
+            )
+            with db.cursor() as cur:
+                cur.executemany(
+                    "UPDATE fleet.submission SET recorded_rows = %s, recorded_cycles = %s,"
+                    " recorded_at = now() WHERE id = %s",
+                    [(rows, cycles, sid) for sid, (rows, cycles) in (recorded or {}).items()],
+                )
         self._commit()
 
     def publish_inventory(self, station: str, drives: Sequence[dict[str, str]]) -> None:
@@ -72,14 +91,26 @@ class AgentQueries(CentralConnection):
         self._commit()
 
     def finish_submission(
-        self, submission_id: int, status: str, exit_code: int | None, message: str
+        self,
+        submission_id: int,
+        status: str,
+        exit_code: int | None,
+        message: str,
+        final: tuple[int, int] | None = None,
     ) -> None:
-        """The campaign ended (or never ran): its state, and its drives are free again."""
+        """The campaign ended (or never ran): its state, and its drives are free again. `final`:
+        the cycle rows and cycles its store holds at the end (the view says `done` once the
+        centre holds as many rows)."""
+        rows, cycles = final if final is not None else (None, None)
         with self.transaction() as db:
             db.execute(
                 "UPDATE fleet.submission SET status = %s, exit_code = %s, message = %s,"
-                " ended_at = now() WHERE id = %s",
-                (status, exit_code, message, submission_id),
+                " ended_at = now(), final_rows = %s,"
+                " recorded_rows = coalesce(%s, recorded_rows),"
+                " recorded_cycles = coalesce(%s, recorded_cycles),"
+                " recorded_at = CASE WHEN %s::bigint IS NULL THEN recorded_at ELSE now() END"
+                " WHERE id = %s",
+                (status, exit_code, message, rows, rows, cycles, rows, submission_id),
             )
             db.execute(
                 "UPDATE fleet.claim SET released_at = now() WHERE submission_id = %s"
@@ -112,6 +143,12 @@ class DispatchQueries(CentralConnection):
         raise UserError(
             "the campaign's drives are on different stations; one campaign, one station"
         )
+
+    def station_kind(self, station: str) -> str:
+        """The station kind a station's agent published ('' = it runs the campaign's own)."""
+        row = self._one("SELECT kind FROM fleet.station WHERE name = %s", (station,))
+        self._commit()
+        return str(row["kind"]) if row else ""
 
     def create_submission(
         self, name: str, config: str, station: str, keys: Sequence[str], planned: int
