@@ -1,0 +1,90 @@
+"""How a store file comes to exist, and why an opener could not open one.
+
+A new store is built whole in a temporary file beside its final path (schema at this rig's
+version, WAL mode) and hard-linked into place only if nothing is there yet (`os.link` fails on an
+existing name): every opener, whichever process, sees either no store or a complete one, and two
+processes creating the same store at once both end up opening the one that was linked first
+(docs/schema.md, "Creating and opening a store"; decision 160).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import sqlite3
+import tempfile
+
+from rig.errors import UserError
+from rig.store.schema import migrate
+
+
+def create(path: str) -> bool:
+    """Create the store at `path` unless something is there already; True if this call
+    created it. Refuses, naming the cause, a directory that is missing or not writable."""
+    folder = os.path.dirname(os.path.abspath(path))
+    check_folder(path, folder, write=True)
+    try:
+        handle, temporary = tempfile.mkstemp(
+            prefix=f".{os.path.basename(path)}.", suffix=".creating", dir=folder
+        )
+    except OSError as error:
+        raise UserError(f"{path}: cannot create the store: {_cause(error)}") from error
+    os.close(handle)
+    try:
+        db = sqlite3.connect(temporary, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")  # kept in the file's header
+            db.execute("PRAGMA synchronous=OFF")  # nobody sees it yet: one fsync below
+            migrate(db)
+        finally:
+            db.close()  # (the last connection: the temporary -wal and -shm go with it)
+        with open(temporary, "rb") as built:
+            os.fsync(built.fileno())  # whole on disk before any opener can see it
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            return False  # another opener's store came first: that one is used
+        except OSError as error:
+            raise UserError(f"{path}: cannot create the store: {_cause(error)}") from error
+        return True
+    finally:
+        for leftover in (temporary, f"{temporary}-wal", f"{temporary}-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(leftover)
+
+
+def check_folder(path: str, folder: str = "", *, write: bool) -> None:
+    """The folder a store (or a file beside it) goes in exists and, for a writer, takes files."""
+    folder = folder or os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        what = "not a directory" if os.path.exists(folder) else "no such directory"
+        raise UserError(f"{path}: {what}: {folder}")
+    if write and not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"{path}: permission denied: cannot create files in {folder}")
+
+
+def open_failure(path: str, error: sqlite3.Error, *, write: bool) -> UserError:
+    """The refusal for a store SQLite could not open: the file system's cause when there is one
+    (a missing directory, a permission), "not a rig store" only when the file itself is not one."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return UserError(f"{path}: no such directory: {folder}")
+    if not os.path.exists(path):
+        return UserError(f"{path}: no such store")
+    if os.path.isdir(path):
+        return UserError(f"{path}: is a directory, not a store")
+    if not os.access(path, os.R_OK | (os.W_OK if write else 0)):
+        return UserError(f"{path}: permission denied")
+    if "unable to open" in str(error) and not os.access(folder, os.W_OK | os.X_OK):
+        # a store in WAL mode needs its -shm beside it: a reader cannot create one here
+        return UserError(f"{path}: permission denied: cannot create its -shm file in {folder}")
+    return UserError(f"{path}: not a rig store ({error})")
+
+
+def _cause(error: OSError) -> str:
+    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "permission denied"
+    if error.errno == errno.ENOENT:
+        return "no such directory"
+    return error.strerror or str(error)
