@@ -13,7 +13,7 @@ from rig import config
 from rig.campaign.model import DriveSummary, Station
 from rig.errors import RigError, UserError
 from rig.power.base import Edge
-from rig.store import Store, open_existing
+from rig.store import Store, open_read_only
 
 
 def _station(campaign: config.Campaign, store: Store) -> Station:
@@ -133,7 +133,7 @@ def cmd_drives(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from reports import summary
 
-    store = open_existing(args.db)
+    store = open_read_only(args.db)  # never created, upgraded or written (issue 25)
     try:
         print(summary.text(summary.load(store)))
     finally:

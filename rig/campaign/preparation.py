@@ -35,15 +35,28 @@ def region(drive: DriveRun, node: DriveNode, resume: ResumePoint | None) -> tupl
                 f" multiple of its {block}-byte logical block"
             )
     first = campaign.region_offset_bytes // block
-    count = min(campaign.region_bytes // block, drive.target.nblocks - first)
-    if count <= 0:
+    available = drive.target.nblocks - first
+    if available <= 0:
         raise UserError(f"drive {spec.identity.label()}: test region lies beyond its end")
+    count = campaign.region_bytes // block
+    if count > available:
+        if campaign.region_given:  # never test less than the campaign (and its report) says
+            raise UserError(
+                f"drive {spec.identity.label()}: test region of {_size(count * block)} does"
+                f" not fit: the drive holds {_size(drive.target.nblocks * block)}"
+                + (f", {_size(available * block)} from the offset" if first else "")
+            )
+        count = available  # the default region, shortened: the drive row records it
     if resume is not None:
         if (resume.state.first_lba, resume.state.nblocks) != (first, count):
             raise UserError(f"drive {spec.identity.label()}: test region differs from store")
         return resume.state, resume.drive_id
     ident = asdict(node.identity)
     return LbaState(first, count), recording.add_drive(drive, ident, node.size_bytes, first, count)
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB ({n} B)"
 
 
 def start_health(drive: DriveRun, node: DriveNode, after_seq: int = 0) -> HealthTracker | None:

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import os
 import signal
 import threading
@@ -28,7 +30,8 @@ from rig.campaign.runlog import RunLog
 from rig.config import Campaign, Criteria
 from rig.errors import UserError
 from rig.station import backends
-from rig.store import Store, open_existing
+from rig.station.kinds.simulated import truth_path
+from rig.store import Store, creation, open_existing
 
 StationFactory = Callable[[Campaign, Store], Station]
 
@@ -169,6 +172,52 @@ def _open(
     return campaign, db, Store(db), None
 
 
+class Unmade:
+    """The files a new campaign's start created (its store, beside-files, run log), removed
+    again if the start is refused: a refusal leaves nothing behind (docs/campaign.md, "What a
+    refusal leaves"; decision 165). Files that were there before are never touched."""
+
+    def __init__(self, db: str, log_path: str) -> None:
+        for path in (db, log_path):  # folders that exist and take files: said before any
+            creation.check_folder(path, write=True)
+        beside = [f"{db}-wal", f"{db}-shm", str(truth_path(db))]
+        self.new = [p for p in (db, *beside, log_path) if not os.path.lexists(p)]
+        self.db = db if db in self.new else ""
+
+    def remove(self) -> None:
+        for path in self.new:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        if self.db:  # the store was new: so are its drives' intent logs
+            for path in glob.glob(glob.escape(self.db) + ".intent-*"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+
+
+def _begin(
+    station: Station,
+    store: Store,
+    log: RunLog,
+    campaign: Campaign,
+    db: str,
+    resumable: resume.Resumable | None,
+    progress: Progress,
+) -> None:
+    """The run log's first line; a resume first waits for its drives and counts the resume."""
+    if resumable is None:
+        log.write("start", campaign=campaign.name, db=db, cycles=campaign.cycles)
+        return
+    wait_for_drives(station, campaign, progress)
+    resume.mark_resumed(store, resumable.campaign_id)
+    log.write(
+        "resume",
+        campaign=campaign.name,
+        db=db,
+        drives=[d.channel for d in campaign.drives],
+        finished=resumable.finished,
+    )
+
+
 def run(
     station_factory: StationFactory,
     *,
@@ -184,8 +233,16 @@ def run(
     if sum(map(bool, (campaign_path, campaign, resume_db))) != 1:
         raise UserError("rig run: give a campaign file, or --resume STORE (not both)")
     progress = progress or Progress()
+    unmade = None
+    if not resume_db:  # a new store: its folder and the log's, before anything is made
+        campaign = campaign or config.load(campaign_path)
+        db = db or f"{campaign.name}.sqlite"
+        log_path = log_path or default_log_path(db)
+        unmade = Unmade(db, log_path)
     campaign, db, store, resumable = _open(campaign_path, campaign, resume_db, db)
     log = RunLog(log_path or default_log_path(db))
+    started: list[bool] = []  # every drive acquired and prepared: from here on, a record
+    refused = False
     reports = _Reports(log, progress)
     stop = threading.Event()
     summaries: list[DriveSummary] = []
@@ -195,20 +252,10 @@ def run(
         with stop_on_signals(stop, reports.signal) as received:
             station = station_factory(campaign, store)
             try:
-                if resumable is not None:
-                    wait_for_drives(station, campaign, progress)
-                    resume.mark_resumed(store, resumable.campaign_id)
-                    log.write(
-                        "resume",
-                        campaign=campaign.name,
-                        db=db,
-                        drives=[d.channel for d in campaign.drives],
-                        finished=finished,
-                    )
-                else:
-                    log.write("start", campaign=campaign.name, db=db, cycles=campaign.cycles)
+                _begin(station, store, log, campaign, db, resumable, progress)
 
                 def on_start(runs: list[DriveRun]) -> None:
+                    started.append(True)
                     for drive in runs:
                         if resumable is None:
                             continue
@@ -240,7 +287,12 @@ def run(
         return RunResult(
             db, log.path, summaries, finished, received[0] if received else 0, campaign.criteria
         )
+    except UserError:
+        refused = unmade is not None and not started
+        raise
     finally:
         progress.close()
         store.close()
         log.close()
+        if refused and unmade is not None:
+            unmade.remove()  # refused at the start: no store and no log left behind

@@ -1,0 +1,157 @@
+"""Refuse before writing (issue 25): a campaign the rig cannot honour, a drive that is not
+there, a store path it cannot use, a file that is not a store: one line on stderr, exit 2, and
+no store, run log or other file left behind; `rig status` never creates, upgrades or writes a
+store. Each test failed on the code before this change (see the commit message)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from fixtures.profiles import profile
+from rig.store import SCHEMA_VERSION, Store
+from tests.cli_runner import rig
+from tests.test_cli_refusals import assert_one_line_refusal, manual_campaign
+
+MIB = 1 << 20
+
+
+def sim_campaign(region: str, profile_name: str = "plp", cycles: int = 2) -> str:
+    return f"""[campaign]
+name = "refusal"
+cycles = {cycles}
+{region}
+[station]
+kind = "simulated"
+[cut]
+delay_ms = [1, 5]
+off_ms = 5
+[[drive]]
+channel = 0
+model = "RIGSIM Enterprise PLP"
+serial = "SIMREF1"
+profile = "{profile_name}"
+"""
+
+
+def files(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir()}
+
+
+def fingerprint(path: Path) -> tuple[bytes, int, int]:
+    info = os.stat(path)
+    return path.read_bytes(), info.st_size, info.st_mtime_ns
+
+
+def test_a_region_larger_than_the_drive_is_refused_naming_both_sizes(tmp_path: Path) -> None:
+    drive = profile("plp")
+    drive_bytes = drive.capacity_blocks * drive.block_size
+    region_mib = 2 * drive_bytes // MIB
+    (tmp_path / "c.toml").write_text(sim_campaign(f"region_mib = {region_mib}"))
+    before = files(tmp_path)
+    result = rig("run", "c.toml", "--quiet", cwd=tmp_path)
+    assert_one_line_refusal(result, "does not fit", f"{region_mib} MiB", f"{drive_bytes} B")
+    assert files(tmp_path) == before  # no store, no run log, no truth file
+
+
+def test_the_default_region_on_a_smaller_drive_is_recorded_as_tested(tmp_path: Path) -> None:
+    """No region named: 64 MiB or the whole drive, and the drive's row says which."""
+    drive = profile("plp")
+    drive_bytes = drive.capacity_blocks * drive.block_size
+    offset_mib = drive_bytes // MIB - 16  # leaves 16 MiB, less than the default 64
+    (tmp_path / "c.toml").write_text(sim_campaign(f"region_offset_mib = {offset_mib}"))
+    result = rig("run", "c.toml", "--quiet", cwd=tmp_path)
+    assert result.returncode in (0, 1), result.stderr
+    store = Store(str(tmp_path / "refusal.sqlite"), read_only=True)
+    try:
+        (row,) = store.all_drives()
+    finally:
+        store.close()
+    assert row["region_blocks"] * row["block_size"] == 16 * MIB
+
+
+def test_a_drive_not_on_the_bus_leaves_no_store_and_no_log(tmp_path: Path) -> None:
+    campaign = manual_campaign(tmp_path, "No Such Model", "NOSUCH123")
+    before = files(tmp_path)
+    result = rig("run", str(campaign), cwd=tmp_path)
+    assert_one_line_refusal(result, "not found on the bus", "NOSUCH123")
+    assert files(tmp_path) == before
+
+
+def test_a_store_in_a_missing_directory_is_refused_by_its_cause(tmp_path: Path) -> None:
+    (tmp_path / "c.toml").write_text(sim_campaign("region_mib = 8"))
+    before = files(tmp_path)
+    result = rig("run", "c.toml", "--db", "nowhere/s.sqlite", cwd=tmp_path)
+    assert_one_line_refusal(result, "no such directory")
+    assert files(tmp_path) == before
+    result = rig("status", "nowhere/s.sqlite", cwd=tmp_path)
+    assert_one_line_refusal(result, "no such")
+    assert "not a rig store" not in result.stderr
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) not installed")
+def test_a_store_in_a_read_only_directory_says_permission_denied() -> None:
+    """As an unprivileged user (root writes anywhere), in a directory it may only read."""
+    base = Path(tempfile.mkdtemp(prefix="rig-refusal-"))  # (pytest's tmp is root's alone)
+    folder = base / "ro"
+    try:
+        folder.mkdir()
+        (folder / "c.toml").write_text(sim_campaign("region_mib = 8"))
+        os.chmod(base, 0o755)
+        os.chmod(folder, 0o555)
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        probe = subprocess.run([*nobody, sys.executable, "-c", "import rig"], check=False)
+        if probe.returncode != 0:
+            pytest.skip("this checkout cannot be run by an unprivileged user")
+        result = subprocess.run(
+            [*nobody, sys.executable, "-m", "rig.cli", "run", "c.toml", "--quiet"],
+            capture_output=True,
+            text=True,
+            cwd=folder,
+            timeout=120,
+            check=False,
+        )
+        assert_one_line_refusal(result, "permission denied")
+        assert "not a rig store" not in result.stderr
+        assert files(folder) == {"c.toml"}
+    finally:
+        os.chmod(folder, 0o755)
+        shutil.rmtree(base)
+
+
+@pytest.mark.parametrize("content", [b"", b"not a database at all\n" * 50])
+@pytest.mark.parametrize("command", ["status", "report"])
+def test_status_and_report_leave_a_file_that_is_not_a_store_untouched(
+    tmp_path: Path, content: bytes, command: str
+) -> None:
+    path = tmp_path / "empty.db"
+    path.write_bytes(content)
+    before, listing = fingerprint(path), files(tmp_path)
+    result = rig(command, str(path), cwd=tmp_path)
+    assert_one_line_refusal(result, "not a rig store")
+    assert fingerprint(path) == before
+    assert files(tmp_path) == listing
+
+
+def test_status_reads_an_older_store_without_upgrading_it(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    store = Store(str(path))
+    store.new_campaign("c", "toml", 1, "simulated")
+    store.close()
+    db = sqlite3.connect(path)
+    db.executescript(
+        "DROP TABLE finding_total; DROP TABLE lost_after;"
+        " ALTER TABLE cycle DROP COLUMN failure_classes; PRAGMA user_version = 10;"
+    )
+    db.close()
+    before = fingerprint(path)
+    result = rig("status", str(path), cwd=tmp_path)
+    assert_one_line_refusal(result, "schema v10", f"v{SCHEMA_VERSION}")
+    assert fingerprint(path) == before
