@@ -11,6 +11,8 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -96,34 +98,71 @@ def test_a_store_in_a_missing_directory_is_refused_by_its_cause(tmp_path: Path) 
     assert "not a rig store" not in result.stderr
 
 
-@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) not installed")
-def test_a_store_in_a_read_only_directory_says_permission_denied() -> None:
-    """As an unprivileged user (root writes anywhere), in a directory it may only read."""
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+@contextmanager
+def read_only_folder() -> Iterator[Path]:
+    """A folder that an unprivileged user may read but not write (root writes anywhere: the
+    commands under test run as that user). Skips where this checkout cannot run as one."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) not installed")
     base = Path(tempfile.mkdtemp(prefix="rig-refusal-"))  # (pytest's tmp is root's alone)
     folder = base / "ro"
     try:
         folder.mkdir()
-        (folder / "c.toml").write_text(sim_campaign("region_mib = 8"))
         os.chmod(base, 0o755)
-        os.chmod(folder, 0o555)
-        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-        probe = subprocess.run([*nobody, sys.executable, "-c", "import rig"], check=False)
+        probe = subprocess.run([*NOBODY, sys.executable, "-c", "import rig"], check=False)
         if probe.returncode != 0:
             pytest.skip("this checkout cannot be run by an unprivileged user")
-        result = subprocess.run(
-            [*nobody, sys.executable, "-m", "rig.cli", "run", "c.toml", "--quiet"],
-            capture_output=True,
-            text=True,
-            cwd=folder,
-            timeout=120,
-            check=False,
-        )
-        assert_one_line_refusal(result, "permission denied")
-        assert "not a rig store" not in result.stderr
-        assert files(folder) == {"c.toml"}
+        yield folder
     finally:
         os.chmod(folder, 0o755)
         shutil.rmtree(base)
+
+
+def rig_as_nobody(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*NOBODY, sys.executable, "-m", "rig.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_a_store_in_a_read_only_directory_says_permission_denied() -> None:
+    with read_only_folder() as folder:
+        (folder / "c.toml").write_text(sim_campaign("region_mib = 8"))
+        os.chmod(folder, 0o555)
+        result = rig_as_nobody("run", "c.toml", "--quiet", cwd=folder)
+        assert_one_line_refusal(result, "permission denied")
+        assert "not a rig store" not in result.stderr
+        assert files(folder) == {"c.toml"}
+
+
+def test_a_store_in_a_read_only_directory_is_still_read(tmp_path: Path) -> None:
+    """A finished store archived where its reader may not write (no -shm can be made beside
+    it): status and report read it, and nothing is written there."""
+    (tmp_path / "c.toml").write_text(sim_campaign("region_mib = 8"))
+    made = rig("run", "c.toml", "--quiet", cwd=tmp_path)
+    assert made.returncode in (0, 1), made.stderr
+    with read_only_folder() as folder:
+        shutil.copy(tmp_path / "refusal.sqlite", folder / "s.sqlite")
+        os.chmod(folder / "s.sqlite", 0o444)
+        os.chmod(folder, 0o555)
+        before = fingerprint(folder / "s.sqlite")
+        status = rig_as_nobody("status", "s.sqlite", cwd=folder)
+        assert status.returncode == 0, status.stderr
+        assert "refusal" in status.stdout
+        out = folder.parent / "report"
+        os.chmod(folder.parent, 0o777)
+        report = rig_as_nobody("report", "s.sqlite", "--out", str(out), cwd=folder)
+        assert report.returncode == 0, report.stderr
+        assert (out / "index.html").exists() or list(out.iterdir())
+        assert fingerprint(folder / "s.sqlite") == before
+        assert files(folder) == {"s.sqlite"}
 
 
 @pytest.mark.parametrize("content", [b"", b"not a database at all\n" * 50])

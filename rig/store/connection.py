@@ -105,17 +105,13 @@ class StoreConnection:
 
 def _connect(path: str, read_only: bool) -> sqlite3.Connection:
     """The connection, or a refusal naming why SQLite could not open the file."""
+    if read_only:
+        return creation.connect_read_only(path, check_same_thread=False, isolation_level=None)
     try:
-        if read_only:
-            if not os.path.isfile(path):
-                raise UserError(f"{path}: no such store")
-            uri = f"file:{os.path.abspath(path)}?mode=ro"
-            db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
-        else:
-            db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()  # reads the header
     except sqlite3.Error as error:
-        raise creation.open_failure(path, error, write=not read_only) from error
+        raise creation.open_failure(path, error, write=True) from error
     return db
 
 

@@ -14,6 +14,7 @@ import errno
 import os
 import sqlite3
 import tempfile
+from typing import Any
 
 from rig.errors import UserError
 from rig.store.schema import migrate
@@ -64,6 +65,31 @@ def check_folder(path: str, folder: str = "", *, write: bool) -> None:
         raise UserError(f"{path}: permission denied: cannot create files in {folder}")
 
 
+def connect_read_only(path: str, **options: Any) -> sqlite3.Connection:
+    """A read-only connection that never writes the store (nor creates it: a missing file is
+    `no such store`). A WAL store in a folder the reader may not write, with no -wal beside
+    it, is opened immutable: SQLite could not create the -shm a WAL reader needs, and no writer
+    can be at work there (a writer keeps its -wal in that folder)."""
+    if not os.path.isfile(path):
+        raise UserError(f"{path}: no such store")
+    where = os.path.abspath(path)
+    try:
+        db = sqlite3.connect(f"file:{where}?mode=ro", uri=True, **options)
+        db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()  # reads the header
+        return db
+    except sqlite3.Error as error:
+        folder = os.path.dirname(where)
+        settled = not os.path.exists(f"{where}-wal") and not os.access(folder, os.W_OK)
+        if not (settled and isinstance(error, sqlite3.OperationalError)):
+            raise open_failure(path, error, write=False) from error
+    try:
+        db = sqlite3.connect(f"file:{where}?mode=ro&immutable=1", uri=True, **options)
+        db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return db
+    except sqlite3.Error as error:
+        raise open_failure(path, error, write=False) from error
+
+
 def open_failure(path: str, error: sqlite3.Error, *, write: bool) -> UserError:
     """The refusal for a store SQLite could not open: the file system's cause when there is one
     (a missing directory, a permission), "not a rig store" only when the file itself is not one."""
@@ -76,7 +102,7 @@ def open_failure(path: str, error: sqlite3.Error, *, write: bool) -> UserError:
         return UserError(f"{path}: is a directory, not a store")
     if not os.access(path, os.R_OK | (os.W_OK if write else 0)):
         return UserError(f"{path}: permission denied")
-    if "unable to open" in str(error) and not os.access(folder, os.W_OK | os.X_OK):
+    if isinstance(error, sqlite3.OperationalError) and not os.access(folder, os.W_OK | os.X_OK):
         # a store in WAL mode needs its -shm beside it: a reader cannot create one here
         return UserError(f"{path}: permission denied: cannot create its -shm file in {folder}")
     return UserError(f"{path}: not a rig store ({error})")
