@@ -8,15 +8,20 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rig import config
 from rig.campaign.model import DriveSummary, Station
+from rig.campaign.startup import EventQueue
 from rig.errors import RigError, UserError
 from rig.power.base import Edge
-from rig.store import Store, open_read_only
+from rig.store import open_read_only
+
+if TYPE_CHECKING:
+    from rig.campaign.startup import EventQueue
 
 
-def _station(campaign: config.Campaign, store: Store) -> Station:
+def _station(campaign: config.Campaign, store: EventQueue) -> Station:
     """The campaign's station, built by its kind's row (rig/station/backends.py), its edges
     recorded."""
     from rig.station import build as station

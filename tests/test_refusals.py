@@ -20,9 +20,11 @@ import pytest
 from fixtures.profiles import profile
 from rig.store import SCHEMA_VERSION, Store
 from tests.cli_runner import rig
+from tests.loopdev import attached, loop_available
 from tests.test_cli_refusals import assert_one_line_refusal, manual_campaign
 
 MIB = 1 << 20
+needs_loop = pytest.mark.skipif(bool(loop_available()), reason=loop_available() or "ok")
 
 
 def sim_campaign(region: str, profile_name: str = "plp", cycles: int = 2) -> str:
@@ -194,3 +196,48 @@ def test_status_reads_an_older_store_without_upgrading_it(tmp_path: Path) -> Non
     result = rig("status", str(path), cwd=tmp_path)
     assert_one_line_refusal(result, "schema v10", f"v{SCHEMA_VERSION}")
     assert fingerprint(path) == before
+
+
+def test_a_refused_drive_never_makes_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks run before the store exists (not after, with the files removed again): the
+    store's creation is never even attempted."""
+    from rig import config
+    from rig.campaign import runner
+    from rig.cli import _station as station_factory
+    from rig.errors import UserError
+    from rig.store import creation
+
+    created: list[str] = []
+    real_create = creation.create
+    monkeypatch.setattr(creation, "create", lambda path: created.append(path) or real_create(path))
+    drive = profile("plp")
+    too_big = 2 * drive.capacity_blocks * drive.block_size // MIB
+    campaign = config.parse(sim_campaign(f"region_mib = {too_big}"))
+    with pytest.raises(UserError, match="does not fit"):
+        runner.run(station_factory, campaign=campaign, db=str(tmp_path / "s.sqlite"))
+    assert created == []
+    assert list(tmp_path.iterdir()) == []
+    runner.run(station_factory, campaign=config.parse(sim_campaign("region_mib = 8")),
+               db=str(tmp_path / "s.sqlite"))  # fmt: skip
+    assert created == [str(tmp_path / "s.sqlite")]  # (the same path does get a store)
+
+
+@needs_loop
+def test_a_refusal_after_the_store_was_made_removes_it(tmp_path: Path) -> None:
+    """A loop device has no write cache to set: refused when the drive's run starts, after the
+    store was made; the store, its beside-files and the log go again."""
+    image = tmp_path / "drive.img"
+    with image.open("wb") as handle:
+        handle.truncate(16 << 20)
+    campaign = manual_campaign(tmp_path, "Linux loop device", str(image))
+    campaign.write_text(
+        campaign.read_text().replace("cycles = 3\n", "cycles = 3\nregion_mib = 8\n")
+        + '[health]\nwrite_cache = "on"\n'
+    )
+    with attached(image):
+        before = files(tmp_path)
+        result = rig("run", str(campaign), cwd=tmp_path)
+    assert_one_line_refusal(result, "write cache")
+    assert files(tmp_path) == before
