@@ -62,7 +62,7 @@ def test_a_region_larger_than_the_drive_is_refused_naming_both_sizes(tmp_path: P
     before = files(tmp_path)
     result = rig("run", "c.toml", "--quiet", cwd=tmp_path)
     assert_one_line_refusal(result, "does not fit", f"{region_mib} MiB", f"{drive_bytes} B")
-    assert files(tmp_path) == before  # no store, no run log, no truth file
+    assert files(tmp_path) == before  # no store, no run log
 
 
 def test_the_default_region_on_a_smaller_drive_is_recorded_as_tested(tmp_path: Path) -> None:

@@ -15,7 +15,6 @@ from typing import Any, Protocol
 from rig.campaign.model import Station
 from rig.campaign.preparation import Attachment, check_station
 from rig.config import Campaign
-from rig.station.kinds.simulated import truth_path
 from rig.store import creation
 
 
@@ -78,12 +77,13 @@ class Unmade:
     """The files a new campaign's start created (its store, beside-files, run log), removed
     again if the start is refused after the store was made (a refusal the checks above cannot
     make early: a drive's health baseline, its write-cache setting). Files that were there
-    before are never touched."""
+    before are never touched, nor what a simulated station keeps of its own hardware beside
+    the store (the twin's truth files: the simulator's evidence, not the rig's record)."""
 
     def __init__(self, db: str, log_path: str) -> None:
         for path in (db, log_path):  # folders that exist and take files: said before any
             creation.check_folder(path, write=True)
-        beside = [f"{db}-wal", f"{db}-shm", str(truth_path(db))]
+        beside = [f"{db}-wal", f"{db}-shm"]
         self.new = [p for p in (db, *beside, log_path) if not os.path.lexists(p)]
         self.db = db if db in self.new else ""
 
