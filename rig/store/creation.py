@@ -48,6 +48,7 @@ def create(path: str) -> bool:
             return False  # another opener's store came first: that one is used
         except OSError as error:
             raise UserError(f"{path}: cannot create the store: {_cause(error)}") from error
+        _sync_folder(folder)  # the new name itself survives a crash, like what is written to it
         return True
     finally:
         for leftover in (temporary, f"{temporary}-wal", f"{temporary}-shm"):
@@ -106,6 +107,14 @@ def open_failure(path: str, error: sqlite3.Error, *, write: bool) -> UserError:
         # a store in WAL mode needs its -shm beside it: a reader cannot create one here
         return UserError(f"{path}: permission denied: cannot create its -shm file in {folder}")
     return UserError(f"{path}: not a rig store ({error})")
+
+
+def _sync_folder(folder: str) -> None:
+    handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def _cause(error: OSError) -> str:
