@@ -12,17 +12,22 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import argcomplete
 
 from rig import cli_json, config
 from rig.campaign.model import DriveSummary, Station
+from rig.campaign.startup import EventQueue
 from rig.errors import RigError, UserError
 from rig.power.base import Edge
-from rig.store import Store, open_existing
+from rig.store import open_read_only
+
+if TYPE_CHECKING:
+    from rig.campaign.startup import EventQueue
 
 
-def _station(campaign: config.Campaign, store: Store) -> Station:
+def _station(campaign: config.Campaign, store: EventQueue) -> Station:
     """The campaign's station, built by its kind's row (rig/station/backends.py), its edges
     recorded."""
     from rig.station import build as station
@@ -145,7 +150,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from reports import summary
     from reports import verdict as verdicts
 
-    store = open_existing(args.db)
+    store = open_read_only(args.db)  # never created, upgraded or written (issue 25)
     try:
         report = summary.load(store)
     finally:

@@ -145,6 +145,9 @@ class Campaign:
     duration_s: float = 0.0  # with cycles: whichever comes first; 0 = cycles only
     endurance: EnduranceSpec | None = None  # endurance mode when the file has [endurance]
     notify: NotifySpec = field(default_factory=NotifySpec)  # [notify]: where events are sent
+    # the file names the region's size: a drive it does not fit is refused (the default, 64 MiB,
+    # is shortened to a smaller drive; each drive's row records the region really tested)
+    region_given: bool = False
 
 
 def _range_ms(table: Table, key: str, default: list[float]) -> tuple[float, float]:
@@ -183,6 +186,7 @@ def parse(
     duration_s = float(head.number("duration_s", 0.0, 0, 10 * 365 * 86400))
     seed = head.whole("seed", 1, 0, 2**31)
     region_bytes = _size(head, "region", 64 << 20, 1)
+    region_given = any(f"region_{unit}" in head.data for unit, _ in SIZE_UNITS)
     region_offset_bytes = _size(head, "region_offset", 0, 0)
     head.done()
 
@@ -233,6 +237,7 @@ def parse(
         duration_s,
         endurance,
         notify,
+        region_given,
     )
 
 

@@ -8,7 +8,6 @@ import random
 import threading
 from collections import deque
 from collections.abc import Callable
-from contextlib import ExitStack
 
 import numpy as np
 
@@ -19,7 +18,6 @@ from rig.campaign.model import Cycle, DriveCounts, DriveSummary, ResumePoint, St
 from rig.campaign.settle import Settlement
 from rig.check import intent
 from rig.config import Campaign, DriveSpec
-from rig.errors import UserError
 from rig.store import Store
 
 
@@ -38,6 +36,7 @@ class DriveRun:
         resume: ResumePoint | None = None,
         on_cycle: Callable[[DriveRun, Cycle], None] | None = None,
         settlement: Settlement | None = None,
+        attachment: preparation.Attachment | None = None,
     ) -> None:
         self.campaign = campaign
         self.campaign_id = campaign_id
@@ -56,29 +55,27 @@ class DriveRun:
         # The open target is not known to be the drive as it is now (a cycle ended between the
         # cut and the identify phase): the next cycle finds and proves the drive again first.
         self.reacquire = False
-        node = station.presence.find(spec.identity)
-        if node is None:
-            raise UserError(f"drive {spec.identity.label()} not found on the bus")
-        self.node = node
+        # found, claimed, opened and its region checked: before the campaign's files, by the
+        # runner, or here
+        attached = (attachment or preparation.Attachment(campaign, spec, station)).take()
+        node = self.node = attached.node
         self.settlement = settlement  # the campaign's sequential plans, if it has one
         self.plan_key = settlement.key(node.identity.model, spec.channel) if settlement else ""
         self.backing = node.backing  # a loop device's file: the same after every return
         self.seen_size_bytes, self.seen_read_only = node.size_bytes, node.read_only
-        self.claims = ExitStack()  # the drive's claim and its open target; released by close()
+        self.claims = attached.claims  # the claim and the open target; released by close()
+        self.target = attached.target
+        self.claims.callback(lambda: self.target.close())  # whichever target is current
         try:
-            if station.claim is not None:
-                self.claims.enter_context(station.claim(node, campaign.name))
-            self.target = station.open_target(node, spec)
-            self.claims.callback(lambda: self.target.close())  # whichever target is current
-            self.state, self.drive_id = preparation.region(self, node, resume)
+            self.state, self.drive_id = preparation.region(self, node, resume, attached.region)
             # LBAs written in the last few cycles: still at risk (a drive may destage them late)
             self.recent: deque[np.ndarray] = deque(maxlen=campaign.cut.recent_cycles or None)
-            attachment = {"devnode": node.devnode, "diskseq": node.diskseq, "backing": node.backing}
-            recording.event(self, "attachment", attachment)
+            where = {"devnode": node.devnode, "diskseq": node.diskseq, "backing": node.backing}
+            recording.event(self, "attachment", where)
             self.tracker = preparation.start_health(self, node, self.next_seq - 1)
             # Endurance intervals write outside cycles, so only a cut campaign keeps an intent log.
-            where = None if campaign.endurance else intent.path_for(store.path, self.drive_id)
-            self.intent = intent.IntentLog(where, self.drive_id) if where else None
+            log = None if campaign.endurance else intent.path_for(store.path, self.drive_id)
+            self.intent = intent.IntentLog(log, self.drive_id) if log else None
             if self.intent is not None:
                 self.claims.callback(self.intent.close)
         except BaseException:

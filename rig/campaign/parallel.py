@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from rig.campaign import recording, settle
 from rig.campaign.drive import DriveRun
 from rig.campaign.model import Cycle, DriveSummary, ResumePoint, Station
+from rig.campaign.preparation import Attachment
 from rig.config import Campaign
 from rig.store import Store
 
@@ -24,12 +25,15 @@ def run_campaign(
     on_cycle: Callable[[DriveRun, Cycle], None] | None = None,
     on_start: Callable[[list[DriveRun]], None] | None = None,
     drive_loop: Callable[[DriveRun, threading.Event], None] | None = None,
+    attached: Mapping[int, Attachment] | None = None,
 ) -> list[DriveSummary]:
     """Run every drive's cycles in parallel; power goes to the safe state however this ends.
 
     With `campaign_id` and `resume` (rig/campaign/resume.py) an existing campaign continues: each
     drive from its `ResumePoint`, keyed by channel. `on_start` gets the drive runs before their
     threads start (after resume's read-back of each region), `on_cycle` every recorded cycle.
+    `attached`: drives the caller already found, claimed and opened (by channel; the runner does
+    so before the campaign's store exists), released here if their run never starts.
     """
     stop = stop or threading.Event()
     if campaign_id is None:
@@ -47,6 +51,7 @@ def run_campaign(
         try:
             for spec in campaign.drives:
                 point = (resume or {}).get(spec.channel)
+                attachment = (attached or {}).get(spec.channel)
                 runs.append(
                     DriveRun(
                         campaign,
@@ -58,6 +63,7 @@ def run_campaign(
                         point,
                         on_cycle,
                         settlement=settlement,
+                        attachment=attachment,
                     )
                 )
             if on_start is not None:
@@ -65,6 +71,8 @@ def run_campaign(
         except BaseException:
             for run in runs:
                 run.close()
+            for left in (attached or {}).values():
+                left.release()  # (those no run took)
             raise
         threads = [
             threading.Thread(

@@ -3,16 +3,19 @@ its health baseline (docs/campaign.md, docs/health.md)."""
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from rig.bus.base import DriveNode
 from rig.campaign import recording
-from rig.campaign.model import ResumePoint
+from rig.campaign.model import ResumePoint, Station
 from rig.check.ledger import LbaState
+from rig.config import Campaign, DriveSpec
 from rig.errors import RigError, UserError
 from rig.health.errors import HealthToolError, ToolMissing
 from rig.health.tracker import HealthTracker
+from rig.io.blockio import BlockTarget
 
 if TYPE_CHECKING:
     from rig.campaign.drive import DriveRun
@@ -20,11 +23,55 @@ if TYPE_CHECKING:
 WRITE_CACHE = {"keep": None, "on": True, "off": False}  # [health] write_cache: what to set
 
 
-def region(drive: DriveRun, node: DriveNode, resume: ResumePoint | None) -> tuple[LbaState, int]:
-    """The drive's test region in its blocks, checked against the drive; its expected state and
-    store row: a resume's, or a new drive row."""
-    spec, campaign = drive.spec, drive.campaign
-    block = drive.target.block_size
+class Attachment:
+    """A drive found, claimed and opened through the interlocks, its region checked: all that
+    can refuse it, done before the campaign writes any file. Released here unless a drive's
+    run takes it over (`take`)."""
+
+    def __init__(self, campaign: Campaign, spec: DriveSpec, station: Station) -> None:
+        node = station.presence.find(spec.identity)
+        if node is None:
+            raise UserError(f"drive {spec.identity.label()} not found on the bus")
+        self.node = node
+        self.claims = ExitStack()  # the drive's claim
+        try:
+            if station.claim is not None:
+                self.claims.enter_context(station.claim(node, campaign.name))
+            self.target = station.open_target(node, spec)
+            try:
+                self.region = region_bounds(campaign, spec, self.target)
+            except BaseException:
+                self.target.close()
+                raise
+        except BaseException:
+            self.claims.close()
+            raise
+        self.taken = False
+
+    def take(self) -> Attachment:
+        """Hand the open target and the claim over to the caller, who closes them."""
+        self.taken = True
+        return self
+
+    def release(self) -> None:
+        if not self.taken:
+            self.taken = True
+            self.target.close()
+            self.claims.close()
+
+
+def check_station(campaign: Campaign, station: Station) -> None:
+    """What the campaign asks of the station's drives that the station cannot do."""
+    wanted = WRITE_CACHE[campaign.health.write_cache]
+    if wanted is not None and station.write_cache is None:
+        raise UserError(f"station '{station.name}' cannot set a drive's write cache")
+    if campaign.health.required and station.health is None:
+        raise UserError(f"station '{station.name}' cannot read drive health ([health])")
+
+
+def region_bounds(campaign: Campaign, spec: DriveSpec, target: BlockTarget) -> tuple[int, int]:
+    """The drive's test region in its blocks (first, count), checked against the drive."""
+    block = target.block_size
     for what, size in (
         ("offset", campaign.region_offset_bytes),
         ("size", campaign.region_bytes),
@@ -35,25 +82,43 @@ def region(drive: DriveRun, node: DriveNode, resume: ResumePoint | None) -> tupl
                 f" multiple of its {block}-byte logical block"
             )
     first = campaign.region_offset_bytes // block
-    count = min(campaign.region_bytes // block, drive.target.nblocks - first)
-    if count <= 0:
+    available = target.nblocks - first
+    if available <= 0:
         raise UserError(f"drive {spec.identity.label()}: test region lies beyond its end")
+    count = campaign.region_bytes // block
+    if count > available:
+        if campaign.region_given:  # never test less than the campaign (and its report) says
+            raise UserError(
+                f"drive {spec.identity.label()}: test region of {_size(count * block)} does"
+                f" not fit: the drive holds {_size(target.nblocks * block)}"
+                + (f", {_size(available * block)} from the offset" if first else "")
+            )
+        count = available  # the default region, shortened: the drive row records it
+    return first, count
+
+
+def region(
+    drive: DriveRun, node: DriveNode, resume: ResumePoint | None, bounds: tuple[int, int]
+) -> tuple[LbaState, int]:
+    """The drive's expected state and store row for its region `bounds`: a resume's, or a new
+    drive row."""
+    first, count = bounds
     if resume is not None:
         if (resume.state.first_lba, resume.state.nblocks) != (first, count):
-            raise UserError(f"drive {spec.identity.label()}: test region differs from store")
+            raise UserError(f"drive {drive.spec.identity.label()}: test region differs from store")
         return resume.state, resume.drive_id
     ident = asdict(node.identity)
     return LbaState(first, count), recording.add_drive(drive, ident, node.size_bytes, first, count)
 
 
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB ({n} B)"
+
+
 def start_health(drive: DriveRun, node: DriveNode, after_seq: int = 0) -> HealthTracker | None:
     """Write-cache setting and the baseline snapshot, before the first cut."""
     options, station = drive.campaign.health, drive.station
-    wanted = WRITE_CACHE[options.write_cache]
-    if wanted is not None and station.write_cache is None:
-        raise UserError(f"station '{station.name}' cannot set a drive's write cache")
-    if options.required and station.health is None:
-        raise UserError(f"station '{station.name}' cannot read drive health ([health])")
+    check_station(drive.campaign, station)
     if station.write_cache is not None:
         try:
             detail = write_cache(drive, node)

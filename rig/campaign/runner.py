@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from types import FrameType
 
 from rig import config
-from rig.campaign import endurance, resume
+from rig.campaign import endurance, resume, startup
 from rig.campaign.drive import DriveRun
 from rig.campaign.model import Cycle, DriveSummary, Station
 from rig.campaign.notices import CampaignNotices
 from rig.campaign.parallel import run_campaign
+from rig.campaign.preparation import Attachment
 from rig.campaign.progress import Progress
 from rig.campaign.runlog import RunLog
 from rig.config import Campaign, Criteria
@@ -32,7 +33,7 @@ from rig.notify.sender import Notifier, apprise_services
 from rig.station import backends
 from rig.store import Store, open_existing
 
-StationFactory = Callable[[Campaign, Store], Station]
+StationFactory = Callable[[Campaign, startup.EventQueue], Station]
 
 
 @dataclass(frozen=True)
@@ -162,27 +163,45 @@ class _Reports:
             self.notices.end(summaries, stopped)
 
 
-def _open(
-    campaign_path: str, campaign: Campaign | None, resume_db: str, db: str
-) -> tuple[Campaign, str, Store, resume.Resumable | None]:
-    """The campaign, its store's path, the store open, and what a resume continues."""
-    if resume_db:
-        store = open_existing(resume_db)
-        try:
-            resumable = resume.load(store)
-        except BaseException:
-            store.close()
-            raise
-        if backends.lookup(resumable.campaign.station.kind).simulated_drives:
-            store.close()
-            raise UserError(
-                f"{resume_db}: a simulated station's drives live inside the rig process and"
-                " are gone with it; resume needs drives that outlive it"
-            )
-        return resumable.campaign, resume_db, store, resumable
-    campaign = campaign or config.load(campaign_path)
-    db = db or f"{campaign.name}.sqlite"
-    return campaign, db, Store(db), None
+def _open_resume(resume_db: str) -> tuple[Store, resume.Resumable]:
+    """The store to resume, open, and what it continues."""
+    store = open_existing(resume_db)
+    try:
+        resumable = resume.load(store)
+    except BaseException:
+        store.close()
+        raise
+    if backends.lookup(resumable.campaign.station.kind).simulated_drives:
+        store.close()
+        raise UserError(
+            f"{resume_db}: a simulated station's drives live inside the rig process and"
+            " are gone with it; resume needs drives that outlive it"
+        )
+    return store, resumable
+
+
+def _begin(
+    station: Station,
+    store: Store,
+    log: RunLog,
+    campaign: Campaign,
+    db: str,
+    resumable: resume.Resumable | None,
+    progress: Progress,
+) -> None:
+    """The run log's first line; a resume first waits for its drives and counts the resume."""
+    if resumable is None:
+        log.write("start", campaign=campaign.name, db=db, cycles=campaign.cycles)
+        return
+    wait_for_drives(station, campaign, progress)
+    resume.mark_resumed(store, resumable.campaign_id)
+    log.write(
+        "resume",
+        campaign=campaign.name,
+        db=db,
+        drives=[d.channel for d in campaign.drives],
+        finished=resumable.finished,
+    )
 
 
 def run(
@@ -196,68 +215,105 @@ def run(
     progress: Progress | None = None,
 ) -> RunResult:
     """Run a campaign file (`campaign_path`), a campaign already read (`campaign`: `rig demo`'s,
-    adjusted by its command line), or resume a store (`resume_db`)."""
+    adjusted by its command line), or resume a store (`resume_db`). A new campaign's store and
+    log are made only once every check that can refuse it has passed (rig/campaign/startup.py)."""
     if sum(map(bool, (campaign_path, campaign, resume_db))) != 1:
         raise UserError("rig run: give a campaign file, or --resume STORE (not both)")
     progress = progress or Progress()
-    campaign, db, store, resumable = _open(campaign_path, campaign, resume_db, db)
-    log = RunLog(log_path or default_log_path(db))
+    store: Store | None = None
+    resumable: resume.Resumable | None = None
+    unmade: startup.Unmade | None = None
+    if resume_db:
+        store, resumable = _open_resume(resume_db)
+        campaign, db = resumable.campaign, resume_db
+    else:
+        campaign = campaign or config.load(campaign_path)
+        db = db or f"{campaign.name}.sqlite"
+    log_path = log_path or default_log_path(db)
+    if store is None:
+        unmade = startup.Unmade(db, log_path)  # (their folders checked: before any file)
+    edges = startup.EdgeSink(db)
+    attached: dict[int, Attachment] = {}
+    started: list[bool] = []  # every drive prepared: from here on, a record
+    refused = False
+    try:
+        station = station_factory(campaign, edges)
+        try:
+            if store is None:
+                attached = startup.acquire_drives(campaign, station)
+                store = Store(db)
+            edges.attach(store)
+            return _run(
+                campaign, db, station, store, log_path, resumable, attached, progress, started
+            )
+        finally:
+            for attachment in attached.values():
+                attachment.release()  # (those no drive's run took)
+            station.power.close()
+    except UserError:
+        refused = unmade is not None and not started
+        raise
+    finally:
+        progress.close()
+        if store is not None:
+            store.close()
+        if refused and unmade is not None:
+            unmade.remove()  # refused at the start: no store and no log left behind
+
+
+def _run(
+    campaign: Campaign,
+    db: str,
+    station: Station,
+    store: Store,
+    log_path: str,
+    resumable: resume.Resumable | None,
+    attached: dict[int, Attachment],
+    progress: Progress,
+    started: list[bool],
+) -> RunResult:
+    """The campaign on its open store and log, under SIGINT/SIGTERM handling."""
+    log = RunLog(log_path)
     reports = _Reports(log, progress, campaign)
     stop = threading.Event()
     summaries: list[DriveSummary] = []
     finished = resumable.finished if resumable else []
-
     try:
         with stop_on_signals(stop, reports.signal) as received:
-            station = station_factory(campaign, store)
-            try:
-                if resumable is not None:
-                    wait_for_drives(station, campaign, progress)
-                    resume.mark_resumed(store, resumable.campaign_id)
-                    log.write(
-                        "resume",
-                        campaign=campaign.name,
-                        db=db,
-                        drives=[d.channel for d in campaign.drives],
-                        finished=finished,
+            _begin(station, store, log, campaign, db, resumable, progress)
+
+            def on_start(runs: list[DriveRun]) -> None:
+                started.append(True)
+                for drive in runs:
+                    if resumable is None:
+                        continue
+                    scanned = resume.reconcile(drive, resumable, store)
+                    lost = resumable.lost.get(drive.spec.channel)
+                    reports.message(
+                        f"ch{drive.spec.channel}: resumed at cycle {drive.next_seq}"
+                        f" ({drive.counts.cycles}/{campaign.cycles} done"
+                        + (f"; cycle {lost.seq} was interrupted" if lost else "")
+                        + f"); region read back: {scanned.as_json()}"
                     )
-                else:
-                    log.write("start", campaign=campaign.name, db=db, cycles=campaign.cycles)
+                progress.start(runs)
 
-                def on_start(runs: list[DriveRun]) -> None:
-                    for drive in runs:
-                        if resumable is None:
-                            continue
-                        scanned = resume.reconcile(drive, resumable, store)
-                        lost = resumable.lost.get(drive.spec.channel)
-                        reports.message(
-                            f"ch{drive.spec.channel}: resumed at cycle {drive.next_seq}"
-                            f" ({drive.counts.cycles}/{campaign.cycles} done"
-                            + (f"; cycle {lost.seq} was interrupted" if lost else "")
-                            + f"); region read back: {scanned.as_json()}"
-                        )
-                    progress.start(runs)
-
-                summaries = run_campaign(
-                    campaign,
-                    station,
-                    store,
-                    reports.message,
-                    stop,
-                    campaign_id=resumable.campaign_id if resumable else None,
-                    resume=resumable.points if resumable else None,
-                    on_cycle=reports.cycle,
-                    on_start=on_start,
-                    drive_loop=endurance.drive_loop if campaign.endurance else None,
-                )
-            finally:
-                station.power.close()
+            summaries = run_campaign(
+                campaign,
+                station,
+                store,
+                reports.message,
+                stop,
+                campaign_id=resumable.campaign_id if resumable else None,
+                resume=resumable.points if resumable else None,
+                on_cycle=reports.cycle,
+                on_start=on_start,
+                drive_loop=endurance.drive_loop if campaign.endurance else None,
+                attached=attached,
+            )
         reports.end(summaries, bool(received))
         return RunResult(
             db, log.path, summaries, finished, received[0] if received else 0, campaign.criteria
         )
     finally:
-        progress.close()
-        store.close()
         reports.close()
         log.close()

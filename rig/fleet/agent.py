@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rig.errors import UserError
-from rig.fleet import dispatch, freshness
+from rig.fleet import dispatch, freshness, outcome
 from rig.fleet.central import CentralStore
 from rig.fleet.local import LOST_IN_PROCESS, LocalCampaign, recorded_counts
 from rig.fleet.replicator import ReplicatorLoop, StoreSource
-from rig.store import Store
+from rig.store import Store, StoreReader
 
 log = logging.getLogger("rig.fleet.agent")
 PR_SET_PDEATHSIG = 1
@@ -218,11 +218,7 @@ class StationAgent:
         state = local.state()
         resumable = False
         if local.store.exists():
-            store = Store(str(local.store))
-            try:
-                resumable = store.latest_campaign() is not None
-            finally:
-                store.close()
+            resumable = _holds_a_campaign(local.store)
             if not resumable:  # killed before the campaign's first row: start it afresh
                 for suffix in ("", "-wal", "-shm"):
                     Path(str(local.store) + suffix).unlink(missing_ok=True)
@@ -269,8 +265,9 @@ class StationAgent:
             if crashes <= MAX_CRASH_RESUMES:
                 local.update(status="running", crashes=crashes)
                 return
-        if code in (0, 1):
-            result, message = "done", "" if code == 0 else "a drive failed or died"
+        if code in (0, 1):  # the store decides: exit 1 is also an uncaught error
+            judged = outcome.of_exit(local.store, code, _last_error(local))
+            result, message = judged.result, judged.message
         elif code in STOPPED_BY_SIGNAL or (code < 0 and state.get("stop")):
             result, message = "stopped", "stopped on request"
         elif code == 2:
@@ -440,13 +437,30 @@ class StationAgent:
         self.replicator.stop.set()
 
 
-def _last_error(local: LocalCampaign) -> str:
+def _holds_a_campaign(path: Path) -> bool:
+    """The store has a campaign row to resume (read as it is: never created or upgraded here;
+    `rig run --resume` upgrades an older store)."""
     try:
-        lines = (local.folder / "rig.out").read_text(errors="replace").splitlines()
+        reader = StoreReader(str(path))
+    except UserError:
+        return False
+    try:
+        return any(True for _ in reader.campaigns())
+    finally:
+        reader.close()
+
+
+def _last_error(local: LocalCampaign) -> str:
+    """The last run's error line: its `rig: ...` line, else the last line it printed (an
+    uncaught exception's)."""
+    try:
+        text = (local.folder / "rig.out").read_text(errors="replace")
     except OSError:
         return ""
-    errors = [line for line in lines if line.startswith("rig: ")]
-    return errors[-1] if errors else ""
+    last_run = text.rsplit("\n# agent ", 1)[-1].splitlines()[1:]  # after the launch line
+    errors = [line for line in last_run if line.startswith("rig: ")]
+    printed = [line.strip() for line in last_run if line.strip()]
+    return errors[-1] if errors else printed[-1] if printed else ""
 
 
 def _still_running(pid: object, store: Path) -> bool:

@@ -111,12 +111,12 @@ def _agent_metrics(agent: Any, station: str, host: str, port: int) -> None:
 def cmd_replicate(args: argparse.Namespace) -> int:
     from rig.fleet.central import CentralStore
     from rig.fleet.replicator import replicate_store
-    from rig.store import open_existing
+    from rig.store import open_read_only
 
     with CentralStore(_dsn(args)) as central:
         station = central.my_station()
         for path in args.db:
-            store = open_existing(path)
+            store = open_read_only(path)  # a replicator never creates or upgrades a store
             try:
                 shipped = replicate_store(store, central, station, ledgers=args.ledgers)
             finally:

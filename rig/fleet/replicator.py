@@ -13,11 +13,13 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import threading
 import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from rig.errors import UserError
 from rig.fleet.central import CentralStore, ReplicationBatch
 from rig.store import Store
 
@@ -168,6 +170,47 @@ def health_raw(blob: bytes) -> str:
     return zlib.decompress(blob).decode()
 
 
+class OpenStores:
+    """The stores a replicator reads, each opened read-only: it never creates or migrates one
+    (`rig run` does), and a store that is not whole at this rig's version is skipped until it
+    is. A path whose file was replaced (a campaign started afresh) is opened again."""
+
+    def __init__(self) -> None:
+        self.stores: dict[str, tuple[Store, tuple[int, int]]] = {}
+        self.skipped: dict[str, str] = {}
+
+    def open(self, path: str) -> Store | None:
+        try:
+            info = os.stat(path)
+        except OSError:
+            self.forget(path)
+            return None
+        identity = (info.st_dev, info.st_ino)
+        held = self.stores.get(path)
+        if held is not None and held[1] == identity:
+            return held[0]
+        self.forget(path)
+        try:
+            store = Store(path, read_only=True)
+        except UserError as error:
+            if self.skipped.get(path) != str(error):
+                log.info("not replicated yet: %s", error)
+                self.skipped[path] = str(error)
+            return None
+        self.skipped.pop(path, None)
+        self.stores[path] = (store, identity)
+        return store
+
+    def forget(self, path: str) -> None:
+        held = self.stores.pop(path, None)
+        if held is not None:
+            held[0].close()
+
+    def close(self) -> None:
+        for path in list(self.stores):
+            self.forget(path)
+
+
 class ReplicatorLoop:
     """Replicates a set of stores every `interval_s` until stopped; a failure (the link is down,
     the server restarts) is logged and the next round starts over from the central cursors."""
@@ -190,16 +233,17 @@ class ReplicatorLoop:
 
     def run(self) -> None:
         central: CentralStore | None = None
-        stores: dict[str, Store] = {}  # kept open: opening a store is not free
+        stores = OpenStores()  # kept open: opening a store is not free
         while not self.stop.is_set():
             try:
                 if central is None:
                     central = CentralStore(self.dsn)
                 for source in self.sources():
-                    if source.path not in stores:
-                        stores[source.path] = Store(source.path)
+                    store = stores.open(source.path)
+                    if store is None:
+                        continue  # not a whole store yet: the next round looks again
                     self.shipped += replicate_store(
-                        stores[source.path],
+                        store,
                         central,
                         self.station,
                         source.submission_id,
@@ -218,5 +262,4 @@ class ReplicatorLoop:
             self.stop.wait(self.interval_s)
         if central is not None:
             central.close()
-        for store in stores.values():
-            store.close()
+        stores.close()

@@ -12,7 +12,7 @@ this file imports nothing of rig outside rig.store (no import cycles).
 from rig.store.reader import StoreReader
 from rig.store.rows import CycleRow, IntervalRow, RailSenseRow
 from rig.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate, new_media_id
-from rig.store.store import Store, open_existing
+from rig.store.store import Store, open_existing, open_read_only
 from rig.store.totals import lost_after_ms
 
 __all__ = [
@@ -27,4 +27,5 @@ __all__ = [
     "migrate",
     "new_media_id",
     "open_existing",
+    "open_read_only",
 ]

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from rig.errors import UserError
+from rig.store import creation
 from rig.store.schema import SCHEMA_VERSION, migrate
 
 
@@ -21,35 +22,41 @@ class StoreConnection:
     """One SQLite file. Thread-safe: one connection guarded by a lock (writes are batched)."""
 
     def __init__(self, path: str, *, read_only: bool = False) -> None:
-        """`read_only`: a reader beside the rig that writes the store (the dashboard): it never
-        migrates or writes, and refuses a store newer than this rig."""
+        """`read_only`: a reader beside the rig that writes the store (status, the dashboard,
+        the fleet's replicator): it never creates, migrates or writes, and refuses a store of
+        another version. A writer creates a store that does not exist yet, whole and at once
+        (rig/store/creation.py), and migrates an older one under SQLite's write lock."""
         self.path = path
         self.read_only = read_only
-        try:
-            if read_only:
-                uri = f"file:{os.path.abspath(path)}?mode=ro"
-                self._db = sqlite3.connect(
-                    uri, uri=True, check_same_thread=False, isolation_level=None
-                )
-            else:
-                self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-                self._db.execute("PRAGMA journal_mode=WAL")
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        except sqlite3.DatabaseError as error:
-            raise UserError(f"{path}: not a rig store ({error})") from error
+        if not read_only and not os.path.exists(path):
+            creation.create(path)  # or another opener's, linked a moment before: either is whole
+        self._db = _connect(path, read_only)
         self._lock = threading.Lock()
         self._queued_events: list[tuple[int | None, int, str, str]] = []
         self._queue_lock = threading.Lock()  # never held across SQLite work
-        if read_only:
-            if version != SCHEMA_VERSION:
-                self._db.close()
+        try:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:  # a store is created whole: this file was never one of ours
+                raise UserError(f"{path}: not a rig store (an empty file or another database)")
+            if read_only and version != SCHEMA_VERSION:
                 raise UserError(
                     f"{path}: store has schema v{version}; this rig reads v{SCHEMA_VERSION}"
+                    " here without upgrading it (rig report reads older stores)"
                 )
-            return
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        migrate(self._db)
+            if not read_only:
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute("PRAGMA foreign_keys=ON")
+                migrate(self._db)  # under BEGIN IMMEDIATE: one opener upgrades, others wait
+        except sqlite3.DatabaseError as error:
+            self._db.close()
+            if "locked" in str(error):
+                raise UserError(
+                    f"{path}: store is busy: another process holds it ({error})"
+                ) from error
+            raise UserError(f"{path}: not a rig store ({error})") from error
+        except BaseException:
+            self._db.close()
+            raise
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -106,6 +113,18 @@ class StoreConnection:
         with self._lock, contextlib.suppress(sqlite3.OperationalError):  # busy: a reader
             self._db.execute("PRAGMA busy_timeout = 200")  # not the 5 s a write waits
             self._db.execute("PRAGMA journal_mode=DELETE")
+
+
+def _connect(path: str, read_only: bool) -> sqlite3.Connection:
+    """The connection, or a refusal naming why SQLite could not open the file."""
+    if read_only:
+        return creation.connect_read_only(path, check_same_thread=False, isolation_level=None)
+    try:
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()  # reads the header
+    except sqlite3.Error as error:
+        raise creation.open_failure(path, error, write=True) from error
+    return db
 
 
 def save_lba_state(db: sqlite3.Connection, drive_id: int, after_cycle: int, state: bytes) -> None:

@@ -4,13 +4,13 @@ an older rig still reads (rig.store.Store refuses a store that is not at this ri
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
 
 from rig.check.failures import LOST_DURABLE
 from rig.errors import UserError
+from rig.store import creation
 from rig.store.schema import SCHEMA_VERSION
 from rig.store.totals import DETAIL_NUMBER, lost_after_ms
 
@@ -21,16 +21,15 @@ class StoreReader:
     """One store file opened read-only; rows are `sqlite3.Row` (by column name)."""
 
     def __init__(self, path: str) -> None:
-        if not os.path.isfile(path):
-            raise UserError(f"{path}: no such store")
+        self.db = creation.connect_read_only(path)  # (refuses a missing file by its cause)
         try:
-            self.db = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
             self.db.row_factory = sqlite3.Row
             version = self.db.execute("PRAGMA user_version").fetchone()[0]
             tables = self.tables()
             # v11 keeps summaries of the findings (rig/store/totals.py)
             self.has_summaries = {"finding_total", "lost_after"} <= tables
         except sqlite3.DatabaseError as error:
+            self.db.close()
             raise UserError(f"{path}: not a rig store ({error})") from error
         if version > SCHEMA_VERSION:
             self.db.close()

@@ -233,16 +233,47 @@ def new_media_id() -> int:
 
 
 def migrate(db: sqlite3.Connection) -> None:
-    version = db.execute("PRAGMA user_version").fetchone()[0]
-    if version > SCHEMA_VERSION:
-        raise UserError(f"store has schema v{version}, newer than this rig (v{SCHEMA_VERSION})")
-    for number in range(version, SCHEMA_VERSION):
-        with db:
-            db.executescript(f"BEGIN; {MIGRATIONS[number]}")
-            if number + 1 in BACKFILLS:  # one pass over the rows: minutes on a large store
-                if version:  # (not a store being created: it has no rows yet)
+    """Upgrade the store to this rig's schema, one version per transaction. Each takes SQLite's
+    write lock first (BEGIN IMMEDIATE) and reads the version again under it, so two openers of
+    an older store never run the same step twice: the second waits, then finds it done."""
+    created = db.execute("PRAGMA user_version").fetchone()[0] == 0  # (a new store: no rows)
+    while True:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise UserError(
+                    f"store has schema v{version}, newer than this rig (v{SCHEMA_VERSION})"
+                )
+            if version == SCHEMA_VERSION:
+                db.execute("COMMIT")
+                return
+            for statement in statements(MIGRATIONS[version]):
+                db.execute(statement)
+            if version + 1 in BACKFILLS:  # one pass over the rows: minutes on a large store
+                if not created:
                     logging.getLogger("rig").warning(
-                        "store: upgrading to schema v%d (a pass over every finding)", number + 1
+                        "store: upgrading to schema v%d (a pass over every finding)", version + 1
                     )
-                BACKFILLS[number + 1](db)
-            db.execute(f"PRAGMA user_version = {number + 1}")
+                BACKFILLS[version + 1](db)
+            db.execute(f"PRAGMA user_version = {version + 1}")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+
+def statements(script: str) -> list[str]:
+    """A migration's SQL as single statements (executescript would commit the transaction the
+    migration runs in): cut at each semicolon that ends a complete statement."""
+    found: list[str] = []
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n\t;"):
+                found.append(pending.strip())
+            pending = ""
+    if pending.strip(" \n\t;"):
+        found.append(pending.strip())
+    return found

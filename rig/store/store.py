@@ -18,7 +18,15 @@ class Store(RecordWrites, CampaignRows, ReplicationReads, SummaryReads, MetricRe
 
 
 def open_existing(path: str) -> Store:
-    """Open a store that must already exist (status, report)."""
+    """Open a store that must already exist, to write to it (`rig run --resume`): an older one
+    is upgraded."""
     if not os.path.isfile(path):
         raise UserError(f"{path}: no such store")
     return Store(path)
+
+
+def open_read_only(path: str) -> Store:
+    """Open a store that must already exist, only to read it (status, replication): never
+    created, upgraded or written; a file that is not a store of this rig's version is refused
+    and left as it was."""
+    return Store(path, read_only=True)

@@ -120,6 +120,7 @@ def test_a_drive_smartctl_cannot_type_runs_without_health_unless_asked(
         assert len(errors) == 1 and "health: smartctl" in errors[0], run.stderr
         assert "Unable to detect device type" in errors[0]
         assert sum(len(w) for w in image_writes(tmp_path).values()) == 0
+        assert not (tmp_path / "twin.sqlite").exists()  # and no store is left
         return
     assert run.returncode == 0, run.stderr[-2000:]
     warnings = [line for line in run.stdout.splitlines() if "warning" in line]
