@@ -43,37 +43,9 @@ def run_campaign(
         for spec in campaign.drives:
             if not station.power.state(spec.channel):
                 station.power.on(spec.channel)
-        runs: list[DriveRun] = []
-        # a resumed campaign's plans continue from the cuts already recorded, in their order
-        resumed_plan = resume is not None and campaign.criteria.sequential is not None
-        recorded = recording.cut_outcomes(store, campaign_id) if resumed_plan else []
-        settlement = settle.for_campaign(campaign, recorded)
-        try:
-            for spec in campaign.drives:
-                point = (resume or {}).get(spec.channel)
-                attachment = (attached or {}).get(spec.channel)
-                runs.append(
-                    DriveRun(
-                        campaign,
-                        campaign_id,
-                        spec,
-                        station,
-                        store,
-                        progress,
-                        point,
-                        on_cycle,
-                        settlement=settlement,
-                        attachment=attachment,
-                    )
-                )
-            if on_start is not None:
-                on_start(runs)
-        except BaseException:
-            for run in runs:
-                run.close()
-            for left in (attached or {}).values():
-                left.release()  # (those no run took)
-            raise
+        runs = _drive_runs(
+            campaign, campaign_id, station, store, progress, resume, on_cycle, on_start, attached
+        )
         threads = [
             threading.Thread(
                 target=drive_loop or DriveRun.run, args=(r, stop), name=f"drive-ch{r.spec.channel}"
@@ -97,3 +69,48 @@ def run_campaign(
     finally:
         station.power.safe()
         recording.end_campaign(store, campaign_id, status)
+
+
+def _drive_runs(
+    campaign: Campaign,
+    campaign_id: int,
+    station: Station,
+    store: Store,
+    progress: Callable[[str], None],
+    resume: dict[int, ResumePoint] | None,
+    on_cycle: Callable[[DriveRun, Cycle], None] | None,
+    on_start: Callable[[list[DriveRun]], None] | None,
+    attached: Mapping[int, Attachment] | None,
+) -> list[DriveRun]:
+    """Each drive's run, prepared (and handed to `on_start`); on a failure every one is closed
+    and every attachment no run took is released."""
+    runs: list[DriveRun] = []
+    # a resumed campaign's plans continue from the cuts already recorded, in their order
+    resumed_plan = resume is not None and campaign.criteria.sequential is not None
+    recorded = recording.cut_outcomes(store, campaign_id) if resumed_plan else []
+    settlement = settle.for_campaign(campaign, recorded)
+    try:
+        for spec in campaign.drives:
+            runs.append(
+                DriveRun(
+                    campaign,
+                    campaign_id,
+                    spec,
+                    station,
+                    store,
+                    progress,
+                    (resume or {}).get(spec.channel),
+                    on_cycle,
+                    settlement=settlement,
+                    attachment=(attached or {}).get(spec.channel),
+                )
+            )
+        if on_start is not None:
+            on_start(runs)
+    except BaseException:
+        for run in runs:
+            run.close()
+        for left in (attached or {}).values():
+            left.release()  # (those no run took)
+        raise
+    return runs
