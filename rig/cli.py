@@ -205,8 +205,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--confidence", type=float, default=0.95, help="default 0.95")
     report.set_defaults(func=cmd_report)
     from rig.fleet import cli as fleet_cli
+    from rig.station import check_cli
 
     fleet_cli.add_parsers(sub)
+    check_cli.add_parsers(sub)
     clean = sub.add_parser(
         "clean-sim", help="remove loop devices, mounts, rules and processes a simulator left"
     )
