@@ -41,7 +41,7 @@ def campaign_text(
     cycles: int,
     *,
     recover: str = "rescan",
-    recover_wait_s: float = 3.0,
+    recover_wait_s: float | str = 3.0,  # seconds, or a TOML table per transport
     seed: int = 5,
     return_timeout_s: float = 90.0,
     health_every: int = 1,
