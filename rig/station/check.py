@@ -163,6 +163,9 @@ def run_check(campaign: Campaign, station: Station) -> StationCheck:
             except RigError as error:  # the switch failed: this channel is not shown right
                 check.problems.append(f"channel {spec.channel}: {error}")
                 _power_back(station, spec.channel, check)
+            except BaseException:  # Ctrl-C, a bug: the channel on again before leaving
+                _power_back(station, spec.channel, check)
+                raise
             checks.append(check)
     return StationCheck(campaign.name, station.name, board_facts(station), checks)
 
