@@ -283,8 +283,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.set_defaults(func=cmd_report)
     from rig.fleet import cli as fleet_cli
+    from rig.station import check_cli
 
     fleet_cli.add_parsers(sub)
+    check_cli.add_parsers(sub)
     clean = sub.add_parser(
         "clean-sim", help="remove loop devices, mounts, rules and processes a simulator left"
     )

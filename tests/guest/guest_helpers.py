@@ -20,6 +20,11 @@ from tests import scoring
 from tests.sim.twin_helpers import TwinRun
 
 GUEST_TMP = "/tmp/rig-guest-tier"  # in the guest: its own tmpfs (SQLite wants a local disk)
+# The board's host-silence watchdog: under TCG on a loaded machine (loads of 20-25) the guest's
+# USB serial link has stalled for more than the default 5 s with four drives at once; the driver
+# rides a stall out for longer than the watchdog (decision 230), and a tripped watchdog makes
+# the cycle a rig error. 30 s still bounds how long a drive stays as it is if the rig dies.
+WATCHDOG_MS = 30_000
 
 
 def drive_stanza(spec: GuestDriveSpec, station: GuestStation) -> str:
@@ -41,7 +46,7 @@ def campaign_text(
     cycles: int,
     *,
     recover: str = "rescan",
-    recover_wait_s: float = 3.0,
+    recover_wait_s: float | str = 3.0,  # seconds, or a TOML table per transport
     seed: int = 5,
     return_timeout_s: float = 90.0,
     health_every: int = 1,
@@ -58,6 +63,7 @@ region_mib = 2
 [station]
 kind = "relay-board"
 usb_serial = "{BOARD_SERIAL}"
+watchdog_ms = {WATCHDOG_MS}
 recover = "{recover}"
 recover_wait_s = {recover_wait_s}
 [workload]
@@ -127,6 +133,7 @@ def run_campaign(
     )
     result = station.guest.sh(script, timeout_s)
     seconds = time.monotonic() - started
+    (workdir / f"{name}.stderr").write_text(result.stderr)  # beside the store, for a failure
     for drive in station.drives.values():
         drive.write_truth()
     local = workdir / f"{name}.sqlite"

@@ -8,7 +8,8 @@ corrupt or swallow lines, and a tiny fake peer. Fakes live here, never in the dr
   clk_us is the firmware's clock, ground truth for MCU-timed cuts) and `reset ...` after SIGUSR1
   (a simulated MCU reset).
 - `Proxy`: the driver opens the proxy's pty; the proxy forwards whole lines to and from a twin and
-  can corrupt or drop chosen ones.
+  can corrupt or drop chosen ones, or stall the link (`stall()`: hold every byte for a while, as a
+  USB serial adapter or hub does, optionally with the driver's side full so its writes block).
 - `FakePeer`: a pty whose other end answers requests with a Python function.
 
 Every process and thread started here is stopped by its owner's `close()`/`stop()`, which the
@@ -23,6 +24,7 @@ import re
 import select
 import signal
 import subprocess
+import termios
 import threading
 import time
 import tty
@@ -164,6 +166,8 @@ class Proxy:
         tty.setraw(self.board)
         self.to_driver: LineFilter | None = None
         self.to_board: LineFilter | None = None
+        self._held_until = {True: 0.0, False: 0.0}  # per direction (to_board?): monotonic s
+        self.stalls: list[tuple[float, float]] = []  # (start, seconds) of each stall
         self._stop = threading.Event()
         self._threads = [
             threading.Thread(target=self._pump, args=(self.master, self.board, True), daemon=True),
@@ -175,9 +179,12 @@ class Proxy:
     def _pump(self, source: int, sink: int, to_board: bool) -> None:
         buf = b""
         while not self._stop.is_set():
-            ready, _, _ = select.select([source], [], [], 0.05)
-            if not ready:
+            if time.monotonic() < self._held_until[to_board]:
+                time.sleep(0.01)  # stalled: the bytes wait in the kernel's pty buffers
                 continue
+            ready, _, _ = select.select([source], [], [], 0.05)
+            if not ready or time.monotonic() < self._held_until[to_board]:
+                continue  # (a stall may have begun while it waited)
             try:
                 buf += os.read(source, 4096)
             except OSError:
@@ -189,6 +196,33 @@ class Proxy:
                 if out is not None:
                     with contextlib.suppress(OSError):  # closed under us at the end of a test
                         os.write(sink, out)
+
+    def stall(
+        self,
+        seconds: float,
+        to_board: bool = True,
+        to_driver: bool = True,
+        block_writes: bool = False,
+    ) -> None:
+        """Move no byte in the chosen directions for `seconds` from now. `block_writes` also
+        stops the output of the driver's side of the pty, so the driver's writes block as on
+        an adapter that takes nothing."""
+        now = time.monotonic()
+        self.stalls.append((now, seconds))
+        if to_board:
+            self._held_until[True] = now + seconds
+        if to_driver:
+            self._held_until[False] = now + seconds
+        if block_writes:
+            # Output of the driver's side stopped (as by XOFF): its writes take no byte.
+            termios.tcflow(self._slave, termios.TCOOFF)
+            timer = threading.Timer(seconds, self._resume_output)
+            timer.daemon = True
+            timer.start()
+
+    def _resume_output(self) -> None:
+        with contextlib.suppress(OSError):  # closed at the end of a test
+            termios.tcflow(self._slave, termios.TCOON)
 
     def close(self) -> None:
         self._stop.set()

@@ -94,6 +94,7 @@ class RelayBoard:
         watchdog_ms: int | None = None,
         reply_timeout_s: float = 0.5,
         retries: int = 3,
+        stall_timeout_s: float = 10.0,
         boot_timeout_s: float = 3.0,
         sync_interval_s: float = 2.0,
         sync_burst: int = 4,
@@ -105,11 +106,14 @@ class RelayBoard:
         reader and maintenance threads. `watchdog_ms` sets the board's host-silence watchdog
         (None leaves it as it is); heartbeats go out four times per watchdog period.
         `edge_latency_us` is how long before its timestamp an edge may have happened (the
-        firmware reads the clock just after writing the pin)."""
+        firmware reads the clock just after writing the pin). A link that stalls (no reply,
+        or a write the port cannot take) is ridden out by resending the same line for up to
+        `stall_timeout_s`; keep it above the board's watchdog period, so that a request that
+        fails for a stall was either heard or the watchdog made every channel safe."""
         self.port = port
         self.stats = DriverStats()
         self._state = state = BoardState(self.stats, rate_tolerance, nonlinear_ppm)
-        self._ser = open_port(port, baudrate, max(1.0, reply_timeout_s))
+        self._ser = open_port(port, baudrate, reply_timeout_s)
         self._link = link = Link(self._ser, port, state, reply_timeout_s, retries)
         sinks = Sinks(self.stats, on_edge, on_rail, on_reset)
         self._session = Session(link, state, sinks, watchdog_ms, sync_interval_s, sync_burst)
@@ -121,6 +125,9 @@ class RelayBoard:
             self._ser.write(b"\n")  # ends whatever partial line the board's parser holds
             self._reader.start()
             self._session.handshake(boot_timeout_s)
+            # Only a board that answered has a link that can stall: a silent port at open
+            # is told within `boot_timeout_s`.
+            link.stall_timeout_s = stall_timeout_s
         except BaseException:
             self._shutdown()
             raise

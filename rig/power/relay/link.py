@@ -4,6 +4,12 @@ matching of replies (posted by the reader thread) to the request that waits for 
 The board executes a `seq`+CRC once and replays its reply, so the same line is resent unchanged
 after a timeout, a `- ERR crc|frame|long`, or a line that failed its checksum when no reply
 followed within a short grace (it may have been an event, not our reply).
+
+A stalled link (a USB serial adapter or hub that stops moving bytes for seconds, a simulator
+starved of CPU) is ridden out: a write the port cannot take in time and a reply that does not
+come are both timeouts, and the same line keeps being resent until the stall budget is spent.
+Resending is safe because the board acts on a `seq`+CRC once. Only an error from the port
+itself (an adapter unplugged) is a lost port.
 """
 
 from __future__ import annotations
@@ -61,6 +67,10 @@ class Link:
         self._stats = state.stats
         self._reply_timeout_s = reply_timeout_s
         self._retries = retries
+        # Timeouts go on being resent until this long after the first send (at least
+        # `retries` times): a stall shorter than it costs resends, not the request.
+        self.stall_timeout_s = 0.0
+        self._resync_parser = False  # a write timed out: the board may hold part of a line
         self._io_lock = threading.Lock()
         # Random start: a new process never repeats the previous one's last seq+line, which
         # the board would replay instead of executing.
@@ -110,12 +120,15 @@ class Link:
             if self._state.epoch != epoch:
                 raise BoardResetError(f"relay board reset during {body!r}")
             sent_ns = time.monotonic_ns()
-            self._write(wire)
+            written = self._write_request(wire)
             self.last_tx_ns = sent_ns
             if first_ns is None:
                 first_ns = sent_ns
             self._stats.requests += 1
-            kind, line, line_epoch = self._await_outcome(slot, timeout_s)
+            if written:
+                kind, line, line_epoch = self._await_outcome(slot, timeout_s)
+            else:  # the write itself waited out the timeout
+                kind, line, line_epoch = "timeout", None, self._state.epoch
             if kind == "reply":
                 assert line is not None
                 return line, first_ns, line_epoch
@@ -124,11 +137,14 @@ class Link:
                 self._stats.timeouts += 1
             else:
                 bad += 1
-            if resends >= self._retries:
-                if timeouts and not bad:
+            stalled_s = (time.monotonic_ns() - first_ns) / 1e9
+            if bad > self._retries or (
+                resends >= self._retries and stalled_s >= self.stall_timeout_s
+            ):
+                if timeouts and bad <= self._retries:
                     raise PowerTimeoutError(
                         f"relay board did not answer {body!r} in {timeout_s:.3f} s "
-                        f"({resends + 1} attempts)"
+                        f"({resends + 1} attempts over {stalled_s:.1f} s)"
                     )
                 raise PowerError(
                     f"no valid reply to {body!r} after {resends + 1} attempts "
@@ -137,6 +153,25 @@ class Link:
             resends += 1
             self._stats.retries += 1
             log.info("relay board: resending %r (%s)", body, kind)
+
+    def _write_request(self, wire: bytes) -> bool:
+        """Write one request line; False if the port could not take it within the reply
+        timeout (a stalled link: part of it may have gone, so the next write begins with a
+        lone `\n`, which ends that part as a line the board refuses and never acts on)."""
+        if self._resync_parser:
+            wire = b"\n" + wire
+        try:
+            self._ser.write(wire)
+        except serial.SerialTimeoutException:
+            self._stats.write_stalls += 1
+            self._resync_parser = True
+            log.warning("relay board: port %s took no bytes for a while (stalled link)", self.port)
+            return False
+        except (serial.SerialException, OSError) as e:
+            self.port_failed(e)
+            raise self._state.broken or PowerError(str(e)) from e
+        self._resync_parser = False
+        return True
 
     def _await_outcome(self, slot: Slot, timeout_s: float) -> tuple[str, Line | None, int]:
         """The reply, or why to resend. After a line that failed its checksum the reply may
@@ -165,9 +200,13 @@ class Link:
                 grace_until = time.monotonic() + min(0.05, timeout_s / 4)
 
     def _write(self, data: bytes) -> None:
+        # No flush (tcdrain): it waits without a limit for a stalled adapter, and the clock
+        # samples need only the host time before the write, not the time it left the port.
         try:
             self._ser.write(data)
-            self._ser.flush()
+        except serial.SerialTimeoutException as e:
+            self._stats.write_stalls += 1
+            raise PowerTimeoutError(f"relay board port {self.port} took no bytes: {e}") from e
         except (serial.SerialException, OSError) as e:
             self.port_failed(e)
             raise self._state.broken or PowerError(str(e)) from e

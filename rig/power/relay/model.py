@@ -127,6 +127,7 @@ class DriverStats:
     requests: int = 0
     retries: int = 0
     timeouts: int = 0
+    write_stalls: int = 0  # writes the port could not take within the reply timeout
     bad_lines: int = 0
     nacks: int = 0
     stale_replies: int = 0

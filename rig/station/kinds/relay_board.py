@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from rig.errors import UserError
 from rig.power.base import Edge, PowerSwitch
-from rig.power.relay import RelayBoard
+from rig.power.relay import RelayBoard, find_port
 from rig.schema import StationSpec, Table
 
 if TYPE_CHECKING:
@@ -69,12 +69,12 @@ def power(campaign: Campaign, on_edge: Callable[[Edge], None] | None) -> PowerSw
     spec = campaign.station
     assert isinstance(spec, RelayBoardSpec)
     channels = max(d.channel for d in campaign.drives) + 1
-    # The watchdog setting is applied at connect and again after every MCU reset.
-    board = (
-        RelayBoard.find(spec.usb_serial, on_edge=on_edge, watchdog_ms=spec.watchdog_ms)
-        if spec.usb_serial
-        else RelayBoard(spec.port, on_edge=on_edge, watchdog_ms=spec.watchdog_ms)
-    )
+    # The watchdog setting is applied at connect and again after every MCU reset. A stalled
+    # link is ridden out for longer than the watchdog period: a request that fails for a stall
+    # was either heard by the board or its watchdog made every channel safe.
+    stall_s = max(10.0, spec.watchdog_ms / 1000 + 1.0)
+    port = find_port(spec.usb_serial) if spec.usb_serial else spec.port
+    board = RelayBoard(port, on_edge=on_edge, watchdog_ms=spec.watchdog_ms, stall_timeout_s=stall_s)
     try:
         if board.channels < channels:
             raise UserError(f"relay board has {board.channels} channels; campaign uses {channels}")
