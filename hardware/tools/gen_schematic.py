@@ -80,6 +80,8 @@ class Part:
     price_eur: str = ""
     dnp: bool = False
     note: str = ""
+    # pins left open on purpose get KiCad's no-connect flag (else ERC reports pin_not_connected)
+    no_connect: bool = False
 
 
 @dataclass
@@ -146,6 +148,10 @@ def build(sheet: Sheet, instances: list[tuple[str, int]] | None = None) -> ksch.
             px, py = t.apply(pin.x, pin.y)
             allpins.add((round(px, 2), round(py, 2)))
             if net is None:
+                if p.no_connect:
+                    body.append(
+                        ["no_connect", ["at", px, py], ["uuid", uid(sheet.name, p.ref, "nc", pin.number)]]
+                    )
                 continue
             outward = (t.direction(pin.angle) + 180) % 360
             pinpts.setdefault(net, []).append((px, py, outward))
@@ -746,6 +752,8 @@ def channel_sheet() -> Sheet:
         price_eur="0.50",
         dnp=True,
     )
+    # V3F is fed through the polyfuse (a passive pin) and feeds the load switch's VIN power pins
+    s.add("#FLG1", "power:PWR_FLAG", "PWR_FLAG", 63.5, y0 - 2.54, {"1": "V3F"})
     s.add(
         "C3",
         "Device:C",
@@ -821,7 +829,7 @@ def channel_sheet() -> Sheet:
         "20k",
         243.84,
         83.82,
-        {"1": "SEL", "2": "SNS"},
+        {"1": "SEL", "2": "SENSE"},
         angle=90,
         footprint=FP_R,
         mpn="RC0805FR-0720KL",
@@ -834,7 +842,7 @@ def channel_sheet() -> Sheet:
         "10k",
         254.0,
         96.52,
-        {"1": "SNS", "2": "GND"},
+        {"1": "SENSE", "2": "GND"},
         footprint=FP_R,
         mpn="RC0805FR-0710KL",
         manufacturer="Yageo",
@@ -846,7 +854,7 @@ def channel_sheet() -> Sheet:
         "1n",
         264.16,
         96.52,
-        {"1": "SNS", "2": "GND"},
+        {"1": "SENSE", "2": "GND"},
         footprint=FP_C,
         mpn="GRM2165C1H102JA01D",
         manufacturer="Murata",
@@ -859,7 +867,7 @@ def channel_sheet() -> Sheet:
         "BAT54S",
         276.86,
         101.6,
-        {"1": "GND", "2": "VCC", "3": "SNS"},
+        {"1": "GND", "2": "VCC", "3": "SENSE"},
         angle=270,
         footprint=FP_SOT23,
         mpn="BAT54S,215",
@@ -963,6 +971,7 @@ def root_sheet() -> Sheet:
         manufacturer="Arduino",
         price_eur="22.00",
         note="a clone (CH340) at ~5 EUR works the same",
+        no_connect=True,
     )
     s.add(
         "D4",
@@ -1187,6 +1196,9 @@ def root_sheet() -> Sheet:
         price_eur="0.15",
         dnp=True,
     )
+    # the rails enter through connectors and fuses (passive pins): PWR_FLAG tells ERC they are driven
+    for i, net in enumerate(("+12V", "+5V", "+3V3", "GND")):
+        s.add(f"#FLG0{i + 1}", "power:PWR_FLAG", "PWR_FLAG", 127.0 + 12.7 * i, 160.02, {"1": net})
     s.sheets = [
         (f"CH{i}", 241.3, 50.8 + 30.48 * i, {"EN": f"EN{i}", "SENSE": f"SNS{i}"}) for i in range(4)
     ]
