@@ -6,6 +6,10 @@
                                                     footprint name and pad-to-net of the netlist
                                                     exported from the schematic; exit 1 on any
                                                     difference
+    check_board.py widths BOARD.kicad_pcb REPORT    the rail-current paths: with every power-net
+                                                    track narrower than its class removed, the
+                                                    current-carrying pads of each power net must
+                                                    still be connected (KiCad's connectivity)
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from pathlib import Path
 import pcbnew
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_pcb import read_netlist  # noqa: E402
+from gen_pcb import BIG_PAD, CHANNEL_W, TRUNK_W, ipc2221_amps, net_width, read_netlist  # noqa: E402
 
 
 def drc(board_path: str, report: str) -> int:
@@ -83,7 +87,54 @@ def lvs(netlist: str, board_path: str) -> int:
     return 1 if errors else 0
 
 
+def widths(board_path: str, report: str) -> int:
+    """Keep of each power net only its wide tracks, the vias on them and its current-carrying pads
+    (at least BIG_PAD wide); KiCad's connectivity must still join them all."""
+    board = pcbnew.LoadBoard(board_path)
+    power = lambda net: net_width(net) > 0.5  # noqa: E731
+    for fp in board.GetFootprints():
+        for p in fp.Pads():
+            if power(p.GetNetname()) and min(p.GetSize().x, p.GetSize().y) / 1e6 < BIG_PAD:
+                p.SetNetCode(0)
+    removed = 0
+    ends: set[tuple[str, int, int]] = set()
+    for t in list(board.GetTracks()):
+        net = t.GetNetname()
+        if t.GetClass() != "PCB_TRACK" or not power(net):
+            continue
+        if t.GetWidth() < net_width(net) * 1e6 - 1:
+            board.Delete(t)
+            removed += 1
+        else:
+            for pt in (t.GetStart(), t.GetEnd()):
+                ends.add((net, pt.x, pt.y))
+    for v in list(board.GetTracks()):
+        if v.GetClass() == "PCB_VIA" and power(v.GetNetname()):
+            if (v.GetNetname(), v.GetPosition().x, v.GetPosition().y) not in ends:
+                board.Delete(v)
+    pcbnew.WriteDRCReport(board, report, pcbnew.EDA_UNITS_MILLIMETRES, True)
+    lines = Path(report).read_text().splitlines()
+    broken = []
+    for i, line in enumerate(lines):
+        if line.startswith("[unconnected_items]"):
+            items = [x.strip() for x in lines[i + 1 : i + 4] if x.strip().startswith("@")]
+            nets = re.findall(r"\[([^\]]+)\]", " ".join(items))
+            if any(power(n) for n in nets):
+                broken.append(" / ".join(items))
+    print(
+        f"widths: trunk {TRUNK_W} mm ({ipc2221_amps(TRUNK_W):.1f} A at 10 C on 1 oz, "
+        f"{ipc2221_amps(TRUNK_W, 2):.1f} A on 2 oz), channel rails {CHANNEL_W} mm "
+        f"({ipc2221_amps(CHANNEL_W):.2f} A at 10 C on 1 oz); {removed} narrower branches to "
+        f"small pads set aside; {len(broken)} rail paths broken"
+    )
+    for b in broken[:30]:
+        print("  " + b)
+    return 1 if broken or ipc2221_amps(CHANNEL_W) < 2.0 else 0
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 4 and argv[1] == "widths":
+        return widths(argv[2], argv[3])
     if len(argv) == 4 and argv[1] == "drc":
         return drc(argv[2], argv[3])
     if len(argv) == 4 and argv[1] == "lvs":

@@ -67,7 +67,9 @@ def read_netlist(path: Path) -> tuple[dict[str, dict[str, str]], dict[str, list[
     for c in ksch.find_all(ksch.find(tree, "components"), "comp"):  # type: ignore[arg-type]
         ref = str(ksch.find(c, "ref")[1])  # type: ignore[index]
         fp = ksch.find(c, "footprint")
-        comps[ref] = {"value": str(ksch.find(c, "value")[1]), "footprint": str(fp[1]) if fp else ""}  # type: ignore[index]
+        sheet = ksch.find(ksch.find(c, "sheetpath"), "tstamps")  # type: ignore[arg-type]
+        path = f"{sheet[1]}{ksch.find(c, 'tstamps')[1]}"  # type: ignore[index]
+        comps[ref] = {"value": str(ksch.find(c, "value")[1]), "footprint": str(fp[1]) if fp else "", "path": path}  # type: ignore[index]
     nets: dict[str, list[tuple[str, str]]] = {}
     for n in ksch.find_all(ksch.find(tree, "nets"), "net"):  # type: ignore[arg-type]
         name = str(ksch.find(n, "name")[1])  # type: ignore[index]
@@ -137,10 +139,10 @@ def root_places() -> dict[str, tuple[float, float, float]]:
         "C2": (70.0, y - 2.0, 0),
         "C4": (70.0, y + 8.0, 0),
         "C6": (70.0, y + 18.0, 0),
-        "A1": (130.0, y, 270),
+        "A1": (148.0, y + 16.0, 90),  # USB end at the right board edge
         "D4": (95.0, y - 6.0, 0),
-        "JP5": (140.0, y + 6.0, 90),
-        "C10": (146.0, y + 14.0, 0),
+        "JP5": (134.0, y + 6.0, 90),
+        "C10": (134.0, y + 14.0, 0),
     }
 
 
@@ -159,6 +161,7 @@ def place(board: pcbnew.BOARD, comps: dict[str, dict[str, str]]) -> dict[str, pc
         fp.SetReference(ref)
         fp.SetValue(c["value"])
         fp.SetFPID(pcbnew.LIB_ID(lib, name))
+        fp.SetPath(pcbnew.KIID_PATH(c["path"]))  # links it to its schematic symbol
         x, y, rot = where[ref]
         fp.SetPosition(pcbnew.wxPointMM(x, y))
         fp.SetOrientationDegrees(rot)
@@ -217,9 +220,9 @@ def silkscreen(board: pcbnew.BOARD) -> None:
         silk_text(board, "+12V GND +5V GND +3V3", x0 + 14.2, COL_Y0 + 15.5, 1.0)
         silk_text(board, f"CH{n} EN=D{4 + n} SNS=A{n}", x0 + 36.0, COL_Y0 + 8.0, 1.0)
     silk_text(board, "J3 IN: +12V GND GND +5V  J4: +3V3 GND", 24.0, 102.5, 1.0)
-    silk_text(board, "powerfault-rig 4-ch power board rev A", 172.0, 124.0, 1.2)
-    silk_text(board, "EN HIGH = ON. JP1 1-2 = ON in reset", 172.0, 127.0, 1.0)
-    silk_text(board, "powerfault-rig power board rev A (bottom)", 98.0, 136.0, 1.5, pcbnew.B_SilkS)
+    silk_text(board, "powerfault-rig 4-ch power board rev A", 108.0, 130.0, 1.2)
+    silk_text(board, "EN HIGH = ON. JP1 1-2 = ON in reset", 108.0, 133.0, 1.0)
+    silk_text(board, "powerfault-rig power board rev A (bottom)", 108.0, 138.0, 1.5, pcbnew.B_SilkS)
 
 
 def tidy_references(board: pcbnew.BOARD) -> None:

@@ -287,7 +287,7 @@ class Router:
             return False
         near = min(tree_pads, key=lambda p: pdist(p, src))
         tx, ty = near.GetPosition().x / MM, near.GetPosition().y / MM
-        path = self._astar(starts, goals, (tx, ty), free.tobytes(), via_ok, 400_000)
+        path = self._astar(starts, goals, (tx, ty), free.tobytes(), via_ok, 2_000_000)
         if path is None:
             return False
         tree_cells.update(self._commit(path, net, width, via))
