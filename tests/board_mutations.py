@@ -21,7 +21,9 @@ def main(kind: str, path: str) -> None:
         rail = [t for t in tracks if t.GetNetname() == "/CH0/OUT12"]
         board.Delete(max(rail, key=lambda t: (t.GetWidth(), t.GetLength())))
     elif kind == "overlap":
-        board.FindFootprintByReference("Q104").SetPosition(board.FindFootprintByReference("Q109").GetPosition())
+        board.FindFootprintByReference("Q104").SetPosition(
+            board.FindFootprintByReference("Q109").GetPosition()
+        )
     elif kind == "swap-nets":
         fp = board.FindFootprintByReference("R111")
         a, b = fp.FindPadByNumber("1"), fp.FindPadByNumber("2")

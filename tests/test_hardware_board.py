@@ -21,7 +21,9 @@ KIPY = "/usr/bin/python3"
 
 def _kicad_missing() -> str:
     if not shutil.which("eeschema"):
-        return "KiCad 6 (eeschema) not installed: apt-get install kicad kicad-footprints kicad-symbols"
+        return (
+            "KiCad 6 (eeschema) not installed: apt-get install kicad kicad-footprints kicad-symbols"
+        )
     probe = subprocess.run([KIPY, "-c", "import pcbnew"], capture_output=True)
     if probe.returncode != 0:
         return f"{KIPY} cannot import pcbnew (Debian's kicad package)"
@@ -76,7 +78,12 @@ def test_check_fails_on_a_broken_board(tmp_path: Path, kind: str, check: str, ex
 
 
 def test_erc_fails_on_a_broken_schematic(tmp_path: Path) -> None:
-    for name in ("powerboard.kicad_sch", "powerfault.kicad_sym", "sym-lib-table", "powerboard.kicad_pro"):
+    for name in (
+        "powerboard.kicad_sch",
+        "powerfault.kicad_sym",
+        "sym-lib-table",
+        "powerboard.kicad_pro",
+    ):
         shutil.copy(HW / name, tmp_path / name)
     channel = (HW / "channel.kicad_sch").read_text()
     assert '(hierarchical_label "SENSE"' in channel

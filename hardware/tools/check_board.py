@@ -1,15 +1,15 @@
 """Checks of the layout, run with Debian's /usr/bin/python3 (KiCad 6's pcbnew module).
 
-    check_board.py drc BOARD.kicad_pcb REPORT.rpt   KiCad's DRC with the board's rules: exit 1 on
-                                                    any violation or unconnected item
-    check_board.py lvs NETLIST.net BOARD.kicad_pcb  layout vs schematic: every footprint, value,
-                                                    footprint name and pad-to-net of the netlist
-                                                    exported from the schematic; exit 1 on any
-                                                    difference
-    check_board.py widths BOARD.kicad_pcb REPORT    the rail-current paths: with every power-net
-                                                    track narrower than its class removed, the
-                                                    current-carrying pads of each power net must
-                                                    still be connected (KiCad's connectivity)
+check_board.py drc BOARD.kicad_pcb REPORT.rpt   KiCad's DRC with the board's rules: exit 1 on
+                                                any violation or unconnected item
+check_board.py lvs NETLIST.net BOARD.kicad_pcb  layout vs schematic: every footprint, value,
+                                                footprint name and pad-to-net of the netlist
+                                                exported from the schematic; exit 1 on any
+                                                difference
+check_board.py widths BOARD.kicad_pcb REPORT    the rail-current paths: with every power-net
+                                                track narrower than its class removed, the
+                                                current-carrying pads of each power net must
+                                                still be connected (KiCad's connectivity)
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 import pcbnew
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_pcb import BIG_PAD, CHANNEL_W, TRUNK_W, ipc2221_amps, net_width, read_netlist  # noqa: E402
+from gen_pcb import BIG_PAD, CHANNEL_W, TRUNK_W, ipc2221_amps, net_width, read_netlist
 
 
 def drc(board_path: str, report: str) -> int:
@@ -30,7 +30,12 @@ def drc(board_path: str, report: str) -> int:
         print(f"drc: KiCad could not write {report}", file=sys.stderr)
         return 2
     text = Path(report).read_text()
-    counts = {k: int(v) for v, k in re.findall(r"\*\* Found (\d+) (DRC violations|unconnected pads|Footprint errors) \*\*", text)}
+    counts = {
+        k: int(v)
+        for v, k in re.findall(
+            r"\*\* Found (\d+) (DRC violations|unconnected pads|Footprint errors) \*\*", text
+        )
+    }
     ds = board.GetDesignSettings()
     print(
         f"drc: {counts} (rules: track >= {ds.m_TrackMinWidth / 1e6} mm, clearance >= "
@@ -44,14 +49,19 @@ def drc(board_path: str, report: str) -> int:
     return 0
 
 
-def board_pads(board: pcbnew.BOARD) -> tuple[dict[str, tuple[str, str]], dict[tuple[str, str], str]]:
+def board_pads(
+    board: pcbnew.BOARD,
+) -> tuple[dict[str, tuple[str, str]], dict[tuple[str, str], str]]:
     fps = {}
     pads = {}
     for fp in board.GetFootprints():
         ref = fp.GetReference()
         if ref.startswith("H") and fp.GetFPID().GetLibNickname() == "MountingHole":
             continue
-        fps[ref] = (fp.GetValue(), f"{fp.GetFPID().GetLibNickname()}:{fp.GetFPID().GetLibItemName()}")
+        fps[ref] = (
+            fp.GetValue(),
+            f"{fp.GetFPID().GetLibNickname()}:{fp.GetFPID().GetLibItemName()}",
+        )
         for p in fp.Pads():
             if p.GetNumber():
                 pads[(ref, p.GetNumber())] = p.GetNetname()
@@ -68,7 +78,10 @@ def lvs(netlist: str, board_path: str) -> int:
         elif ref not in comps:
             errors.append(f"{ref}: on the board, not in the schematic")
         elif (comps[ref]["value"], comps[ref]["footprint"]) != fps[ref]:
-            errors.append(f"{ref}: schematic {comps[ref]['value']} {comps[ref]['footprint']}, board {fps[ref][0]} {fps[ref][1]}")
+            errors.append(
+                f"{ref}: schematic {comps[ref]['value']} {comps[ref]['footprint']}, "
+                f"board {fps[ref][0]} {fps[ref][1]}"
+            )
     want = {}
     for name, nodes in nets.items():
         for ref, pin in nodes:
@@ -78,10 +91,17 @@ def lvs(netlist: str, board_path: str) -> int:
             continue
         w, h = want.get(key, ""), pads.get(key)
         if h is None:
-            errors.append(f"{key[0]} pad {key[1]}: net {w} in the schematic, no such pad on the board")
+            errors.append(
+                f"{key[0]} pad {key[1]}: net {w} in the schematic, no such pad on the board"
+            )
         elif w != h:
-            errors.append(f"{key[0]} pad {key[1]}: schematic net {w or '(none)'}, board net {h or '(none)'}")
-    print(f"lvs: {len(comps)} components, {len(want)} schematic pins, {len(pads)} board pads, {len(errors)} differences")
+            errors.append(
+                f"{key[0]} pad {key[1]}: schematic net {w or '(none)'}, board net {h or '(none)'}"
+            )
+    print(
+        f"lvs: {len(comps)} components, {len(want)} schematic pins, {len(pads)} board pads, "
+        f"{len(errors)} differences"
+    )
     for e in errors[:50]:
         print("  " + e)
     return 1 if errors else 0
@@ -109,9 +129,9 @@ def widths(board_path: str, report: str) -> int:
             for pt in (t.GetStart(), t.GetEnd()):
                 ends.add((net, pt.x, pt.y))
     for v in list(board.GetTracks()):
-        if v.GetClass() == "PCB_VIA" and power(v.GetNetname()):
-            if (v.GetNetname(), v.GetPosition().x, v.GetPosition().y) not in ends:
-                board.Delete(v)
+        at = (v.GetNetname(), v.GetPosition().x, v.GetPosition().y)
+        if v.GetClass() == "PCB_VIA" and power(v.GetNetname()) and at not in ends:
+            board.Delete(v)
     pcbnew.WriteDRCReport(board, report, pcbnew.EDA_UNITS_MILLIMETRES, True)
     lines = Path(report).read_text().splitlines()
     broken = []

@@ -17,9 +17,8 @@ import os
 import sys
 from pathlib import Path
 
-import pcbnew
-
 import ksch
+import pcbnew
 from router import Grid, Router
 
 FPLIB = Path("/usr/share/kicad/footprints")
@@ -69,11 +68,18 @@ def read_netlist(path: Path) -> tuple[dict[str, dict[str, str]], dict[str, list[
         fp = ksch.find(c, "footprint")
         sheet = ksch.find(ksch.find(c, "sheetpath"), "tstamps")  # type: ignore[arg-type]
         path = f"{sheet[1]}{ksch.find(c, 'tstamps')[1]}"  # type: ignore[index]
-        comps[ref] = {"value": str(ksch.find(c, "value")[1]), "footprint": str(fp[1]) if fp else "", "path": path}  # type: ignore[index]
+        comps[ref] = {
+            "value": str(ksch.find(c, "value")[1]),
+            "footprint": str(fp[1]) if fp else "",
+            "path": path,
+        }  # type: ignore[index]
     nets: dict[str, list[tuple[str, str]]] = {}
     for n in ksch.find_all(ksch.find(tree, "nets"), "net"):  # type: ignore[arg-type]
         name = str(ksch.find(n, "name")[1])  # type: ignore[index]
-        nodes = [(str(ksch.find(x, "ref")[1]), str(ksch.find(x, "pin")[1])) for x in ksch.find_all(n, "node")]  # type: ignore[index]
+        nodes = [
+            (str(ksch.find(x, "ref")[1]), str(ksch.find(x, "pin")[1]))
+            for x in ksch.find_all(n, "node")
+        ]  # type: ignore[index]
         nets[name] = nodes
     return comps, nets
 
@@ -94,9 +100,9 @@ def channel_places(n: int) -> dict[str, tuple[float, float, float]]:
         "D6": (41.0, 22.5, 0),
     }
     dy = 8.0
-    for cell, dx, parts in (
-        (12, 0.0, ("Q4", "D2", "R6", "Q5", "Q1", "Q2", "Q3", "R3", "R4", "R5", "D1", "C1", "F1")),
-        (5, 23.0, ("Q9", "D4", "R10", "Q10", "Q6", "Q7", "Q8", "R7", "R8", "R9", "D3", "C2", "F2")),
+    for dx, parts in (
+        (0.0, ("Q4", "D2", "R6", "Q5", "Q1", "Q2", "Q3", "R3", "R4", "R5", "D1", "C1", "F1")),
+        (23.0, ("Q9", "D4", "R10", "Q10", "Q6", "Q7", "Q8", "R7", "R8", "R9", "D3", "C2", "F2")),
     ):
         q4, d2, r6, q5, q1, q2, q3, r3, r4, r5, d1, c1, f1 = parts
         local[d2] = (dx + 6.0, 20.0 + dy, 0)
@@ -109,9 +115,15 @@ def channel_places(n: int) -> dict[str, tuple[float, float, float]]:
         local[f1] = (dx + 9.0, 80.0 + dy, 0)
     # channel-wide parts: enable input and the 3.3 V option
     for name, x, y, r in (
-        ("R1", 3.0, 64.0, 0), ("R2", 10.0, 64.0, 0), ("JP1", 17.0, 64.0, 0), ("C3", 24.0, 64.0, 0),
-        ("C4", 5.0, 70.0, 0), ("C5", 12.0, 70.0, 0), ("U1", 19.0, 70.0, 0),
-        ("F3", 33.0, 70.0, 90), ("D5", 40.0, 64.0, 90),
+        ("R1", 3.0, 64.0, 0),
+        ("R2", 10.0, 64.0, 0),
+        ("JP1", 17.0, 64.0, 0),
+        ("C3", 24.0, 64.0, 0),
+        ("C4", 5.0, 70.0, 0),
+        ("C5", 12.0, 70.0, 0),
+        ("U1", 19.0, 70.0, 0),
+        ("F3", 33.0, 70.0, 90),
+        ("D5", 40.0, 64.0, 90),
     ):
         local[name] = (x, y + dy, r)
     out = {}
@@ -170,21 +182,25 @@ def place(board: pcbnew.BOARD, comps: dict[str, dict[str, str]]) -> dict[str, pc
     return fps
 
 
-def assign_nets(board: pcbnew.BOARD, fps: dict[str, pcbnew.FOOTPRINT], nets: dict[str, list[tuple[str, str]]]) -> None:
+def assign_nets(
+    board: pcbnew.BOARD, fps: dict[str, pcbnew.FOOTPRINT], nets: dict[str, list[tuple[str, str]]]
+) -> None:
     for name, nodes in sorted(nets.items()):
         ni = pcbnew.NETINFO_ITEM(board, name)
         board.Add(ni)
         for ref, pin in nodes:
             pads = [p for p in fps[ref].Pads() if p.GetNumber() == pin]
             if not pads:
-                sys.exit(f"gen_pcb: {ref} ({fps[ref].GetFPID().GetUniStringLibId()}) has no pad {pin}")
+                sys.exit(
+                    f"gen_pcb: {ref} ({fps[ref].GetFPID().GetUniStringLibId()}) has no pad {pin}"
+                )
             for p in pads:
                 p.SetNet(ni)
 
 
 def outline_and_holes(board: pcbnew.BOARD) -> None:
     pts = [(0, 0), (BOARD_W, 0), (BOARD_W, BOARD_H), (0, BOARD_H)]
-    for (x1, y1), (x2, y2) in zip(pts, pts[1:] + pts[:1]):
+    for (x1, y1), (x2, y2) in zip(pts, pts[1:] + pts[:1], strict=True):
         seg = pcbnew.PCB_SHAPE(board)
         seg.SetShape(pcbnew.SHAPE_T_SEGMENT)
         seg.SetStart(pcbnew.wxPointMM(x1, y1))
@@ -192,7 +208,9 @@ def outline_and_holes(board: pcbnew.BOARD) -> None:
         seg.SetLayer(pcbnew.Edge_Cuts)
         seg.SetWidth(int(0.1 * MM))
         board.Add(seg)
-    for i, (x, y) in enumerate(((4.0, 4.0), (BOARD_W - 4, 4.0), (4.0, BOARD_H - 4), (BOARD_W - 4, BOARD_H - 4))):
+    for i, (x, y) in enumerate(
+        ((4.0, 4.0), (BOARD_W - 4, 4.0), (4.0, BOARD_H - 4), (BOARD_W - 4, BOARD_H - 4))
+    ):
         fp = pcbnew.FootprintLoad(str(FPLIB / "MountingHole.pretty"), "MountingHole_3.2mm_M3")
         fp.SetReference(f"H{i + 1}")
         fp.SetFPID(pcbnew.LIB_ID("MountingHole", "MountingHole_3.2mm_M3"))
@@ -201,7 +219,14 @@ def outline_and_holes(board: pcbnew.BOARD) -> None:
         board.Add(fp)
 
 
-def silk_text(board: pcbnew.BOARD, text: str, x: float, y: float, size: float = 1.5, layer: int = pcbnew.F_SilkS) -> None:
+def silk_text(
+    board: pcbnew.BOARD,
+    text: str,
+    x: float,
+    y: float,
+    size: float = 1.5,
+    layer: int = pcbnew.F_SilkS,
+) -> None:
     t = pcbnew.PCB_TEXT(board)
     t.SetText(text)
     t.SetPosition(pcbnew.wxPointMM(x, y))
@@ -226,10 +251,12 @@ def silkscreen(board: pcbnew.BOARD) -> None:
 
 
 def tidy_references(board: pcbnew.BOARD) -> None:
-    """move each reference where it overlaps no other footprint; hide it if there is no such place"""
+    """move each reference where it overlaps no other footprint; hide it where there is no room"""
     boxes = [fp.GetBoundingBox(False, False) for fp in board.GetFootprints()]
     boxes += [d.GetBoundingBox() for d in board.GetDrawings() if isinstance(d, pcbnew.PCB_TEXT)]
-    inside = pcbnew.EDA_RECT(pcbnew.wxPointMM(0.5, 0.5), pcbnew.wxSizeMM(BOARD_W - 1.0, BOARD_H - 1.0))
+    inside = pcbnew.EDA_RECT(
+        pcbnew.wxPointMM(0.5, 0.5), pcbnew.wxSizeMM(BOARD_W - 1.0, BOARD_H - 1.0)
+    )
     for fp in board.GetFootprints():
         ref = fp.Reference()
         if not ref.IsVisible():
@@ -238,8 +265,15 @@ def tidy_references(board: pcbnew.BOARD) -> None:
         pos = fp.GetPosition()
         h = own.GetHeight() / 2 + 0.9 * MM
         w = own.GetWidth() / 2 + 0.3 * MM
-        cands = [ref.GetPosition(), pcbnew.wxPoint(pos.x, own.GetBottom() + int(0.9 * MM)), pcbnew.wxPoint(pos.x, own.GetTop() - int(0.9 * MM))]
-        cands += [pcbnew.wxPoint(own.GetRight() + int(w), pos.y), pcbnew.wxPoint(own.GetLeft() - int(w), pos.y)]
+        cands = [
+            ref.GetPosition(),
+            pcbnew.wxPoint(pos.x, own.GetBottom() + int(0.9 * MM)),
+            pcbnew.wxPoint(pos.x, own.GetTop() - int(0.9 * MM)),
+        ]
+        cands += [
+            pcbnew.wxPoint(own.GetRight() + int(w), pos.y),
+            pcbnew.wxPoint(own.GetLeft() - int(w), pos.y),
+        ]
         del h
         for c in cands:
             ref.SetPosition(c)
@@ -308,11 +342,27 @@ def main(argv: list[str]) -> None:
         pcbnew.SaveBoard(argv[2], board)
         return
     grid = Grid(board, BOARD_W, BOARD_H, pitch=0.25, clearance=ROUTE_CLEARANCE)
-    router = Router(board, grid, net_width, BIG_PAD, VIA_SIGNAL, VIA_POWER, TRUNK_NETS | {n for n in nets if n.split("/")[-1] in CHANNEL_POWER})
+    router = Router(
+        board,
+        grid,
+        net_width,
+        BIG_PAD,
+        VIA_SIGNAL,
+        VIA_POWER,
+        TRUNK_NETS | {n for n in nets if n.split("/")[-1] in CHANNEL_POWER},
+    )
     # nets on fine-pitch pads (the WSON load switch) first, while they can still get out
     signal = [n for n in nets if n != "GND" and len(nets[n]) > 1]
-    fine = [n for n in signal if any(min(fps[r].FindPadByNumber(p).GetSize()) < 0.3 * MM for r, p in nets[n])]
-    fine_pads = {(r, p) for r, p in nets.get("GND", []) if min(fps[r].FindPadByNumber(p).GetSize()) < 0.3 * MM}
+    fine = [
+        n
+        for n in signal
+        if any(min(fps[r].FindPadByNumber(p).GetSize()) < 0.3 * MM for r, p in nets[n])
+    ]
+    fine_pads = {
+        (r, p)
+        for r, p in nets.get("GND", [])
+        if min(fps[r].FindPadByNumber(p).GetSize()) < 0.3 * MM
+    }
     failed = router.ground_vias("GND", only=fine_pads)
     failed += router.route_all(fine)
     failed += router.ground_vias("GND")
@@ -326,7 +376,10 @@ def main(argv: list[str]) -> None:
         old, new = json.loads(before), json.loads(pro.read_text())
         old["board"], old["net_settings"] = new["board"], new["net_settings"]
         pro.write_text(json.dumps(old, indent=2, sort_keys=True) + "\n")
-    print(f"gen_pcb: {len(fps)} footprints, {len(router.tracks)} track segments, {router.vias} vias; unrouted: {failed}")
+    print(
+        f"gen_pcb: {len(fps)} footprints, {len(router.tracks)} track segments, "
+        f"{router.vias} vias; unrouted: {failed}"
+    )
 
 
 if __name__ == "__main__":

@@ -150,7 +150,11 @@ def build(sheet: Sheet, instances: list[tuple[str, int]] | None = None) -> ksch.
             if net is None:
                 if p.no_connect:
                     body.append(
-                        ["no_connect", ["at", px, py], ["uuid", uid(sheet.name, p.ref, "nc", pin.number)]]
+                        [
+                            "no_connect",
+                            ["at", px, py],
+                            ["uuid", uid(sheet.name, p.ref, "nc", pin.number)],
+                        ]
                     )
                 continue
             outward = (t.direction(pin.angle) + 180) % 360
@@ -1196,7 +1200,7 @@ def root_sheet() -> Sheet:
         price_eur="0.15",
         dnp=True,
     )
-    # the rails enter through connectors and fuses (passive pins): PWR_FLAG tells ERC they are driven
+    # rails enter through connectors and fuses (passive pins): PWR_FLAGs tell ERC they are driven
     for i, net in enumerate(("+12V", "+5V", "+3V3", "GND")):
         s.add(f"#FLG0{i + 1}", "power:PWR_FLAG", "PWR_FLAG", 127.0 + 12.7 * i, 160.02, {"1": net})
     s.sheets = [

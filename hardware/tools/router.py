@@ -5,14 +5,15 @@ for each clearance radius the router keeps a count of primitives whose inflated 
 cell, so a cell is free for a track of net N when the count minus N's own count is zero. A* runs
 over both layers (8 directions, vias between layers, the bottom layer dearer so the bottom ground
 pour stays whole). Nets are routed widest first, each as a tree grown from pad to pad; no rip-up:
-a connection that finds no path is reported, and DRC (zero unconnected) is the proof of completeness.
+a connection that finds no path is reported; DRC (zero unconnected) is the proof of completeness.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pcbnew
@@ -25,7 +26,9 @@ VIA_COST = 24.0
 
 
 class Grid:
-    def __init__(self, board: pcbnew.BOARD, w: float, h: float, pitch: float, clearance: float) -> None:
+    def __init__(
+        self, board: pcbnew.BOARD, w: float, h: float, pitch: float, clearance: float
+    ) -> None:
         self.board, self.p, self.clearance = board, pitch, clearance
         self.nx, self.ny = int(w / pitch) + 1, int(h / pitch) + 1
         self.w, self.h = w, h
@@ -33,12 +36,14 @@ class Grid:
         self.prims: list[tuple[int, int, str, tuple[float, ...]]] = []  # (net, layers, kind, geom)
 
     def cell(self, x: float, y: float) -> tuple[int, int]:
-        return int(round(x / self.p)), int(round(y / self.p))
+        return round(x / self.p), round(y / self.p)
 
     def xy(self, ix: int, iy: int) -> tuple[float, float]:
         return ix * self.p, iy * self.p
 
-    def coverage(self, kind: str, geom: tuple[float, ...], r: float) -> tuple[slice, slice, np.ndarray]:
+    def coverage(
+        self, kind: str, geom: tuple[float, ...], r: float
+    ) -> tuple[slice, slice, np.ndarray]:
         """cells whose centre lies closer than r to the shape (rect, seg or circle)"""
         if kind == "rect":
             cx, cy, hx, hy = geom
@@ -62,7 +67,11 @@ class Grid:
         elif kind == "seg":
             vx, vy = bx - ax, by - ay
             ll = vx * vx + vy * vy
-            t = np.clip(((gx - ax) * vx + (gy - ay) * vy) / ll, 0, 1) if ll > 0 else np.zeros_like(gx)
+            t = (
+                np.clip(((gx - ax) * vx + (gy - ay) * vy) / ll, 0, 1)
+                if ll > 0
+                else np.zeros_like(gx)
+            )
             d = np.hypot(gx - ax - t * vx, gy - ay - t * vy) - hw
         else:
             d = np.hypot(gx - cx, gy - cy) - rad
@@ -79,7 +88,9 @@ class Grid:
             self.count[r] = arr
         return self.count[r]
 
-    def _stamp(self, arr: np.ndarray, layers: int, kind: str, geom: tuple[float, ...], r: float, sign: int) -> None:
+    def _stamp(
+        self, arr: np.ndarray, layers: int, kind: str, geom: tuple[float, ...], r: float, sign: int
+    ) -> None:
         sy, sx, m = self.coverage(kind, geom, r)
         for layer in (F, B):
             if layers & (1 << layer):
@@ -134,7 +145,12 @@ class Router:
         power_nets: set[str],
     ) -> None:
         self.board, self.g, self.width_of = board, grid, width_of
-        self.big_pad, self.via_signal, self.via_power, self.power_nets = big_pad, via_signal, via_power, power_nets
+        self.big_pad, self.via_signal, self.via_power, self.power_nets = (
+            big_pad,
+            via_signal,
+            via_power,
+            power_nets,
+        )
         self.tracks: list[pcbnew.PCB_TRACK] = []
         self.vias = 0
         self.narrowed: list[str] = []
@@ -147,7 +163,12 @@ class Router:
                 if layers:
                     grid.add(pad.GetNetCode() or -1, layers, "rect", pad_rect(pad))
         w, h = grid.w, grid.h
-        for geom in ((-5, h / 2, 5.1, h), (w + 5, h / 2, 5.1, h), (w / 2, -5, w, 5.1), (w / 2, h + 5, w, 5.1)):
+        for geom in (
+            (-5, h / 2, 5.1, h),
+            (w + 5, h / 2, 5.1, h),
+            (w / 2, -5, w, 5.1),
+            (w / 2, h + 5, w, 5.1),
+        ):
             grid.add(-1, 3, "rect", geom)
 
     # --- one connection -------------------------------------------------------------------
@@ -166,7 +187,13 @@ class Router:
         return out
 
     def _astar(
-        self, starts: list[int], goals: set[int], target: tuple[float, float], free: bytes, via_ok: bytes, limit: int
+        self,
+        starts: list[int],
+        goals: set[int],
+        target: tuple[float, float],
+        free: bytes,
+        via_ok: bytes,
+        limit: int,
     ) -> list[int] | None:
         g = self.g
         nx, ny = g.nx, g.ny
@@ -180,7 +207,16 @@ class Router:
             prev[s] = -1
             x, y = s % nx, (s % plane) // nx
             heapq.heappush(heap, (math.hypot(x - tx, y - ty), 0.0, s))
-        steps = ((1, 0, 1.0), (-1, 0, 1.0), (0, 1, 1.0), (0, -1, 1.0), (1, 1, 1.414), (1, -1, 1.414), (-1, 1, 1.414), (-1, -1, 1.414))
+        steps = (
+            (1, 0, 1.0),
+            (-1, 0, 1.0),
+            (0, 1, 1.0),
+            (0, -1, 1.0),
+            (1, 1, 1.414),
+            (1, -1, 1.414),
+            (-1, 1, 1.414),
+            (-1, -1, 1.414),
+        )
         n = 0
         while heap:
             _f, d, c = heapq.heappop(heap)
@@ -221,7 +257,9 @@ class Router:
                     heapq.heappush(heap, (nd + math.hypot(x - tx, y - ty), nd, c2))
         return None
 
-    def _commit(self, path: list[int], net: pcbnew.NETINFO_ITEM, width: float, via: tuple[float, float]) -> list[int]:
+    def _commit(
+        self, path: list[int], net: pcbnew.NETINFO_ITEM, width: float, via: tuple[float, float]
+    ) -> list[int]:
         """tracks and vias along the path; returns the centreline cells (the tree grows by them)"""
         g = self.g
         plane = g.nx * g.ny
@@ -233,7 +271,7 @@ class Router:
             return layer, x * g.p, y * g.p
 
         runs: list[list[int]] = [[path[0]]]
-        for a, b in zip(path, path[1:]):
+        for a, b in itertools.pairwise(path):
             la, lb = a // plane, b // plane
             if la != lb:
                 _, x, y = pt(a)
@@ -249,8 +287,8 @@ class Router:
                 continue
             run = runs[-1]
             if len(run) >= 2:
-                d1 = (run[-1] % plane - run[-2] % plane)
-                d2 = (b % plane - a % plane)
+                d1 = run[-1] % plane - run[-2] % plane
+                d2 = b % plane - a % plane
                 if d1 != d2:
                     runs.append([a, b])
                     continue
@@ -271,7 +309,14 @@ class Router:
             g.add(code, 1 << la, "seg", (xa, ya, xb, yb, width / 2))
         return path
 
-    def connect(self, net: pcbnew.NETINFO_ITEM, src: pcbnew.PAD, tree_pads: list[pcbnew.PAD], tree_cells: set[int], width: float) -> bool:
+    def connect(
+        self,
+        net: pcbnew.NETINFO_ITEM,
+        src: pcbnew.PAD,
+        tree_pads: list[pcbnew.PAD],
+        tree_cells: set[int],
+        width: float,
+    ) -> bool:
         name = net.GetNetname()
         via = self.via_power if name in self.power_nets else self.via_signal
         code = net.GetNetCode()
@@ -302,7 +347,15 @@ class Router:
             s = p.GetSize()
             return min(s.x, s.y) / MM >= self.big_pad
 
-        ordered = sorted(pads, key=lambda p: (not big(p), -min(p.GetSize().x, p.GetSize().y), p.GetParent().GetReference(), p.GetNumber()))
+        ordered = sorted(
+            pads,
+            key=lambda p: (
+                not big(p),
+                -min(p.GetSize().x, p.GetSize().y),
+                p.GetParent().GetReference(),
+                p.GetNumber(),
+            ),
+        )
         tree = [ordered[0]]
         cells: set[int] = set()
         failed = []
@@ -313,11 +366,15 @@ class Router:
             src = min(pool, key=lambda p: min(pdist(p, t) for t in tree))
             rest.remove(src)
             w = width if big(src) else min(width, 0.4 if width > 0.5 else width)
-            widths = sorted({w, min(w, 1.0), min(w, 0.4), 0.2}, reverse=True)  # 0.2: 0.5 mm pitch pads
+            widths = sorted(
+                {w, min(w, 1.0), min(w, 0.4), 0.2}, reverse=True
+            )  # 0.2: 0.5 mm pitch pads
             for i, wi in enumerate(widths):
                 if self.connect(net, src, tree, cells, wi):
                     if i:
-                        self.narrowed.append(f"{name}:{src.GetParent().GetReference()}.{src.GetNumber()}@{wi}")
+                        self.narrowed.append(
+                            f"{name}:{src.GetParent().GetReference()}.{src.GetNumber()}@{wi}"
+                        )
                     break
             else:
                 failed.append(f"{name}:{src.GetParent().GetReference()}.{src.GetNumber()}")
@@ -343,7 +400,9 @@ class Router:
         g = self.g
         plane = g.nx * g.ny
         failed = []
-        for pad in sorted(self.board.GetPads(), key=lambda p: (p.GetParent().GetReference(), p.GetNumber())):
+        for pad in sorted(
+            self.board.GetPads(), key=lambda p: (p.GetParent().GetReference(), p.GetNumber())
+        ):
             key = (pad.GetParent().GetReference(), pad.GetNumber())
             if pad.GetNetname() != name or pad_layers(pad) != 1 or key in self.grounded:
                 continue
@@ -367,12 +426,21 @@ class Router:
                         if ok[j, i] and (abs(x - cx) > hx + 0.4 or abs(y - cy) > hy + 0.4):
                             goals.add(j * g.nx + i)
                 if starts:
-                    path = self._astar(starts, goals, (cx, cy), free[F].tobytes() + bytes(plane), bytes(plane), 60_000)
+                    path = self._astar(
+                        starts,
+                        goals,
+                        (cx, cy),
+                        free[F].tobytes() + bytes(plane),
+                        bytes(plane),
+                        60_000,
+                    )
                 if path is not None:
                     break
             if path is None:
                 # last resort: a track to the nearest ground pad that reaches both layers
-                anchors = [p for p in self.board.GetPads() if p.GetNetname() == name and pad_layers(p) == 3]
+                anchors = [
+                    p for p in self.board.GetPads() if p.GetNetname() == name and pad_layers(p) == 3
+                ]
                 anchors.sort(key=lambda p: pdist(p, pad))
                 if not any(self.connect(net, pad, [a], set(), 0.3) for a in anchors[:3]):
                     failed.append(f"{name}:{pad.GetParent().GetReference()}.{pad.GetNumber()}")
