@@ -178,12 +178,21 @@ def build(sheet: Sheet, instances: list[tuple[str, int]] | None = None) -> ksch.
         ]
         value = p.value + (" (DNP)" if p.dnp else "")
         just = "left" if rx else ""
+        flag = p.lib_id.startswith("power:")  # PWR_FLAG: no visible reference, value on top
         node.append(
-            prop("Reference", p.ref, 0, p.x + rx, p.y + (-1.27 if rx else ref_y), 0, justify=just)
+            prop(
+                "Reference",
+                p.ref,
+                0,
+                p.x + rx,
+                p.y + (-1.27 if rx else ref_y),
+                0,
+                hide=flag,
+                justify=just,
+            )
         )
-        node.append(
-            prop("Value", value, 1, p.x + rx, p.y + (1.27 if rx else -ref_y), 0, justify=just)
-        )
+        value_y = p.y + ref_y if flag else p.y + (1.27 if rx else -ref_y)
+        node.append(prop("Value", value, 1, p.x + rx, value_y, 0, justify=just))
         node.append(prop("Footprint", p.footprint, 2, p.x, p.y, 0, hide=True))
         node.append(prop("Datasheet", "~", 3, p.x, p.y, 0, hide=True))
         extra = [("MPN", p.mpn), ("Manufacturer", p.manufacturer), ("Price_EUR", p.price_eur)]
