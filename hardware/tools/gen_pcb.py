@@ -263,7 +263,6 @@ def tidy_references(board: pcbnew.BOARD) -> None:
             continue
         own = fp.GetBoundingBox(False, False)
         pos = fp.GetPosition()
-        h = own.GetHeight() / 2 + 0.9 * MM
         w = own.GetWidth() / 2 + 0.3 * MM
         cands = [
             ref.GetPosition(),
@@ -274,7 +273,6 @@ def tidy_references(board: pcbnew.BOARD) -> None:
             pcbnew.wxPoint(own.GetRight() + int(w), pos.y),
             pcbnew.wxPoint(own.GetLeft() - int(w), pos.y),
         ]
-        del h
         for c in cands:
             ref.SetPosition(c)
             tb = ref.GetBoundingBox()
