@@ -17,11 +17,13 @@ STATION_APT_PACKAGES := python3-venv gcc libc6-dev make util-linux udev \
 	smartmontools sg3-utils nvme-cli hdparm sdparm
 # The test and development set, installed on top by `make setup`: the simulated rig (FUSE,
 # simavr), the guest tier (QEMU, a kernel, busybox), the dashboard's browser tests (Chromium),
-# the fleet's PostgreSQL server, benchmarks (fio), tools the tests call (mkfs, sfdisk). A package
+# the fleet's PostgreSQL server, benchmarks (fio), tools the tests call (mkfs, sfdisk), KiCad 6
+# and the X tools KiAuto drives it with (tests/test_hardware_board.py: ERC, DRC). A package
 # only tests, benchmarks or the simulator need goes here; one a station runs goes above.
 APT_PACKAGES := pkg-config fdisk e2fsprogs fuse3 libfuse3-dev simavr libsimavr-dev \
 	fio qemu-system-x86 linux-image-amd64 busybox-static \
-	chromium chromium-driver poppler-utils postgresql prometheus
+	chromium chromium-driver poppler-utils postgresql prometheus \
+	kicad kicad-footprints kicad-symbols xvfb xdotool x11-utils xauth
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 NATIVE_LIB := rig/native/libpfr.so

@@ -80,6 +80,8 @@ class Part:
     price_eur: str = ""
     dnp: bool = False
     note: str = ""
+    # pins left open on purpose get KiCad's no-connect flag (else ERC reports pin_not_connected)
+    no_connect: bool = False
 
 
 @dataclass
@@ -146,6 +148,14 @@ def build(sheet: Sheet, instances: list[tuple[str, int]] | None = None) -> ksch.
             px, py = t.apply(pin.x, pin.y)
             allpins.add((round(px, 2), round(py, 2)))
             if net is None:
+                if p.no_connect:
+                    body.append(
+                        [
+                            "no_connect",
+                            ["at", px, py],
+                            ["uuid", uid(sheet.name, p.ref, "nc", pin.number)],
+                        ]
+                    )
                 continue
             outward = (t.direction(pin.angle) + 180) % 360
             pinpts.setdefault(net, []).append((px, py, outward))
@@ -168,12 +178,21 @@ def build(sheet: Sheet, instances: list[tuple[str, int]] | None = None) -> ksch.
         ]
         value = p.value + (" (DNP)" if p.dnp else "")
         just = "left" if rx else ""
+        flag = p.lib_id.startswith("power:")  # PWR_FLAG: no visible reference, value on top
         node.append(
-            prop("Reference", p.ref, 0, p.x + rx, p.y + (-1.27 if rx else ref_y), 0, justify=just)
+            prop(
+                "Reference",
+                p.ref,
+                0,
+                p.x + rx,
+                p.y + (-1.27 if rx else ref_y),
+                0,
+                hide=flag,
+                justify=just,
+            )
         )
-        node.append(
-            prop("Value", value, 1, p.x + rx, p.y + (1.27 if rx else -ref_y), 0, justify=just)
-        )
+        value_y = p.y + ref_y if flag else p.y + (1.27 if rx else -ref_y)
+        node.append(prop("Value", value, 1, p.x + rx, value_y, 0, justify=just))
         node.append(prop("Footprint", p.footprint, 2, p.x, p.y, 0, hide=True))
         node.append(prop("Datasheet", "~", 3, p.x, p.y, 0, hide=True))
         extra = [("MPN", p.mpn), ("Manufacturer", p.manufacturer), ("Price_EUR", p.price_eur)]
@@ -746,6 +765,8 @@ def channel_sheet() -> Sheet:
         price_eur="0.50",
         dnp=True,
     )
+    # V3F is fed through the polyfuse (a passive pin) and feeds the load switch's VIN power pins
+    s.add("#FLG1", "power:PWR_FLAG", "PWR_FLAG", 63.5, y0 - 2.54, {"1": "V3F"})
     s.add(
         "C3",
         "Device:C",
@@ -821,7 +842,7 @@ def channel_sheet() -> Sheet:
         "20k",
         243.84,
         83.82,
-        {"1": "SEL", "2": "SNS"},
+        {"1": "SEL", "2": "SENSE"},
         angle=90,
         footprint=FP_R,
         mpn="RC0805FR-0720KL",
@@ -834,7 +855,7 @@ def channel_sheet() -> Sheet:
         "10k",
         254.0,
         96.52,
-        {"1": "SNS", "2": "GND"},
+        {"1": "SENSE", "2": "GND"},
         footprint=FP_R,
         mpn="RC0805FR-0710KL",
         manufacturer="Yageo",
@@ -846,7 +867,7 @@ def channel_sheet() -> Sheet:
         "1n",
         264.16,
         96.52,
-        {"1": "SNS", "2": "GND"},
+        {"1": "SENSE", "2": "GND"},
         footprint=FP_C,
         mpn="GRM2165C1H102JA01D",
         manufacturer="Murata",
@@ -859,7 +880,7 @@ def channel_sheet() -> Sheet:
         "BAT54S",
         276.86,
         101.6,
-        {"1": "GND", "2": "VCC", "3": "SNS"},
+        {"1": "GND", "2": "VCC", "3": "SENSE"},
         angle=270,
         footprint=FP_SOT23,
         mpn="BAT54S,215",
@@ -963,6 +984,7 @@ def root_sheet() -> Sheet:
         manufacturer="Arduino",
         price_eur="22.00",
         note="a clone (CH340) at ~5 EUR works the same",
+        no_connect=True,
     )
     s.add(
         "D4",
@@ -1039,7 +1061,7 @@ def root_sheet() -> Sheet:
         165.1,
         {"1": "+12V_IN", "2": "+12V"},
         angle=90,
-        footprint="Fuseholder:Fuseholder_Blade_ATO_Littelfuse_FLR_178.6165",
+        footprint="Fuse:Fuseholder_Blade_ATO_Littelfuse_Pudenz_2_Pin",
         mpn="0287010.PXCN",
         manufacturer="Littelfuse",
         price_eur="0.30",
@@ -1053,7 +1075,7 @@ def root_sheet() -> Sheet:
         190.5,
         {"1": "+5V_IN", "2": "+5V"},
         angle=90,
-        footprint="Fuseholder:Fuseholder_Blade_ATO_Littelfuse_FLR_178.6165",
+        footprint="Fuse:Fuseholder_Blade_ATO_Littelfuse_Pudenz_2_Pin",
         mpn="0287010.PXCN",
         manufacturer="Littelfuse",
         price_eur="0.30",
@@ -1066,7 +1088,7 @@ def root_sheet() -> Sheet:
         226.06,
         {"1": "+3V3_IN", "2": "+3V3"},
         angle=90,
-        footprint="Fuseholder:Fuseholder_Blade_ATO_Littelfuse_FLR_178.6165",
+        footprint="Fuse:Fuseholder_Blade_ATO_Littelfuse_Pudenz_2_Pin",
         mpn="0287010.PXCN",
         manufacturer="Littelfuse",
         price_eur="0.30",
@@ -1187,6 +1209,9 @@ def root_sheet() -> Sheet:
         price_eur="0.15",
         dnp=True,
     )
+    # rails enter through connectors and fuses (passive pins): PWR_FLAGs tell ERC they are driven
+    for i, net in enumerate(("+12V", "+5V", "+3V3", "GND")):
+        s.add(f"#FLG0{i + 1}", "power:PWR_FLAG", "PWR_FLAG", 127.0 + 12.7 * i, 160.02, {"1": net})
     s.sheets = [
         (f"CH{i}", 241.3, 50.8 + 30.48 * i, {"EN": f"EN{i}", "SENSE": f"SNS{i}"}) for i in range(4)
     ]
