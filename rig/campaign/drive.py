@@ -20,6 +20,7 @@ from rig.check import intent
 from rig.config import Campaign, DriveSpec
 from rig.errors import UserError
 from rig.store import Store
+from rig.window.planner import WindowPlanner
 
 
 class DriveRun:
@@ -54,6 +55,7 @@ class DriveRun:
         # The open target is not known to be the drive as it is now (a cycle ended between the
         # cut and the identify phase): the next cycle finds and proves the drive again first.
         self.reacquire = False
+        self.window: WindowPlanner | None = None  # the window strategy's designs (parallel.py)
         node = station.presence.find(spec.identity)
         if node is None:
             raise UserError(f"drive {spec.identity.label()} not found on the bus")

@@ -10,6 +10,7 @@ from rig.campaign.drive import DriveRun
 from rig.campaign.model import Cycle, DriveSummary, ResumePoint, Station
 from rig.config import Campaign
 from rig.store import Store
+from rig.window.planner import WindowPlanner
 
 
 def run_campaign(
@@ -46,6 +47,10 @@ def run_campaign(
                 runs.append(
                     DriveRun(campaign, campaign_id, spec, station, store, progress, point, on_cycle)
                 )
+            if campaign.cut.window is not None:  # one planner: a model's drives pool their cuts
+                planner = WindowPlanner(campaign.cut.window, (r.spec.identity.model for r in runs))
+                for run in runs:
+                    run.window = planner
             if on_start is not None:
                 on_start(runs)
         except BaseException:
