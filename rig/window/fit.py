@@ -133,13 +133,15 @@ def fit(
 def _mle(x: Floats, y: Floats) -> tuple[float, float, float]:
     """Maximum likelihood (mu, sigma) and its log-likelihood. No gradient method: under
     separation the optimum is a step (sigma on its bound) inside a gap between two cuts, which
-    a coarse start never sees. So every mu between two neighbouring cuts is tried with the
-    best sigma of the grid, then the best point is refined on a finer grid around it."""
-    ordered = np.unique(x)
+    a coarse start never sees. So every mu between two neighbouring cuts of which one lost is
+    tried with the best sigma of the grid, then the best point is refined around it."""
+    order = np.argsort(x, kind="stable")
+    xs, ys = x[order], y[order]
+    turns = np.flatnonzero(ys[1:] != ys[:-1])  # neighbours of which one lost, one did not
     mus = np.concatenate(
-        [np.linspace(x.min() - 1, x.max() + 1, 100), (ordered[1:] + ordered[:-1]) / 2]
+        [np.linspace(x.min() - 1, x.max() + 1, 100), (xs[turns] + xs[turns + 1]) / 2]
     )
-    grid = loglik(mus[:, None], _SIGMA_GRID[None, :], x, y)
+    grid = _grid(mus, _SIGMA_GRID, x, y)
     i, j = np.unravel_index(int(np.argmax(grid)), grid.shape)
     mu, ls, best = float(mus[i]), math.log(_SIGMA_GRID[j]), float(grid[i, j])
     dm, dl = 0.05, 0.2
@@ -148,12 +150,21 @@ def _mle(x: Floats, y: Floats) -> tuple[float, float, float]:
         fine_ls = np.clip(
             np.linspace(ls - dl, ls + dl, 21), math.log(SIGMA_MIN), math.log(SIGMA_MAX)
         )
-        fine = loglik(fine_mu[:, None], np.exp(fine_ls)[None, :], x, y)
+        fine = _grid(fine_mu, np.exp(fine_ls), x, y)
         a, b = np.unravel_index(int(np.argmax(fine)), fine.shape)
         if fine[a, b] > best:
             mu, ls, best = float(fine_mu[a]), float(fine_ls[b]), float(fine[a, b])
         dm, dl = dm / 5, dl / 5
     return mu, math.exp(ls), best
+
+
+def _grid(mus: Floats, sigmas: Floats, x: Floats, y: Floats) -> Floats:
+    """loglik over the grid mus x sigmas, a few mus at a time (bounded memory at any n)."""
+    step = max(1, 2_000_000 // max(1, len(sigmas) * len(x)))
+    parts = [
+        loglik(mus[i : i + step, None], sigmas[None, :], x, y) for i in range(0, len(mus), step)
+    ]
+    return np.concatenate(parts, axis=0)
 
 
 def profile(x: Floats, y: Floats, xq: Floats, zq: float) -> Floats:
@@ -223,7 +234,7 @@ def band(
     x = np.log(np.asarray(delays_ms, dtype=float))
     y = np.asarray(lost, dtype=float)
     mus = np.linspace(x.min() - 2, x.max() + 2, 160)
-    grid = loglik(mus[:, None], _SIGMA_GRID[None, :], x, y)
+    grid = _grid(mus, _SIGMA_GRID, x, y)
     best = max(float(grid.max()), float(loglik(fitted.mu, fitted.sigma, x, y)))
     inside = grid >= best - float(stats.chi2.ppf(LEVEL, 2)) / 2
     m, s = np.meshgrid(mus, _SIGMA_GRID, indexing="ij")
