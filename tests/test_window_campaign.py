@@ -12,11 +12,11 @@ from fixtures.faultcore import DESTAGE_TIMER
 from fixtures.profiles import load_profiles
 from fixtures.virtual_drive import VirtualDrive
 from rig import config
-from rig.campaign import parallel
 from rig.campaign.parallel import run_campaign
 from rig.errors import UserError
 from rig.store import Store
 from rig.window import fit
+from rig.window import planner as planner_module
 from rig.window.planner import WindowPlanner
 from tests.cli_runner import rig
 from tests.test_cli_refusals import assert_one_line_refusal
@@ -77,7 +77,7 @@ def run(
             super().__init__(*args)  # type: ignore[arg-type]
             made.append(self)
 
-    monkeypatch.setattr(parallel, "WindowPlanner", Kept)
+    monkeypatch.setattr(planner_module, "WindowPlanner", Kept)
     campaign = config.parse(text)
     station, drives = sim_station.build(campaign)
     store = Store(str(tmp_path / "w.sqlite"))

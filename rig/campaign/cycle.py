@@ -12,6 +12,7 @@ from rig.campaign import cuts, phases, recording
 from rig.campaign.model import Cycle, DeadDevice, Interrupted
 from rig.check import verify
 from rig.errors import RigError, UnsafeDeviceError
+from rig.window.spec import pool_of
 
 if TYPE_CHECKING:
     from rig.campaign.drive import DriveRun
@@ -26,7 +27,7 @@ def run_cycle(drive: DriveRun, seq: int) -> Cycle:
     # draws the same cut delays and writes as one that never stopped.
     drive.rng = random.Random(f"{drive.campaign.seed}/{drive.spec.channel}/{seq}")
     spec = drive.campaign.cut
-    model = drive.spec.identity.model
+    model = pool_of(drive.spec.identity)  # the window design of the drive's model
     planned = drive.window.next_delay_ms(model, drive.rng) if drive.window else None
     draw = cuts.draw(spec.strategy, spec.delay_ms, spec.after_ms, drive.rng, planned)
     c = Cycle(seq, draw.delay_s, draw.warmup_s)

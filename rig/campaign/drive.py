@@ -9,6 +9,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,7 +21,9 @@ from rig.check import intent
 from rig.config import Campaign, DriveSpec
 from rig.errors import UserError
 from rig.store import Store
-from rig.window.planner import WindowPlanner
+
+if TYPE_CHECKING:
+    from rig.window.planner import WindowPlanner
 
 
 class DriveRun:

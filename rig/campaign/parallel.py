@@ -10,7 +10,7 @@ from rig.campaign.drive import DriveRun
 from rig.campaign.model import Cycle, DriveSummary, ResumePoint, Station
 from rig.config import Campaign
 from rig.store import Store
-from rig.window.planner import WindowPlanner
+from rig.window.spec import pool_of
 
 
 def run_campaign(
@@ -48,7 +48,12 @@ def run_campaign(
                     DriveRun(campaign, campaign_id, spec, station, store, progress, point, on_cycle)
                 )
             if campaign.cut.window is not None:  # one planner: a model's drives pool their cuts
-                planner = WindowPlanner(campaign.cut.window, (r.spec.identity.model for r in runs))
+                # imported here: its statistics (scipy) load only for a window campaign
+                from rig.window.planner import WindowPlanner
+
+                planner = WindowPlanner(
+                    campaign.cut.window, (pool_of(r.spec.identity) for r in runs)
+                )
                 for run in runs:
                     run.window = planner
             if on_start is not None:

@@ -33,6 +33,7 @@ SIGMA_MAX = 5.0
 LEVEL = 0.95
 GOF_ALPHA = 0.01  # below this p-value the model does not describe the cuts
 GOF_MIN_BIN = 8  # cuts per bin of the goodness-of-fit test
+MAX_GAPS = 50  # more turns between loss and no loss than this: no separation to look for
 _SIGMA_GRID = np.exp(np.linspace(math.log(SIGMA_MIN), math.log(SIGMA_MAX), 120))
 
 Floats = npt.NDArray[np.float64]
@@ -134,18 +135,19 @@ def _mle(x: Floats, y: Floats) -> tuple[float, float, float]:
     """Maximum likelihood (mu, sigma) and its log-likelihood. No gradient method: under
     separation the optimum is a step (sigma on its bound) inside a gap between two cuts, which
     a coarse start never sees. So every mu between two neighbouring cuts of which one lost is
-    tried with the best sigma of the grid, then the best point is refined around it."""
+    tried (up to MAX_GAPS of them: more mean the cuts overlap, and a coarse grid finds the
+    optimum) with the best sigma of a grid, then the best point is refined around it."""
     order = np.argsort(x, kind="stable")
     xs, ys = x[order], y[order]
     turns = np.flatnonzero(ys[1:] != ys[:-1])  # neighbours of which one lost, one did not
-    mus = np.concatenate(
-        [np.linspace(x.min() - 1, x.max() + 1, 100), (xs[turns] + xs[turns + 1]) / 2]
-    )
-    grid = _grid(mus, _SIGMA_GRID, x, y)
+    gaps = (xs[turns] + xs[turns + 1]) / 2 if len(turns) <= MAX_GAPS else np.empty(0)
+    mus = np.concatenate([np.linspace(x.min() - 1, x.max() + 1, 100), gaps])
+    sigmas = _SIGMA_GRID[::3]
+    grid = _grid(mus, sigmas, x, y)
     i, j = np.unravel_index(int(np.argmax(grid)), grid.shape)
-    mu, ls, best = float(mus[i]), math.log(_SIGMA_GRID[j]), float(grid[i, j])
-    dm, dl = 0.05, 0.2
-    for _ in range(3):
+    mu, ls, best = float(mus[i]), math.log(sigmas[j]), float(grid[i, j])
+    dm, dl = 0.1, 0.3
+    for _ in range(4):
         fine_mu = np.linspace(mu - dm, mu + dm, 21)
         fine_ls = np.clip(
             np.linspace(ls - dl, ls + dl, 21), math.log(SIGMA_MIN), math.log(SIGMA_MAX)

@@ -11,6 +11,7 @@ from typing import Any
 from rig.check.failures import ALLOWED_LOSS, LOST_DURABLE, UNSERIALIZABLE
 from rig.errors import UserError
 from rig.schema import Table
+from rig.station.identity import DriveIdentity
 
 LOST_WRITE = "lost_write"  # an acknowledged write that did not survive (allowed or not)
 # the classes with a time axis, and the event their delay is measured from
@@ -55,6 +56,11 @@ def parse(table: Table) -> WindowSpec:
     quantile = float(table.number("quantile", 0.99, 0.5, 0.999))
     table.done()
     return WindowSpec(after, low, high, cls, quantile)
+
+
+def pool_of(identity: DriveIdentity) -> str:
+    """The design a drive uses: its model's; a drive named without a model (by WWN) has its own."""
+    return identity.model or identity.label()
 
 
 def delay_ms(spec: WindowSpec, context: Mapping[str, Any] | None) -> float | None:
