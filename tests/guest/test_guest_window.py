@@ -63,7 +63,6 @@ def run_window(station: GuestStation, name: str, cuts: int, seed: int) -> window
     return found
 
 
-@pytest.mark.slow  # 14 min here at load 39 (guest boot, board link): over CI's 3-minute budget
 def test_a_short_window_campaign_in_the_guest(window_station: GuestStation) -> None:
     found = run_window(window_station, "guest-window", CUTS, seed=3)
     print(f"\nguest window: {found.result.summary()}")
