@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from reports import analysis, dataset, deferred, html, junit
+from reports import analysis, dataset, deferred, html, junit, window, window_html
 from reports.analysis import Report
 from reports.cuts import Counted, DelayPoints, table_of
 from reports.endurance import EnduranceSeries, WindowFit
@@ -52,9 +52,10 @@ def to_json(report: Report, generated_at: float) -> str:
     return deferred.join(json_text(report, generated_at))
 
 
-def json_text(report: Report, generated_at: float) -> str:
+def json_text(report: Report, generated_at: float, extra: dict[str, Any] | None = None) -> str:
     """report.json with each model's per-cut lists (return_ms, delays) as tokens
-    (reports/deferred.py): written as they are made, never held whole."""
+    (reports/deferred.py): written as they are made, never held whole. `extra`: keys of
+    sections of their own modules (the window of vulnerability), absent when empty."""
     big: dict[str, Callable[[int], Iterator[str]]] = {}
     models = []
     for m in report.models:
@@ -69,6 +70,7 @@ def json_text(report: Report, generated_at: float) -> str:
     for model in body["models"]:  # a model without a sequential plan: no key, as before
         if model.get("sequential") is None:
             model.pop("sequential", None)
+    body.update(extra or {})
     text = json.dumps(_clean(body), indent=1, sort_keys=False)
     out, at = [], 0
     for match in re.finditer('"(@@per-cut:[0-9]+@@)"', text):
@@ -500,12 +502,15 @@ def write_dataset_report(
     """Build the report of a dataset (stores, the central database, or both merged); its JUnit
     XML goes to `junit_path` (default: junit.xml in `out_dir`)."""
     report = analysis.analyse(data, confidence)
+    windows = window.analyse(data)
+    extra_json = {"window": window.to_json(windows)} if windows else {}
+    extra_html = window_html.window_section(windows)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     now = time.time()
     page = out / "report.html"
-    deferred.write(str(page), html.render_text(report, now))
-    deferred.write(str(out / "report.json"), json_text(report, now))
+    deferred.write(str(page), html.render_text(report, now, extra_html))
+    deferred.write(str(out / "report.json"), json_text(report, now, extra_json))
     junit.write(report, junit_path or out / "junit.xml")
     write_csvs(report, data, out)
     # one self-contained page per model too, for a certification file that cites one model

@@ -1008,9 +1008,10 @@ def render(report: Report, generated_at: float | None = None) -> str:
     return deferred.join(render_text(report, generated_at))
 
 
-def render_text(report: Report, generated_at: float | None = None) -> str:
+def render_text(report: Report, generated_at: float | None = None, extra: str = "") -> str:
     """The page with its largest parts as tokens (reports/deferred.py), for writing to a file
-    as it is made."""
+    as it is made. `extra`: sections of their own modules, after the models' (the window of
+    vulnerability, reports/window_html.py); "" leaves the page as it was."""
     when = datetime.datetime.fromtimestamp(
         generated_at if generated_at is not None else 0, tz=datetime.UTC
     ).strftime("%Y-%m-%d %H:%M UTC")
@@ -1050,7 +1051,7 @@ them ("The class table").</p>
 <h2>Drive survival</h2><div class="charts">{survival_chart(report.models)}</div>
 <h2>Return time</h2><div class="charts">{return_chart(report.models)}</div>
 {models}
-{METHODS}
+{extra}{METHODS}
 {certificate.certificates(report, when)}
 </body></html>
 """

@@ -23,6 +23,8 @@ from rig.sequential import Plan
 from rig.station import backends
 from rig.station.backends import StationKind
 from rig.station.identity import DriveIdentity
+from rig.window import spec as window_spec
+from rig.window.spec import WindowSpec
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class CutSpec:
     full_scan_every: int = 0  # every Nth cycle checks the whole region (0 = never)
     read_timeout_s: float = 30.0  # a check read not answered by then is a hang
     read_budget: int = 2048  # extra reads a check may spend locating bad blocks (then unchecked)
+    window: WindowSpec | None = None  # [cut.window]: the window strategy's keys (rig/window/)
 
 
 @dataclass(frozen=True)
@@ -275,6 +278,7 @@ def _cut(cut_t: Table, workload: Workload) -> CutSpec:
     strategy = _choice(cut_t, "strategy", STRATEGIES)
     if strategy == "during_flush" and not (workload.flush_every or workload.flush_every_ms):
         raise UserError("campaign: [cut].strategy during_flush needs a flush cadence in [workload]")
+    window = _window(cut_t, strategy, workload)
     cut = CutSpec(
         delay_ms=(float(delay[0]), float(delay[1])),
         strategy=strategy,
@@ -288,9 +292,24 @@ def _cut(cut_t: Table, workload: Workload) -> CutSpec:
         full_scan_every=cut_t.whole("full_scan_every", 0, 0, 10_000_000),
         read_timeout_s=float(cut_t.number("read_timeout_s", 30.0, 0.001, 3600)),
         read_budget=int(cut_t.number("read_budget", 2048, 0, 1 << 24)),
+        window=window,
     )
     cut_t.done()
     return cut
+
+
+def _window(cut_t: Table, strategy: str, workload: Workload) -> WindowSpec | None:
+    """[cut.window]: given exactly when the strategy is "window" (rig/window/spec.py)."""
+    if strategy != "window":
+        if "window" in cut_t.data:
+            raise UserError('campaign: [cut.window] needs [cut].strategy = "window"')
+        return None
+    window = window_spec.parse(
+        cut_t.table("window") if "window" in cut_t.data else Table("[cut.window]", {})
+    )
+    if window.after == "flush" and not (workload.flush_every or workload.flush_every_ms):
+        raise UserError("campaign: a window after the flush needs a flush cadence in [workload]")
+    return window
 
 
 SIZE_UNITS = (("mib", 1 << 20), ("kib", 1 << 10), ("bytes", 1))

@@ -9,6 +9,9 @@
   acknowledgement: how long does a drive keep acknowledged data at risk?
 - idle: after a write phase of `delay_ms`, the writers stop, everything in flight completes, and
   the cut falls `after_ms` later on an idle drive.
+- window: after a write phase of `delay_ms`, at the next acknowledgement or the next completed
+  flush ([cut.window].after) the writers stop issuing and the cut falls the delay the model's
+  sequential design chose (rig/window/) after it: where is the drive's window of vulnerability?
 
 Whether a cut hit its aim is measured afterwards from the ledger and the edge (`context`), since
 the switch has latency of its own: every cycle records it.
@@ -28,7 +31,7 @@ from rig.check.ledger import NOT_DONE, CycleLog
 from rig.io.workload import Writer
 from rig.power.base import PendingCut, PowerSwitch
 
-STRATEGIES = ("uniform", "during_flush", "after_ack", "idle")
+STRATEGIES = ("uniform", "during_flush", "after_ack", "idle", "window")
 POLL_S = 0.0001  # how often a trigger looks at the writer's live signals
 
 
@@ -45,7 +48,11 @@ def draw(
     delay_ms: tuple[float, float],
     after_ms: tuple[float, float],
     rng: random.Random,
+    planned_ms: float | None = None,
 ) -> CutDraw:
+    """`planned_ms`: the window strategy's delay, chosen by its design (rig/window/planner.py)."""
+    if strategy == "window":
+        return CutDraw(rng.uniform(*delay_ms) / 1000, (planned_ms or 0.0) / 1000)
     if strategy == "uniform":
         return CutDraw(0.0, rng.uniform(*delay_ms) / 1000)
     warmup = rng.uniform(*delay_ms) / 1000
@@ -61,8 +68,10 @@ def schedule(
     power: PowerSwitch,
     channel: int,
     trigger_timeout_s: float = 5.0,
+    after: str = "ack",
 ) -> tuple[PendingCut, dict[str, Any]]:
-    """Wait for the strategy's trigger (the writer runs meanwhile), then schedule the cut."""
+    """Wait for the strategy's trigger (the writer runs meanwhile), then schedule the cut.
+    `after`: the window strategy's event (ack | flush)."""
     detail: dict[str, Any] = {"strategy": strategy, "planned_delay_ns": int(cut.delay_s * 1e9)}
     if strategy == "uniform":
         # timed from the first write the device got, not from the writer's start: a writer
@@ -78,7 +87,14 @@ def schedule(
         seen = _poll(lambda: live.flushes_in_flight > 0, trigger_timeout_s)
         detail["trigger"] = "flush_in_flight" if seen else "timeout"
         return power.cut(channel, 0.0), detail
-    if strategy == "after_ack":
+    if strategy == "window" and after == "flush":
+        done = live.flushes_done
+        seen = _poll(lambda: live.flushes_done > done, trigger_timeout_s)
+        stop.set()  # nothing new is issued after the flush the cut is timed from
+        flush_ns = time.monotonic_ns()  # seen within POLL_S; the ledger has the exact time
+        detail.update(trigger="flush" if seen else "timeout", trigger_ns=flush_ns)
+        return power.cut(channel, cut.delay_s), detail
+    if strategy in ("after_ack", "window"):
         before = live.acks
         seen = _poll(lambda: live.acks > before, trigger_timeout_s)
         stop.set()  # nothing new is issued after the acknowledgement the cut is timed from

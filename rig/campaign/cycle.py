@@ -12,6 +12,7 @@ from rig.campaign import cuts, phases, recording
 from rig.campaign.model import Cycle, DeadDevice, Interrupted
 from rig.check import verify
 from rig.errors import RigError, UnsafeDeviceError
+from rig.window.spec import pool_of
 
 if TYPE_CHECKING:
     from rig.campaign.drive import DriveRun
@@ -26,7 +27,9 @@ def run_cycle(drive: DriveRun, seq: int) -> Cycle:
     # draws the same cut delays and writes as one that never stopped.
     drive.rng = random.Random(f"{drive.campaign.seed}/{drive.spec.channel}/{seq}")
     spec = drive.campaign.cut
-    draw = cuts.draw(spec.strategy, spec.delay_ms, spec.after_ms, drive.rng)
+    model = pool_of(drive.spec.identity)  # the window design of the drive's model
+    planned = drive.window.next_delay_ms(model, drive.rng) if drive.window else None
+    draw = cuts.draw(spec.strategy, spec.delay_ms, spec.after_ms, drive.rng, planned)
     c = Cycle(seq, draw.delay_s, draw.warmup_s)
     name = ""
     phase_ms: dict[str, float] = {}  # where the cycle's time went (event `phase_ms`)
@@ -72,6 +75,10 @@ def run_cycle(drive: DriveRun, seq: int) -> Cycle:
         if drive.tracker is not None:
             drive.tracker.cycle_failed_after_cut()
     recording.record(drive, c)
+    if drive.window is not None and c.status not in ("error", "interrupted"):
+        context = next((d for _, kind, d in c.events if kind == "cut_context"), None)
+        found = [(f.cls, f.detail) for f in c.findings]
+        drive.window.observe(model, context, found)
     return c
 
 

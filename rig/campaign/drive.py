@@ -8,6 +8,7 @@ import random
 import threading
 from collections import deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +20,9 @@ from rig.campaign.settle import Settlement
 from rig.check import intent
 from rig.config import Campaign, DriveSpec
 from rig.store import Store
+
+if TYPE_CHECKING:
+    from rig.window.planner import WindowPlanner
 
 
 class DriveRun:
@@ -55,6 +59,7 @@ class DriveRun:
         # The open target is not known to be the drive as it is now (a cycle ended between the
         # cut and the identify phase): the next cycle finds and proves the drive again first.
         self.reacquire = False
+        self.window: WindowPlanner | None = None  # the window strategy's designs (parallel.py)
         # found, claimed, opened and its region checked: before the campaign's files, by the
         # runner, or here
         attached = (attachment or preparation.Attachment(campaign, spec, station)).take()

@@ -11,6 +11,7 @@ from rig.campaign.model import Cycle, DriveSummary, ResumePoint, Station
 from rig.campaign.preparation import Attachment
 from rig.config import Campaign
 from rig.store import Store
+from rig.window.spec import pool_of
 
 
 def run_campaign(
@@ -105,6 +106,13 @@ def _drive_runs(
                     attachment=(attached or {}).get(spec.channel),
                 )
             )
+        if campaign.cut.window is not None:  # one planner: a model's drives pool their cuts
+            # imported here: its statistics (scipy) load only for a window campaign
+            from rig.window.planner import WindowPlanner
+
+            planner = WindowPlanner(campaign.cut.window, (pool_of(r.spec.identity) for r in runs))
+            for run in runs:
+                run.window = planner
         if on_start is not None:
             on_start(runs)
     except BaseException:

@@ -55,8 +55,10 @@ def write(drive: DriveRun, c: Cycle) -> None:
     c.writer.start()
     draw = cuts.CutDraw(c.cut_warmup_s, c.cut_delay_s)
     power, channel = drive.station.power, drive.spec.channel
+    spec = drive.campaign.cut
+    after = spec.window.after if spec.window else "ack"
     c.pending, detail = cuts.schedule(
-        drive.campaign.cut.strategy, draw, c.writer, c.stop, power, channel
+        spec.strategy, draw, c.writer, c.stop, power, channel, after=after
     )
     c.events.append((time.monotonic_ns(), "cut_scheduled", detail))
 

@@ -1,0 +1,245 @@
+"""The window of vulnerability estimated from cuts: a probit model of P(loss) against log delay.
+
+Pure statistics, no I/O. Each cut is (delay in ms after the chosen event, whether it lost data
+of the chosen class). The model is
+
+    P(loss | d) = Phi((mu - ln d) / sigma),  sigma > 0
+
+and t_q, the delay beyond which a share q of cuts lose nothing, solves P(loss | t_q) = 1 - q:
+ln t_q = mu + z_q sigma (z_q = Phi^-1(q)); t50 = exp(mu), t99 = exp(mu + 2.326 sigma).
+
+Intervals are profile-likelihood intervals (the set of ln t_q whose profile deviance is below
+the chi-square(1) quantile): they stay defined under complete separation (a step-shaped
+window: every cut below some delay lost, every one above it kept), where Wald intervals and
+an unconstrained GLM fit break down. sigma is bounded to [SIGMA_MIN, SIGMA_MAX] in ln units,
+so a step is a probit of sigma = 0.01 % of the delay.
+
+The model assumes loss falls with delay; `gof_p` tests that (a deviance test against the model
+with one loss probability per bin of delay), and a fit that fails it reports no threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from scipy import optimize, special, stats
+
+SIGMA_MIN = 1e-4
+SIGMA_MAX = 5.0
+LEVEL = 0.95
+GOF_ALPHA = 0.01  # below this p-value the model does not describe the cuts
+GOF_MIN_BIN = 8  # cuts per bin of the goodness-of-fit test
+MAX_GAPS = 50  # more turns between loss and no loss than this: no separation to look for
+_SIGMA_GRID = np.exp(np.linspace(math.log(SIGMA_MIN), math.log(SIGMA_MAX), 120))
+
+Floats = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Quantile:
+    """t_q in ms with its interval; an end the data cannot bound is None (open)."""
+
+    q: float
+    estimate_ms: float
+    low_ms: float | None
+    high_ms: float | None
+
+    def bounded(self) -> bool:
+        return self.low_ms is not None and self.high_ms is not None
+
+    def covers(self, value_ms: float) -> bool:
+        """A bounded interval that holds `value_ms` (an open one measures nothing)."""
+        return self.bounded() and self.low_ms <= value_ms <= self.high_ms  # type: ignore[operator]
+
+    def relative_half_width(self) -> float:
+        """(high / low) ** 0.5 - 1: the +- share of the interval around its geometric centre."""
+        if not self.bounded():
+            return math.inf
+        return math.sqrt(self.high_ms / self.low_ms) - 1  # type: ignore[operator]
+
+
+@dataclass(frozen=True)
+class WindowFit:
+    """What the cuts say about one drive's (or model's) window, for one class."""
+
+    cuts: int
+    losses: int
+    min_delay_ms: float
+    max_delay_ms: float
+    verdict: str  # "window" | "none" (no loss at any delay) | "poor_fit" | "too_few"
+    mu: float = math.nan
+    sigma: float = math.nan
+    gof_p: float = math.nan
+    quantiles: tuple[Quantile, ...] = ()
+
+    def quantile(self, q: float) -> Quantile | None:
+        return next((x for x in self.quantiles if x.q == q), None)
+
+    def loss_probability(self, delays_ms: Floats) -> Floats:
+        x = np.log(np.asarray(delays_ms, dtype=float))
+        return np.asarray(stats.norm.cdf((self.mu - x) / self.sigma))
+
+    def summary(self) -> str:
+        """One line for a report or a progress line."""
+        if self.verdict == "none":
+            return f"no window found up to {self.max_delay_ms:g} ms in {self.cuts} cuts"
+        if self.verdict == "too_few":
+            return f"{self.losses} losses in {self.cuts} cuts: too few to fit"
+        if self.verdict == "poor_fit":
+            return (
+                f"loss does not fall with delay as a window would (goodness of fit p = "
+                f"{self.gof_p:.3g}): no threshold reported"
+            )
+        parts = [f"t{round(x.q * 100)} = {describe(x)}" for x in self.quantiles]
+        return ", ".join(parts)
+
+
+def describe(x: Quantile) -> str:
+    low = "<" if x.low_ms is None else f"{x.low_ms:.3g}"
+    high = ">" if x.high_ms is None else f"{x.high_ms:.3g}"
+    return f"{x.estimate_ms:.3g} ms [{low}, {high}]"
+
+
+def loglik(mu: Floats | float, sigma: Floats | float, x: Floats, y: Floats) -> Floats:
+    """Log-likelihood of (mu, sigma) (broadcast over leading axes) for ln delays x, losses y."""
+    z = (np.asarray(mu)[..., None] - x) / np.asarray(sigma)[..., None]
+    return np.asarray((y * special.log_ndtr(z) + (1 - y) * special.log_ndtr(-z)).sum(axis=-1))
+
+
+def fit(
+    delays_ms: Sequence[float], lost: Sequence[bool], qs: Sequence[float] = (0.5, 0.99)
+) -> WindowFit:
+    """The window's fit from cuts (delay ms, lost)."""
+    x = np.log(np.asarray(delays_ms, dtype=float))
+    y = np.asarray(lost, dtype=float)
+    n, k = len(y), int(y.sum())
+    low = float(np.exp(x.min())) if n else math.nan
+    high = float(np.exp(x.max())) if n else math.nan
+    if k == 0:
+        return WindowFit(n, k, low, high, "none")
+    if n < 3:
+        return WindowFit(n, k, low, high, "too_few")
+    mu, sigma, best = _mle(x, y)
+    gof = goodness_of_fit(x, y, mu, sigma)
+    if gof < GOF_ALPHA:
+        return WindowFit(n, k, low, high, "poor_fit", mu, sigma, gof)
+    quantiles = tuple(_quantile(x, y, q, mu, sigma, best) for q in qs)
+    return WindowFit(n, k, low, high, "window", mu, sigma, gof, quantiles)
+
+
+def _mle(x: Floats, y: Floats) -> tuple[float, float, float]:
+    """Maximum likelihood (mu, sigma) and its log-likelihood. No gradient method: under
+    separation the optimum is a step (sigma on its bound) inside a gap between two cuts, which
+    a coarse start never sees. So every mu between two neighbouring cuts of which one lost is
+    tried (up to MAX_GAPS of them: more mean the cuts overlap, and a coarse grid finds the
+    optimum) with the best sigma of a grid, then the best point is refined around it."""
+    order = np.argsort(x, kind="stable")
+    xs, ys = x[order], y[order]
+    turns = np.flatnonzero(ys[1:] != ys[:-1])  # neighbours of which one lost, one did not
+    gaps = (xs[turns] + xs[turns + 1]) / 2 if len(turns) <= MAX_GAPS else np.empty(0)
+    mus = np.concatenate([np.linspace(x.min() - 1, x.max() + 1, 100), gaps])
+    sigmas = _SIGMA_GRID[::3]
+    grid = _grid(mus, sigmas, x, y)
+    i, j = np.unravel_index(int(np.argmax(grid)), grid.shape)
+    mu, ls, best = float(mus[i]), math.log(sigmas[j]), float(grid[i, j])
+    dm, dl = 0.1, 0.3
+    for _ in range(4):
+        fine_mu = np.linspace(mu - dm, mu + dm, 21)
+        fine_ls = np.clip(
+            np.linspace(ls - dl, ls + dl, 21), math.log(SIGMA_MIN), math.log(SIGMA_MAX)
+        )
+        fine = _grid(fine_mu, np.exp(fine_ls), x, y)
+        a, b = np.unravel_index(int(np.argmax(fine)), fine.shape)
+        if fine[a, b] > best:
+            mu, ls, best = float(fine_mu[a]), float(fine_ls[b]), float(fine[a, b])
+        dm, dl = dm / 5, dl / 5
+    return mu, math.exp(ls), best
+
+
+def _grid(mus: Floats, sigmas: Floats, x: Floats, y: Floats) -> Floats:
+    """loglik over the grid mus x sigmas, a few mus at a time (bounded memory at any n)."""
+    step = max(1, 2_000_000 // max(1, len(sigmas) * len(x)))
+    parts = [
+        loglik(mus[i : i + step, None], sigmas[None, :], x, y) for i in range(0, len(mus), step)
+    ]
+    return np.concatenate(parts, axis=0)
+
+
+def profile(x: Floats, y: Floats, xq: Floats, zq: float) -> Floats:
+    """Profile log-likelihood of ln t_q = xq: the best sigma (mu = xq - zq sigma) for each."""
+    xq = np.atleast_1d(np.asarray(xq, dtype=float))
+    mus = xq[:, None] - zq * _SIGMA_GRID[None, :]
+    return np.asarray(loglik(mus, np.broadcast_to(_SIGMA_GRID, mus.shape), x, y).max(axis=1))
+
+
+def _quantile(x: Floats, y: Floats, q: float, mu: float, sigma: float, best: float) -> Quantile:
+    zq = float(stats.norm.ppf(q))
+    centre = mu + zq * sigma
+    limit = float(stats.chi2.ppf(LEVEL, 1)) / 2  # allowed drop of the log-likelihood
+    top = max(best, float(profile(x, y, np.array([centre]), zq)[0]))
+
+    def excess(v: float) -> float:
+        return top - float(profile(x, y, np.array([v]), zq)[0]) - limit
+
+    low = _edge(excess, centre, x.min() - 3, -1)
+    high = _edge(excess, centre, x.max() + 3, +1)
+    return Quantile(
+        q,
+        math.exp(centre),
+        None if low is None else math.exp(low),
+        None if high is None else math.exp(high),
+    )
+
+
+def _edge(
+    excess: Callable[[float], float], centre: float, stop: float, direction: int
+) -> float | None:
+    """Where the profile deviance crosses its limit, walking from `centre` towards `stop`
+    (None when it never does: the interval is open on that side)."""
+    step, here = 0.02, centre
+    while (stop - here) * direction > 0:
+        there = here + direction * step
+        if excess(there) > 0:
+            return float(optimize.brentq(excess, min(here, there), max(here, there), xtol=1e-4))
+        here, step = there, min(step * 1.5, 0.5)
+    return None
+
+
+def goodness_of_fit(x: Floats, y: Floats, mu: float, sigma: float) -> float:
+    """p-value of the fitted probit against one loss probability per bin of delay (bins of
+    equal counts, at least GOF_MIN_BIN cuts each): deviance on bins - 2 degrees of freedom.
+    1.0 when there are too few cuts for three bins."""
+    bins = min(10, len(y) // GOF_MIN_BIN)
+    if bins < 3:
+        return 1.0
+    order = np.argsort(x, kind="stable")
+    model = float(loglik(mu, sigma, x, y))
+    saturated = 0.0
+    for part in np.array_split(order, bins):
+        n, k = len(part), float(y[part].sum())
+        for count, share in ((k, k / n), (n - k, 1 - k / n)):
+            if count > 0:
+                saturated += count * math.log(share)
+    deviance = max(0.0, 2 * (saturated - model))
+    return float(stats.chi2.sf(deviance, bins - 2))
+
+
+def band(
+    fitted: WindowFit, delays_ms: Sequence[float], lost: Sequence[bool], at_ms: Floats
+) -> tuple[Floats, Floats]:
+    """Pointwise band of P(loss) at `at_ms`: the range of the curve over every (mu, sigma)
+    inside the 95 % joint likelihood region (chi-square(2) of the deviance)."""
+    x = np.log(np.asarray(delays_ms, dtype=float))
+    y = np.asarray(lost, dtype=float)
+    mus = np.linspace(x.min() - 2, x.max() + 2, 160)
+    grid = _grid(mus, _SIGMA_GRID, x, y)
+    best = max(float(grid.max()), float(loglik(fitted.mu, fitted.sigma, x, y)))
+    inside = grid >= best - float(stats.chi2.ppf(LEVEL, 2)) / 2
+    m, s = np.meshgrid(mus, _SIGMA_GRID, indexing="ij")
+    m, s = m[inside], s[inside]
+    curves = stats.norm.cdf((m[:, None] - np.log(np.asarray(at_ms))[None, :]) / s[:, None])
+    return curves.min(axis=0), curves.max(axis=0)

@@ -1,0 +1,84 @@
+"""The window strategy's campaign keys ([cut.window]) and what one cut answers: its delay after
+the chosen event and whether it lost data of the chosen class (docs/campaign.md, "The window
+of vulnerability"). Pure: the campaign and the report read cycles through these alike."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rig.check.failures import ALLOWED_LOSS, LOST_DURABLE, UNSERIALIZABLE
+from rig.errors import UserError
+from rig.schema import Table
+from rig.station.identity import DriveIdentity
+
+LOST_WRITE = "lost_write"  # an acknowledged write that did not survive (allowed or not)
+# the classes with a time axis, and the event their delay is measured from
+TIME_AXES = {LOST_DURABLE: "flush", LOST_WRITE: "ack", UNSERIALIZABLE: "ack"}
+EVENTS = ("ack", "flush")
+DEFAULT_CLASS = {"flush": LOST_DURABLE, "ack": LOST_WRITE}
+CONTEXT_KEY = {"flush": "since_last_flush_ns", "ack": "since_last_ack_ns"}
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    after: str = "flush"  # the event each cut's delay is measured from: ack | flush
+    min_ms: float = 0.1
+    max_ms: float = 60_000.0
+    cls: str = LOST_DURABLE  # the class whose loss is the response
+    quantile: float = 0.99  # the t_q the design aims at
+
+
+def parse(table: Table) -> WindowSpec:
+    """The [cut.window] table; bad input is a UserError of one line (before any write)."""
+    after = table.get("after", str, "flush")
+    if after not in EVENTS:
+        raise UserError(f"campaign: [cut.window].after must be one of {', '.join(EVENTS)}")
+    low = float(table.number("min_ms", 0.1, -1e12, 3_600_000))
+    high = float(table.number("max_ms", 60_000.0, -1e12, 3_600_000))
+    if low <= 0 or high <= low:
+        raise UserError(
+            f"campaign: [cut.window] range {low:g}..{high:g} ms is empty or not positive "
+            "(need 0 < min_ms < max_ms)"
+        )
+    cls = table.get("class", str, DEFAULT_CLASS[after])
+    if cls not in TIME_AXES:
+        axes = ", ".join(f"{c} (after {e})" for c, e in TIME_AXES.items())
+        raise UserError(
+            f"campaign: [cut.window].class {cls} has no time axis (those with one: {axes})"
+        )
+    if TIME_AXES[cls] != after:
+        raise UserError(
+            f"campaign: [cut.window].class {cls} is timed after the {TIME_AXES[cls]}, "
+            f"not after the {after}"
+        )
+    quantile = float(table.number("quantile", 0.99, 0.5, 0.999))
+    table.done()
+    return WindowSpec(after, low, high, cls, quantile)
+
+
+def pool_of(identity: DriveIdentity) -> str:
+    """The design a drive uses: its model's; a drive named without a model (by WWN) has its own."""
+    return identity.model or identity.label()
+
+
+def delay_ms(spec: WindowSpec, context: Mapping[str, Any] | None) -> float | None:
+    """A cut's delay after its event, from its `cut_context` (None: no such event before it)."""
+    if not context:
+        return None
+    since = context.get(CONTEXT_KEY[spec.after])
+    return None if since is None or since <= 0 else since / 1e6
+
+
+def lost(spec: WindowSpec, findings: Iterable[tuple[str, Mapping[str, Any]]]) -> bool:
+    """Whether a cut's findings (class, detail) hold a loss of the spec's class."""
+    for cls, detail in findings:
+        if cls == spec.cls:
+            return True
+        if spec.cls == LOST_WRITE:
+            if cls in (LOST_DURABLE, UNSERIALIZABLE):
+                return True
+            if cls == ALLOWED_LOSS and detail.get("acknowledged"):
+                return True
+    return False
