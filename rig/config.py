@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rig import sequential
 from rig.bus.recover import DEFAULT_WAIT_S, RECOVER_MODES
 from rig.campaign.cuts import STRATEGIES
 from rig.check import failures
@@ -103,7 +104,7 @@ class StopRules:
 
 
 STOP_WHEN = ("cycles", "settled")
-SEQUENTIAL_SCOPES = ("model", "drive")  # a plan over a model's drives pooled, or each drive
+SEQUENTIAL_SCOPES = sequential.SCOPES
 
 
 @dataclass(frozen=True)
@@ -278,7 +279,8 @@ def _cut(cut_t: Table, workload: Workload) -> CutSpec:
     strategy = _choice(cut_t, "strategy", STRATEGIES)
     if strategy == "during_flush" and not (workload.flush_every or workload.flush_every_ms):
         raise UserError("campaign: [cut].strategy during_flush needs a flush cadence in [workload]")
-    window = _window(cut_t, strategy, workload)
+    flush_cadence = bool(workload.flush_every or workload.flush_every_ms)
+    window = window_spec.for_strategy(cut_t, strategy, flush_cadence)
     cut = CutSpec(
         delay_ms=(float(delay[0]), float(delay[1])),
         strategy=strategy,
@@ -296,20 +298,6 @@ def _cut(cut_t: Table, workload: Workload) -> CutSpec:
     )
     cut_t.done()
     return cut
-
-
-def _window(cut_t: Table, strategy: str, workload: Workload) -> WindowSpec | None:
-    """[cut.window]: given exactly when the strategy is "window" (rig/window/spec.py)."""
-    if strategy != "window":
-        if "window" in cut_t.data:
-            raise UserError('campaign: [cut.window] needs [cut].strategy = "window"')
-        return None
-    window = window_spec.parse(
-        cut_t.table("window") if "window" in cut_t.data else Table("[cut.window]", {})
-    )
-    if window.after == "flush" and not (workload.flush_every or workload.flush_every_ms):
-        raise UserError("campaign: a window after the flush needs a flush cadence in [workload]")
-    return window
 
 
 SIZE_UNITS = (("mib", 1 << 20), ("kib", 1 << 10), ("bytes", 1))
@@ -441,7 +429,7 @@ def _criteria(table: Table) -> Criteria:
         raise UserError("campaign: [criteria].confidence must lie strictly in 0..1")
     plan, scope = (None, "")
     if "sequential" in table.data:
-        plan, scope = _sequential(table.table("sequential"))
+        plan, scope = sequential.from_table(table.table("sequential"))
     criteria = Criteria(
         probability,
         confidence,
@@ -452,25 +440,6 @@ def _criteria(table: Table) -> Criteria:
     )
     table.done()
     return criteria
-
-
-def _sequential(table: Table) -> tuple[Plan, str]:
-    """[criteria.sequential]: a truncated SPRT (docs/campaign.md, "Sequential plans")."""
-    plan = Plan(
-        float(table.number("p0", None, 0, 1)),
-        float(table.number("p1", None, 0, 1)),
-        float(table.number("alpha", 0.05, 0, 1)),
-        float(table.number("beta", 0.1, 0, 1)),
-        table.whole("max_cuts", None, 1, MAX_PLAN_CUTS),
-    )
-    scope = _choice(table, "scope", SEQUENTIAL_SCOPES)
-    table.done()
-    if problem := plan.problem():
-        raise UserError(f"campaign: {table.where}: {problem}")
-    return plan, scope
-
-
-MAX_PLAN_CUTS = 1_000_000  # the config check runs the exact recursion (~20 us a cut)
 
 
 def _health(data: Any) -> HealthSpec:

@@ -30,6 +30,9 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as sp
 
+from rig.errors import UserError
+from rig.schema import Table
+
 PASS, FAIL, CONTINUE = "PASS", "FAIL", "CONTINUE"
 CODES = (CONTINUE, PASS, FAIL)  # the codes `Plan.status` returns: 0, 1, 2
 CONTINUE_CODE, PASS_CODE, FAIL_CODE = 0, 1, 2
@@ -222,3 +225,26 @@ def fixed_sample_size(p0: float, p1: float, alpha: float, beta: float) -> tuple[
         start *= 2
         if start > 1 << 32:
             raise ValueError("no fixed-sample plan found")
+
+
+SCOPES = ("model", "drive")  # a plan over a model's drives pooled, or each drive
+MAX_PLAN_CUTS = 1_000_000  # the config check runs the exact recursion (~20 us a cut)
+
+
+def from_table(table: Table) -> tuple[Plan, str]:
+    """[criteria.sequential]: a truncated SPRT and its scope (docs/campaign.md, "Sequential
+    plans"); a plan that cannot keep its risks is refused with one line."""
+    plan = Plan(
+        float(table.number("p0", None, 0, 1)),
+        float(table.number("p1", None, 0, 1)),
+        float(table.number("alpha", 0.05, 0, 1)),
+        float(table.number("beta", 0.1, 0, 1)),
+        table.whole("max_cuts", None, 1, MAX_PLAN_CUTS),
+    )
+    scope: str = table.get("scope", str, SCOPES[0])
+    if scope not in SCOPES:
+        raise UserError(f"campaign: {table.where}.scope must be one of {', '.join(SCOPES)}")
+    table.done()
+    if problem := plan.problem():
+        raise UserError(f"campaign: {table.where}: {problem}")
+    return plan, scope

@@ -82,3 +82,16 @@ def lost(spec: WindowSpec, findings: Iterable[tuple[str, Mapping[str, Any]]]) ->
             if cls == ALLOWED_LOSS and detail.get("acknowledged"):
                 return True
     return False
+
+
+def for_strategy(cut_t: Table, strategy: str, flush_cadence: bool) -> WindowSpec | None:
+    """[cut.window]: given exactly when [cut].strategy is "window"; a window after the flush
+    needs the workload to flush (`flush_cadence`)."""
+    if strategy != "window":
+        if "window" in cut_t.data:
+            raise UserError('campaign: [cut.window] needs [cut].strategy = "window"')
+        return None
+    window = parse(cut_t.table("window") if "window" in cut_t.data else Table("[cut.window]", {}))
+    if window.after == "flush" and not flush_cadence:
+        raise UserError("campaign: a window after the flush needs a flush cadence in [workload]")
+    return window
