@@ -259,3 +259,20 @@ def test_serve_notify_needs_the_fleet_and_a_good_url(tmp_path: Path) -> None:
     bad = rig("serve", "--central", "host=/nonexistent", "--notify", "nosuch://x", cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--notify #1" in bad.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_sequential_plan_that_settles_is_told_when_it_settles(tmp_path: Path) -> None:
+    plan = (
+        '[criteria.sequential]\np0 = 0.001\np1 = 0.05\nmax_cuts = 400\n[stop]\nwhen = "settled"\n'
+    )
+    with json_endpoint() as (posts, http_port):
+        text = campaign_text(["plp", "lying-flush"], 40, extra=plan, flush_every=2)
+        text += notify_table(f"json://127.0.0.1:{http_port}/", extra='events = ["verdict"]')
+        result = run(tmp_path, "s", config.parse(text))
+    told = [p for p in posts if "plan over" in p["title"]]
+    # the lying drive's plan FAILs within a few cuts and is told once, with the cuts it used;
+    # the PLP drive's plan needs more cuts than 40 to PASS at p1 = 0.05: not told
+    assert [p["title"] for p in told] == ["rig t: FAIL: plan over SIM lying-flush"], posts
+    assert "Sequential plan settled after" in told[0]["message"]
+    stopped = {s.channel: s.stopped_by for s in result.summaries}
+    assert "plan settled: FAIL" in stopped[1]

@@ -98,7 +98,6 @@ class DriveRun:
                     self.stop_drive(reason, "stopped")
                     break
                 c = self.next_cycle()
-                self.update_plan(c)
                 if self.dead or c.stop_channel:
                     break
                 consecutive_errors = consecutive_errors + 1 if c.status == "error" else 0
@@ -118,6 +117,7 @@ class DriveRun:
         """Run and report the next cycle; a dead drive or a channel stop is recorded here."""
         seq, self.next_seq = self.next_seq, self.next_seq + 1
         c = run_cycle(self, seq)
+        self.update_plan(c)  # before the observers: a decision this cut made is told with it
         if self.on_cycle is not None:
             self.on_cycle(self, c)
         else:

@@ -29,6 +29,7 @@ class CampaignNotices:
         self._lock = threading.Lock()  # drive threads report at once
         self._failed: set[int] = set()  # channels whose FAIL was sent
         self._errors_in_a_row: dict[int, int] = {}
+        self._plans_told: set[str] = set()  # sequential plans whose decision was sent
 
     def _send(self, kind: str, title: str, body: str, level: str) -> None:
         if self.spec.wants(kind):
@@ -36,6 +37,7 @@ class CampaignNotices:
 
     def cycle(self, drive: DriveRun, c: Cycle) -> None:
         """After each recorded cycle, on the drive's thread: queue what it tells, nothing more."""
+        self._plan_decided(drive)
         channel, label = drive.spec.channel, drive.spec.identity.label()
         where = f"ch{channel} {label}, cycle {c.seq}"
         failing = {f.cls for f in c.findings if f.failure}
@@ -116,3 +118,20 @@ class CampaignNotices:
             f"campaign {self.campaign.name} {status}.\n" + "\n".join(lines),
             worst,
         )
+
+    def _plan_decided(self, drive: DriveRun) -> None:
+        """A sequential plan that this drive's cut settled is told once (docs/campaign.md)."""
+        if drive.settlement is None:
+            return
+        done = drive.settlement.decision(drive.plan_key)
+        with self._lock:
+            new = done is not None and drive.plan_key not in self._plans_told
+            if new:
+                self._plans_told.add(drive.plan_key)
+        if new and done is not None:
+            self.verdict_settled(
+                f"plan over {drive.plan_key}",
+                done.decision,
+                f"Sequential plan settled after {done.cuts} cuts ({done.failing} failing),"
+                f" on ch{drive.spec.channel}'s cut.",
+            )
