@@ -18,8 +18,11 @@ not events, ledgers or LBA state, which a report of v8+ rows does not read), the
 store's v11 summaries with `Store.rebuild_summaries`, the code of the v11 migration's backfill:
 what the report reads is what the product would have written (its time is printed).
 
-Run: .venv/bin/python bench/store_scale.py [--cuts 100000] [--record N] [--report]
-        [--keep DIR | --store PATH]
+`--status` times `rig status` (table and --json) in a child instead, from `--code DIR`'s
+checkout (default this one: give an older commit's, `git archive`d, for a before figure).
+
+Run: .venv/bin/python bench/store_scale.py [--cuts 100000] [--record N] [--report | --status]
+        [--keep DIR | --store PATH] [--code DIR]
 (--keep DIR records into DIR and keeps the store; --store PATH reports on a kept store.)
 """
 
@@ -159,7 +162,7 @@ def copy_by_sql(path: Path, cuts: int) -> None:
     db.close()
     store = Store(str(path))
     started = time.perf_counter()
-    store.rebuild_summaries()
+    store.rebuild_summaries("Store.rebuild_summaries")  # (its progress on stderr)
     print(f"Store.rebuild_summaries (the v11 backfill): {time.perf_counter() - started:.1f} s")
     store.close()
 
@@ -179,6 +182,24 @@ def report_in_child(path: Path, out: Path) -> None:
     print(f"reports.export.write_report: {wall:.1f} s wall, CPU {usage.ru_utime:.1f} s user"
           f" + {usage.ru_stime:.1f} s sys, peak RSS {usage.ru_maxrss / 1024:.0f} MiB,"
           f" output {size:.0f} MiB (load {os.getloadavg()[0]:.1f})")  # fmt: skip
+
+
+def status_in_child(path: Path, code: Path) -> None:
+    """`rig status` and `rig status --json` of the store, each in a child run from the checkout
+    `code` (this one, or an older commit's for a before/after figure): wall time and peak RSS
+    (the child's own rusage, from wait4)."""
+    for extra in ([], ["--json"]):
+        command = [sys.executable, "-m", "rig.cli", "status", str(path), *extra]
+        started = time.perf_counter()
+        child = subprocess.Popen(command, cwd=code, stdout=subprocess.DEVNULL)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - started
+        if os.waitstatus_to_exitcode(status) not in (0, 1):  # 1: a drive failed
+            raise SystemExit(f"rig status failed: exit {os.waitstatus_to_exitcode(status)}")
+        rss, load = usage.ru_maxrss / 1024, os.getloadavg()[0]
+        print(f"rig status {' '.join(extra)}(code of {code}): {wall:.2f} s wall,"
+              f" CPU {usage.ru_utime:.2f} s user + {usage.ru_stime:.2f} s sys,"
+              f" peak RSS {rss:.0f} MiB (load {load:.1f})")  # fmt: skip
 
 
 def record(work: Path, cuts: int, through_store: int) -> Path:
@@ -205,6 +226,12 @@ def main() -> None:
     parser.add_argument("--report", action="store_true", help="also time the whole HTML report")
     parser.add_argument("--keep", metavar="DIR", help="record into DIR and keep the store there")
     parser.add_argument("--store", metavar="PATH", help="skip recording: use this store")
+    parser.add_argument(
+        "--status", action="store_true", help="time `rig status` instead of loading the report"
+    )
+    parser.add_argument(
+        "--code", metavar="DIR", default=str(REPO), help="run `rig status` from this checkout"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.keep or REPO / "bench") as tmp:
         work = Path(tmp)
@@ -213,7 +240,9 @@ def main() -> None:
         else:
             through_store = min(args.record or args.cuts, args.cuts)
             path = record(Path(args.keep) if args.keep else work, args.cuts, through_store)
-        if args.report:  # the report's time includes loading its dataset
+        if args.status:
+            status_in_child(path, Path(args.code))
+        elif args.report:  # the report's time includes loading its dataset
             report_in_child(path, work / "report")
         else:
             from reports import dataset

@@ -31,6 +31,8 @@ class DriveReport:
     writes: int = 0
     bytes_written: int = 0
     blocks_unchecked: int = 0  # meant to be read, left unread by a read budget (not a failure)
+    # the return times' middle one or two, in order (`load` reads no more of them); a report
+    # that builds a DriveReport itself may give all of them
     return_ms: list[float] = field(default_factory=list)
     criteria: Criteria = field(default_factory=Criteria)  # its campaign's, as stored
 
@@ -66,6 +68,7 @@ def load(store: Store) -> CampaignReport:
     head = store.latest_campaign_head()
     name, station, status = tuple(head[0]) if head else ("(none)", "", "")
     drives = []
+    cycle_sums = store.drive_cycle_sums()  # summed by SQLite: no cycle row is read here
     for row in store.all_drives():
         drive = DriveReport(
             row["id"],
@@ -77,18 +80,18 @@ def load(store: Store) -> CampaignReport:
             row["status"],
             criteria=_criteria(store.criteria_of_campaign(row["campaign_id"])),
         )
-        for c in store.cycles_of(drive.drive_id):
-            drive.cycles += 1
-            drive.cycles_ok += c["status"] == "ok"
-            drive.cycles_error += c["status"] == "error"
-            drive.cycles_with_failure += c["failures"] > 0
-            drive.nondurable_writes += c["nondurable_writes"]
-            drive.nondurable_survived += c["nondurable_survived"]
-            drive.writes += c["writes"]
-            drive.bytes_written += c["bytes_written"]
-            drive.blocks_unchecked += c["blocks_unchecked"]
-            if c["back_ns"] and c["cut_ns"]:
-                drive.return_ms.append((c["back_ns"] - c["cut_ns"]) / 1e6)
+        if (c := cycle_sums.get(drive.drive_id)) is not None:
+            drive.cycles = c["cycles"]
+            drive.cycles_ok = c["ok"]
+            drive.cycles_error = c["error"]
+            drive.cycles_with_failure = c["with_failure"]
+            drive.nondurable_writes = c["nondurable_writes"]
+            drive.nondurable_survived = c["nondurable_survived"]
+            drive.writes = c["writes"]
+            drive.bytes_written = c["bytes_written"]
+            drive.blocks_unchecked = c["blocks_unchecked"]
+            middle = store.middle_return_ns(drive.drive_id, c["returned"])
+            drive.return_ms = [ns / 1e6 for ns in middle]  # their median is the drive's
         for f in store.finding_totals_of_drive(drive.drive_id):
             if f["failure"]:
                 drive.failures[f["class"]] = f["n"]

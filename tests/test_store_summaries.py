@@ -217,7 +217,7 @@ def test_a_backfill_that_fails_leaves_the_store_at_v10(tmp_path: Path, monkeypat
     )
     db.close()
 
-    def fails(db: sqlite3.Connection) -> None:
+    def fails(db: sqlite3.Connection, title: str | None) -> None:
         raise RuntimeError("backfill stopped")
 
     monkeypatch.setitem(schema.BACKFILLS, 11, fails)

@@ -146,12 +146,12 @@ class RecordWrites(StoreConnection):
                 )
             return cycle_id
 
-    def rebuild_summaries(self) -> None:
+    def rebuild_summaries(self, title: str | None = None) -> None:
         """The v11 summaries made again from every finding row, as the migration makes them
         (rig/store/totals.py): for a store whose findings were not all written here (the scale
-        bench copies cycle and finding rows by SQL)."""
+        bench copies cycle and finding rows by SQL). `title`: show progress on stderr."""
         with self.transaction() as db:
-            rebuild(db)
+            rebuild(db, title)
 
     def add_event(
         self, drive_id: int | None, host_ns: int, kind: str, detail: dict[str, Any]

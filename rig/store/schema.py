@@ -222,8 +222,9 @@ MIGRATIONS: tuple[str, ...] = (
     ) WITHOUT ROWID;
     """,
 )
-# Python steps of a migration, run in its transaction after its SQL: version -> step
-BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {11: totals.rebuild}
+# Python steps of a migration, run in its transaction after its SQL: version -> step, called
+# with the connection and the title of its progress lines (None: show none, a new store)
+BACKFILLS: dict[int, Callable[[sqlite3.Connection, str | None], None]] = {11: totals.rebuild}
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -251,11 +252,13 @@ def migrate(db: sqlite3.Connection) -> None:
             for statement in statements(MIGRATIONS[version]):
                 db.execute(statement)
             if version + 1 in BACKFILLS:  # one pass over the rows: minutes on a large store
+                title = None
                 if not created:
                     logging.getLogger("rig").warning(
                         "store: upgrading to schema v%d (a pass over every finding)", version + 1
                     )
-                BACKFILLS[version + 1](db)
+                    title = f"store: schema v{version + 1} backfill"  # its progress, on stderr
+                BACKFILLS[version + 1](db, title)
             db.execute(f"PRAGMA user_version = {version + 1}")
         except BaseException:
             db.execute("ROLLBACK")

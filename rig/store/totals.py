@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rig.check import failures
+from rig.store.progress import Progress
 
 # a finding's detail field `{0}` where it is a JSON number (true/false are not), else NULL
 DETAIL_NUMBER = (
@@ -85,9 +86,10 @@ class CycleTotals:
         )
 
 
-def rebuild(db: sqlite3.Connection) -> None:
+def rebuild(db: sqlite3.Connection, title: str | None = None) -> None:
     """Every summary made again from the finding rows, in one pass over them in cycle order
-    (inside the caller's transaction): the v11 migration's backfill."""
+    (inside the caller's transaction): the v11 migration's backfill. With a `title`, how far the
+    pass is goes to stderr (rig/store/progress.py)."""
     db.execute("DELETE FROM finding_total")
     db.execute("DELETE FROM lost_after")
     db.execute("UPDATE cycle SET failure_classes = NULL WHERE failure_classes IS NOT NULL")
@@ -98,6 +100,10 @@ def rebuild(db: sqlite3.Connection) -> None:
         " FROM cycle c CROSS JOIN finding f ON f.cycle_id = c.id ORDER BY c.id",
         (failures.LOST_DURABLE, failures.LOST_DURABLE),
     )
+    # findings are only ever inserted (record_cycle), so their ids are dense: the largest is
+    # their number, without the long count of a large table
+    total = db.execute("SELECT IFNULL(MAX(id), 0) FROM finding").fetchone()[0]
+    meter = Progress(title, total, "findings") if title else None
     # per row only dict updates (54 million rows in the scale bench): counts by (drive, class,
     # failure) and by (drive, since, ms), the rounding remembered per distinct ns value
     n: Counter[tuple[int, str, int]] = Counter()
@@ -108,24 +114,29 @@ def rebuild(db: sqlite3.Connection) -> None:
     # undefined in SQLite): as ids and codes into the distinct texts, 10 bytes a cycle
     ids, codes, texts = array("q"), array("h"), dict[frozenset[str], int]()
     cycle_id, cycle_classes = 0, frozenset[str]()
-    for cid, drive_id, cls, failure, count, ack, flush in rows:
-        if cid != cycle_id:
-            if cycle_classes:
-                ids.append(cycle_id)
-                codes.append(texts.setdefault(cycle_classes, len(texts)))
-            cycle_id, cycle_classes = cid, frozenset()
-            if len(rounded) > 1 << 16:
-                rounded.clear()  # real drives' times are all distinct: keep it small
-        key = (drive_id, cls, failure)
-        n[key] += 1
-        blocks[key] += count
-        if failure and cls not in cycle_classes:
-            cycle_classes = cycle_classes | {cls}
-        for since, ns in (("ack", ack), ("flush", flush)):
-            if ns is not None:
-                ms = rounded[ns] if ns in rounded else rounded.setdefault(ns, lost_after_ms(ns))
-                if ms is not None:
-                    lost[drive_id, since, ms] += 1
+    done = 0
+    while chunk := rows.fetchmany(1 << 14):  # (in chunks: nothing added per row for the meter)
+        for cid, drive_id, cls, failure, count, ack, flush in chunk:
+            if cid != cycle_id:
+                if cycle_classes:
+                    ids.append(cycle_id)
+                    codes.append(texts.setdefault(cycle_classes, len(texts)))
+                cycle_id, cycle_classes = cid, frozenset()
+                if len(rounded) > 1 << 16:
+                    rounded.clear()  # real drives' times are all distinct: keep it small
+            key = (drive_id, cls, failure)
+            n[key] += 1
+            blocks[key] += count
+            if failure and cls not in cycle_classes:
+                cycle_classes = cycle_classes | {cls}
+            for since, ns in (("ack", ack), ("flush", flush)):
+                if ns is not None:
+                    ms = rounded[ns] if ns in rounded else rounded.setdefault(ns, lost_after_ms(ns))
+                    if ms is not None:
+                        lost[drive_id, since, ms] += 1
+        done += len(chunk)
+        if meter:
+            meter.update(done)
     if cycle_classes:
         ids.append(cycle_id)
         codes.append(texts.setdefault(cycle_classes, len(texts)))
@@ -143,3 +154,5 @@ def rebuild(db: sqlite3.Connection) -> None:
         by_drive.setdefault(drive_id, CycleTotals()).lost[since, ms] = found
     for drive_id, totals in by_drive.items():
         totals.write(db, drive_id)
+    if meter:
+        meter.finish()
