@@ -28,7 +28,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats as sp
 
 from rig.errors import UserError
 from rig.schema import Table
@@ -214,6 +213,8 @@ def _states(plan: Plan) -> int:
 def fixed_sample_size(p0: float, p1: float, alpha: float, beta: float) -> tuple[int, int]:
     """The smallest fixed-sample plan with the same risks: n cuts, FAIL when more than c fail,
     with P(FAIL | p0) <= alpha and P(PASS | p1) <= beta (scipy.stats.binom)."""
+    from scipy import stats as sp  # here: every CLI command imports this module, few need scipy
+
     start = 1
     while True:
         n = np.arange(start, 2 * start + 1)

@@ -174,7 +174,7 @@ def test_completion_through_argcomplete(tmp_path: Path) -> None:
     usage = re.search(r"\{([a-z,-]+)\}", rig("--help", cwd=tmp_path).stdout)
     assert usage is not None
     assert _complete("rig ", tmp_path) >= set(usage.group(1).split(","))
-    assert _complete("rig st", tmp_path) == {"status"}
+    assert _complete("rig st", tmp_path) == {"station", "status"}
     assert _complete("rig fleet st", tmp_path) == {"status", "stop"}
     assert _complete("rig status --j", tmp_path) == {"--json"}
     # global completion (activate-global-python-argcomplete) finds the marker in rig/cli.py

@@ -53,7 +53,7 @@ class Plan:
     agent_kills: int  # kill -9 of beta's agent (each ends a campaign on in-process drives)
 
 
-QUICK = Plan(cut_cycles=40, cut_s=10.0, pg_cycles=40, pg_down_s=6.0, agent_kills=1)
+QUICK = Plan(cut_cycles=120, cut_s=10.0, pg_cycles=40, pg_down_s=6.0, agent_kills=1)
 LONG = Plan(cut_cycles=300, cut_s=45.0, pg_cycles=200, pg_down_s=20.0, agent_kills=2)
 LONG_CAMPAIGN = 2000  # cycles per drive of a campaign that is killed long before its end
 
