@@ -197,8 +197,9 @@ def test_each_event_is_told_once_when_it_happens() -> None:
     campaign = config.parse(text)
     told = Told()
     notices = CampaignNotices(campaign, told)  # type: ignore[arg-type]
-    ch0 = SimpleNamespace(spec=campaign.drives[0])
-    ch1 = SimpleNamespace(spec=campaign.drives[1])
+    # what the notices read of a drive's run: its spec, and its sequential plan (none here)
+    ch0 = SimpleNamespace(spec=campaign.drives[0], settlement=None, plan_key="")
+    ch1 = SimpleNamespace(spec=campaign.drives[1], settlement=None, plan_key="")
 
     def cycle(seq: int, status: str = "ok", classes: tuple[str, ...] = (), stop: bool = False):
         c = Cycle(seq, 0.01, status=status, error=f"{status} {seq}", stop_channel=stop)
