@@ -109,7 +109,10 @@ def test_without_rail_sense_a_drive_running_past_hold_up_is_refused(
 ) -> None:
     cycles = _run(twin, tmp_path, "")
     refused = [c for c in cycles if c[0] == "error" and AFTER_CUT in c[1]]
-    assert len(refused) >= CYCLES // 2, cycles
+    # how many cuts catch a write inside the drive's 5 ms run-on depends on the host's pace (2 of
+    # 6 on a loaded host, 3 needed before: flaky); what must hold is that such a cut is refused,
+    # never judged (with rail sense the next test judges every one)
+    assert refused, cycles
     assert all("hold_up_ms = 0" in c[1] for c in refused)
     assert all(c[2] == [] for c in cycles)  # no rail measured, no run_on event
 
