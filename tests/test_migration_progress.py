@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rig.store import SCHEMA_VERSION, Store, StoreReader
 from rig.store.progress import Progress
+from tests.older_stores import TO_V10
 
 REPO = Path(__file__).resolve().parents[1]
 PERCENT = re.compile(r"^store: schema v11 backfill: +(\d+) % \(([\d,]+) of ([\d,]+) findings")
@@ -40,9 +41,8 @@ def _older_store(path: Path, cycles: int, findings_each: int) -> int:
             observed_gen, expected_op, observed_op, detail)
             SELECT 1 + i / {findings_each}, 'lost_durable_write', 1, i, 1, 2, 1, 0, 0,
             '{{"ack_to_cut_ns": ' || (i % 977) * 1000 || '}}' FROM k;
-        DROP TABLE finding_total; DROP TABLE lost_after;
-        ALTER TABLE cycle DROP COLUMN failure_classes; PRAGMA user_version = 10;
         """
+        + TO_V10
     )
     db.close()
     return cycles * findings_each

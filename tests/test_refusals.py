@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,7 @@ from fixtures.profiles import profile
 from rig.store import SCHEMA_VERSION, Store
 from tests.cli_runner import rig
 from tests.loopdev import attached, loop_available
+from tests.older_stores import downgrade_to_v10
 from tests.test_cli_refusals import assert_one_line_refusal, manual_campaign
 
 MIB = 1 << 20
@@ -186,12 +186,7 @@ def test_status_reads_an_older_store_without_upgrading_it(tmp_path: Path) -> Non
     store = Store(str(path))
     store.new_campaign("c", "toml", 1, "simulated")
     store.close()
-    db = sqlite3.connect(path)
-    db.executescript(
-        "DROP TABLE finding_total; DROP TABLE lost_after;"
-        " ALTER TABLE cycle DROP COLUMN failure_classes; PRAGMA user_version = 10;"
-    )
-    db.close()
+    downgrade_to_v10(path)
     before = fingerprint(path)
     result = rig("status", str(path), cwd=tmp_path)
     assert_one_line_refusal(result, "schema v10", f"v{SCHEMA_VERSION}")

@@ -16,6 +16,7 @@ import pytest
 
 from rig.errors import UserError
 from rig.store import SCHEMA_VERSION, Store
+from tests.older_stores import downgrade_to_v10
 
 TRIES = [200, pytest.param(1500, marks=pytest.mark.slow)]
 
@@ -93,12 +94,7 @@ def _older_store(path: Path) -> None:
     store = Store(str(path))
     store.new_campaign("c", "toml", 1, "simulated")
     store.close()
-    db = sqlite3.connect(path)
-    db.executescript(
-        "DROP TABLE finding_total; DROP TABLE lost_after;"
-        " ALTER TABLE cycle DROP COLUMN failure_classes; PRAGMA user_version = 10;"
-    )
-    db.close()
+    downgrade_to_v10(path)
 
 
 @pytest.mark.parametrize("tries", [60, pytest.param(600, marks=pytest.mark.slow)])

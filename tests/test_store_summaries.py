@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from rig.check import failures
 from rig.store import SCHEMA_VERSION, CycleRow, Store, StoreReader, lost_after_ms, schema
+from tests.older_stores import downgrade_to_v10
 
 NS = st.one_of(
     st.none(),
@@ -144,11 +145,8 @@ def test_the_migration_from_v10_backfills_what_record_cycle_kept(
     _record(path, cycles)
     db = sqlite3.connect(path)
     kept = _summaries(db)
-    db.executescript(
-        "DROP TABLE finding_total; DROP TABLE lost_after;"
-        " ALTER TABLE cycle DROP COLUMN failure_classes; PRAGMA user_version = 10;"
-    )
     db.close()
+    downgrade_to_v10(path)
     assert _reads(path, False)["totals"] == sorted(kept["totals"])  # a v10 store, read as one
     Store(str(path)).close()  # migrates: v11 and its backfill
     db = sqlite3.connect(path)
@@ -210,12 +208,7 @@ def test_a_backfill_that_fails_leaves_the_store_at_v10(tmp_path: Path, monkeypat
     path = tmp_path / "s.sqlite"
     spec = {"cls": failures.LOST_DURABLE, "lba_count": 1, "ack": 5, "flush": 6}
     _record(path, [(0, [spec])])
-    db = sqlite3.connect(path)
-    db.executescript(
-        "DROP TABLE finding_total; DROP TABLE lost_after;"
-        " ALTER TABLE cycle DROP COLUMN failure_classes; PRAGMA user_version = 10;"
-    )
-    db.close()
+    downgrade_to_v10(path)
 
     def fails(db: sqlite3.Connection, title: str | None) -> None:
         raise RuntimeError("backfill stopped")
@@ -244,11 +237,6 @@ def test_an_upgrade_that_backfills_says_so_and_a_new_store_does_not(
     with caplog.at_level(logging.WARNING, logger="rig"):
         Store(str(path)).close()  # created: nothing to say (a CLI's one-line error stays one)
         assert caplog.messages == []
-        db = sqlite3.connect(path)
-        db.executescript(
-            "DROP TABLE finding_total; DROP TABLE lost_after;"
-            " ALTER TABLE cycle DROP COLUMN failure_classes; PRAGMA user_version = 10;"
-        )
-        db.close()
+        downgrade_to_v10(path)
         Store(str(path)).close()
     assert caplog.messages == ["store: upgrading to schema v11 (a pass over every finding)"]
