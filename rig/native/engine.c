@@ -197,6 +197,8 @@ struct engine {
     uint64_t campaign, flags, slot_bytes;
     int64_t flush_every_ns, drain_timeout_ns;
     uint8_t *buffers;
+    uint64_t *fold, *k; /* per place of a slot's buffer, and per slot and place (record v2) */
+    uint64_t slot_sectors;
     const uint16_t *worker;
     struct pfr_batch *ring;
     volatile int *stop;
@@ -277,6 +279,28 @@ static int64_t next_slot_entry(struct engine *E, uint32_t s, struct pfr_batch **
     return E->next[s]++;
 }
 
+/* Each slot's buffer holds the payload bases of record v2 (media.c), prepared here once per run
+ * so that a write only stamps its headers, its k and its checksums at submission. */
+static int prepare_buffers(struct engine *E)
+{
+    E->slot_sectors = E->slot_bytes / PFR_SECTOR;
+    E->fold = malloc(E->slot_sectors * sizeof(uint64_t));
+    E->k = malloc((uint64_t)E->nslots * E->slot_sectors * sizeof(uint64_t));
+    if (!E->fold || !E->k)
+        return -ENOMEM;
+    for (uint32_t s = 0; s < E->nslots; s++)
+        pfr_stamp_init((uint64_t *)(E->buffers + (uint64_t)s * E->slot_bytes), E->slot_sectors,
+                       E->per_block, E->campaign, E->fold, E->k + (uint64_t)s * E->slot_sectors);
+    return 0;
+}
+
+static void engine_free(struct engine *E)
+{
+    free(E->fold);
+    free(E->k);
+    free(E);
+}
+
 /* Builds entry e of batch b (a write's record, stamped now, or a flush) and submits it on slot
  * s. 0, or -1 if the slot failed doing so. */
 static int submit_entry(struct engine *E, uint32_t s, struct pfr_batch *b, int64_t e)
@@ -297,9 +321,9 @@ static int submit_entry(struct engine *E, uint32_t s, struct pfr_batch *b, int64
             slot_failed(E, s);
             return -1;
         }
-        pfr_build32((uint64_t *)buf, E->per_block, b->nblocks[e], E->campaign,
+        pfr_stamp32((uint64_t *)buf, E->per_block, b->nblocks[e], E->campaign,
                     (uint64_t)b->lba[e], b->gens + b->gen_offset[e], E->worker[s], b->op_seq[e],
-                    (uint64_t)t, E->flags);
+                    (uint64_t)t, E->flags, E->fold, E->k + (uint64_t)s * E->slot_sectors);
         cb->aio_lio_opcode = IOCB_CMD_PWRITE;
         cb->aio_buf = (uint64_t)(uintptr_t)buf;
         cb->aio_nbytes = bytes;
@@ -568,6 +592,10 @@ int pfr_engine_loop(uint64_t aio, int fd, uint32_t nslots, int shared, uint32_t 
         E->current[s] = -1;
     for (uint32_t s = 0; s < nslots; s++)
         E->next[s] = -1;
+    if (prepare_buffers(E) < 0) {
+        engine_free(E);
+        return -ENOMEM;
+    }
 
     for (;;) {
         if (!E->draining && (*stop || E->failed == (long)nslots)) {
@@ -594,6 +622,6 @@ int pfr_engine_loop(uint64_t aio, int fd, uint32_t nslots, int shared, uint32_t 
         reap(E, starving);
     }
     int stuck = finish(E);
-    free(E);
+    engine_free(E);
     return stuck;
 }
