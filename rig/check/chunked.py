@@ -116,10 +116,11 @@ class ChunkedArray:
             keep = rows >= 0
             pos, vals, rows = pos[keep], vals[keep], rows[keep]
         cols = pos & (self.LEAF - 1)
-        change = (vals != 0).astype(np.int64) - (self._leaves[rows, cols] != 0)
-        self._count += np.bincount(rows, weights=change, minlength=len(self._count)).astype(
-            np.int64
-        )
+        change = (vals != 0).astype(np.int8) - (self._leaves[rows, cols] != 0)
+        moved = np.flatnonzero(change)  # (a checker's write-back mostly keeps zero as zero)
+        if len(moved):
+            weights = change[moved].astype(np.int64)
+            self._count += np.bincount(rows[moved], weights, len(self._count)).astype(np.int64)
         self._leaves[rows, cols] = vals
 
     def _allocate(self, leaves: npt.NDArray[np.int64]) -> None:
