@@ -5,7 +5,8 @@
  * request in flight, so the queue depth is the slot count and no two requests in flight overlap
  * (docs/decisions.md 1). Every request is timestamped on CLOCK_MONOTONIC right before it is built
  * and submitted and right after its completion is reaped (docs/decisions.md 3). The record of a
- * write is generated into the slot's buffer just before submission (media.c). Completions
+ * write (version 2) is stamped into the slot's buffer, prepared once per run with the payload
+ * bases of its places, just before submission (media.c, docs/decisions.md 310). Completions
  * already in the kernel's AIO ring are read from it; io_getevents is called only to wait
  * (docs/decisions.md 150).
  */
