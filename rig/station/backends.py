@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 
 from rig.errors import UserError
 from rig.power.base import Edge, PowerSwitch
+from rig.power.shapes import CUT_KINDS
 from rig.schema import StationSpec, Table
-from rig.station.kinds import manual, relay_board, simulated
+from rig.station.kinds import manual, relay_board, scpi_supply, simulated
 
 if TYPE_CHECKING:
     from rig.campaign.model import Station
@@ -75,6 +76,12 @@ STATION_KINDS: Mapping[str, StationKind] = {
         cut_kinds=("off", "glitch"),  # a glitch: the board restores power on its own clock
     ),
     "manual": StationKind(StationSpec, manual.settings, power=manual.power),
+    "scpi-supply": StationKind(
+        scpi_supply.ScpiSupplySpec,
+        scpi_supply.settings,
+        power=scpi_supply.power,
+        cut_kinds=CUT_KINDS,  # off, glitch, sag, ramp (rig/power/scpi.py)
+    ),
 }
 
 
