@@ -9,6 +9,8 @@ A phase that raises ends the cycle (rig/campaign/cycle.py); the record phase alw
 
 from __future__ import annotations
 
+import errno
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -122,6 +124,47 @@ def observe_return(drive: DriveRun, c: Cycle) -> None:
 def identify(drive: DriveRun, c: Cycle) -> None:
     assert c.node is not None
     _open_proven(drive, c, c.node)
+    if c.rode_through and not _answers_io(drive, c):
+        _power_cycle_hung(drive, c)
+
+
+def _answers_io(drive: DriveRun, c: Cycle) -> bool:
+    """After a shaped cut the drive stayed on the bus through: does it still answer a read? (A
+    drive hung by a brownout stays on the bus and answers nothing until power is cut.)"""
+    assert c.target is not None
+    target, answer = c.target, threading.Event()
+    failed: list[OSError] = []
+
+    def probe() -> None:
+        try:
+            target.read(0, 1)
+        except OSError as error:
+            failed.append(error)
+        answer.set()
+
+    threading.Thread(target=probe, name="hang-probe", daemon=True).start()
+    answered = answer.wait(drive.campaign.cut.read_timeout_s)
+    return answered and not any(e.errno in (errno.ETIMEDOUT, errno.EIO) for e in failed)
+
+
+def _power_cycle_hung(drive: DriveRun, c: Cycle) -> None:
+    """The hang class: the drive is power-cycled (off, the campaign's off time, on), found
+    and proven again as after any cut; then the cycle is checked as usual."""
+    assert c.watch is not None
+    c.findings.append(checker.drive_finding(checker.HANG, {"kind": c.shape.kind}))
+    power, channel = drive.station.power, drive.spec.channel
+    drive.reacquire = True
+    drive.target.close()
+    c.events.append((power.off(channel).host_ns, "power_off", {"hang": True}))
+    if c.watch.wait_gone(drive.campaign.cut.gone_timeout_s) is None:
+        raise RigError("a hung drive did not leave the bus when its power was cut")
+    time.sleep(drive.campaign.cut.off_ms / 1000)
+    c.events.append((power.on(channel).host_ns, "power_on", {"hang": True}))
+    node = c.watch.wait_back(drive.campaign.cut.return_timeout_s)
+    if node is None:
+        raise DeadDevice("did not return after the power cycle of a hang")
+    c.node = node
+    _open_proven(drive, c, node)
 
 
 def health(drive: DriveRun, c: Cycle) -> None:
@@ -191,6 +234,10 @@ def verify(drive: DriveRun, c: Cycle) -> None:
             c.result.unchecked + rest.unchecked,
         )
     c.findings.extend(c.result.findings)  # after the health phase's findings
+    if c.rode_through and c.target is not None:
+        # the drive never lost power: what it holds unflushed is still volatile, and the next
+        # cycle must not take it for written (a later cut losing it is no collateral damage)
+        c.target.flush()
     if c.result.unchecked:  # where the check left blocks unread (not findings: no failure)
         c.events.append((time.monotonic_ns(), "unchecked", unchecked_detail(c.result)))
 

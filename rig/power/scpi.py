@@ -8,9 +8,9 @@ rig/power/scpi_families.py).
   own words, so the cycle records them as its ERROR.
 - A cut is output off. A sag or ramp is voltage steps sent by the host at their times (the two
   families here have no millisecond list mode: decision 341). The host cannot know when inside a
-  command's round trip the instrument acted, nor how long the output took to come down: each
-  edge is reported at the middle of the round trip (write, then *OPC? answered) with half of it
-  plus the output's fall time as its error bound.
+  command's round trip the instrument acted, nor where on the output's way down (at its fastest
+  fall, or a ramp's slew) the drive lost power: each edge is reported at the middle of round
+  trip (write, then *OPC? answered) plus fall, with half of each as its error bound.
 - An instrument that stops answering raises `PowerTimeoutError` (the cycle is a rig ERROR; its
   output keeps whatever it was last told, which for every switch but a cut is on).
 
@@ -141,13 +141,13 @@ class ScpiSupply:
         return self._query(self._command(op, ch))
 
     def _timed(self, op: str, ch: int, v: float = 0.0) -> tuple[int, int]:
-        """Send and wait for *OPC?: (middle of the round trip, half of it) on the host clock."""
+        """Send and wait for *OPC?: (sent, answered) on the host clock; the instrument acted
+        somewhere between."""
         with self._lock:
             start = time.monotonic_ns()
             self._send(op, ch, v)
             self._query(self._command("done", ch))
-            end = time.monotonic_ns()
-        return (start + end) // 2, (end - start) // 2
+            return start, time.monotonic_ns()
 
     def _errors(self) -> list[str]:
         """The instrument's error queue, emptied (bounded: a queue that never empties is one)."""
@@ -176,8 +176,12 @@ class ScpiSupply:
             )
 
     def _edge(self, ch: int, powered: bool, at: tuple[int, int], fall_v: float = 0.0) -> Edge:
+        """The edge of a switch made between `at` (first command sent, last one answered),
+        whose last step still had `fall_v` to fall at the output's fastest: the drive may have
+        lost power anywhere in that span, so the edge is its middle and half of it the bound."""
         fall_ns = int(fall_v / self.fall_v_per_ms * 1e6) if fall_v > 0 else 0
-        edge = Edge(ch, powered, at[0], at[1] + fall_ns)
+        low, high = at[0], at[1] + fall_ns
+        edge = Edge(ch, powered, (low + high) // 2, (high - low + 1) // 2)
         if self._on_edge is not None:
             self._on_edge(edge)
         return edge
@@ -249,7 +253,7 @@ class ScpiSupply:
 
         def run(pending: _HostTimedCut, cancel: threading.Event) -> None:
             at = self._slew(channel, (self.volts, depth), shape.slew_v_per_s, cancel)
-            pending.edge = self._edge(channel, False, at, self.volts - depth)
+            pending.edge = self._edge(channel, False, at[:2], at[2])
             if shape.kind == "sag" and not cancel.wait(shape.duration_s):
                 self._slew(channel, (depth, self.volts), shape.slew_v_per_s, cancel)
 
@@ -257,24 +261,25 @@ class ScpiSupply:
 
     def _slew(
         self, ch: int, span: tuple[float, float], slew_v_per_s: float, cancel: threading.Event
-    ) -> tuple[int, int]:
+    ) -> tuple[int, int, float]:
         """Voltage steps from `start` to `end` at the slew rate (one step: as fast as the
-        supply goes), until cancelled (the rig switched the channel meanwhile); returns the
-        first step's timing (where the rail left `start`)."""
+        supply goes), until cancelled (the rig switched the channel meanwhile); returns when
+        the first step was sent, when the last was answered, and the last step's size."""
         start, end = span
         steps = 1
         if slew_v_per_s > 0:
             steps = max(1, min(MAX_STEPS, int(abs(end - start) / slew_v_per_s / STEP_S)))
         period = abs(end - start) / slew_v_per_s / steps if slew_v_per_s > 0 else 0.0
-        first = (0, 0)
+        sent, answered = 0, 0
         begin = time.monotonic()
         for i in range(1, steps + 1):
-            if cancel.is_set() and i > 1:
-                break
+            if i > 1:
+                time.sleep(max(0.0, begin + (i - 1) * period - time.monotonic()))
+                if cancel.is_set():
+                    break
             at = self._timed("set_volts", ch, start + (end - start) * i / steps)
-            first = first if i > 1 else at
-            time.sleep(max(0.0, begin + i * period - time.monotonic()))
-        return first
+            sent, answered = sent or at[0], at[1]
+        return sent, answered, abs(end - start) / steps
 
     def _later(
         self,
