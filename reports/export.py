@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from reports import analysis, dataset, deferred, html, junit, window, window_html
+from reports import analysis, brownout, dataset, deferred, html, junit, window, window_html
 from reports.analysis import Report
 from reports.cuts import Counted, DelayPoints, table_of
 from reports.endurance import EnduranceSeries, WindowFit
@@ -505,6 +505,9 @@ def write_dataset_report(
     windows = window.analyse(data)
     extra_json = {"window": window.to_json(windows)} if windows else {}
     extra_html = window_html.window_section(windows)
+    sags = brownout.analyse(data, confidence)  # the brownout map (sag campaigns only)
+    extra_json.update({"brownout": [m.to_json() for m in sags]} if sags else {})
+    extra_html += brownout.section(sags)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     now = time.time()

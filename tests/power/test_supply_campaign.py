@@ -187,3 +187,41 @@ def test_an_instrument_that_stops_answering_leaves_the_channel_powered(tmp_path:
     assert len(errors) == 2 and len(rows) < 8  # the channel stopped after 2 rig errors in a row
     assert [r["status"] for r in ended] == ["done"]  # its end recorded all the same
     assert server.supply.rail(0) == 5.0 and drives[0].powered  # left powered
+
+
+def test_the_report_maps_outcomes_against_sag_depth_and_duration(tmp_path: Path) -> None:
+    from reports import export
+
+    server = SupplyServer(SimSupply("keysight-e36", "E36312A"))
+    cut = 'kind = "sag"\ndepth_pct = [30, 95]\nduration_ms = [5, 60]'
+    spec = campaign(server.resource, cut, ["MAP HONEST", "MAP CORRUPT"], 8, "idle")
+    station, _ = supply_station(spec, server, {0: "honest", 1: "brownout-corrupt"})
+    store = Store(str(tmp_path / "s.sqlite"))
+    try:
+        run_campaign(spec, station, store, progress=lambda line: None)
+        failing = {  # (model, depth, duration) of each cut with a failure, from the store
+            (r["model"], round(json.loads(r["detail"])["depth"], 3)) for r in store.query(
+                "SELECT d.model, e.detail FROM event e JOIN cycle c ON c.id = e.cycle_id"
+                " JOIN drive d ON d.id = c.drive_id WHERE e.kind = 'cut_shape' AND EXISTS"
+                " (SELECT 1 FROM finding f WHERE f.cycle_id = c.id AND f.failure = 1)")
+        }  # fmt: skip
+    finally:
+        station.power.close()
+        store.close()
+        server.close()
+    page = export.write_report([str(tmp_path / "s.sqlite")], str(tmp_path / "out"))
+    maps = json.loads((tmp_path / "out" / "report.json").read_text())["brownout"]
+    by_model = {m["model"]: m for m in maps}
+    assert set(by_model) == {"MAP HONEST", "MAP CORRUPT"}
+    for model, m in by_model.items():
+        assert m["unit"] == "%" and sum(c["cuts"] for c in m["cells"]) == 8
+        assert sum(c["failing_cuts"] for c in m["cells"]) == sum(f[0] == model for f in failing)
+        for c in m["cells"]:
+            assert c["verdict"] == ("FAIL" if c["failing_cuts"] else "NOT YET DEMONSTRATED")
+    assert sum(c["failing_cuts"] for c in by_model["MAP HONEST"]["cells"]) == 0
+    # the corrupt drive fails where its sags stayed in its band (50-75 % of nominal), only there
+    corrupt = by_model["MAP CORRUPT"]["cells"]
+    assert all(5 <= c["depth_bin"] <= 7 for c in corrupt if c["failing_cuts"])
+    assert any(c["failing_cuts"] for c in corrupt)
+    html = Path(page).read_text()
+    assert "<h2>Brownout map</h2>" in html and "sag depth (rows)" in html
