@@ -100,6 +100,7 @@ class Cycle:
     rail_asked: bool = False
     shape: Shape = OFF  # the cut's kind and drawn shape ([cut] kind, rig/power/shapes.py)
     rode_through: bool = False  # a shaped cut the drive stayed on the bus through
+    hung: bool = False  # ... but then answered nothing: the rig power-cycled it (class hang)
 
 
 @dataclass

@@ -152,6 +152,7 @@ def _power_cycle_hung(drive: DriveRun, c: Cycle) -> None:
     and proven again as after any cut; then the cycle is checked as usual."""
     assert c.watch is not None
     c.findings.append(checker.drive_finding(checker.HANG, {"kind": c.shape.kind}))
+    c.hung = True
     power, channel = drive.station.power, drive.spec.channel
     drive.reacquire = True
     drive.target.close()
@@ -175,7 +176,8 @@ def health(drive: DriveRun, c: Cycle) -> None:
         c.events.append((time.monotonic_ns(), "write_cache", detail))
     if drive.tracker is None:
         return
-    snapshot, delta, events = drive.tracker.after_cut(c.node)
+    kept_power = c.rode_through and not c.hung  # (a hung drive was power-cycled)
+    snapshot, delta, events = drive.tracker.after_cut(c.node, kept_power)
     c.events.extend((ns or time.monotonic_ns(), kind, d) for ns, kind, d in events)
     if snapshot is not None:
         recording.snapshot(drive, c.seq, snapshot)
