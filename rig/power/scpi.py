@@ -4,13 +4,15 @@ rig/power/scpi_families.py).
 
 - Identity by *IDN?: the maker must be the family's and the model the one the campaign names.
 - Every switch is read back (the output's state, the set voltage) and the instrument's error
-  queue (SYST:ERR?) is read after it: an error there fails the switch with the instrument's
-  own words, so the cycle records them as its ERROR.
+  queue (SYST:ERR?) is read after it: an error there fails the switch with the instrument's own
+  words, so the cycle records them as its ERROR.
 - A cut is output off. A sag or ramp is voltage steps sent by the host at their times (the two
-  families here have no millisecond list mode: decision 341). The host cannot know when inside a
-  command's round trip the instrument acted, nor where on the output's way down (at its fastest
-  fall, or a ramp's slew) the drive lost power: each edge is reported at the middle of round
-  trip (write, then *OPC? answered) plus fall, with half of each as its error bound.
+  families here have no millisecond list mode: decision 341); a sag whose duration is a whole
+  number of the family's sequence steps (the Rigol's timer: seconds) is run by the instrument.
+  The host cannot know when inside a command's round trip the instrument acted, nor where on the
+  output's way down (at its fastest fall, or a ramp's slew) the drive lost power: each edge is
+  reported at the middle of round trip (write, then *OPC? answered) plus fall, with half of each
+  as its error bound.
 - An instrument that stops answering raises `PowerTimeoutError` (the cycle is a rig ERROR; its
   output keeps whatever it was last told, which for every switch but a cut is on).
 
@@ -128,14 +130,17 @@ class ScpiSupply:
         except Timeout as error:
             raise PowerTimeoutError(f"the supply did not take {text!r}: {error}") from error
 
-    def _command(self, op: str, ch: int, v: float = 0.0) -> str:
-        return self.family.commands[op].format(ch=self._outputs[ch], v=v, a=self.current_a)
+    def _command(self, op: str, ch: int, v: float = 0.0, t: int = 0) -> str:
+        return self.family.commands[op].format(
+            ch=self._outputs[ch], v=v, a=self.current_a, t=t, nominal=self.volts
+        )
 
-    def _send(self, op: str, ch: int, v: float = 0.0) -> None:
+    def _send(self, op: str, ch: int, v: float = 0.0, t: int = 0) -> None:
         select = self._command("select", ch)
         if select:
             self._write(select)
-        self._write(self._command(op, ch, v))
+        for part in self._command(op, ch, v, t).split(";"):
+            self._write(part)
 
     def _ask(self, op: str, ch: int) -> str:
         return self._query(self._command(op, ch))
@@ -194,6 +199,8 @@ class ScpiSupply:
     def on(self, channel: int) -> Edge:
         self._stop_pending(channel)
         with self._lock:
+            if "seq_stop" in self.family.commands:  # a sequence the instrument runs ends here
+                self._send("seq_stop", channel)
             self._send("set_current", channel)
             self._send("set_volts", channel, self.volts)
             at = self._timed("output_on", channel)
@@ -248,8 +255,27 @@ class ScpiSupply:
                 f" {self.model} can set in that time (it falls {fall:g} V/ms: {reach_ms:g} ms)"
             )
 
+    def instrument_timed(self, shape: Shape) -> bool:
+        """Whether the instrument times this shape itself: a sag at full speed whose duration is
+        a whole number of the family's sequence steps."""
+        step = self.family.sequence_step_s
+        if not step or shape.kind != "sag" or shape.slew_v_per_s > 0:
+            return False
+        steps = shape.duration_s / step
+        return steps >= 1 and abs(steps - round(steps)) < 1e-6
+
     def shaped_cut(self, channel: int, delay_s: float, shape: Shape) -> _HostTimedCut:
         depth = shape.volts(self.volts)
+        if self.instrument_timed(shape):
+            seconds = round(shape.duration_s)
+
+            def timed(pending: _HostTimedCut, cancel: threading.Event) -> None:
+                with self._lock:
+                    self._send("seq_setup", channel, depth, seconds)
+                    at = self._timed("seq_start", channel)
+                pending.edge = self._edge(channel, False, at, self.volts - depth)
+
+            return self._later(channel, delay_s, timed)
 
         def run(pending: _HostTimedCut, cancel: threading.Event) -> None:
             at = self._slew(channel, (self.volts, depth), shape.slew_v_per_s, cancel)

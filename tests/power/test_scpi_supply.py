@@ -223,3 +223,32 @@ def test_the_pyvisa_sim_definition_drives_the_same_driver() -> None:
         assert not supply.state(1)
     finally:
         supply.close()
+
+
+def test_a_sag_of_whole_timer_steps_is_timed_by_the_rigol_itself() -> None:
+    rails = Rails()
+    rails.channel_of = {0: 0, 1: 1}
+    server = SupplyServer(SimSupply("rigol-dp8", "DP832", on_rail=rails))
+    supply = connect(server)
+    try:
+        whole, short = Shape("sag", 50.0, "%", 1.0), Shape("sag", 50.0, "%", 0.03)
+        assert supply.instrument_timed(whole) and not supply.instrument_timed(short)
+        supply.on(0)
+        before, sent = len(rails.seen), len(server.supply.log)
+        edge = supply.shaped_cut(0, 0.0, whole).wait(2.0)
+        time.sleep(1.3)
+        log = server.supply.log[sent:]
+        supply.on(0)
+    finally:
+        supply.close()
+        server.close()
+    sag = [(v, ns) for ch, v, ns in rails.seen[before:] if ch == 0]
+    assert [v for v, _ in sag] == [6.0, 12.0]
+    assert abs(sag[0][1] - edge.host_ns) <= edge.error_ns
+    assert 0.99 <= (sag[1][1] - sag[0][1]) / 1e9 < 1.2  # the instrument's one-second step
+    assert ":TIM ON" in log and "(timer) 12 V on output 1" in log
+    assert not [c for c in log if c.startswith(":SOUR1:VOLT")]  # the host sent no level
+
+
+def test_a_keysight_has_no_sequence_and_times_every_sag_itself() -> None:
+    assert not FAMILIES["keysight-e36"].sequence_step_s
