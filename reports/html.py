@@ -514,7 +514,7 @@ def endurance_charts(m: ModelReport) -> str:
     return _generic_interval_charts(m)
 
 
-NOT_ENOUGH_DATA = "not enough data"
+from reports.record import NOT_ENOUGH_DATA  # noqa: E402  (moved: record.py)
 
 
 def _percentile_cell(writes: list[dict[str, Any]], key: str, summary: Any) -> str:
