@@ -1,7 +1,8 @@
 """Write a report folder from one or more stores: one record (reports/record.py) from the
 analysis, and each output a consumer of it: report.html and one page per model
 (reports/html.py on reports/templates/), report.json (reports/json_out.py), the CSV tables
-(reports/csv_tables.py) and junit.xml (reports/junit.py)."""
+(reports/csv_tables.py), junit.xml (reports/junit.py) and, where asked, a Markdown summary
+(reports/markdown.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from reports import (
     html,
     json_out,
     junit,
+    markdown,
     window,
     window_html,
 )
@@ -25,17 +27,27 @@ from reports.record import ModelReport, Report
 
 
 def write_report(
-    db_paths: Sequence[str], out_dir: str, confidence: float = 0.95, junit_path: str = ""
+    db_paths: Sequence[str],
+    out_dir: str,
+    confidence: float = 0.95,
+    junit_path: str = "",
+    markdown_path: str | None = None,
 ) -> str:
     """Build the report of the given stores into `out_dir`; returns the HTML file's path."""
-    return write_dataset_report(dataset.load(db_paths), out_dir, confidence, junit_path)
+    data = dataset.load(db_paths)
+    return write_dataset_report(data, out_dir, confidence, junit_path, markdown_path)
 
 
 def write_dataset_report(
-    data: dataset.Dataset, out_dir: str, confidence: float = 0.95, junit_path: str = ""
+    data: dataset.Dataset,
+    out_dir: str,
+    confidence: float = 0.95,
+    junit_path: str = "",
+    markdown_path: str | None = None,
 ) -> str:
     """Build the report of a dataset (stores, the central database, or both merged); its JUnit
-    XML goes to `junit_path` (default: junit.xml in `out_dir`)."""
+    XML goes to `junit_path` (default: junit.xml in `out_dir`), a Markdown summary to
+    `markdown_path` where given."""
     report = analysis.analyse(data, confidence)
     windows = window.analyse(data)  # the window of vulnerability: its own section and key
     extra_json = {"window": window.to_json(windows)} if windows else {}
@@ -47,6 +59,8 @@ def write_dataset_report(
     deferred.write(str(out / "report.json"), json_out.json_text(report, now, extra_json))
     junit.write(report, junit_path or out / "junit.xml")
     csv_tables.write_csvs(report, data, out)
+    if markdown_path:
+        markdown.write(report, markdown_path, now)
     for model in report.models:  # a page per model too, for a file that cites one model
         alone = html.render_text(model_alone(report, model), now)
         deferred.write(str(out / html.model_page(model.model)), alone)
