@@ -11,8 +11,8 @@ from html import escape
 from typing import Any
 
 from reports import svg
-from reports.analysis import ModelReport
 from reports.endurance import EnduranceSeries, Mark, TrimPair, WindowFit
+from reports.record import ModelReport
 from rig.campaign import pts
 
 LABELS = {"iops": "IOPS", "mb_per_s": "MB/s", "mean_latency_us": "mean latency µs"}

@@ -8,14 +8,12 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-import jinja2
 from markupsafe import Markup
 
 from reports import certificate, charts, deferred, intervals
 from reports.cells import (
     DETAIL_LIST_ITEMS,
     anchor,
-    escape,
     finding_detail,
     markup,
     model_page,
@@ -27,6 +25,7 @@ from reports.cells import (
 from reports.endurance_html import endurance_sections
 from reports.record import NOT_REPORTED, DelayBin, DriveHealth, ModelReport, Report
 from reports.sequential_html import sequential_section
+from reports.templating import ENV
 
 __all__ = ["DETAIL_LIST_ITEMS", "finding_detail", "health_section", "model_page", "render"]
 
@@ -49,18 +48,6 @@ section.model{border-left:4px solid #ccc;padding-left:14px;margin-top:2em}
 """
     + certificate.PRINT_STYLE
 )
-
-
-# Autoescaping on: every value a template shows is escaped unless it is Markup. `finalize`
-# escapes it the way html.escape does (the report's bytes have always been that: &#x27; and
-# &quot;, where markupsafe writes &#39; and &#34;), so escaping is the same in every template.
-ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("reports", "templates"),
-    autoescape=True,
-    finalize=escape,
-    undefined=jinja2.StrictUndefined,
-)
-ENV.filters.update(pct=pct, fmt=format)
 
 
 def render(report: Report, generated_at: float | None = None) -> str:
