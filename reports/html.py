@@ -23,7 +23,16 @@ from reports.cells import (
     when,
 )
 from reports.endurance_html import endurance_sections
-from reports.record import NOT_REPORTED, DelayBin, DriveHealth, ModelReport, Report
+from reports.record import (
+    NOT_REPORTED,
+    Comparison,
+    DelayBin,
+    DriveHealth,
+    DriveStat,
+    ModelReport,
+    RailStat,
+    Report,
+)
 from reports.sequential_html import sequential_section
 from reports.templating import ENV
 
@@ -135,7 +144,7 @@ def comparison_head(confidence: float) -> list[str]:
     ]
 
 
-def comparison_row(c: Any) -> list[object]:
+def comparison_row(c: Comparison) -> list[object]:
     return [
         *(c.outcome, c.model_a, f"{c.a.failed}/{c.a.trials}", c.model_b),
         *(f"{c.b.failed}/{c.b.trials}", f"{c.p_value:.3g}", f"{c.p_holm:.3g}"),
@@ -202,7 +211,7 @@ def drive_head(c: str) -> list[str]:
     ]
 
 
-def drive_row(d: Any) -> list[object]:
+def drive_row(d: DriveStat) -> list[object]:
     findings = [markup("{}: {}", k, v) for k, v in d.findings.items()]
     return [
         markup("{}<br><code>{}</code>", d.serial, d.wwn),
@@ -234,7 +243,7 @@ RAIL_HEAD = (
 )
 
 
-def rail_row(r: Any) -> list[object]:
+def rail_row(r: RailStat) -> list[object]:
     return [
         *(r.drive, r.measured, ", ".join(f"{k} {v}" for k, v in sorted(r.ends.items()))),
         *(ms(r.hi_us.get(k)) for k in ("p50", "p90", "max")),
