@@ -12,7 +12,6 @@ from markupsafe import Markup
 
 from reports import certificate, charts, deferred, intervals
 from reports.cells import (
-    DETAIL_LIST_ITEMS,
     anchor,
     finding_detail,
     markup,
@@ -35,8 +34,6 @@ from reports.record import (
 )
 from reports.sequential_html import sequential_section
 from reports.templating import ENV
-
-__all__ = ["DETAIL_LIST_ITEMS", "finding_detail", "health_section", "model_page", "render"]
 
 STYLE = (
     """
