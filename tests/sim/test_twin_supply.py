@@ -106,3 +106,55 @@ def test_rig_run_sags_and_ramps_through_pyvisa_against_the_simulated_supply(
         assert statuses == ["ok"] * 10 and failing == []
         assert kinds == [("sag", "ramp")[n]] * 10
         assert station.startswith("scpi-supply E36312A TCPIP::127.0.0.1::")
+
+
+def test_rig_run_meets_a_supply_that_stops_answering_mid_campaign(
+    tmp_path: Path, twin: None
+) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    drives = [TwinDrive(0, "SUPPLY FREEZE", "SUPF0", "", "honest", 7)]
+    sim = SimTwin(
+        drives,
+        tmp_path / "truth.jsonl",
+        {"family": "keysight-e36", "model": "E36312A", "volts": 5.0},
+    )
+    env = {**os.environ, "PATH": f"{SHIM_DIR}{os.pathsep}{os.environ.get('PATH', os.defpath)}"}
+    text = campaign(sim.resource, 'kind = "off"').replace("cycles = 5", "cycles = 40")
+    text = text.replace('\n[[drive]]\nchannel = 1\nmodel = "SUPPLY PLP"\nserial = "SUPP1"\n', "")
+    text = text.replace("SUPPLY HONEST", "SUPPLY FREEZE").replace("SUPH0", "SUPF0")
+    text = text.replace("volts = 5.0", "volts = 5.0\ntimeout_ms = 500")
+    (tmp_path / "c.toml").write_text(text)
+    db = tmp_path / "s.sqlite"
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rig.cli", "run", "c.toml", "--db", "s.sqlite"],
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:  # (read-only: never the one who creates the store)
+                with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as store:
+                    done = store.execute("SELECT count(*) FROM cycle").fetchone()[0]
+            except sqlite3.Error:
+                done = 0
+            if done >= 2:
+                break
+            time.sleep(0.1)
+        os.kill(sim.proc.pid, signal.SIGUSR1)  # the supply stops answering, its output on
+        _, stderr = proc.communicate(timeout=300)
+        node_still_there = os.path.exists(sim.nodes["SUPF0"])
+    finally:
+        sim.close()
+    lines = stderr.strip().splitlines()
+    assert proc.returncode == 3 and len(lines) == 1, stderr
+    assert "the supply did not answer" in lines[0]
+    with sqlite3.connect(db) as store:
+        statuses = [r[0] for r in store.execute("SELECT status FROM cycle ORDER BY id")]
+        ended = store.execute("SELECT status FROM campaign").fetchone()[0]
+    assert statuses[:2] == ["ok", "ok"] and statuses.count("error") >= 1 and len(statuses) < 40
+    assert ended == "done"  # the campaign's end recorded all the same
+    assert node_still_there  # the drive stayed powered: its output was on when it froze
