@@ -101,7 +101,7 @@ class Dataset:
 # a crashed cycle reaches the report as an `interrupted` cycle row)
 KNOWN_TABLES = {
     *("campaign", "drive", "cycle", "finding", "event", "ledger", "lba_state", "health"),
-    *("rail_sense", "cycle_start", "finding_total", "lost_after"),
+    *("rail_sense", "cycle_start", "finding_total", "lost_after", "cycle_total"),
 }
 
 
