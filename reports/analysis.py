@@ -27,7 +27,15 @@ import numpy.typing as npt
 
 from reports import stats
 from reports import verdict as verdicts
-from reports.cuts import Counted, CutTable, DelayPoints, FloatArray, add_counts, table_of
+from reports.cuts import (
+    Counted,
+    CutTable,
+    DelayPoints,
+    FloatArray,
+    StoredDelayPoints,
+    add_counts,
+    table_of,
+)
 from reports.dataset import Campaign, Dataset, DriveRun
 from reports.endurance import EnduranceSeries, TrimPair, endurance_series, trim_pairs
 from reports.sequential import SequentialReport
@@ -345,7 +353,8 @@ def analyse(data: Dataset, confidence: float = 0.95) -> Report:
     by_model: dict[str, list[DriveRun]] = {}
     for run in data.runs:
         by_model.setdefault(run.model, []).append(run)
-    models = [_model(name, runs, confidence) for name, runs in sorted(by_model.items())]
+    parts = RunParts()
+    models = [_model(name, runs, confidence, parts) for name, runs in sorted(by_model.items())]
     campaigns = [
         {
             "source": c.source,
@@ -404,76 +413,134 @@ def compare(models: Sequence[ModelReport], confidence: float) -> list[Comparison
 
 
 @dataclass
-class Cuts:
-    """The cut rows (status ok or dead) of some drive runs, in order, as (run, table, mask)."""
+class RunPart:
+    """One run's cycles reduced, in one pass over its table, to what the analysis states of
+    them: counts, sums, the return times (every cut's, for exact quantiles) and where it died.
+    A report holds these for every run at once, never the runs' tables (issue 27)."""
 
-    parts: list[tuple[DriveRun, CutTable, npt.NDArray[np.bool_]]]
+    cuts: int  # cycles with status ok or dead
+    class_counts: dict[frozenset[str], int]  # cuts per set of failure classes
+    class_sets: list[frozenset[str]]  # the sets the table knows, in its order
+    statuses: dict[str, int]  # cycles per status, cuts or not
+    dead_at: int | None  # the cut (1-based, among the run's cuts) the drive died at
+    returns: FloatArray  # return times of the cuts with status ok that have one, in order
+    bytes_written: int  # over every cycle
+    blocks_checked: int  # over the cuts
+    full_scans: int
+    blocks_unchecked: int
 
     @classmethod
-    def of(cls, runs: Iterable[DriveRun]) -> Cuts:
-        tables = [(r, table_of(r.cuts)) for r in runs]
-        return cls([(r, t, t.is_cut) for r, t in tables])
+    def of(cls, t: CutTable) -> RunPart:
+        m = t.is_cut
+        hist = np.bincount(t.classes[m], minlength=len(t.class_sets))
+        counts: dict[frozenset[str], int] = {}
+        for i, s in enumerate(t.class_sets):
+            counts[s] = counts.get(s, 0) + int(hist[i])
+        dead_at = None
+        if "dead" in t.statuses:
+            found = np.flatnonzero(t.status[m] == t.statuses.index("dead"))
+            dead_at = int(found[0]) + 1 if len(found) else None
+        values = t.columns["return_ms"][m & t.status_mask("ok")]
+        return cls(
+            cuts=int(m.sum()),
+            class_counts=counts,
+            class_sets=list(t.class_sets),
+            statuses={name: t.count_status(name) for name in t.statuses},
+            dead_at=dead_at,
+            returns=values[~np.isnan(values)],
+            bytes_written=int(t.columns["bytes_written"].sum()),
+            blocks_checked=int(t.columns["blocks_checked"][m].sum()),
+            full_scans=int(t.columns["full_scan"][m].sum()),
+            blocks_unchecked=int(t.columns["blocks_unchecked"][m].sum()),
+        )
+
+
+class RunParts:
+    """Each run's RunPart, made once per report from its table (read one run at a time)."""
+
+    def __init__(self) -> None:
+        self.made: dict[int, tuple[DriveRun, RunPart]] = {}
+
+    def of(self, run: DriveRun) -> RunPart:
+        if id(run) not in self.made:  # (the run is kept with it: its id stays its own)
+            self.made[id(run)] = (run, RunPart.of(table_of(run.cuts)))
+        return self.made[id(run)][1]
+
+
+@dataclass
+class Cuts:
+    """The cut rows (status ok or dead) of some drive runs, in order, as their RunParts."""
+
+    runs: list[DriveRun]
+    parts: list[RunPart]
+
+    @classmethod
+    def of(cls, runs: Iterable[DriveRun], parts: RunParts) -> Cuts:
+        runs = list(runs)
+        return cls(runs, [parts.of(r) for r in runs])
 
     @property
     def count(self) -> int:
-        return sum(int(m.sum()) for _, _, m in self.parts)
+        return sum(p.cuts for p in self.parts)
 
     def where(self, keep: Callable[[frozenset[str]], bool]) -> int:
         """Cuts whose set of failure classes `keep` accepts."""
-        total = 0
-        for _, t, m in self.parts:
-            hist = np.bincount(t.classes[m], minlength=len(t.class_sets))
-            total += sum(int(hist[i]) for i, s in enumerate(t.class_sets) if keep(s))
-        return total
-
-    def column(self, name: str) -> FloatArray:
-        return _cat([t.columns[name][m] for _, t, m in self.parts])
-
-    def failed(self) -> npt.NDArray[np.bool_]:
-        return np.concatenate([t.failed[m] for _, t, m in self.parts] or [np.empty(0, bool)])
+        return sum(n for p in self.parts for s, n in p.class_counts.items() if keep(s))
 
     def returns(self) -> FloatArray:
         """Return times of cuts with status ok that have one."""
-        out = []
-        for _, t, m in self.parts:
-            values = t.columns["return_ms"][m & t.status_mask("ok")]
-            out.append(values[~np.isnan(values)])
-        return _cat(out)
+        return _cat([p.returns for p in self.parts])
 
     def cycles(self, status: str) -> int:
         """Cycles of this status, cuts or not."""
-        return sum(t.count_status(status) for _, t, _ in self.parts)
+        return sum(p.statuses.get(status, 0) for p in self.parts)
 
     def delays(self) -> DelayPoints:
+        """Every cut's delays and outcome, made from the runs' tables when read (one model's
+        in memory at a time: reports.cuts.StoredDelayPoints)."""
         # class-set codes in one canonical order (no failure first), not in the order the rows
         # came: a store and the fleet's database give the same analysis of the same cuts
         sets: set[frozenset[str]] = {frozenset()}
-        for _, t, _ in self.parts:
-            sets.update(t.class_sets)
+        for p in self.parts:
+            sets.update(p.class_sets)
         order = sorted(sets, key=lambda s: (len(s), failures.ordered(s)))
-        codes = {s: i for i, s in enumerate(order)}
         lists = [failures.ordered(s) for s in order]
-        mapped = []
-        for _, t, m in self.parts:
-            remap = np.array([codes[s] for s in t.class_sets] or [0], np.int32)
-            mapped.append(remap[t.classes[m]])
-        return DelayPoints(
-            self.column("ack_to_cut_ms"),
-            self.column("flush_to_cut_ms"),
-            self.column("cut_delay_ms"),
-            np.concatenate(mapped or [np.empty(0, np.int32)]).astype(np.int32),
-            lists,
-        )
+        runs = self.runs
+
+        def make() -> DelayPoints:
+            codes = {s: i for i, s in enumerate(order)}
+            columns: dict[str, list[FloatArray]] = {k: [] for k in DELAY_COLUMNS}
+            mapped = []
+            for r in runs:
+                t = table_of(r.cuts)
+                m = t.is_cut
+                for name in DELAY_COLUMNS:
+                    columns[name].append(t.columns[name][m])
+                remap = np.array([codes[s] for s in t.class_sets] or [0], np.int32)
+                mapped.append(remap[t.classes[m]])
+            ack, flush, delay = (_cat(columns[name]) for name in DELAY_COLUMNS)
+            return DelayPoints(
+                ack,
+                flush,
+                delay,
+                np.concatenate(mapped or [np.empty(0, np.int32)]).astype(np.int32),
+                lists,
+            )
+
+        return StoredDelayPoints(make, self.count, lists)
+
+
+DELAY_COLUMNS = ("ack_to_cut_ms", "flush_to_cut_ms", "cut_delay_ms")
 
 
 def _cat(arrays: list[FloatArray]) -> FloatArray:
     return np.concatenate(arrays) if arrays else np.empty(0, np.float64)
 
 
-def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
+def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts) -> ModelReport:
     runs = sorted(runs, key=lambda r: (r.campaign.started_at, r.channel))
     criteria, note = merged_criteria({id(r.campaign): r.campaign for r in runs}.values())
-    cuts = Cuts.of(runs)
+    cuts = Cuts.of(runs, parts)
     n = cuts.count
     classes_present = failures.ordered(k for r in runs for k in r.findings)
     class_stats = [
@@ -487,7 +554,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
     ]
     counted = set(criteria.classes)
     criteria_failed = cuts.where(lambda s: bool(s & counted) if counted else bool(s))
-    drives = _drives(runs, confidence, criteria)
+    drives = _drives(runs, confidence, criteria, parts)
     any_failure = proportion(cuts.where(bool), n, confidence)
     crit = proportion(criteria_failed, n, criteria.confidence)
     returns = cuts.returns()
@@ -499,7 +566,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
     return ModelReport(
         model=model,
         firmware={
-            fw: proportion((c := Cuts.of(rs)).where(bool), c.count, confidence)
+            fw: proportion((c := Cuts.of(rs, parts)).where(bool), c.count, confidence)
             for fw, rs in sorted(firmware.items())
         },
         drives=drives,
@@ -551,25 +618,22 @@ def _lost_after(runs: list[DriveRun], which: int) -> Counted:
 def _dead_at(cuts: Cuts) -> int | None:
     """The cut count (1-based, over the runs in order) at which the drive died."""
     offset = 0
-    for _, t, m in cuts.parts:
-        statuses = t.status[m]
-        if "dead" not in t.statuses:
-            offset += len(statuses)
-            continue
-        found = np.flatnonzero(statuses == t.statuses.index("dead"))
-        if len(found):
-            return offset + int(found[0]) + 1
-        offset += len(statuses)
+    for p in cuts.parts:
+        if p.dead_at is not None:
+            return offset + p.dead_at
+        offset += p.cuts
     return None
 
 
-def _drives(runs: list[DriveRun], confidence: float, criteria: Criteria) -> list[DriveStat]:
+def _drives(
+    runs: list[DriveRun], confidence: float, criteria: Criteria, parts: RunParts
+) -> list[DriveStat]:
     by_key: dict[str, list[DriveRun]] = {}
     for r in runs:
         by_key.setdefault(r.key, []).append(r)
     result = []
     for key, group in by_key.items():
-        cuts = Cuts.of(group)
+        cuts = Cuts.of(group, parts)
         n = cuts.count
         dead_at = _dead_at(cuts)
         findings: dict[str, int] = {}
@@ -595,13 +659,13 @@ def _drives(runs: list[DriveRun], confidence: float, criteria: Criteria) -> list
                 interrupted=cuts.cycles("interrupted"),
                 findings={k: findings[k] for k in failures.ordered(findings)},
                 allowed_losses=sum(r.allowed_losses for r in group),
-                bytes_written=sum(int(t.columns["bytes_written"].sum()) for _, t, _ in cuts.parts),
-                blocks_checked=int(cuts.column("blocks_checked").sum()),
-                full_scans=int(cuts.column("full_scan").sum()),
+                bytes_written=sum(p.bytes_written for p in cuts.parts),
+                blocks_checked=sum(p.blocks_checked for p in cuts.parts),
+                full_scans=sum(p.full_scans for p in cuts.parts),
                 dead_at_cut=dead_at,
                 median_return_ms=_median(returns),
                 verdict=_drive_verdict(dead_at, failed, n, criteria),
-                blocks_unchecked=int(cuts.column("blocks_unchecked").sum()),
+                blocks_unchecked=sum(p.blocks_unchecked for p in cuts.parts),
             )
         )
     return result

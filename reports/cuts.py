@@ -8,6 +8,9 @@ cut's status and its set of failure classes are small codes into per-table vocab
 from __future__ import annotations
 
 import itertools
+import os
+import tempfile
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -161,10 +164,79 @@ class TableBuilder:
         return t
 
 
+class Resident:
+    """One value kept in memory at a time, by key: what a report reads per drive or per model
+    one after the other, so only one of them is in memory however many there are."""
+
+    def __init__(self) -> None:
+        self.key: object = None
+        self.value: Any = None
+
+    def get(self, key: object, make: Callable[[], Any]) -> Any:
+        if self.key is not key:
+            self.key, self.value = None, None  # (the old one goes before the new one is made)
+            self.value, self.key = make(), key
+        return self.value
+
+
+_TABLES = Resident()  # the spilled run table last read
+_DELAYS = Resident()  # the stored delay points last read
+
+
+class SpillFolder:
+    """A temporary folder for spilled tables, removed once nothing refers to it."""
+
+    def __init__(self) -> None:
+        self.folder = tempfile.TemporaryDirectory(prefix="rig-report-")
+
+    def path(self) -> str:
+        return os.path.join(self.folder.name, f"{uuid.uuid4().hex}.npz")
+
+
+class SpilledCuts(Sequence[Cut]):
+    """A drive's CutTable kept in a temporary file (numpy .npz, uncompressed): read back when
+    used, one table in memory at a time (`_TABLES`), so a report's memory does not grow with
+    the drives' cuts it holds (issue 27). Reading 30 MB back takes milliseconds, a pass over
+    the store's cycle rows seconds."""
+
+    def __init__(self, table: CutTable, spill: SpillFolder) -> None:
+        self.spill = spill  # keeps the folder while this table may be read
+        self.file = spill.path()
+        self.rows = len(table)
+        self.statuses, self.class_sets = table.statuses, table.class_sets
+        arrays: dict[str, Any] = {f"c_{k}": v for k, v in table.columns.items()}
+        np.savez(self.file, status=table.status, classes=table.classes, **arrays)
+
+    def table(self) -> CutTable:
+        table: CutTable = _TABLES.get(self, self._load)
+        return table
+
+    def _load(self) -> CutTable:
+        with np.load(self.file) as saved:
+            return CutTable(
+                {k: saved[f"c_{k}"] for k in COLUMNS},
+                saved["status"],
+                saved["classes"],
+                self.statuses,
+                self.class_sets,
+            )
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.table()[index]
+
+    def __iter__(self) -> Iterator[Cut]:
+        return iter(self.table())
+
+
 def table_of(cuts: Iterable[Cut]) -> CutTable:
     """A CutTable of Cut objects (a dataset built by hand, e.g. in a test)."""
     if isinstance(cuts, CutTable):
         return cuts
+    if isinstance(cuts, SpilledCuts):
+        return cuts.table()
     builder = TableBuilder()
     cuts = list(cuts)
     if cuts:
@@ -217,6 +289,31 @@ class DelayPoints(Sequence[DelayPoint]):
     @property
     def failed(self) -> npt.NDArray[np.bool_]:
         return self.classes != 0
+
+
+class StoredDelayPoints(DelayPoints):
+    """A model's DelayPoints made when its columns are read (from its drives' spilled tables),
+    one model's in memory at a time (`_DELAYS`): a report holds every model's analysis at once
+    but draws and writes them one after the other. Its length and class lists are known
+    without reading."""
+
+    def __init__(self, make: Callable[[], DelayPoints], count: int, lists: list[list[str]]):
+        # (no dataclass fields set: reading one goes to __getattr__, hence to `make`)
+        self._make, self._count, self._lists = make, count, lists
+
+    def points(self) -> DelayPoints:
+        points: DelayPoints = _DELAYS.get(self, self._make)
+        return points
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name == "class_lists":
+            return self._lists
+        return getattr(self.points(), name)
+
+    def __len__(self) -> int:
+        return self._count
 
 
 class Counted(Sequence[float]):
