@@ -142,6 +142,10 @@ class TableBuilder:
         and the class-set codes (from code_of_classes)."""
         for name, dtype in COLUMNS.items():
             self.chunks[name].append(np.array(values[name], dtype=dtype))
+        self.status_chunks.append(self.status_codes(statuses))
+        self.class_chunks.append(np.array(classes, dtype=np.int32))
+
+    def status_codes(self, statuses: Sequence[str]) -> npt.NDArray[np.int16]:
         codes = []
         for s in statuses:
             code = self.status_code.get(s)
@@ -149,8 +153,7 @@ class TableBuilder:
                 code = self.status_code[s] = len(self.table.statuses)
                 self.table.statuses.append(s)
             codes.append(code)
-        self.status_chunks.append(np.array(codes, dtype=np.int16))
-        self.class_chunks.append(np.array(classes, dtype=np.int32))
+        return np.array(codes, dtype=np.int16)
 
     def done(self) -> CutTable:
         t = self.table
@@ -189,37 +192,86 @@ class SpillFolder:
     def __init__(self) -> None:
         self.folder = tempfile.TemporaryDirectory(prefix="rig-report-")
 
-    def path(self) -> str:
-        return os.path.join(self.folder.name, f"{uuid.uuid4().hex}.npz")
+    def base(self) -> str:
+        """A new file name stem in the folder."""
+        return os.path.join(self.folder.name, uuid.uuid4().hex)
+
+
+class SpillBuilder(TableBuilder):
+    """A TableBuilder that appends each chunk's columns to files (raw arrays, one per column)
+    instead of keeping them: a drive's cuts are never whole in memory while read."""
+
+    def __init__(self, spill: SpillFolder) -> None:
+        super().__init__()
+        self.spill, self.stem, self.rows = spill, spill.base(), 0
+
+    def add(
+        self, values: Mapping[str, Sequence[Any]], statuses: Sequence[str], classes: Sequence[int]
+    ) -> None:
+        for name, dtype in COLUMNS.items():
+            _append(f"{self.stem}.{name}", np.array(values[name], dtype=dtype))
+        _append(f"{self.stem}.status", self.status_codes(statuses))
+        _append(f"{self.stem}.classes", np.array(classes, dtype=np.int32))
+        self.rows += len(statuses)
+
+    def spilled(self) -> SpilledCuts:
+        for name in (*COLUMNS, "status", "classes"):  # (a drive without cycles: empty files)
+            _append(f"{self.stem}.{name}", np.empty(0, np.int8))
+        return SpilledCuts(self.spill, self.stem, self.rows, self.table)
+
+
+def _append(path: str, values: npt.NDArray[Any]) -> None:
+    with open(path, "ab") as out:
+        values.tofile(out)
+
+
+class _ColumnFiles(dict[str, npt.NDArray[Any]]):
+    """A table's columns read from their files when first asked for: a pass that reads four
+    columns holds four. Listing them (items, values) reads them all."""
+
+    def __init__(self, stem: str) -> None:
+        super().__init__()
+        self.stem = stem
+
+    def __missing__(self, name: str) -> npt.NDArray[Any]:
+        if name not in COLUMNS:
+            raise KeyError(name)
+        value = self[name] = np.fromfile(f"{self.stem}.{name}", COLUMNS[name])
+        return value
+
+    def whole(self) -> dict[str, npt.NDArray[Any]]:
+        return {name: self[name] for name in COLUMNS}
+
+    def items(self) -> Any:
+        return self.whole().items()
+
+    def values(self) -> Any:
+        return self.whole().values()
 
 
 class SpilledCuts(Sequence[Cut]):
-    """A drive's CutTable kept in a temporary file (numpy .npz, uncompressed): read back when
-    used, one table in memory at a time (`_TABLES`), so a report's memory does not grow with
-    the drives' cuts it holds (issue 27). Reading 30 MB back takes milliseconds, a pass over
-    the store's cycle rows seconds."""
+    """A drive's CutTable kept in files of a temporary folder: read back when used, one table
+    in memory at a time (`_TABLES`) and of it only the columns read, so a report's memory does
+    not grow with the drives' cuts (issue 27). Reading 30 MB back takes milliseconds, a pass
+    over the store's cycle rows seconds."""
 
-    def __init__(self, table: CutTable, spill: SpillFolder) -> None:
+    def __init__(self, spill: SpillFolder, stem: str, rows: int, vocabulary: CutTable) -> None:
         self.spill = spill  # keeps the folder while this table may be read
-        self.file = spill.path()
-        self.rows = len(table)
-        self.statuses, self.class_sets = table.statuses, table.class_sets
-        arrays: dict[str, Any] = {f"c_{k}": v for k, v in table.columns.items()}
-        np.savez(self.file, status=table.status, classes=table.classes, **arrays)
+        self.stem, self.rows = stem, rows
+        self.statuses, self.class_sets = vocabulary.statuses, vocabulary.class_sets
 
     def table(self) -> CutTable:
         table: CutTable = _TABLES.get(self, self._load)
         return table
 
     def _load(self) -> CutTable:
-        with np.load(self.file) as saved:
-            return CutTable(
-                {k: saved[f"c_{k}"] for k in COLUMNS},
-                saved["status"],
-                saved["classes"],
-                self.statuses,
-                self.class_sets,
-            )
+        return CutTable(
+            _ColumnFiles(self.stem),
+            np.fromfile(f"{self.stem}.status", np.int16),
+            np.fromfile(f"{self.stem}.classes", np.int32),
+            self.statuses,
+            self.class_sets,
+        )
 
     def __len__(self) -> int:
         return self.rows

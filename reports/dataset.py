@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from reports.cuts import Cut, CutTable, SpilledCuts, SpillFolder, TableBuilder, add_counts
+from reports.cuts import Cut, CutTable, SpillBuilder, SpillFolder, TableBuilder, add_counts
 from rig.check.failures import COUNTER_ANOMALY
 from rig.errors import UserError
 from rig.store import StoreReader, lost_after_ms
@@ -208,7 +208,9 @@ def _load_cuts(
             for f in db.findings_of_class(run.drive_id, COUNTER_ANOMALY)
             if isinstance(_decode(f["detail"]), dict)
         ]
-    run.cuts = SpilledCuts(_cut_table(db, run.drive_id, has_ledger, has_finding), spill)
+    builder = SpillBuilder(spill)  # each chunk to files: the drive's cuts never whole here
+    _cut_table(db, run.drive_id, has_ledger, has_finding, builder)
+    run.cuts = builder.spilled()
 
 
 CHUNK = 65_536  # cycle rows read at a time: Python objects for one chunk only
@@ -219,10 +221,12 @@ ROW_COLUMNS = (
 )
 
 
-def _cut_table(db: StoreReader, drive_id: int, has_ledger: bool, has_finding: bool) -> CutTable:
-    """The drive's cycles as columns, read a chunk at a time. v8 stores carry the delays in the
-    cycle row: a ledger is decoded only for a cycle without them (recorded by an older rig)."""
-    builder = TableBuilder()
+def _cut_table(
+    db: StoreReader, drive_id: int, has_ledger: bool, has_finding: bool, builder: TableBuilder
+) -> None:
+    """The drive's cycles as columns into `builder`, read a chunk at a time. v8 stores carry the
+    delays in the cycle row: a ledger is decoded only for a cycle without them (recorded by an
+    older rig)."""
     codes: dict[str | None, int] = {None: 0}
     cursor = db.cut_columns(drive_id, has_finding)
     while rows := cursor.fetchmany(CHUNK):
@@ -235,7 +239,6 @@ def _cut_table(db: StoreReader, drive_id: int, has_ledger: bool, has_finding: bo
         for text in set(columns[15]) - codes.keys():
             codes[text] = builder.code_of_classes(frozenset(str(text).split(",")))
         builder.add(values, columns[2], [codes[t] for t in columns[15]])
-    return builder.done()
 
 
 def _ledger_delays(
