@@ -213,7 +213,7 @@ def _load_cuts(
     run.cuts = builder.spilled()
 
 
-CHUNK = 65_536  # cycle rows read at a time: Python objects for one chunk only
+CHUNK = 8_192  # cycle rows read at a time: Python objects for one chunk only (~6 MB)
 # the per-cut columns of StoreReader.cut_columns, after id, seq and status
 ROW_COLUMNS = (
     *("cut_delay_ms", "return_ms", "gone_ms", "ack_to_cut_ms", "flush_to_cut_ms", "started_at"),
