@@ -21,12 +21,14 @@ what the report reads is what the product would have written (its time is printe
 `--status` times `rig status` (table and --json) in a child instead, `--report` the whole report
 in a child, each from `--code DIR`'s checkout (default this one: give an older commit's, `git
 archive`d, for a before figure). `--code` given more than once, with `--rounds N`, alternates the
-checkouts N times in one run (the machine is shared: a same-run comparison). `--migrate` opens a
-kept store with this checkout's `Store` (a writer: it upgrades an older store, printing the
-backfill's progress) and prints the time. Each run prints the CPU (`lscpu`) and the load.
+checkouts N times in one run (the machine is shared: a same-run comparison). `--v12-cost DEMO`
+records `--cuts` cuts with and without store v12's additions (alternating, one run). `--migrate`
+opens a kept store with this checkout's `Store` (a writer: it upgrades an older store, printing
+the backfill's progress) and prints the time. Each run prints the CPU (`lscpu`) and the load.
 
 Run: .venv/bin/python bench/store_scale.py [--cuts 100000] [--record N]
         [--report | --status | --migrate] [--keep DIR | --store PATH] [--code DIR]... [--rounds N]
+     .venv/bin/python bench/store_scale.py --v12-cost DEMO.sqlite [--cuts 3000]
 (--keep DIR records into DIR and keeps the store; --store PATH reports on a kept store.)
 """
 
@@ -49,7 +51,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rig.store import SCHEMA_VERSION, CycleRow, Store  # noqa: E402
+from rig.store import SCHEMA_VERSION, CycleRow, Store, cycle_sums  # noqa: E402
 
 
 def demo_store(work: Path) -> Path:
@@ -130,6 +132,47 @@ def fill(path: Path, cuts: int, template: list[dict[str, Any]], source: Path) ->
             started = now
     store.close()
     return slices
+
+
+def v12_cost(work: Path, source: Path, cuts: int) -> None:
+    """What store v12 adds to `record_cycle` (its cycle_total upsert and cycle_return index
+    entry): the demo's templates recorded into two fresh stores, one as v12 makes it and one
+    without the table, the index and the upsert, in alternating blocks of 100 cuts in this one
+    process (a same-run comparison on a shared machine); CPU time per cut of each."""
+    template = templates(source)
+    stores: dict[str, tuple[Store, dict[int, int]]] = {}
+    demo = sqlite3.connect(source)
+    for name in ("v12", "without v12"):
+        store = Store(str(work / f"{name.replace(' ', '_')}.sqlite"))
+        campaign = store.new_campaign("v12-cost", "", 1, "simulated")
+        drives = {}
+        for d in demo.execute("SELECT id, channel, model, serial FROM drive"):
+            identity = {"model": d[2], "serial": d[3], "wwn": "", "firmware": ""}
+            drives[d[0]] = store.add_drive(campaign, d[1], identity, 1 << 30, 4096, (0, 9))
+        if name != "v12":
+            with store.transaction() as db:
+                db.execute("DROP INDEX cycle_return")
+                db.execute("DROP TABLE cycle_total")
+        stores[name] = (store, drives)
+    spent = dict.fromkeys(stores, 0.0)
+    seqs: dict[tuple[str, int], int] = {}
+    keep = cycle_sums.add_cycle
+    for block in range(0, cuts, 100):
+        for name, (store, drives) in stores.items():
+            cycle_sums.add_cycle = keep if name == "v12" else (lambda db, cycle_id: None)
+            started = time.process_time()
+            for i in range(block, min(cuts, block + 100)):
+                t = template[i % len(template)]
+                drive = drives[t["row"]["drive_id"]]
+                seq = seqs[name, drive] = seqs.get((name, drive), 0) + 1
+                row = CycleRow(**dict(t["row"], drive_id=drive, seq=seq))
+                store.record_cycle(row, t["findings"], t["events"], t["ledger"], t["state"])
+            spent[name] += time.process_time() - started
+    cycle_sums.add_cycle = keep
+    for name, (store, _) in stores.items():
+        store.close()
+        print(f"record_cycle, {name}: {spent[name] / cuts * 1000:.3f} ms CPU per cut")
+    print(f"v12 adds {(spent['v12'] / spent['without v12'] - 1) * 100:.1f} % ({cuts} cuts each)")
 
 
 def copy_by_sql(path: Path, cuts: int) -> None:
@@ -259,6 +302,9 @@ def main() -> None:
     )
     parser.add_argument("--migrate", action="store_true", help="open (upgrade) the store, timed")
     parser.add_argument(
+        "--v12-cost", metavar="DEMO", help="record_cycle with and without v12, from this demo store"
+    )
+    parser.add_argument(
         "--code", metavar="DIR", action="append", help="run status / report from this checkout"
     )
     parser.add_argument("--rounds", type=int, default=1, help="alternate the --code checkouts")
@@ -267,6 +313,9 @@ def main() -> None:
     print(machine(), flush=True)
     with tempfile.TemporaryDirectory(dir=args.keep or REPO / "bench") as tmp:
         work = Path(tmp)
+        if args.v12_cost:
+            v12_cost(work, Path(args.v12_cost), args.cuts)
+            return
         if args.store:
             path = Path(args.store)
         else:
