@@ -34,6 +34,7 @@ from reports.cuts import (
     FloatArray,
     StoredDelayPoints,
     add_counts,
+    let_go,
     table_of,
 )
 from reports.dataset import Campaign, Dataset, DriveRun
@@ -464,6 +465,7 @@ class RunParts:
     def of(self, run: DriveRun) -> RunPart:
         if id(run) not in self.made:  # (the run is kept with it: its id stays its own)
             self.made[id(run)] = (run, RunPart.of(table_of(run.cuts)))
+            let_go()  # (its columns read back from their files when next asked for)
         return self.made[id(run)][1]
 
 
@@ -518,7 +520,7 @@ class Cuts:
                     columns[name].append(t.columns[name][m])
                 remap = np.array([codes[s] for s in t.class_sets] or [0], np.int32)
                 mapped.append(remap[t.classes[m]])
-            ack, flush, delay = (_cat(columns[name]) for name in DELAY_COLUMNS)
+            ack, flush, delay = (_joined(columns[name]) for name in DELAY_COLUMNS)
             return DelayPoints(
                 ack,
                 flush,
@@ -531,6 +533,11 @@ class Cuts:
 
 
 DELAY_COLUMNS = ("ack_to_cut_ms", "flush_to_cut_ms", "cut_delay_ms")
+
+
+def _joined(arrays: list[FloatArray]) -> FloatArray:
+    """The arrays end to end; one array as it is (not copied: a model of one drive)."""
+    return arrays[0] if len(arrays) == 1 else _cat(arrays)
 
 
 def _cat(arrays: list[FloatArray]) -> FloatArray:
@@ -563,6 +570,9 @@ def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts)
         firmware.setdefault(r.firmware or NOT_REPORTED, []).append(r)
     dead = sum(d.dead_at_cut is not None for d in drives)
     delays = cuts.delays()
+    ack_bins = _bins(delays.ack_to_cut_ms, delays.failed, confidence)
+    flush_bins = _bins(delays.flush_to_cut_ms, delays.failed, confidence)
+    let_go()  # (this model's delay points: made again when a chart or report.json reads them)
     return ModelReport(
         model=model,
         firmware={
@@ -591,8 +601,8 @@ def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts)
         delays=delays,
         lost_after_ack_ms=_lost_after(runs, 0),
         lost_after_flush_ms=_lost_after(runs, 1),
-        ack_bins=_bins(delays.ack_to_cut_ms, delays.failed, confidence),
-        flush_bins=_bins(delays.flush_to_cut_ms, delays.failed, confidence),
+        ack_bins=ack_bins,
+        flush_bins=flush_bins,
         examples=[dict(e, drive=r.serial or r.wwn) for r in runs for e in r.examples],
         health=[h for h in (_health(r) for r in runs) if h is not None],
         anomalies=[dict(a, drive=r.serial or r.wwn) for r in runs for a in r.anomalies],
@@ -777,7 +787,7 @@ def _quantiles(values: Sequence[float] | FloatArray) -> dict[str, float]:
         "p90": q(0.9),
         "p99": q(0.99),
         "max": float(ordered[-1]),
-        "mean": math.fsum(ordered.tolist()) / len(ordered),
+        "mean": math.fsum(ordered) / len(ordered),  # (not tolist: a float object per value)
     }
 
 

@@ -186,6 +186,13 @@ _TABLES = Resident()  # the spilled run table last read
 _DELAYS = Resident()  # the stored delay points last read
 
 
+def let_go() -> None:
+    """Forget the resident table and delay points (read again from their files when asked):
+    for a caller done with them, so that what it makes next is not made beside them."""
+    _TABLES.get(None, lambda: None)
+    _DELAYS.get(None, lambda: None)
+
+
 class SpillFolder:
     """A temporary folder for spilled tables, removed once nothing refers to it."""
 
