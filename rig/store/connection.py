@@ -122,8 +122,11 @@ def _enter_wal(db: sqlite3.Connection) -> None:
     whole, which a read-only reader (`rig report`) reads as it was, where a hot rollback journal
     would first need a writer to roll it back. A reader still attached in rollback mode keeps
     the store there (busy): the writer goes on without WAL."""
+    timeout = db.execute("PRAGMA busy_timeout").fetchone()[0]
+    db.execute("PRAGMA busy_timeout = 200")  # (a reader mid-query: do not wait the 5 s for it)
     with contextlib.suppress(sqlite3.OperationalError):
         db.execute("PRAGMA journal_mode=WAL")
+    db.execute(f"PRAGMA busy_timeout = {int(timeout)}")
 
 
 def _connect(path: str, read_only: bool) -> sqlite3.Connection:
