@@ -90,7 +90,7 @@ def test_one_drive_table_is_in_memory_at_a_time_and_only_the_columns_read() -> N
     assert set(first.columns) == {"return_ms"}
     assert tables[0].table() is first  # read again: the same arrays
     second = tables[1].table()
-    assert cuts._TABLES.key is tables[1] and second is not first  # the first is let go
+    assert tables[1].table() is second and second is not first  # the first is let go
     assert tables[0].table() is not first  # and read back from its files when asked again
 
 
@@ -103,7 +103,7 @@ def test_the_spill_folder_goes_with_the_last_table_that_refers_to_it() -> None:
     del spill, builder
     gc.collect()
     assert os.path.isdir(folder) and len(spilled) == 10
-    cuts._TABLES.get(None, lambda: None)  # (the resident slot may hold it: let it go)
+    cuts.let_go()  # (the resident slot may hold it)
     del spilled
     gc.collect()
     assert not os.path.exists(folder)
