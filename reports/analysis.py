@@ -27,7 +27,7 @@ from reports import stats
 from reports import verdict as verdicts
 from reports.compare import compare
 from reports.criteria import merged_criteria, plan_of
-from reports.cuts import Counted, FloatArray, add_counts, let_go
+from reports.cuts import Counted, FloatArray, StoredReturns, add_counts, let_go
 from reports.dataset import Dataset, DriveRun
 from reports.endurance import endurance_series, trim_pairs
 from reports.record import (
@@ -120,7 +120,8 @@ def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts)
     drives = _drives(runs, confidence, criteria, parts)
     any_failure = proportion(cuts.where(bool), n, confidence)
     crit = proportion(criteria_failed, n, criteria.confidence)
-    returns = cuts.returns()
+    returns = cuts.returns()  # (made when read: the quantiles, a chart, report.json)
+    quantiles = _quantiles(returns)
     firmware: dict[str, list[DriveRun]] = {}
     for r in runs:
         firmware.setdefault(r.firmware or NOT_REPORTED, []).append(r)
@@ -128,7 +129,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts)
     delays = cuts.delays()
     ack_bins = _bins(delays.ack_to_cut_ms, delays.failed, confidence)
     flush_bins = _bins(delays.flush_to_cut_ms, delays.failed, confidence)
-    let_go()  # (this model's delay points: made again when a chart or report.json reads them)
+    let_go()  # (this model's delay points and return times: made again when read)
     return ModelReport(
         model=model,
         firmware={
@@ -153,7 +154,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts)
         drives_dead=dead,
         survival=_survival(drives, confidence),
         return_ms=returns,
-        return_quantiles=_quantiles(returns),
+        return_quantiles=quantiles,
         delays=delays,
         lost_after_ack_ms=_lost_after(runs, 0),
         lost_after_flush_ms=_lost_after(runs, 1),
@@ -329,7 +330,7 @@ def _survival(drives: list[DriveStat], confidence: float) -> Survival:
     return Survival(subjects, steps)
 
 
-def _quantiles(values: Sequence[float] | FloatArray) -> dict[str, float]:
+def _quantiles(values: Sequence[float] | FloatArray | StoredReturns) -> dict[str, float]:
     if not len(values):
         return {}
     ordered = np.sort(np.asarray(values, dtype=np.float64))

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from reports import spill_owner
+
 CUT_STATUSES = ("ok", "dead")
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -184,20 +186,27 @@ class Resident:
 
 _TABLES = Resident()  # the spilled run table last read
 _DELAYS = Resident()  # the stored delay points last read
+_RETURNS = Resident()  # the stored return times last read
 
 
 def let_go() -> None:
-    """Forget the resident table and delay points (read again from their files when asked):
-    for a caller done with them, so that what it makes next is not made beside them."""
+    """Forget the resident table, delay points and return times (read again from their files
+    when asked): for a caller done with them, so that what it makes next is not made beside
+    them."""
     _TABLES.get(None, lambda: None)
     _DELAYS.get(None, lambda: None)
+    _RETURNS.get(None, lambda: None)
 
 
 class SpillFolder:
-    """A temporary folder for spilled tables, removed once nothing refers to it."""
+    """A temporary folder for spilled tables, removed once nothing refers to it (and at any
+    exit of the process but SIGKILL: reports/spill_owner.py; a later report removes what a
+    killed one left)."""
 
     def __init__(self) -> None:
-        self.folder = tempfile.TemporaryDirectory(prefix="rig-report-")
+        spill_owner.remove_stale()
+        self.folder = tempfile.TemporaryDirectory(prefix=spill_owner.prefix())
+        spill_owner.track(self.folder.name)
 
     def base(self) -> str:
         """A new file name stem in the folder."""
@@ -373,6 +382,37 @@ class StoredDelayPoints(DelayPoints):
 
     def __len__(self) -> int:
         return self._count
+
+
+class StoredReturns:
+    """A model's return times (ms, cut order; the cuts with status ok that have one) made
+    from its drives' spilled tables when read, one model's in memory at a time (`_RETURNS`):
+    a report holds every model's analysis at once, never every model's return times (issue
+    27). Reads as the numpy array it stands for (len, slices, numpy functions)."""
+
+    def __init__(self, make: Callable[[], FloatArray], count: int) -> None:
+        self._make, self._count = make, count
+
+    def values(self) -> FloatArray:
+        values: FloatArray = _RETURNS.get(self, self._make)
+        return values
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.values()[index]
+
+    def __iter__(self) -> Iterator[float]:
+        return iter(self.values())
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> FloatArray:
+        values = self.values()
+        return values if dtype is None else values.astype(dtype, copy=False)
+
+    def tolist(self) -> list[float]:
+        listed: list[float] = self.values().tolist()
+        return listed
 
 
 class Counted(Sequence[float]):

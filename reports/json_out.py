@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reports import deferred
-from reports.cuts import Counted, DelayPoints
+from reports.cuts import Counted, DelayPoints, StoredReturns
 from reports.record import Report
 
 CHUNK = 8192  # list items made at a time
@@ -84,7 +84,7 @@ def _json_list(items: Callable[[int], Iterator[str]], depth: int) -> Iterator[st
     yield "[]" if first else "\n" + " " * depth + "]"
 
 
-def _float_items(values: npt.NDArray[np.float64], depth: int) -> Iterator[str]:
+def _float_items(values: npt.NDArray[np.float64] | StoredReturns, depth: int) -> Iterator[str]:
     pad = " " * depth
     for start in range(0, len(values), CHUNK):
         yield ",\n".join(pad + _number(v) for v in values[start : start + CHUNK].tolist())

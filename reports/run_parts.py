@@ -1,6 +1,6 @@
 """A report's drive runs reduced for the analysis (issue 27): each run's table read once, one
-run at a time, into counts, sums and return times (`RunPart`); a set of runs (a model, a drive,
-a firmware) as their parts (`Cuts`); a model's delay points made when read."""
+run at a time, into counts and sums (`RunPart`); a set of runs (a model, a drive, a firmware) as
+their parts (`Cuts`); a model's delay points and return times made when read."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from reports.cuts import (
     DelayPoints,
     FloatArray,
     StoredDelayPoints,
+    StoredReturns,
     let_go,
     table_of,
 )
@@ -24,15 +25,16 @@ from rig.check import failures
 @dataclass
 class RunPart:
     """One run's cycles reduced, in one pass over its table, to what the analysis states of
-    them: counts, sums, the return times (every cut's, for exact quantiles) and where it died.
-    A report holds these for every run at once, never the runs' tables (issue 27)."""
+    them: counts, sums and where it died. A report holds these for every run at once, never the
+    runs' tables nor a value per cut (issue 27): the return times are read again from the
+    table when a quantile, a chart or report.json needs them (`return_times`)."""
 
     cuts: int  # cycles with status ok or dead
     class_counts: dict[frozenset[str], int]  # cuts per set of failure classes
     class_sets: list[frozenset[str]]  # the sets the table knows, in its order
     statuses: dict[str, int]  # cycles per status, cuts or not
     dead_at: int | None  # the cut (1-based, among the run's cuts) the drive died at
-    returns: FloatArray  # return times of the cuts with status ok that have one, in order
+    returns: int  # cuts with status ok that have a return time
     bytes_written: int  # over every cycle
     blocks_checked: int  # over the cuts
     full_scans: int
@@ -49,14 +51,13 @@ class RunPart:
         if "dead" in t.statuses:
             found = np.flatnonzero(t.status[m] == t.statuses.index("dead"))
             dead_at = int(found[0]) + 1 if len(found) else None
-        values = t.columns["return_ms"][m & t.status_mask("ok")]
         return cls(
             cuts=int(m.sum()),
             class_counts=counts,
             class_sets=list(t.class_sets),
             statuses={name: t.count_status(name) for name in t.statuses},
             dead_at=dead_at,
-            returns=values[~np.isnan(values)],
+            returns=len(return_times(t)),
             bytes_written=int(t.columns["bytes_written"].sum()),
             blocks_checked=int(t.columns["blocks_checked"][m].sum()),
             full_scans=int(t.columns["full_scan"][m].sum()),
@@ -97,9 +98,14 @@ class Cuts:
         """Cuts whose set of failure classes `keep` accepts."""
         return sum(n for p in self.parts for s, n in p.class_counts.items() if keep(s))
 
-    def returns(self) -> FloatArray:
-        """Return times of cuts with status ok that have one."""
-        return cat([p.returns for p in self.parts])
+    def returns(self) -> StoredReturns:
+        """Return times of cuts with status ok that have one, in order: made from the runs'
+        tables when read (one set's in memory at a time: reports.cuts.StoredReturns)."""
+        runs = self.runs
+        return StoredReturns(
+            lambda: cat([return_times(table_of(r.cuts)) for r in runs]),
+            sum(p.returns for p in self.parts),
+        )
 
     def cycles(self, status: str) -> int:
         """Cycles of this status, cuts or not."""
@@ -141,6 +147,12 @@ class Cuts:
 
 
 DELAY_COLUMNS = ("ack_to_cut_ms", "flush_to_cut_ms", "cut_delay_ms")
+
+
+def return_times(t: CutTable) -> FloatArray:
+    """The table's return times of cuts with status ok that have one, in order."""
+    values = t.columns["return_ms"][t.is_cut & t.status_mask("ok")]
+    return values[~np.isnan(values)]
 
 
 def _joined(arrays: list[FloatArray]) -> FloatArray:
