@@ -21,13 +21,12 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-import numpy.typing as npt
 
 from reports import stats
 from reports import verdict as verdicts
 from reports.compare import compare
 from reports.criteria import merged_criteria, plan_of
-from reports.cuts import Counted, FloatArray, StoredReturns, add_counts, let_go
+from reports.cuts import Counted, DelayPoints, FloatArray, add_counts, let_go
 from reports.dataset import Dataset, DriveRun
 from reports.endurance import endurance_series, trim_pairs
 from reports.record import (
@@ -121,14 +120,14 @@ def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts)
     any_failure = proportion(cuts.where(bool), n, confidence)
     crit = proportion(criteria_failed, n, criteria.confidence)
     returns = cuts.returns()  # (made when read: the quantiles, a chart, report.json)
-    quantiles = _quantiles(returns)
+    quantiles = _quantiles_of_sorted(returns.sorted())
     firmware: dict[str, list[DriveRun]] = {}
     for r in runs:
         firmware.setdefault(r.firmware or NOT_REPORTED, []).append(r)
     dead = sum(d.dead_at_cut is not None for d in drives)
     delays = cuts.delays()
-    ack_bins = _bins(delays.ack_to_cut_ms, delays.failed, confidence)
-    flush_bins = _bins(delays.flush_to_cut_ms, delays.failed, confidence)
+    ack_bins = _bins(delays, "ack_to_cut_ms", confidence)
+    flush_bins = _bins(delays, "flush_to_cut_ms", confidence)
     let_go()  # (this model's delay points and return times: made again when read)
     return ModelReport(
         model=model,
@@ -207,7 +206,7 @@ def _drives(
         for r in group:
             for cls, k in r.findings.items():
                 findings[cls] = findings.get(cls, 0) + k
-        returns = np.sort(cuts.returns())
+        returns = cuts.returns().sorted()
         failed = cuts.where(bool)
         first = group[0]
         result.append(
@@ -330,10 +329,13 @@ def _survival(drives: list[DriveStat], confidence: float) -> Survival:
     return Survival(subjects, steps)
 
 
-def _quantiles(values: Sequence[float] | FloatArray | StoredReturns) -> dict[str, float]:
-    if not len(values):
+def _quantiles(values: Sequence[float] | FloatArray) -> dict[str, float]:
+    return _quantiles_of_sorted(np.sort(np.asarray(values, dtype=np.float64)))
+
+
+def _quantiles_of_sorted(ordered: FloatArray) -> dict[str, float]:
+    if not len(ordered):
         return {}
-    ordered = np.sort(np.asarray(values, dtype=np.float64))
 
     def q(p: float) -> float:  # nearest rank: an observed value, never an interpolated one
         return float(ordered[min(len(ordered) - 1, max(0, math.ceil(p * len(ordered)) - 1))])
@@ -348,18 +350,26 @@ def _quantiles(values: Sequence[float] | FloatArray | StoredReturns) -> dict[str
     }
 
 
-def _bins(values: FloatArray, failed: npt.NDArray[np.bool_], confidence: float) -> list[DelayBin]:
-    result = []
-    for low, high in itertools.pairwise(DELAY_BINS_MS):
-        inside = (values >= low) & (values < high)  # NaN (no value) is in no bin
-        result.append(
-            DelayBin(
-                low,
-                None if math.isinf(high) else high,
-                proportion(int(failed[inside].sum()), int(inside.sum()), confidence),
-            )
+def _bins(delays: DelayPoints, column: str, confidence: float) -> list[DelayBin]:
+    """Cuts and failing cuts per bin of one delay column, counted a piece of the points at a
+    time (never the model's points whole, issue 27)."""
+    edges = list(itertools.pairwise(DELAY_BINS_MS))
+    inside = np.zeros(len(edges), np.int64)
+    failing = np.zeros(len(edges), np.int64)
+    for piece in delays.chunks():
+        values, failed = getattr(piece, column), piece.failed
+        for i, (low, high) in enumerate(edges):
+            here = (values >= low) & (values < high)  # NaN (no value) is in no bin
+            inside[i] += int(here.sum())
+            failing[i] += int(failed[here].sum())
+    return [
+        DelayBin(
+            low,
+            None if math.isinf(high) else high,
+            proportion(int(failing[i]), int(inside[i]), confidence),
         )
-    return result
+        for i, (low, high) in enumerate(edges)
+    ]
 
 
 def _verdict(criteria: Criteria, crit: Proportion, dead: int, drives: list[DriveStat]) -> Verdict:

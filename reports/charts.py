@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import functools
 import html
-from collections.abc import Sequence
+import math
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from reports import svg
-from reports.cuts import FloatArray
+from reports.cuts import FloatArray, StoredReturns
 from reports.record import DriveStat, ModelReport, RailStat
 from rig.check import failures
 
@@ -149,52 +150,60 @@ def return_chart(models: Sequence[ModelReport]) -> str:
 
 
 def _sorted(m: ModelReport) -> FloatArray:
-    return np.sort(m.return_ms)
+    values = m.return_ms
+    return values.sorted() if isinstance(values, StoredReturns) else np.sort(values)
 
 
 def delay_chart(m: ModelReport) -> str:
     """Each cut at (ms since the last flush, ms since the last ack), failed or not. The axes
-    and counts are taken now, the marks made again when the page is written (issue 27)."""
-    xs, ys, failed = _delay_marks(m)
-    if not len(xs):
+    and counts are taken now and the marks made when the page is written, each a piece of the
+    model's points at a time (issue 27: none held from drawing to writing, never all at once)."""
+    low_x = low_y = math.inf
+    high_x = high_y = -math.inf
+    good = bad = 0
+    for xs, ys, failed in _delay_marks(m):
+        if len(xs):
+            low_x, high_x = min(low_x, float(xs.min())), max(high_x, float(xs.max()))
+            low_y, high_y = min(low_y, float(ys.min())), max(high_y, float(ys.max()))
+            bad += int(failed.sum())
+            good += len(failed) - int(failed.sum())
+    if not good + bad:
         return svg.no_data(
             "Outcome vs time since last acknowledgement and flush",
             "no cut with its write log and cut edge stored",
         )
     chart = svg.Chart(
         "Outcome vs time from the last flush and the last ack to the cut",
-        (float(xs.min()), float(xs.max())),
-        (float(ys.min()), float(ys.max())),
+        (low_x, high_x),
+        (low_y, high_y),
         "ms since the last completed flush (log)",
         "ms since the last ack (log)",
         xlog=True,
         ylog=True,
     )
-    bad = int(failed.sum())
-    good = len(failed) - bad
-    del xs, ys, failed  # (made again when the page is written)
-    chart.points(svg.Later(functools.partial(_delay_side, m, False), good), None, "#2ca02c",
-                 "no failure")  # fmt: skip
-    chart.points(svg.Later(functools.partial(_delay_side, m, True), bad), None, "#d62728",
-                 "failure", r=3.5)  # fmt: skip
+    chart.point_pieces(functools.partial(_delay_side, m, False), "#2ca02c", "no failure")
+    chart.point_pieces(functools.partial(_delay_side, m, True), "#d62728", "failure", r=3.5)
     chart.legend(f"no failure ({good})", "#2ca02c")
     chart.legend(f"failure ({bad})", "#d62728")
     return chart.render()
 
 
-def _delay_marks(m: ModelReport) -> tuple[FloatArray, FloatArray, npt.NDArray[np.bool_]]:
-    """The model's cuts with both delays: (ms since the flush, ms since the ack, failed)."""
-    d = m.delays
-    both = ~np.isnan(d.flush_to_cut_ms) & ~np.isnan(d.ack_to_cut_ms)
-    xs = np.maximum(d.flush_to_cut_ms[both], 1e-3)
-    ys = np.maximum(d.ack_to_cut_ms[both], 1e-3)
-    return xs, ys, d.failed[both]
+def _delay_marks(
+    m: ModelReport,
+) -> Iterator[tuple[FloatArray, FloatArray, npt.NDArray[np.bool_]]]:
+    """The model's cuts with both delays, a piece at a time: (ms since the flush, ms since the
+    ack, failed)."""
+    for d in m.delays.chunks():
+        both = ~np.isnan(d.flush_to_cut_ms) & ~np.isnan(d.ack_to_cut_ms)
+        xs = np.maximum(d.flush_to_cut_ms[both], 1e-3)
+        ys = np.maximum(d.ack_to_cut_ms[both], 1e-3)
+        yield xs, ys, d.failed[both]
 
 
-def _delay_side(m: ModelReport, failing: bool) -> tuple[FloatArray, FloatArray]:
-    xs, ys, failed = _delay_marks(m)
-    keep = failed if failing else ~failed
-    return xs[keep], ys[keep]
+def _delay_side(m: ModelReport, failing: bool) -> Iterator[tuple[FloatArray, FloatArray]]:
+    for xs, ys, failed in _delay_marks(m):
+        keep = failed if failing else ~failed
+        yield xs[keep], ys[keep]
 
 
 def lost_after_chart(m: ModelReport) -> str:

@@ -299,6 +299,32 @@ class SpilledCuts(Sequence[Cut]):
         return iter(self.table())
 
 
+ROWS_AT_A_TIME = 65_536  # rows of a table's columns read at a time by `column_chunks`
+CODES: dict[str, Any] = {"status": np.int16, "classes": np.int32}
+
+
+def column_chunks(
+    cuts: Iterable[Cut], names: Sequence[str], rows: int = ROWS_AT_A_TIME
+) -> Iterator[dict[str, npt.NDArray[Any]]]:
+    """A table's columns (COLUMNS names, "status", "classes") `rows` rows at a time, in order:
+    a spilled table's read from its files piece by piece (never whole in memory, issue 27),
+    another's sliced. Nothing for a table without rows."""
+    if isinstance(cuts, SpilledCuts):
+        kinds = {n: np.dtype(CODES.get(n) or COLUMNS[n]) for n in names}
+        for start in range(0, cuts.rows, rows):
+            count = min(rows, cuts.rows - start)
+            yield {
+                n: np.fromfile(f"{cuts.stem}.{n}", kind, count, offset=start * kind.itemsize)
+                for n, kind in kinds.items()
+            }
+        return
+    t = table_of(cuts)
+    whole = {n: t.status if n == "status" else t.classes if n == "classes" else t.columns[n]
+             for n in names}  # fmt: skip
+    for start in range(0, len(t), rows):
+        yield {n: v[start : start + rows] for n, v in whole.items()}
+
+
 def table_of(cuts: Iterable[Cut]) -> CutTable:
     """A CutTable of Cut objects (a dataset built by hand, e.g. in a test)."""
     if isinstance(cuts, CutTable):
@@ -358,6 +384,10 @@ class DelayPoints(Sequence[DelayPoint]):
     def failed(self) -> npt.NDArray[np.bool_]:
         return self.classes != 0
 
+    def chunks(self) -> Iterator[DelayPoints]:
+        """The points in order, a piece at a time (one piece: these)."""
+        yield self
+
 
 class StoredDelayPoints(DelayPoints):
     """A model's DelayPoints made when its columns are read (from its drives' spilled tables),
@@ -365,9 +395,20 @@ class StoredDelayPoints(DelayPoints):
     but draws and writes them one after the other. Its length and class lists are known
     without reading."""
 
-    def __init__(self, make: Callable[[], DelayPoints], count: int, lists: list[list[str]]):
+    def __init__(
+        self,
+        make: Callable[[], DelayPoints],
+        count: int,
+        lists: list[list[str]],
+        pieces: Callable[[], Iterator[DelayPoints]],
+    ):
         # (no dataclass fields set: reading one goes to __getattr__, hence to `make`)
-        self._make, self._count, self._lists = make, count, lists
+        self._make, self._count, self._lists, self._pieces = make, count, lists, pieces
+
+    def chunks(self) -> Iterator[DelayPoints]:
+        """The points in order, a piece of a run's table at a time, read from its files: a
+        model's points are never whole in memory this way (issue 27)."""
+        return self._pieces()
 
     def points(self) -> DelayPoints:
         points: DelayPoints = _DELAYS.get(self, self._make)
@@ -399,6 +440,12 @@ class StoredReturns:
 
     def __len__(self) -> int:
         return self._count
+
+    def sorted(self) -> FloatArray:
+        """The values sorted, made for the caller alone (sorted in place: one array)."""
+        values = self._make()
+        values.sort()
+        return values
 
     def __getitem__(self, index: Any) -> Any:
         return self.values()[index]

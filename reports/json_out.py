@@ -112,21 +112,23 @@ def _delay_items(points: DelayPoints, depth: int) -> Iterator[str]:
     pad, inner = " " * depth, " " * (depth + 1)
     listed = [_json_strings(c, depth + 1) for c in points.class_lists]
     head = f'{pad}{{\n{inner}"ack_to_cut_ms": '
-    for start in range(0, len(points), CHUNK):
-        end = start + CHUNK
-        rows = zip(
-            points.ack_to_cut_ms[start:end].tolist(),
-            points.flush_to_cut_ms[start:end].tolist(),
-            points.cut_delay_ms[start:end].tolist(),
-            points.classes[start:end].tolist(),
-            strict=True,
-        )
-        yield ",\n".join(
-            f'{head}{_number(a)},\n{inner}"flush_to_cut_ms": {_number(f)},\n'
-            f'{inner}"cut_delay_ms": {_number(d)},\n{inner}"failed": {"true" if c else "false"},'
-            f'\n{inner}"classes": {listed[c]}\n{pad}}}'
-            for a, f, d, c in rows
-        )
+    for piece in points.chunks():  # (a piece of a run's table at a time: issue 27)
+        for start in range(0, len(piece), CHUNK):  # (an empty piece: nothing, no separator)
+            end = start + CHUNK
+            rows = zip(
+                piece.ack_to_cut_ms[start:end].tolist(),
+                piece.flush_to_cut_ms[start:end].tolist(),
+                piece.cut_delay_ms[start:end].tolist(),
+                piece.classes[start:end].tolist(),
+                strict=True,
+            )
+            yield ",\n".join(
+                f'{head}{_number(a)},\n{inner}"flush_to_cut_ms": {_number(f)},\n'
+                f'{inner}"cut_delay_ms": {_number(d)},\n'
+                f'{inner}"failed": {"true" if c else "false"},'
+                f'\n{inner}"classes": {listed[c]}\n{pad}}}'
+                for a, f, d, c in rows
+            )
 
 
 def _json_strings(values: list[str], depth: int) -> str:

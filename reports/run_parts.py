@@ -4,18 +4,21 @@ their parts (`Cuts`); a model's delay points and return times made when read."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from reports.cuts import (
+    CUT_STATUSES,
+    Cut,
     CutTable,
     DelayPoints,
     FloatArray,
+    SpilledCuts,
     StoredDelayPoints,
     StoredReturns,
-    let_go,
+    column_chunks,
     table_of,
 )
 from reports.dataset import DriveRun
@@ -41,28 +44,53 @@ class RunPart:
     blocks_unchecked: int
 
     @classmethod
-    def of(cls, t: CutTable) -> RunPart:
-        m = t.is_cut
-        hist = np.bincount(t.classes[m], minlength=len(t.class_sets))
+    def of(cls, cuts: Iterable[Cut]) -> RunPart:
+        """The run's part, from its columns a piece at a time (reports.cuts.column_chunks)."""
+        source = _source(cuts)
+        statuses, sets = source.statuses, source.class_sets
+        cut_codes = [i for i, s in enumerate(statuses) if s in CUT_STATUSES]
+        ok = [i for i, s in enumerate(statuses) if s == "ok"]
+        dead = statuses.index("dead") if "dead" in statuses else None
+        per_set = np.zeros(len(sets), np.int64)
+        per_status = np.zeros(len(statuses), np.int64)
+        seen, dead_at, returns = 0, None, 0
+        sums = dict.fromkeys(SUMMED, 0)
+        for c in column_chunks(source, ("status", "classes", "return_ms", *SUMMED)):
+            m = np.isin(c["status"], cut_codes)
+            per_set += np.bincount(c["classes"][m], minlength=len(sets))
+            per_status += np.bincount(c["status"], minlength=len(statuses))
+            if dead is not None and dead_at is None:
+                found = np.flatnonzero(c["status"][m] == dead)
+                dead_at = seen + int(found[0]) + 1 if len(found) else None
+            seen += int(m.sum())
+            back = c["return_ms"][m & np.isin(c["status"], ok)]
+            returns += int((~np.isnan(back)).sum())
+            sums["bytes_written"] += int(c["bytes_written"].sum())
+            for name in SUMMED[1:]:  # (over the cuts)
+                sums[name] += int(c[name][m].sum())
         counts: dict[frozenset[str], int] = {}
-        for i, s in enumerate(t.class_sets):
-            counts[s] = counts.get(s, 0) + int(hist[i])
-        dead_at = None
-        if "dead" in t.statuses:
-            found = np.flatnonzero(t.status[m] == t.statuses.index("dead"))
-            dead_at = int(found[0]) + 1 if len(found) else None
+        for i, s in enumerate(sets):
+            counts[s] = counts.get(s, 0) + int(per_set[i])
         return cls(
-            cuts=int(m.sum()),
+            cuts=seen,
             class_counts=counts,
-            class_sets=list(t.class_sets),
-            statuses={name: t.count_status(name) for name in t.statuses},
+            class_sets=list(sets),
+            statuses={name: int(per_status[i]) for i, name in enumerate(statuses)},
             dead_at=dead_at,
-            returns=len(return_times(t)),
-            bytes_written=int(t.columns["bytes_written"].sum()),
-            blocks_checked=int(t.columns["blocks_checked"][m].sum()),
-            full_scans=int(t.columns["full_scan"][m].sum()),
-            blocks_unchecked=int(t.columns["blocks_unchecked"][m].sum()),
+            returns=returns,
+            bytes_written=sums["bytes_written"],
+            blocks_checked=sums["blocks_checked"],
+            full_scans=sums["full_scan"],
+            blocks_unchecked=sums["blocks_unchecked"],
         )
+
+
+SUMMED = ("bytes_written", "blocks_checked", "full_scan", "blocks_unchecked")
+
+
+def _source(cuts: Iterable[Cut]) -> SpilledCuts | CutTable:
+    """What column_chunks reads a run's columns from: its spilled files, or a table."""
+    return cuts if isinstance(cuts, SpilledCuts) else table_of(cuts)
 
 
 class RunParts:
@@ -73,8 +101,7 @@ class RunParts:
 
     def of(self, run: DriveRun) -> RunPart:
         if id(run) not in self.made:  # (the run is kept with it: its id stays its own)
-            self.made[id(run)] = (run, RunPart.of(table_of(run.cuts)))
-            let_go()  # (its columns read back from their files when next asked for)
+            self.made[id(run)] = (run, RunPart.of(run.cuts))
         return self.made[id(run)][1]
 
 
@@ -103,7 +130,7 @@ class Cuts:
         tables when read (one set's in memory at a time: reports.cuts.StoredReturns)."""
         runs = self.runs
         return StoredReturns(
-            lambda: cat([return_times(table_of(r.cuts)) for r in runs]),
+            lambda: _joined([return_times(r.cuts) for r in runs]),
             sum(p.returns for p in self.parts),
         )
 
@@ -143,16 +170,33 @@ class Cuts:
                 lists,
             )
 
-        return StoredDelayPoints(make, self.count, lists)
+        def pieces() -> Iterator[DelayPoints]:
+            codes = {s: i for i, s in enumerate(order)}
+            for r in runs:
+                source = _source(r.cuts)
+                cut_codes = [i for i, s in enumerate(source.statuses) if s in CUT_STATUSES]
+                remap = np.array([codes[s] for s in source.class_sets] or [0], np.int32)
+                for c in column_chunks(source, ("status", "classes", *DELAY_COLUMNS)):
+                    m = np.isin(c["status"], cut_codes)
+                    ack, flush, delay = (c[name][m] for name in DELAY_COLUMNS)
+                    yield DelayPoints(ack, flush, delay, remap[c["classes"][m]], lists)
+
+        return StoredDelayPoints(make, self.count, lists, pieces)
 
 
 DELAY_COLUMNS = ("ack_to_cut_ms", "flush_to_cut_ms", "cut_delay_ms")
 
 
-def return_times(t: CutTable) -> FloatArray:
-    """The table's return times of cuts with status ok that have one, in order."""
-    values = t.columns["return_ms"][t.is_cut & t.status_mask("ok")]
-    return values[~np.isnan(values)]
+def return_times(cuts: Iterable[Cut]) -> FloatArray:
+    """The run's return times of cuts with status ok that have one, in order (read a piece at
+    a time: only the values are held)."""
+    source = _source(cuts)
+    ok = [i for i, s in enumerate(source.statuses) if s == "ok"]
+    pieces = []
+    for c in column_chunks(source, ("status", "return_ms")):
+        values = c["return_ms"][np.isin(c["status"], ok)]
+        pieces.append(values[~np.isnan(values)])
+    return cat(pieces)
 
 
 def _joined(arrays: list[FloatArray]) -> FloatArray:

@@ -59,8 +59,8 @@ def _chunks(values: Values | Iterable[float]) -> Iterator[list[float]]:
         yield chunk
 
 
-def _same_length(xs: Values, ys: Values | None) -> None:
-    if ys is None or len(xs) != len(ys):
+def _same_length(xs: Values, ys: Values) -> None:
+    if len(xs) != len(ys):
         raise ValueError("points: xs and ys differ in length")
 
 
@@ -164,34 +164,37 @@ class Chart:
             ' stroke="none"/>'
         )
 
-    def points(
-        self, xs: Values | Later, ys: Values | None, fill: str, label: str = "", r: float = 3
+    def points(self, xs: Values, ys: Values, fill: str, label: str = "", r: float = 3) -> None:
+        """A circle per point; made when the page is written (a chart may have a mark per cut)."""
+        _same_length(xs, ys)
+        self.point_pieces(lambda: [(xs, ys)], fill, label, r)
+
+    def point_pieces(
+        self,
+        pieces: Callable[[], Iterable[tuple[Values, Values]]],
+        fill: str,
+        label: str = "",
+        r: float = 3,
     ) -> None:
-        """A circle per point; made when the page is written (a chart may have a mark per cut).
-        `xs` a `Later` (and `ys` None): its `make()` gives (xs, ys) then."""
+        """Circles as `points` draws them, of the points `pieces()` gives (xs, ys) a piece at a
+        time when the page is written: none of them held before (issue 27)."""
         tip = f"<title>{html.escape(label)}</title>" if label else ""
         x, y = self.x, self.y
 
         def marks() -> Iterator[str]:
-            xs, ys = made
-            if isinstance(xs, Later):
-                xs, ys = xs.make()
+            for xs, ys in pieces():
                 _same_length(xs, ys)
-            assert ys is not None
-            for start in range(0, len(xs), CHUNK):
-                yield "".join(
-                    f'<circle class="mark" cx="{x(a):.1f}" cy="{y(b):.1f}" r="{r}"'
-                    f' fill="{fill}" fill-opacity="0.7">{tip}</circle>'
-                    for a, b in zip(
-                        _floats(xs[start : start + CHUNK]),
-                        _floats(ys[start : start + CHUNK]),
-                        strict=True,
+                for start in range(0, len(xs), CHUNK):
+                    yield "".join(
+                        f'<circle class="mark" cx="{x(a):.1f}" cy="{y(b):.1f}" r="{r}"'
+                        f' fill="{fill}" fill-opacity="0.7">{tip}</circle>'
+                        for a, b in zip(
+                            _floats(xs[start : start + CHUNK]),
+                            _floats(ys[start : start + CHUNK]),
+                            strict=True,
+                        )
                     )
-                )
 
-        made = (xs, ys)
-        if not isinstance(xs, Later):
-            _same_length(xs, ys)
         self.parts.append(deferred.defer(marks))
 
     def cdf(
