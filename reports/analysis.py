@@ -25,8 +25,9 @@ import numpy as np
 from reports import stats
 from reports import verdict as verdicts
 from reports.compare import compare
+from reports.counted import Counted, add_counts
 from reports.criteria import merged_criteria, plan_of
-from reports.cuts import Counted, DelayPoints, FloatArray, add_counts, let_go
+from reports.cuts import DelayPoints, FloatArray, let_go
 from reports.dataset import Dataset, DriveRun
 from reports.endurance import endurance_series, trim_pairs
 from reports.record import (

@@ -16,7 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from reports import deferred
-from reports.cuts import Counted, DelayPoints, StoredReturns
+from reports.counted import Counted
+from reports.cuts import DelayPoints, StoredReturns
 from reports.record import Report
 
 CHUNK = 8192  # list items made at a time

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reports import stats
-from reports.cuts import Counted, DelayPoints, FloatArray, StoredReturns
+from reports.counted import Counted
+from reports.cuts import DelayPoints, FloatArray, StoredReturns
 from reports.endurance import EnduranceSeries, TrimPair
 from reports.sequential import SequentialReport
 from rig.check import failures
