@@ -303,11 +303,12 @@ CODES: dict[str, Any] = {"status": np.int16, "classes": np.int32}
 
 
 def column_chunks(
-    cuts: Iterable[Cut], names: Sequence[str], rows: int = ROWS_AT_A_TIME
+    cuts: Iterable[Cut], names: Sequence[str], rows: int | None = None
 ) -> Iterator[dict[str, npt.NDArray[Any]]]:
-    """A table's columns (COLUMNS names, "status", "classes") `rows` rows at a time, in order:
-    a spilled table's read from its files piece by piece (never whole in memory, issue 27),
-    another's sliced. Nothing for a table without rows."""
+    """A table's columns (COLUMNS names, "status", "classes") `rows` (default ROWS_AT_A_TIME)
+    rows at a time, in order: a spilled table's read from its files piece by piece (never
+    whole in memory, issue 27), another's sliced. Nothing for a table without rows."""
+    rows = rows or ROWS_AT_A_TIME
     if isinstance(cuts, SpilledCuts):
         kinds = {n: np.dtype(CODES.get(n) or COLUMNS[n]) for n in names}
         for start in range(0, cuts.rows, rows):

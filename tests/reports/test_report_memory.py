@@ -13,8 +13,11 @@ import gc
 import tracemalloc
 from pathlib import Path
 
+import pytest
+
 from reports import analysis, cuts, dataset, deferred, html
 from rig.check import failures
+from tests.reports.golden_report import CASES, GOLDEN, report_files
 from tests.reports.storebuilder import DriveSpec, build
 
 SMALL, LARGE = 400, 2000  # cuts per drive, two drives
@@ -69,3 +72,18 @@ def test_what_a_report_holds_does_not_grow_with_cuts(tmp_path: Path) -> None:
             f"{stage}: {a} B held at {2 * SMALL} cuts, {b} B at {2 * LARGE}"
             f" ({(b - a) / added:.1f} B per cut added)"
         )
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_read_in_pieces_of_a_few_rows_the_report_is_the_reference(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report reads the runs' columns a piece at a time (reports.cuts.column_chunks); with
+    pieces of 7 rows, so that every pass meets many boundaries (a few per drive in the golden
+    stores otherwise: none), every file is still the reference's."""
+    monkeypatch.setattr(cuts, "ROWS_AT_A_TIME", 7)
+    files = report_files(case, tmp_path)
+    expected = {p.name: p.read_text(encoding="utf-8") for p in (GOLDEN / case).iterdir()}
+    assert sorted(files) == sorted(expected)
+    for name, text in expected.items():
+        assert files[name] == text, f"{case}/{name} differs from the reference"
