@@ -22,14 +22,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from reports import stats
+from reports import ordered, stats
 from reports import verdict as verdicts
 from reports.compare import compare
 from reports.counted import Counted, add_counts
 from reports.criteria import merged_criteria, plan_of
-from reports.cuts import DelayPoints, FloatArray, let_go
+from reports.cuts import DelayPoints, FloatArray, StoredReturns, let_go
 from reports.dataset import Dataset, DriveRun
 from reports.endurance import endurance_series, trim_pairs
+from reports.ordered import nearest_rank
 from reports.record import (
     NOT_REPORTED,
     ClassStat,
@@ -121,7 +122,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts)
     any_failure = proportion(cuts.where(bool), n, confidence)
     crit = proportion(criteria_failed, n, criteria.confidence)
     returns = cuts.returns()  # (made when read: the quantiles, a chart, report.json)
-    quantiles = _quantiles_of_sorted(returns.sorted())
+    quantiles = _return_quantiles(returns)
     firmware: dict[str, list[DriveRun]] = {}
     for r in runs:
         firmware.setdefault(r.firmware or NOT_REPORTED, []).append(r)
@@ -207,7 +208,7 @@ def _drives(
         for r in group:
             for cls, k in r.findings.items():
                 findings[cls] = findings.get(cls, 0) + k
-        returns = cuts.returns().sorted()
+        returns = cuts.returns()
         failed = cuts.where(bool)
         first = group[0]
         result.append(
@@ -230,7 +231,7 @@ def _drives(
                 blocks_checked=sum(p.blocks_checked for p in cuts.parts),
                 full_scans=sum(p.full_scans for p in cuts.parts),
                 dead_at_cut=dead_at,
-                median_return_ms=_median(returns),
+                median_return_ms=_median_of(returns),
                 verdict=_drive_verdict(dead_at, failed, n, criteria),
                 blocks_unchecked=sum(p.blocks_unchecked for p in cuts.parts),
             )
@@ -238,14 +239,29 @@ def _drives(
     return result
 
 
-def _median(ordered: FloatArray) -> float | None:
-    """statistics.median of sorted values."""
-    n = len(ordered)
+def _median_of(returns: StoredReturns) -> float | None:
+    """statistics.median of the values, from them in order a piece at a time (issue 27)."""
+    n = len(returns)
     if not n:
         return None
+    middle = [n // 2] if n % 2 else [n // 2 - 1, n // 2]
+    found = ordered.ranks(ordered.sorted_pieces(returns.pieces), middle)
     if n % 2:
-        return float(ordered[n // 2])
-    return (float(ordered[n // 2 - 1]) + float(ordered[n // 2])) / 2
+        return found[n // 2]
+    return (found[n // 2 - 1] + found[n // 2]) / 2
+
+
+def _return_quantiles(returns: StoredReturns) -> dict[str, float]:
+    """As `_quantiles`, from the values in order a piece at a time: none held (issue 27)."""
+    n = len(returns)
+    if not n:
+        return {}
+    at = {"min": 0, "p50": 0.5, "p90": 0.9, "p99": 0.99, "max": n - 1}
+    wanted = {k: v if isinstance(v, int) else ordered.nearest_rank(v, n) for k, v in at.items()}
+    found = ordered.ranks(ordered.sorted_pieces(returns.pieces), wanted.values())
+    quantiles = {k: found[r] for k, r in wanted.items()}
+    quantiles["mean"] = math.fsum(v for p in returns.pieces() for v in p.tolist()) / n
+    return quantiles
 
 
 def _drive_verdict(dead_at: int | None, failed: int, cuts: int, criteria: Criteria) -> str:
@@ -339,7 +355,7 @@ def _quantiles_of_sorted(ordered: FloatArray) -> dict[str, float]:
         return {}
 
     def q(p: float) -> float:  # nearest rank: an observed value, never an interpolated one
-        return float(ordered[min(len(ordered) - 1, max(0, math.ceil(p * len(ordered)) - 1))])
+        return float(ordered[nearest_rank(p, len(ordered))])
 
     return {
         "min": float(ordered[0]),

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import functools
 import html
+import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from reports import svg
+from reports import ordered, svg
 from reports.cuts import FloatArray, StoredReturns
 from reports.record import DriveStat, ModelReport, RailStat
 from rig.check import failures
@@ -149,9 +150,12 @@ def return_chart(models: Sequence[ModelReport]) -> str:
     return chart.render()
 
 
-def _sorted(m: ModelReport) -> FloatArray:
+def _sorted(m: ModelReport) -> Iterable[float]:
+    """The model's return times in order, a piece at a time (reports/ordered.py)."""
     values = m.return_ms
-    return values.sorted() if isinstance(values, StoredReturns) else np.sort(values)
+    if not isinstance(values, StoredReturns):
+        return np.sort(values)
+    return itertools.chain.from_iterable(p.tolist() for p in ordered.sorted_pieces(values.pieces))
 
 
 def delay_chart(m: ModelReport) -> str:

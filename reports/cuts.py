@@ -431,8 +431,18 @@ class StoredReturns:
     a report holds every model's analysis at once, never every model's return times (issue
     27). Reads as the numpy array it stands for (len, slices, numpy functions)."""
 
-    def __init__(self, make: Callable[[], FloatArray], count: int) -> None:
+    def __init__(
+        self,
+        make: Callable[[], FloatArray],
+        count: int,
+        pieces: Callable[[], Iterable[FloatArray]] | None = None,
+    ) -> None:
         self._make, self._count = make, count
+        self._pieces = pieces or (lambda: [self._make()])
+
+    def pieces(self) -> Iterable[FloatArray]:
+        """The values in order, a piece at a time (read from the files: none held)."""
+        return self._pieces()
 
     def values(self) -> FloatArray:
         values: FloatArray = _RETURNS.get(self, self._make)
@@ -440,12 +450,6 @@ class StoredReturns:
 
     def __len__(self) -> int:
         return self._count
-
-    def sorted(self) -> FloatArray:
-        """The values sorted, made for the caller alone (sorted in place: one array)."""
-        values = self._make()
-        values.sort()
-        return values
 
     def __getitem__(self, index: Any) -> Any:
         return self.values()[index]

@@ -87,8 +87,10 @@ def _json_list(items: Callable[[int], Iterator[str]], depth: int) -> Iterator[st
 
 def _float_items(values: npt.NDArray[np.float64] | StoredReturns, depth: int) -> Iterator[str]:
     pad = " " * depth
-    for start in range(0, len(values), CHUNK):
-        yield ",\n".join(pad + _number(v) for v in values[start : start + CHUNK].tolist())
+    pieces = values.pieces() if isinstance(values, StoredReturns) else [values]
+    for piece in pieces:  # (an empty piece: nothing, no separator)
+        for start in range(0, len(piece), CHUNK):
+            yield ",\n".join(pad + _number(v) for v in piece[start : start + CHUNK].tolist())
 
 
 def _counted_items(values: Counted, depth: int) -> Iterator[str]:

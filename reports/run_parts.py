@@ -129,9 +129,13 @@ class Cuts:
         """Return times of cuts with status ok that have one, in order: made from the runs'
         tables when read (one set's in memory at a time: reports.cuts.StoredReturns)."""
         runs = self.runs
+
+        def pieces() -> Iterator[FloatArray]:
+            for r in runs:
+                yield from return_pieces(r.cuts)
+
         return StoredReturns(
-            lambda: _joined([return_times(r.cuts) for r in runs]),
-            sum(p.returns for p in self.parts),
+            lambda: cat(list(pieces())), sum(p.returns for p in self.parts), pieces
         )
 
     def cycles(self, status: str) -> int:
@@ -187,16 +191,14 @@ class Cuts:
 DELAY_COLUMNS = ("ack_to_cut_ms", "flush_to_cut_ms", "cut_delay_ms")
 
 
-def return_times(cuts: Iterable[Cut]) -> FloatArray:
-    """The run's return times of cuts with status ok that have one, in order (read a piece at
-    a time: only the values are held)."""
+def return_pieces(cuts: Iterable[Cut]) -> Iterator[FloatArray]:
+    """The run's return times of cuts with status ok that have one, in order, a piece of its
+    table at a time."""
     source = _source(cuts)
     ok = [i for i, s in enumerate(source.statuses) if s == "ok"]
-    pieces = []
     for c in column_chunks(source, ("status", "return_ms")):
         values = c["return_ms"][np.isin(c["status"], ok)]
-        pieces.append(values[~np.isnan(values)])
-    return cat(pieces)
+        yield values[~np.isnan(values)]
 
 
 def _joined(arrays: list[FloatArray]) -> FloatArray:
