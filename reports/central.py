@@ -7,17 +7,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from reports.cuts import add_counts
 from reports.dataset import (
     EXAMPLES_PER_DRIVE,
     Campaign,
     Dataset,
     DriveRun,
     HealthRow,
-    count_lost_after,
     cuts_from_rows,
     decode,
 )
-from rig.check.failures import COUNTER_ANOMALY, LOST_DURABLE
+from rig.check.failures import COUNTER_ANOMALY
 from rig.fleet.central import CentralStore
 
 Filter = Callable[[dict[str, Any]], bool]
@@ -94,14 +94,18 @@ def decode_config(text: str) -> dict[str, Any]:
 
 
 def _fill(central: CentralStore, run: DriveRun, station: str, uid: int, channel: int) -> None:
-    classes: dict[int, set[str]] = {}
-    for f in central.finding_groups(station, uid, channel):
+    """A drive's figures from the central summaries (never from its finding rows, but the first
+    failure findings and the counter anomalies, which the report lists one by one)."""
+    for f in central.drive_class_totals(station, uid, channel):
         if f["failure"]:
-            classes.setdefault(f["seq"], set()).add(f["class"])
-            run.findings[f["class"]] = run.findings.get(f["class"], 0) + f["n"]
+            run.findings[f["class"]] = run.findings.get(f["class"], 0) + int(f["n"])
             run.blocks[f["class"]] = run.blocks.get(f["class"], 0) + int(f["blocks"] or 0)
         else:
-            run.allowed_losses += f["n"]
+            run.allowed_losses += int(f["n"])
+    for r in central.drive_lost_after(station, uid, channel):
+        add_counts(
+            run.lost_ack if r["since"] == "ack" else run.lost_flush, [(r["ms"], int(r["n"]))]
+        )
     # the store's columns of a finding (less its row ids, which are the station's own)
     run.examples = [
         {"cycle": f["seq"], **{k: decode(f[k]) for k in EXAMPLE_COLUMNS}}
@@ -109,13 +113,16 @@ def _fill(central: CentralStore, run: DriveRun, station: str, uid: int, channel:
             station, uid, channel, failures_only=True, limit=EXAMPLES_PER_DRIVE
         )
     ]
-    for f in central.findings_of(station, uid, channel, failures_only=True, cls=LOST_DURABLE):
-        count_lost_after(run, f["detail"])
-    for f in central.findings_of(station, uid, channel, cls=COUNTER_ANOMALY):
-        detail = decode(f["detail"])
-        if isinstance(detail, dict):
-            run.anomalies.append(dict(detail, seq=f["seq"]))
-    run.cuts = cuts_from_rows(central.cycles_of(station, uid, channel), classes)
+    if any(c == COUNTER_ANOMALY for c in run.findings):  # (listed one by one: few)
+        for f in central.findings_of(station, uid, channel, cls=COUNTER_ANOMALY):
+            detail = decode(f["detail"])
+            if isinstance(detail, dict):
+                run.anomalies.append(dict(detail, seq=f["seq"]))
+    cycles = central.cycles_of(station, uid, channel)
+    classes = {
+        c["seq"]: set(c["failure_classes"].split(",")) for c in cycles if c["failure_classes"]
+    }
+    run.cuts = cuts_from_rows(cycles, classes)
     for h in central.health_of(station, uid, channel):
         fields = decode(h["fields"])
         if isinstance(fields, dict):

@@ -7,6 +7,17 @@ from typing import Any
 
 from rig.fleet.central.connection import CentralConnection, Row
 
+# what reports/central.py reads of a cycle (reports.dataset.cuts_from_rows)
+REPORT_CYCLE_COLUMNS = (
+    *("seq", "status", "cut_delay_ns", "cut_ns", "back_ns", "gone_ns", "last_ack_to_cut_ns"),
+    *("last_flush_to_cut_ns", "started_at", "bytes_written", "blocks_checked", "full_scan"),
+    *("blocks_unchecked", "failure_classes"),
+)
+MODEL_DAYS = (
+    "SELECT day, sum(cuts) AS cuts, sum(failing) AS failing, sum(rig_errors) AS rig_errors"
+    " FROM fleet.day_cycles WHERE model = %s AND day BETWEEN %s AND %s GROUP BY day ORDER BY day"
+)
+
 
 class ReadQueries(CentralConnection):
     """Stations, submissions, campaigns and their rows, per drive."""
@@ -57,11 +68,40 @@ class ReadQueries(CentralConnection):
         )
 
     def cycles_of(self, station: str, uid: int, channel: int) -> list[Row]:
+        """A drive's cycles, the columns a report reads (with the station's failure classes)."""
         return self._read(
-            "SELECT * FROM fleet.cycle WHERE station = %s AND campaign_uid = %s AND channel = %s"
-            " ORDER BY seq",
+            f"SELECT {', '.join(REPORT_CYCLE_COLUMNS)} FROM fleet.cycle WHERE station = %s"
+            " AND campaign_uid = %s AND channel = %s ORDER BY seq",
             (station, uid, channel),
         )
+
+    # the summaries (schema v4, rig/fleet/central/summaries.py), read through each drive's index
+    def drive_class_totals(self, station: str, uid: int, channel: int) -> list[Row]:
+        """Per class and failure flag: findings, their blocks, and cuts with the class."""
+        return self._read(
+            "SELECT class, failure, sum(findings) AS n, sum(blocks) AS blocks, sum(cuts) AS cuts"
+            " FROM fleet.day_class WHERE station = %s AND campaign_uid = %s AND channel = %s"
+            " GROUP BY class, failure ORDER BY class, failure",
+            (station, uid, channel),
+        )
+
+    def drive_lost_after(self, station: str, uid: int, channel: int) -> list[Row]:
+        """(since, ms, n): the drive's lost durable writes per time since their ack or flush."""
+        return self._read(
+            "SELECT since, ms, sum(n) AS n FROM fleet.day_lost_after WHERE station = %s"
+            " AND campaign_uid = %s AND channel = %s GROUP BY since, ms ORDER BY since, ms",
+            (station, uid, channel),
+        )
+
+    def model_days(self, model: str, first_day: Any, last_day: Any) -> list[Row]:
+        """A model's cuts and failing cuts per day over a span of days: that model's summary
+        rows only (the keys lead with the model)."""
+        return self._read(MODEL_DAYS, (model, first_day, last_day))
+
+    def explain_model_days(self, model: str, first_day: Any, last_day: Any) -> str:
+        """The server's plan for `model_days` (the scale bench and its test show it)."""
+        rows = self._read("EXPLAIN " + MODEL_DAYS, (model, first_day, last_day))
+        return "\n".join(str(next(iter(r.values()))) for r in rows)
 
     def findings_of(
         self,
