@@ -7,14 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from reports.cuts import add_counts
+from reports.cuts import CutTable, TableBuilder, add_counts
 from reports.dataset import (
+    CHUNK,
     EXAMPLES_PER_DRIVE,
+    ROW_COLUMNS,
     Campaign,
     Dataset,
     DriveRun,
     HealthRow,
-    cuts_from_rows,
     decode,
 )
 from rig.check.failures import COUNTER_ANOMALY
@@ -93,6 +94,20 @@ def decode_config(text: str) -> dict[str, Any]:
         return {}
 
 
+def _cut_table(central: CentralStore, station: str, uid: int, channel: int) -> CutTable:
+    """The drive's cycles as columns, read a chunk at a time (ms computed by the server), with
+    the failure classes the station recorded in each."""
+    builder = TableBuilder()
+    codes: dict[str | None, int] = {None: 0}
+    for rows in central.cut_columns(station, uid, channel, CHUNK):
+        columns = list(zip(*rows, strict=True))
+        values = dict(zip(("seq", *ROW_COLUMNS), columns[:1] + columns[2:12], strict=True))
+        for text in set(columns[12]) - codes.keys():
+            codes[text] = builder.code_of_classes(frozenset(str(text).split(",")))
+        builder.add(values, columns[1], [codes[t] for t in columns[12]])
+    return builder.done()
+
+
 def _fill(central: CentralStore, run: DriveRun, station: str, uid: int, channel: int) -> None:
     """A drive's figures from the central summaries (never from its finding rows, but the first
     failure findings and the counter anomalies, which the report lists one by one)."""
@@ -118,11 +133,7 @@ def _fill(central: CentralStore, run: DriveRun, station: str, uid: int, channel:
             detail = decode(f["detail"])
             if isinstance(detail, dict):
                 run.anomalies.append(dict(detail, seq=f["seq"]))
-    cycles = central.cycles_of(station, uid, channel)
-    classes = {
-        c["seq"]: set(c["failure_classes"].split(",")) for c in cycles if c["failure_classes"]
-    }
-    run.cuts = cuts_from_rows(cycles, classes)
+    run.cuts = _cut_table(central, station, uid, channel)
     for h in central.health_of(station, uid, channel):
         fields = decode(h["fields"])
         if isinstance(fields, dict):

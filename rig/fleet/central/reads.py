@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
+
+from psycopg.rows import tuple_row
 
 from rig.fleet.central.connection import CentralConnection, Row
 
-# what reports/central.py reads of a cycle (reports.dataset.cuts_from_rows)
-REPORT_CYCLE_COLUMNS = (
-    *("seq", "status", "cut_delay_ns", "cut_ns", "back_ns", "gone_ns", "last_ack_to_cut_ns"),
-    *("last_flush_to_cut_ns", "started_at", "bytes_written", "blocks_checked", "full_scan"),
-    *("blocks_unchecked", "failure_classes"),
+MS = "::double precision / 1000000.0::double precision"
+CUT_COLUMNS = (
+    f"SELECT seq, status, cut_delay_ns{MS},"
+    f" CASE WHEN back_ns >= cut_ns THEN (back_ns - cut_ns){MS} END,"
+    f" CASE WHEN gone_ns >= cut_ns THEN (gone_ns - cut_ns){MS} END,"
+    f" CASE WHEN last_ack_to_cut_ns >= 0 THEN last_ack_to_cut_ns{MS} END,"
+    f" CASE WHEN last_flush_to_cut_ns >= 0 THEN last_flush_to_cut_ns{MS} END,"
+    " started_at, bytes_written, blocks_checked, full_scan <> 0, blocks_unchecked,"
+    " failure_classes FROM fleet.cycle WHERE station = %s AND campaign_uid = %s"
+    " AND channel = %s ORDER BY seq"
 )
 MODEL_DAYS = (
     "SELECT day, sum(cuts) AS cuts, sum(failing) AS failing, sum(rig_errors) AS rig_errors"
@@ -46,34 +54,48 @@ class ReadQueries(CentralConnection):
 
     def progress_rows(self, recent_s: float) -> list[Row]:
         """Per drive of every campaign: cycle rows, cycles (less those a crash cut short: the
-        campaign runs them again), cuts, rig errors, failing cycles, and cycles ended within the
-        last `recent_s` seconds (for the rate)."""
+        campaign runs them again), cuts, rig errors, failing cycles (from the summaries), and
+        cycles ended within the last `recent_s` seconds (for the rate: the recent end of the
+        cycle table's `ended_at` index)."""
         return self._read(
-            "SELECT station, campaign_uid, channel,"
-            " count(*) AS rows, count(*) FILTER (WHERE status <> 'interrupted') AS cycles,"
-            " count(*) FILTER (WHERE status IN ('ok', 'dead')) AS cuts,"
-            " count(*) FILTER (WHERE status = 'error') AS rig_errors,"
-            " count(*) FILTER (WHERE failures > 0) AS failing,"
-            " count(*) FILTER (WHERE ended_at > %s) AS recent,"
-            " max(ended_at) AS last_ended"
-            " FROM fleet.cycle GROUP BY station, campaign_uid, channel",
+            "SELECT s.*, coalesce(r.recent, 0) AS recent FROM (SELECT station, campaign_uid,"
+            " channel, sum(rows)::bigint AS rows, sum(cycles)::bigint AS cycles,"
+            " sum(cuts)::bigint AS cuts, sum(rig_errors)::bigint AS rig_errors,"
+            " sum(failing)::bigint AS failing, max(last_ended) AS last_ended"
+            " FROM fleet.day_cycles GROUP BY station, campaign_uid, channel) s"
+            " LEFT JOIN (SELECT station, campaign_uid, channel, count(*) AS recent"
+            " FROM fleet.cycle WHERE ended_at > %s GROUP BY station, campaign_uid, channel) r"
+            " USING (station, campaign_uid, channel)",
             (time.time() - recent_s,),
         )
 
     def finding_counts(self) -> list[Row]:
-        """Failure findings per class, per campaign."""
+        """Failure findings per class, per campaign (from the summaries)."""
         return self._read(
-            "SELECT station, campaign_uid, class, count(*) AS n FROM fleet.finding"
+            "SELECT station, campaign_uid, class, sum(findings)::bigint AS n FROM fleet.day_class"
             " WHERE failure = 1 GROUP BY station, campaign_uid, class"
         )
 
     def cycles_of(self, station: str, uid: int, channel: int) -> list[Row]:
-        """A drive's cycles, the columns a report reads (with the station's failure classes)."""
         return self._read(
-            f"SELECT {', '.join(REPORT_CYCLE_COLUMNS)} FROM fleet.cycle WHERE station = %s"
-            " AND campaign_uid = %s AND channel = %s ORDER BY seq",
+            "SELECT * FROM fleet.cycle WHERE station = %s AND campaign_uid = %s AND channel = %s"
+            " ORDER BY seq",
             (station, uid, channel),
         )
+
+    def cut_columns(
+        self, station: str, uid: int, channel: int, chunk: int
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """A drive's cycles in order as the report's per-cut figures, `chunk` rows at a time
+        (a server-side cursor): seq, status, cut_delay_ms, return_ms, gone_ms, ack_to_cut_ms,
+        flush_to_cut_ms, started_at, bytes_written, blocks_checked, full_scan,
+        blocks_unchecked, failure_classes; ms computed here as reports/dataset.py computes
+        them from a row (ns as a double / 1e6; NULL where absent or negative)."""
+        with self._db.cursor(name="cut_columns", row_factory=tuple_row) as cur:
+            cur.execute(CUT_COLUMNS, (station, uid, channel))
+            while rows := cur.fetchmany(chunk):
+                yield rows
+        self._commit()
 
     # the summaries (schema v4, rig/fleet/central/summaries.py), read through each drive's index
     def drive_class_totals(self, station: str, uid: int, channel: int) -> list[Row]:
