@@ -206,13 +206,13 @@ class ReadQueries(CentralConnection):
     def metric_drives(self) -> list[Row]:
         return self._read(
             "SELECT d.station, k.name AS campaign, d.model, d.serial, d.channel, d.status,"
-            " count(c.seq) FILTER (WHERE c.status IN ('ok', 'dead')) AS cuts,"
-            " count(c.seq) FILTER (WHERE c.status = 'error') AS rig_errors,"
-            " count(c.seq) FILTER (WHERE c.failures > 0) AS failing"
+            " coalesce(sum(s.cuts), 0)::bigint AS cuts,"
+            " coalesce(sum(s.rig_errors), 0)::bigint AS rig_errors,"
+            " coalesce(sum(s.failing), 0)::bigint AS failing"
             " FROM fleet.drive d JOIN fleet.campaign k"
             " ON k.station = d.station AND k.uid = d.campaign_uid"
-            " LEFT JOIN fleet.cycle c ON c.station = d.station"
-            " AND c.campaign_uid = d.campaign_uid AND c.channel = d.channel"
+            " LEFT JOIN fleet.day_cycles s ON s.station = d.station"
+            " AND s.campaign_uid = d.campaign_uid AND s.channel = d.channel"
             " GROUP BY d.station, d.campaign_uid, d.channel, k.name"
             " ORDER BY d.station, d.campaign_uid, d.channel"
         )
@@ -220,12 +220,13 @@ class ReadQueries(CentralConnection):
     def metric_failing_classes(self) -> list[Row]:
         """(station, campaign, serial, channel, class, cuts): cuts with a failure of the class."""
         return self._read(
-            "SELECT d.station, k.name AS campaign, d.serial, d.channel, f.class,"
-            " count(DISTINCT f.seq) AS cuts FROM fleet.finding f JOIN fleet.drive d"
-            " ON d.station = f.station AND d.campaign_uid = f.campaign_uid"
-            " AND d.channel = f.channel JOIN fleet.campaign k"
-            " ON k.station = d.station AND k.uid = d.campaign_uid WHERE f.failure = 1"
-            " GROUP BY d.station, d.campaign_uid, d.channel, k.name, d.serial, f.class"
+            "SELECT d.station, k.name AS campaign, d.serial, d.channel, s.class,"
+            " sum(s.cuts)::bigint AS cuts FROM fleet.day_class s JOIN fleet.drive d"
+            " ON d.station = s.station AND d.campaign_uid = s.campaign_uid"
+            " AND d.channel = s.channel JOIN fleet.campaign k"
+            " ON k.station = d.station AND k.uid = d.campaign_uid"
+            " WHERE s.failure = 1 AND s.cuts > 0"
+            " GROUP BY d.station, d.campaign_uid, d.channel, k.name, d.serial, s.class"
         )
 
     def metric_returns(self, bucket_sql: str) -> list[Row]:
