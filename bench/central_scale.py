@@ -184,6 +184,9 @@ def main() -> None:
     parser.add_argument("--days", type=float, default=365)
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--page-budget", type=float, default=120, help="s per page's requests")
+    parser.add_argument(
+        "--split", action="store_true", help="only the report, its read and the rest timed apart"
+    )
     parser.add_argument("--first-budget", type=float, default=300, help="s for a first request")
     parser.add_argument("--report-timeout", type=float, default=600)
     parser.add_argument("--rate", type=float, default=8.0, help="cycles/s per live station")
@@ -242,6 +245,9 @@ def run(pg: pgcluster.Cluster, args: argparse.Namespace, rows: list, stores: lis
         today = datetime.date.today()
         plan = reader.explain_model_days("MODEL-1", today - datetime.timedelta(365), today)
     print("EXPLAIN of a model's year:\n  " + plan.replace("\n", "\n  "), flush=True)
+    if args.split:
+        split_report(viewer, args.report_timeout)
+        return
     lag(pg, args, rows, stores)
     out = work / "report"
     wall, rss, code = timed_child(
@@ -251,6 +257,33 @@ def run(pg: pgcluster.Cluster, args: argparse.Namespace, rows: list, stores: lis
     print(f"rig report --central: {wall:.1f} s, peak RSS {rss:.0f} MiB, exit {code}", flush=True)
     shutil.rmtree(out, ignore_errors=True)
     dashboard(viewer, args)
+
+
+SPLIT = """
+import resource, sys, tempfile, time
+t = time.perf_counter()
+from reports import central, export
+data = central.load(sys.argv[1])
+read = time.perf_counter() - t
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+with tempfile.TemporaryDirectory() as out:
+    export.write_dataset_report(data, out)
+print(f"read {read:.1f} s (peak RSS then {rss:.0f} MiB),"
+      f" analysis and files {time.perf_counter() - t - read:.1f} s,"
+      f" cuts {sum(len(r.cuts) for r in data.runs)}")
+"""
+
+
+def split_report(dsn: str, timeout: float) -> None:
+    """The report's read of the central database and the rest (analysis, files) timed apart."""
+    done = subprocess.run(
+        [sys.executable, "-c", SPLIT, dsn],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    print(f"report split: {done.stdout.strip() or done.stderr.strip()[-500:]}", flush=True)
 
 
 def dashboard(dsn: str, args: argparse.Namespace) -> None:
