@@ -69,6 +69,13 @@ class SchemaAdmin(CentralConnection):
             summaries.rebuild(cur)
         self._commit()
 
+    def analyze_summaries(self) -> None:
+        """Fresh planner statistics of the summary tables (after they were made again whole:
+        a model's rows are then read through its index range, not a scan of the table)."""
+        with self.transaction() as db:
+            db.execute("ANALYZE fleet.day_cycles, fleet.day_class, fleet.day_lost_after")
+        self._commit()
+
     def add_station(self, name: str, password: str) -> str:
         """A station and its login role (member of rig_station). Returns the role."""
         if not STATION_NAME.match(name):

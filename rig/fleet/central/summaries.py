@@ -177,6 +177,9 @@ def rebuild(cur: psycopg.Cursor[Row]) -> None:
     cur.execute(_sql(_DAY_CLASS, "fleet.cycle"))
     cur.execute("TRUNCATE stage_cycle_total")
     _rebuild_lost(cur)
+    # the tables were made again whole: the planner's statistics of them are stale (a model's
+    # year then planned as a scan of every model's rows)
+    cur.execute("ANALYZE fleet.day_cycles, fleet.day_class, fleet.day_lost_after")
 
 
 def _rebuild_lost(cur: psycopg.Cursor[Row]) -> None:
