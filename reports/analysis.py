@@ -18,19 +18,34 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from reports import stats
 from reports import verdict as verdicts
-from reports.cuts import Counted, CutTable, DelayPoints, FloatArray, add_counts, table_of
-from reports.dataset import Campaign, Dataset, DriveRun
-from reports.endurance import EnduranceSeries, TrimPair, endurance_series, trim_pairs
-from reports.sequential import SequentialReport
+from reports.compare import compare
+from reports.criteria import merged_criteria, plan_of
+from reports.cuts import Counted, FloatArray, add_counts, let_go
+from reports.dataset import Dataset, DriveRun
+from reports.endurance import endurance_series, trim_pairs
+from reports.record import (
+    NOT_REPORTED,
+    ClassStat,
+    CounterDelta,
+    Criteria,
+    DelayBin,
+    DriveHealth,
+    DriveStat,
+    ModelReport,
+    Proportion,
+    RailStat,
+    Report,
+    Survival,
+    Verdict,
+)
+from reports.run_parts import Cuts, RunParts
 from reports.sequential import analyse as analyse_sequential
 from rig.check import failures
 from rig.health.delta import COUNTERS
@@ -38,87 +53,8 @@ from rig.health.delta import COUNTERS
 DELAY_BINS_MS = (0.0, 1.0, 10.0, 100.0, 1000.0, math.inf)
 
 
-@dataclass(frozen=True)
-class Criteria:
-    max_failure_rate: float  # per cut, the upper bound must stay below this
-    confidence: float
-    classes: tuple[str, ...]  # failure classes that count; () = every failure class
-    min_cycles: int  # cuts every drive needs before the model can pass; 0 = no such rule
-    stated: bool  # False: the campaign states none and the rig's default applies
-    origin: str  # which campaign(s) stated them
-
-    @property
-    def counts_dead(self) -> bool:
-        return not self.classes or failures.DEAD in self.classes
-
-    def describe(self) -> str:
-        what = ", ".join(self.classes) if self.classes else "any failure class"
-        text = (
-            f"per-cut probability of a cut with {what} below {self.max_failure_rate:g}"
-            f" at {self.confidence:.0%} confidence (one-sided Clopper-Pearson)"
-        )
-        if self.counts_dead:
-            text += "; no dead drive"
-        if self.min_cycles:
-            text += f"; at least {self.min_cycles} cuts on every drive"
-        return text
-
-
-DEFAULT_CRITERIA = Criteria(1e-3, 0.95, (), 0, False, "rig default")
-
-
-def criteria_of(campaign: Campaign) -> Criteria | None:
-    """Pass criteria a campaign states: the `campaign.criteria` column (rig.config.Criteria as
-    JSON, store v5) where the store has it, else the campaign file's `[criteria]` table. Keys:
-    max_failure_probability, confidence, classes, min_cycles. The rig fills the column with its
-    defaults when the file has no `[criteria]`: such a campaign states none."""
-    if not isinstance(campaign.config.get("criteria"), dict):
-        return None
-    table = campaign.criteria or campaign.config["criteria"]
-    if not isinstance(table, dict):
-        return None
-    classes = table.get("classes", ())
-    rate = table.get("max_failure_probability", table.get("max_failure_rate"))
-    return Criteria(
-        float(rate if rate is not None else DEFAULT_CRITERIA.max_failure_rate),
-        float(table.get("confidence", DEFAULT_CRITERIA.confidence)),
-        tuple(str(c) for c in classes) if isinstance(classes, list | tuple) else (),
-        int(table.get("min_cycles", 0)),
-        True,
-        campaign.name,
-    )
-
-
-def merged_criteria(campaigns: Iterable[Campaign]) -> tuple[Criteria, str]:
-    """The criteria for a model whose cuts come from several campaigns: the strictest stated
-    (smallest rate, highest confidence, most cuts per drive, union of classes), with a note."""
-    stated = [c for c in (criteria_of(x) for x in campaigns) if c is not None]
-    if not stated:
-        return DEFAULT_CRITERIA, "the campaign states no pass criteria; the rig's default applies"
-    if len({(c.max_failure_rate, c.confidence, c.classes, c.min_cycles) for c in stated}) == 1:
-        return stated[0], f"stated in campaign {stated[0].origin}"
-    classes: tuple[str, ...] = ()
-    if all(c.classes for c in stated):
-        classes = tuple(sorted({k for c in stated for k in c.classes}))
-    strictest = Criteria(
-        min(c.max_failure_rate for c in stated),
-        max(c.confidence for c in stated),
-        classes,
-        max(c.min_cycles for c in stated),
-        True,
-        ", ".join(sorted({c.origin for c in stated})),
-    )
-    return strictest, "campaigns state different criteria; the strictest of each applies"
-
-
-@dataclass
-class Proportion:
-    failed: int
-    trials: int
-    rate: float | None
-    upper: float | None  # one-sided upper bound at the report's confidence
-    lower95: float | None  # two-sided interval at the same confidence
-    upper95: float | None
+HEALTH_FIELDS = (*COUNTERS, "available_spare", "critical_warning", "temperature_c")
+MAX_RAIL_CURVES = 12
 
 
 def proportion(failed: int, trials: int, confidence: float) -> Proportion:
@@ -135,217 +71,12 @@ def proportion(failed: int, trials: int, confidence: float) -> Proportion:
     )
 
 
-@dataclass
-class ClassStat:
-    cls: str
-    findings: int
-    blocks: int
-    cuts: Proportion  # cuts with at least one finding of this class
-
-
-@dataclass
-class DriveStat:
-    key: str
-    model: str
-    serial: str
-    wwn: str
-    firmware: list[str]
-    stations: list[str]
-    campaigns: list[str]
-    channels: list[int]
-    profile: str
-    cuts: Proportion  # cuts with any failure on this drive
-    rig_errors: int
-    interrupted: int
-    findings: dict[str, int]
-    allowed_losses: int
-    bytes_written: int  # by the rig's writers over all cycles
-    blocks_checked: int  # read back and judged, over all cuts
-    full_scans: int  # cuts whose check read the whole test region
-    dead_at_cut: int | None  # cumulative cut count at which the drive died
-    median_return_ms: float | None
-    # DEAD | FAIL (a failure finding) | PASS (none, and its own cuts reach the claim) |
-    # NOT YET DEMONSTRATED (none so far, too few cuts alone for the claim)
-    verdict: str
-    blocks_unchecked: int = 0  # meant to be read, left unread by a read budget (not a failure)
-
-
-@dataclass
-class DelayBin:
-    low_ms: float
-    high_ms: float | None
-    cuts: Proportion
-
-
-@dataclass
-class Survival:
-    subjects: list[tuple[int, bool]]  # (cuts survived or until death, died)
-    steps: list[stats.KmStep]
-
-
-HEALTH_FIELDS = (*COUNTERS, "available_spare", "critical_warning", "temperature_c")
-
-
-@dataclass
-class CounterDelta:
-    field: str
-    first: float
-    last: float
-    delta: float
-
-
-@dataclass
-class DriveHealth:
-    """One drive's health snapshots in one campaign, first against last."""
-
-    drive: str  # serial (else WWN)
-    campaign: str
-    source: str
-    snapshots: int
-    cuts: int  # cuts between the first and the last snapshot
-    deltas: list[CounterDelta]
-    # (cuts since the first snapshot, rise of the unsafe-shutdown counter): one per cut if honest
-    unsafe_rise: list[tuple[int, float]]
-    anomalies: dict[str, int]  # counter -> anomalies found (counter_anomaly findings)
-    # where the unsafe-shutdown count was read ("ata:174:Unsafe_Shutdown_Count"); None: this
-    # model has no such counter (or smartctl could not name it), so no cut was judged by it
-    unsafe_source: str | None = None
-
-
-@dataclass
-class RailStat:
-    """One drive's rail-sense results (the relay board's ADC around each off edge)."""
-
-    drive: str
-    measured: int
-    ends: dict[str, int]  # fell | timeout | on | busy
-    hi_us: dict[str, float]  # quantiles of the time to fall below the high threshold
-    lo_us: dict[str, float]
-    hi_threshold: int
-    lo_threshold: int
-    curves: list[tuple[float, list[int]]]  # (sample spacing µs, ADC counts from the edge)
-
-
-MAX_RAIL_CURVES = 12
-
-
-PASS, FAIL, NOT_YET = "PASS", "FAIL", "NOT YET DEMONSTRATED"
-# what a drive did not tell (its firmware version): the one wording of the report, its JSON and CSV
-NOT_REPORTED = "(not reported)"
-
-
-@dataclass
-class Verdict:
-    passed: bool
-    label: str  # PASS | FAIL | NOT YET DEMONSTRATED
-    reasons: list[str]
-    cuts_needed: int = 0  # NOT YET DEMONSTRATED: more failure-free cuts that reach the claim
-
-    @property
-    def css(self) -> str:
-        """A class name for the label (no spaces)."""
-        return self.label.replace(" ", "-")
-
-
-@dataclass
-class ModelReport:
-    model: str
-    firmware: dict[str, Proportion]  # per firmware version: cuts with any failure
-    drives: list[DriveStat]
-    campaigns: list[str]
-    cuts: int
-    rig_errors: int
-    interrupted: int
-    classes: list[ClassStat]
-    any_failure: Proportion
-    criteria_failure: Proportion  # cuts failing the criteria's classes
-    reliability_demonstrated: float | None
-    cuts_needed: int  # success-run: failure-free cuts that would meet the criteria
-    drive_level: Proportion  # drives with any failure out of drives
-    drives_dead: int
-    survival: Survival
-    return_ms: FloatArray  # every cut's return time, in cut order
-    return_quantiles: dict[str, float]
-    delays: DelayPoints  # every cut, in order
-    # lost durable writes: ms from acknowledgement / covering flush to the cut (FAST'13 saw
-    # losses up to 700 ms after completion)
-    lost_after_ack_ms: Counted  # sorted, as (value, count)
-    lost_after_flush_ms: Counted
-    ack_bins: list[DelayBin]
-    flush_bins: list[DelayBin]
-    examples: list[dict[str, Any]]  # first failure findings of each drive
-    health: list[DriveHealth]
-    anomalies: list[dict[str, Any]]  # every counter anomaly (drive, seq, field, before, after, ...)
-    intervals: list[dict[str, Any]]
-    rail: list[RailStat]
-    criteria: Criteria
-    criteria_note: str
-    verdict: Verdict
-    endurance: list[EnduranceSeries] = field(default_factory=list)  # PTS rounds, fill, cliff
-    trim_pairs: list[TrimPair] = field(default_factory=list)  # same drive, discard off and on
-    # the sequential plan's decision, where the model's campaigns state a plan (decision 173)
-    sequential: SequentialReport | None = None
-
-
-@dataclass
-class Comparison:
-    outcome: str  # "any failure" or a failure class: cuts with it vs cuts without
-    model_a: str
-    model_b: str
-    a: Proportion
-    b: Proportion
-    p_value: float
-    p_holm: float
-    significant: bool  # at 1 - confidence after Holm's correction
-
-
-@dataclass
-class Report:
-    sources: list[str]
-    campaigns: list[dict[str, Any]]
-    confidence: float
-    models: list[ModelReport]
-    comparisons: list[Comparison]
-    unread_tables: dict[str, list[str]] = field(default_factory=dict)
-
-
-# what the campaign file planned, as the certificate states it: (label, table, key, unit)
-PLAN_KEYS = (
-    ("cycles per drive", "campaign", "cycles", ""),
-    ("duration", "campaign", "duration_s", "s"),
-    ("test region", "campaign", "region_mib", "MiB"),
-    ("test region", "campaign", "region_kib", "KiB"),
-    ("test region", "campaign", "region_bytes", "bytes"),
-    ("cut delay", "cut", "delay_ms", "ms"),
-    ("power off", "cut", "off_ms", "ms"),
-    ("writers", "workload", "workers", ""),
-    ("flush every", "workload", "flush_every", "writes"),
-)
-
-
-def plan_of(config: dict[str, Any]) -> dict[str, str]:
-    """The plan the campaign file states (its cycles, region, cut and workload keys), as
-    label -> text; a key the file leaves to the rig's default is not listed."""
-    plan: dict[str, str] = {}
-    for label, table, key, unit in PLAN_KEYS:
-        value = config.get(table, {}).get(key) if isinstance(config.get(table), dict) else None
-        if value is None:
-            continue
-        text = "–".join(map(_plain, value)) if isinstance(value, list) else _plain(value)
-        plan[label] = f"{text} {unit}".strip()
-    return plan
-
-
-def _plain(value: object) -> str:
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    return f"{value:g}" if number else str(value)
-
-
 def analyse(data: Dataset, confidence: float = 0.95) -> Report:
     by_model: dict[str, list[DriveRun]] = {}
     for run in data.runs:
         by_model.setdefault(run.model, []).append(run)
-    models = [_model(name, runs, confidence) for name, runs in sorted(by_model.items())]
+    parts = RunParts()
+    models = [_model(name, runs, confidence, parts) for name, runs in sorted(by_model.items())]
     campaigns = [
         {
             "source": c.source,
@@ -369,111 +100,10 @@ def analyse(data: Dataset, confidence: float = 0.95) -> Report:
     )
 
 
-ANY_FAILURE = "any failure"
-
-
-def compare(models: Sequence[ModelReport], confidence: float) -> list[Comparison]:
-    """Every pair of models, Fisher's exact test (two-sided) on cuts with vs without the outcome,
-    for any failure and for each failure class seen; Holm-corrected over all those tests."""
-    classes = failures.ordered(s.cls for m in models for s in m.classes)
-
-    def outcome(m: ModelReport, name: str) -> Proportion:
-        if name == ANY_FAILURE:
-            return m.any_failure
-        found = next((s.cuts for s in m.classes if s.cls == name), None)
-        return found or Proportion(0, m.cuts, 0.0 if m.cuts else None, None, None, None)
-
-    tests = [
-        (name, a, b, outcome(a, name), outcome(b, name))
-        for name in (ANY_FAILURE, *classes)
-        for i, a in enumerate(models)
-        for b in models[i + 1 :]
-        if a.cuts and b.cuts
-    ]
-    # a class neither model of a pair ever showed says nothing (p = 1): not a test in the family
-    tests = [t for t in tests if t[0] == ANY_FAILURE or t[3].failed or t[4].failed]
-    raw = [
-        stats.fisher_exact(pa.failed, pa.trials - pa.failed, pb.failed, pb.trials - pb.failed)
-        for _, _, _, pa, pb in tests
-    ]
-    adjusted = stats.holm(raw)
-    return [
-        Comparison(name, a.model, b.model, pa, pb, p, q, q < 1.0 - confidence)
-        for (name, a, b, pa, pb), p, q in zip(tests, raw, adjusted, strict=True)
-    ]
-
-
-@dataclass
-class Cuts:
-    """The cut rows (status ok or dead) of some drive runs, in order, as (run, table, mask)."""
-
-    parts: list[tuple[DriveRun, CutTable, npt.NDArray[np.bool_]]]
-
-    @classmethod
-    def of(cls, runs: Iterable[DriveRun]) -> Cuts:
-        tables = [(r, table_of(r.cuts)) for r in runs]
-        return cls([(r, t, t.is_cut) for r, t in tables])
-
-    @property
-    def count(self) -> int:
-        return sum(int(m.sum()) for _, _, m in self.parts)
-
-    def where(self, keep: Callable[[frozenset[str]], bool]) -> int:
-        """Cuts whose set of failure classes `keep` accepts."""
-        total = 0
-        for _, t, m in self.parts:
-            hist = np.bincount(t.classes[m], minlength=len(t.class_sets))
-            total += sum(int(hist[i]) for i, s in enumerate(t.class_sets) if keep(s))
-        return total
-
-    def column(self, name: str) -> FloatArray:
-        return _cat([t.columns[name][m] for _, t, m in self.parts])
-
-    def failed(self) -> npt.NDArray[np.bool_]:
-        return np.concatenate([t.failed[m] for _, t, m in self.parts] or [np.empty(0, bool)])
-
-    def returns(self) -> FloatArray:
-        """Return times of cuts with status ok that have one."""
-        out = []
-        for _, t, m in self.parts:
-            values = t.columns["return_ms"][m & t.status_mask("ok")]
-            out.append(values[~np.isnan(values)])
-        return _cat(out)
-
-    def cycles(self, status: str) -> int:
-        """Cycles of this status, cuts or not."""
-        return sum(t.count_status(status) for _, t, _ in self.parts)
-
-    def delays(self) -> DelayPoints:
-        # class-set codes in one canonical order (no failure first), not in the order the rows
-        # came: a store and the fleet's database give the same analysis of the same cuts
-        sets: set[frozenset[str]] = {frozenset()}
-        for _, t, _ in self.parts:
-            sets.update(t.class_sets)
-        order = sorted(sets, key=lambda s: (len(s), failures.ordered(s)))
-        codes = {s: i for i, s in enumerate(order)}
-        lists = [failures.ordered(s) for s in order]
-        mapped = []
-        for _, t, m in self.parts:
-            remap = np.array([codes[s] for s in t.class_sets] or [0], np.int32)
-            mapped.append(remap[t.classes[m]])
-        return DelayPoints(
-            self.column("ack_to_cut_ms"),
-            self.column("flush_to_cut_ms"),
-            self.column("cut_delay_ms"),
-            np.concatenate(mapped or [np.empty(0, np.int32)]).astype(np.int32),
-            lists,
-        )
-
-
-def _cat(arrays: list[FloatArray]) -> FloatArray:
-    return np.concatenate(arrays) if arrays else np.empty(0, np.float64)
-
-
-def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
+def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts) -> ModelReport:
     runs = sorted(runs, key=lambda r: (r.campaign.started_at, r.channel))
     criteria, note = merged_criteria({id(r.campaign): r.campaign for r in runs}.values())
-    cuts = Cuts.of(runs)
+    cuts = Cuts.of(runs, parts)
     n = cuts.count
     classes_present = failures.ordered(k for r in runs for k in r.findings)
     class_stats = [
@@ -487,7 +117,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
     ]
     counted = set(criteria.classes)
     criteria_failed = cuts.where(lambda s: bool(s & counted) if counted else bool(s))
-    drives = _drives(runs, confidence, criteria)
+    drives = _drives(runs, confidence, criteria, parts)
     any_failure = proportion(cuts.where(bool), n, confidence)
     crit = proportion(criteria_failed, n, criteria.confidence)
     returns = cuts.returns()
@@ -496,10 +126,13 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
         firmware.setdefault(r.firmware or NOT_REPORTED, []).append(r)
     dead = sum(d.dead_at_cut is not None for d in drives)
     delays = cuts.delays()
+    ack_bins = _bins(delays.ack_to_cut_ms, delays.failed, confidence)
+    flush_bins = _bins(delays.flush_to_cut_ms, delays.failed, confidence)
+    let_go()  # (this model's delay points: made again when a chart or report.json reads them)
     return ModelReport(
         model=model,
         firmware={
-            fw: proportion((c := Cuts.of(rs)).where(bool), c.count, confidence)
+            fw: proportion((c := Cuts.of(rs, parts)).where(bool), c.count, confidence)
             for fw, rs in sorted(firmware.items())
         },
         drives=drives,
@@ -524,8 +157,8 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
         delays=delays,
         lost_after_ack_ms=_lost_after(runs, 0),
         lost_after_flush_ms=_lost_after(runs, 1),
-        ack_bins=_bins(delays.ack_to_cut_ms, delays.failed, confidence),
-        flush_bins=_bins(delays.flush_to_cut_ms, delays.failed, confidence),
+        ack_bins=ack_bins,
+        flush_bins=flush_bins,
         examples=[dict(e, drive=r.serial or r.wwn) for r in runs for e in r.examples],
         health=[h for h in (_health(r) for r in runs) if h is not None],
         anomalies=[dict(a, drive=r.serial or r.wwn) for r in runs for a in r.anomalies],
@@ -551,25 +184,22 @@ def _lost_after(runs: list[DriveRun], which: int) -> Counted:
 def _dead_at(cuts: Cuts) -> int | None:
     """The cut count (1-based, over the runs in order) at which the drive died."""
     offset = 0
-    for _, t, m in cuts.parts:
-        statuses = t.status[m]
-        if "dead" not in t.statuses:
-            offset += len(statuses)
-            continue
-        found = np.flatnonzero(statuses == t.statuses.index("dead"))
-        if len(found):
-            return offset + int(found[0]) + 1
-        offset += len(statuses)
+    for p in cuts.parts:
+        if p.dead_at is not None:
+            return offset + p.dead_at
+        offset += p.cuts
     return None
 
 
-def _drives(runs: list[DriveRun], confidence: float, criteria: Criteria) -> list[DriveStat]:
+def _drives(
+    runs: list[DriveRun], confidence: float, criteria: Criteria, parts: RunParts
+) -> list[DriveStat]:
     by_key: dict[str, list[DriveRun]] = {}
     for r in runs:
         by_key.setdefault(r.key, []).append(r)
     result = []
     for key, group in by_key.items():
-        cuts = Cuts.of(group)
+        cuts = Cuts.of(group, parts)
         n = cuts.count
         dead_at = _dead_at(cuts)
         findings: dict[str, int] = {}
@@ -595,13 +225,13 @@ def _drives(runs: list[DriveRun], confidence: float, criteria: Criteria) -> list
                 interrupted=cuts.cycles("interrupted"),
                 findings={k: findings[k] for k in failures.ordered(findings)},
                 allowed_losses=sum(r.allowed_losses for r in group),
-                bytes_written=sum(int(t.columns["bytes_written"].sum()) for _, t, _ in cuts.parts),
-                blocks_checked=int(cuts.column("blocks_checked").sum()),
-                full_scans=int(cuts.column("full_scan").sum()),
+                bytes_written=sum(p.bytes_written for p in cuts.parts),
+                blocks_checked=sum(p.blocks_checked for p in cuts.parts),
+                full_scans=sum(p.full_scans for p in cuts.parts),
                 dead_at_cut=dead_at,
                 median_return_ms=_median(returns),
                 verdict=_drive_verdict(dead_at, failed, n, criteria),
-                blocks_unchecked=int(cuts.column("blocks_unchecked").sum()),
+                blocks_unchecked=sum(p.blocks_unchecked for p in cuts.parts),
             )
         )
     return result
@@ -713,7 +343,7 @@ def _quantiles(values: Sequence[float] | FloatArray) -> dict[str, float]:
         "p90": q(0.9),
         "p99": q(0.99),
         "max": float(ordered[-1]),
-        "mean": math.fsum(ordered.tolist()) / len(ordered),
+        "mean": math.fsum(ordered) / len(ordered),  # (not tolist: a float object per value)
     }
 
 
@@ -779,12 +409,12 @@ def _verdict(criteria: Criteria, crit: Proportion, dead: int, drives: list[Drive
             f" needs: {', '.join(f'{d.serial or d.wwn} ({d.cuts.trials})' for d in short)}"
         )
     if failed:
-        return Verdict(False, FAIL, reasons, 0)
+        return Verdict(False, verdicts.FAIL, reasons, 0)
     if (
         crit.trials
         and crit.upper is not None
         and crit.upper < criteria.max_failure_rate
         and (not short)
     ):
-        return Verdict(True, PASS, reasons, 0)
-    return Verdict(False, NOT_YET, reasons, max(needed, 1))
+        return Verdict(True, verdicts.PASS, reasons, 0)
+    return Verdict(False, verdicts.NOT_YET, reasons, max(needed, 1))

@@ -19,6 +19,8 @@ from rig.errors import UserError
 from rig.io.workload import ENGINES, LAYOUTS, LBA_SKEWS, SIZE_MIXES, Workload
 from rig.notify import settings as notify_settings
 from rig.notify.settings import NotifySpec
+from rig.power import shapes
+from rig.power.shapes import ShapeSpec
 from rig.schema import StationSpec, Table
 from rig.sequential import Plan
 from rig.station import backends
@@ -53,6 +55,9 @@ class CutSpec:
     read_timeout_s: float = 30.0  # a check read not answered by then is a hang
     read_budget: int = 2048  # extra reads a check may spend locating bad blocks (then unchecked)
     window: WindowSpec | None = None  # [cut.window]: the window strategy's keys (rig/window/)
+    shape: ShapeSpec = field(
+        default_factory=ShapeSpec
+    )  # kind and its ranges: off, sag, ramp, glitch (rig/power/)
 
 
 @dataclass(frozen=True)
@@ -198,6 +203,11 @@ def parse(
 
     workload = _workload(Table("[workload]", root.get("workload", dict, {})))
     cut = _cut(Table("[cut]", root.get("cut", dict, {})), workload)
+    if cut.shape.kind not in kind.cut_kinds:  # before anything is written
+        raise UserError(
+            f'campaign: [cut].kind = "{cut.shape.kind}" is more than a {station.kind} station'
+            f" can do (it makes {', '.join(kind.cut_kinds)})"
+        )
 
     health = _health(root.get("health", dict, {}))
     stop = _stop_rules(Table("[stop]", root.get("stop", dict, {})))
@@ -295,6 +305,7 @@ def _cut(cut_t: Table, workload: Workload) -> CutSpec:
         read_timeout_s=float(cut_t.number("read_timeout_s", 30.0, 0.001, 3600)),
         read_budget=int(cut_t.number("read_budget", 2048, 0, 1 << 24)),
         window=window,
+        shape=shapes.settings(cut_t),
     )
     cut_t.done()
     return cut

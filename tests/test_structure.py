@@ -1,9 +1,11 @@
-"""The layout rules of rig/, read from the source with `ast` (nothing is imported or run):
+"""The layout rules of rig/ and reports/, read from the source with `ast` (nothing is run):
 
 - SQL lives only in the stores (checked in rig/ and reports/): the rig/store/ package for the
   station's SQLite, rig/fleet/central/ and rig/fleet/migrations.py for the fleet's PostgreSQL;
-- no module reaches into another rig module's underscore names;
-- every file under 500 lines, every function under 80.
+- no module reaches into another rig or reports module's underscore names;
+- every file under 500 lines, every function under 80;
+- the same limits on fixtures/, and every C function (firmware/, rig/native/, fixtures/)
+  under 120 lines, measured by lizard.
 
 Each check has an allow-list of today's known violators (issue 15 splits them); the lead empties
 them as that work merges. A violation not on its list fails the check; an entry that no longer
@@ -20,11 +22,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import lizard
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 RIG = ROOT / "rig"
 
+FIRST_PARTY = ("rig", "reports")  # packages whose modules keep their underscore names
 MAX_FILE_LINES = 500  # a file must be shorter than this
 MAX_FUNCTION_LINES = 80  # a function (def line to last line) must be shorter than this
 
@@ -76,10 +80,18 @@ def rig_files() -> list[Path]:
     return sorted(p for p in RIG.rglob("*.py") if ".venv" not in p.parts)
 
 
+def reports_files() -> list[Path]:
+    return sorted(p for p in (ROOT / "reports").rglob("*.py") if ".venv" not in p.parts)
+
+
 def sql_checked_files() -> list[Path]:
     """rig/ and reports/: a report reads the store through its named reads too."""
-    reports = ROOT / "reports"
-    return rig_files() + sorted(p for p in reports.rglob("*.py") if ".venv" not in p.parts)
+    return rig_files() + reports_files()
+
+
+def checked_files() -> list[Path]:
+    """What the private-name and length rules cover: rig/ and reports/."""
+    return rig_files() + reports_files()
 
 
 def rel(path: Path) -> str:
@@ -163,8 +175,8 @@ def sql_violations() -> list[Violation]:
 
 
 def rig_module(dotted: str) -> bool:
-    """`dotted` names a module (or package) of rig/."""
-    if dotted != "rig" and not dotted.startswith("rig."):
+    """`dotted` names a module (or package) of rig/ or reports/."""
+    if dotted.split(".")[0] not in FIRST_PARTY:
         return False
     base = ROOT.joinpath(*dotted.split("."))
     return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
@@ -230,8 +242,8 @@ class PrivateFinder(Scopes):
                     self.foreign.add(alias.asname)
             else:
                 top = alias.name.split(".")[0]
-                if top == "rig":
-                    self.rig_modules.setdefault("rig", "rig")
+                if top in FIRST_PARTY:
+                    self.rig_modules.setdefault(top, top)
                 else:
                     self.foreign.add(top)
 
@@ -281,7 +293,7 @@ class PrivateFinder(Scopes):
 @functools.cache
 def private_violations() -> list[Violation]:
     found: list[Violation] = []
-    for path in rig_files():
+    for path in checked_files():
         tree = parse(path)
         finder = PrivateFinder(path, tree)
         finder.visit(tree)
@@ -295,7 +307,7 @@ def private_violations() -> list[Violation]:
 @functools.cache
 def file_length_violations() -> list[Violation]:
     found = []
-    for path in rig_files():
+    for path in checked_files():
         lines = len(path.read_text().splitlines())
         if lines >= MAX_FILE_LINES:
             where = f"{rel(path)}:{MAX_FILE_LINES}"  # the first line past the limit
@@ -324,13 +336,72 @@ def functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.Asy
 @functools.cache
 def function_length_violations() -> list[Violation]:
     found = []
-    for path in rig_files():
+    for path in checked_files():
         for name, node in functions(parse(path)):
             lines = (node.end_lineno or node.lineno) - node.lineno + 1
             if lines >= MAX_FUNCTION_LINES:
                 where = f"{rel(path)}:{node.lineno}"
                 found.append(Violation(f"{rel(path)}:{name}", where, f": {lines} lines"))
     return found
+
+
+# -- (d) the same limits on fixtures/ and the C code -------------------------------------------
+
+FIXTURES = ROOT / "fixtures"
+MAX_C_FUNCTION_LINES = 120  # a C function (name line to closing brace) must be shorter
+SKIPPED_PARTS = {".venv", ".git", "build"}
+
+FIXTURE_FILE_LENGTH_ALLOWED: dict[str, str] = {}
+FIXTURE_FUNCTION_LENGTH_ALLOWED: dict[str, str] = {}
+C_FUNCTION_LENGTH_ALLOWED: dict[str, str] = {}
+
+
+def fixture_files() -> list[Path]:
+    return sorted(p for p in FIXTURES.rglob("*.py") if not SKIPPED_PARTS & set(p.parts))
+
+
+def c_files() -> list[Path]:
+    found = (p for pattern in ("*.c", "*.h") for p in ROOT.rglob(pattern))
+    return sorted(p for p in found if not SKIPPED_PARTS & set(p.relative_to(ROOT).parts))
+
+
+@functools.cache
+def fixture_file_length_violations() -> list[Violation]:
+    found = []
+    for path in fixture_files():
+        lines = len(path.read_text().splitlines())
+        if lines >= MAX_FILE_LINES:
+            where = f"{rel(path)}:{MAX_FILE_LINES}"
+            found.append(Violation(rel(path), where, f"the file has {lines} lines"))
+    return found
+
+
+@functools.cache
+def fixture_function_length_violations() -> list[Violation]:
+    found = []
+    for path in fixture_files():
+        for name, node in functions(parse(path)):
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            if lines >= MAX_FUNCTION_LINES:
+                where = f"{rel(path)}:{node.lineno}"
+                found.append(Violation(f"{rel(path)}:{name}", where, f": {lines} lines"))
+    return found
+
+
+def long_c_functions(name: str, source: str) -> list[Violation]:
+    """C functions of `source` (a file called `name`) of MAX_C_FUNCTION_LINES or more."""
+    found = []
+    for function in lizard.analyze_file.analyze_source_code(name, source).function_list:
+        if function.length >= MAX_C_FUNCTION_LINES:
+            where = f"{name}:{function.start_line}"
+            key = f"{name}:{function.name}"
+            found.append(Violation(key, where, f": {function.length} lines"))
+    return found
+
+
+@functools.cache
+def c_function_length_violations() -> list[Violation]:
+    return [v for path in c_files() for v in long_c_functions(rel(path), path.read_text())]
 
 
 # -- the checks --------------------------------------------------------------------------------
@@ -356,6 +427,21 @@ CHECKS: dict[str, tuple[Callable[[], list[Violation]], dict[str, str], str]] = {
         function_length_violations,
         FUNCTION_LENGTH_ALLOWED,
         f"functions of {MAX_FUNCTION_LINES} lines or more",
+    ),
+    "fixtures: files under 500 lines": (
+        fixture_file_length_violations,
+        FIXTURE_FILE_LENGTH_ALLOWED,
+        f"fixture files of {MAX_FILE_LINES} lines or more",
+    ),
+    "fixtures: functions under 80 lines": (
+        fixture_function_length_violations,
+        FIXTURE_FUNCTION_LENGTH_ALLOWED,
+        f"fixture functions of {MAX_FUNCTION_LINES} lines or more",
+    ),
+    "C functions under 120 lines": (
+        c_function_length_violations,
+        C_FUNCTION_LENGTH_ALLOWED,
+        f"C functions of {MAX_C_FUNCTION_LINES} lines or more",
     ),
 }
 
@@ -403,6 +489,12 @@ def test_sql_finder_names_file_and_line() -> None:
     assert quiet.found == []
     assert in_sql_store("rig/store/recording.py") and in_sql_store("rig/fleet/central/reads.py")
     assert not in_sql_store("rig/storage.py") and not in_sql_store("rig/fleet/views.py")
+
+
+def test_private_and_length_checks_read_reports_too() -> None:
+    checked = {rel(p) for p in checked_files()}
+    assert "reports/html.py" in checked and "rig/cli.py" in checked
+    assert rig_module("reports.cells") and not rig_module("reports.nothing_here")
 
 
 def test_sql_check_reads_reports_too() -> None:
@@ -472,3 +564,16 @@ def test_length_checks_count_from_the_def_line() -> None:
     assert (short.end_lineno or 0) - short.lineno + 1 == MAX_FUNCTION_LINES - 1
     nested = ast.parse("class A:\n    def m(self):\n        def inner(): ...\n")
     assert [n for n, _ in functions(nested)] == ["A.m", "A.m.inner"]
+
+
+def test_c_length_counts_from_the_name_line_to_the_brace() -> None:
+    body = "\n".join(f"\tx += {i};" for i in range(MAX_C_FUNCTION_LINES - 3))
+    at_limit = f"static int\nf(int x)\n{{\n{body}\n}}\n"  # name line to brace: 120 lines
+    below = at_limit.replace("\tx += 0;\n", "")
+    [violation] = long_c_functions("probe.c", at_limit)
+    assert (violation.key, violation.where) == ("probe.c:f", "probe.c:2")
+    assert long_c_functions("probe.c", below) == []
+    assert [str(p.relative_to(ROOT)) for p in c_files() if p.name == "sched.c"] == [
+        "firmware/core/sched.c"
+    ]
+    assert FIXTURES / "faultcore.py" in fixture_files()

@@ -18,6 +18,7 @@ from rig.health.tracker import HealthReader
 from rig.io.blockio import BlockTarget
 from rig.io.workload import Writer
 from rig.power.base import Edge, PendingCut, PowerSwitch, RailResult
+from rig.power.shapes import OFF, Shape
 from rig.station.purge import DrivePurge
 
 TargetOpener = Callable[[DriveNode, DriveSpec], BlockTarget]
@@ -97,6 +98,9 @@ class Cycle:
     restored: bool = False  # the restore phase switched the channel back on
     rail: RailResult | None = None  # the cut's rail-sense capture (rig/campaign/runon.py)
     rail_asked: bool = False
+    shape: Shape = OFF  # the cut's kind and drawn shape ([cut] kind, rig/power/shapes.py)
+    rode_through: bool = False  # a shaped cut the drive stayed on the bus through
+    hung: bool = False  # ... but then answered nothing: the rig power-cycled it (class hang)
 
 
 @dataclass
