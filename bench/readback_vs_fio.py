@@ -17,8 +17,11 @@ Rounds interleave fio and the rig, and the ratio is the median of per-round rati
 fio MB/s), so a slow moment of this shared machine hits both sides alike. Only the loop device
 and file this script creates are touched.
 
+The rig's records are version 1 (every checkout reads them; `--code DIR` runs another checkout's
+rig under this script, for before/after runs alternated in the same minutes).
+
 Run: .venv/bin/python bench/readback_vs_fio.py [--mib 512] [--bs 128k] [--rounds 3] [--tmpfs]
-(root: loop devices)
+     [--code DIR]   (root: loop devices)
 """
 
 from __future__ import annotations
@@ -37,7 +40,10 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+# the rig under test: this checkout, or another one's (`--code DIR`, read before the imports)
+CODE = Path(sys.argv[sys.argv.index("--code") + 1]) if "--code" in sys.argv else REPO
+sys.path.insert(0, str(CODE))
+sys.path.insert(1, str(REPO))
 
 from bench.writer_vs_fio import attach, machine  # noqa: E402
 from rig.check import readback, verify  # noqa: E402
@@ -113,6 +119,7 @@ def main() -> None:
     parser.add_argument("--bs", default="128k", help="request size: 4k .. 1m")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tmpfs", action="store_true", help="back the loop device with tmpfs")
+    parser.add_argument("--code", help="the checkout whose rig/ runs (default: this one)")
     opts = parser.parse_args()
     bs = int(opts.bs.lower().rstrip("k")) * 1024 if opts.bs.lower().endswith("k") else 1 << 20
     where = "/dev/shm" if opts.tmpfs else str(REPO.parent if REPO.parent.is_dir() else "/tmp")
@@ -123,6 +130,7 @@ def main() -> None:
         try:
             print(f"# target: {devnode} over {image} ({opts.mib} MiB, direct-io=on)")
             print(f"# machine: {machine()}")
+            print(f"# rig: {CODE}")
             print(f"# {opts.rounds} rounds, {bs >> 10} KiB reads at QD 32, interleaved")
             print("| round | load | fio verify MB/s | rig read-back+check MB/s | rig/fio |"
                   " CPU s/GB fio | CPU s/GB rig | rig in flight | rig idle |")  # fmt: skip

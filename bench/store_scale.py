@@ -18,19 +18,27 @@ not events, ledgers or LBA state, which a report of v8+ rows does not read), the
 store's v11 summaries with `Store.rebuild_summaries`, the code of the v11 migration's backfill:
 what the report reads is what the product would have written (its time is printed).
 
-`--status` times `rig status` (table and --json) in a child instead, from `--code DIR`'s
-checkout (default this one: give an older commit's, `git archive`d, for a before figure).
+`--status` times `rig status` (table and --json) in a child instead, `--report` the whole report
+in a child, each from `--code DIR`'s checkout (default this one: give an older commit's, `git
+archive`d, for a before figure). `--code` given more than once, with `--rounds N`, alternates the
+checkouts N times in one run (the machine is shared: a same-run comparison). `--v12-cost DEMO`
+records `--cuts` cuts with and without store v12's additions (alternating, one run). `--migrate`
+opens a kept store with this checkout's `Store` (a writer: it upgrades an older store, printing
+the backfill's progress) and prints the time. Each run prints the CPU (`lscpu`) and the load.
 
-Run: .venv/bin/python bench/store_scale.py [--cuts 100000] [--record N] [--report | --status]
-        [--keep DIR | --store PATH] [--code DIR]
+Run: .venv/bin/python bench/store_scale.py [--cuts 100000] [--record N]
+        [--report | --status | --migrate] [--keep DIR | --store PATH] [--code DIR]... [--rounds N]
+     .venv/bin/python bench/store_scale.py --v12-cost DEMO.sqlite [--cuts 3000]
 (--keep DIR records into DIR and keeps the store; --store PATH reports on a kept store.)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -43,7 +51,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rig.store import CycleRow, Store  # noqa: E402
+from rig.store import SCHEMA_VERSION, CycleRow, Store, cycle_sums  # noqa: E402
 
 
 def demo_store(work: Path) -> Path:
@@ -126,6 +134,47 @@ def fill(path: Path, cuts: int, template: list[dict[str, Any]], source: Path) ->
     return slices
 
 
+def v12_cost(work: Path, source: Path, cuts: int) -> None:
+    """What store v12 adds to `record_cycle` (its cycle_total upsert and cycle_return index
+    entry): the demo's templates recorded into two fresh stores, one as v12 makes it and one
+    without the table, the index and the upsert, in alternating blocks of 100 cuts in this one
+    process (a same-run comparison on a shared machine); CPU time per cut of each."""
+    template = templates(source)
+    stores: dict[str, tuple[Store, dict[int, int]]] = {}
+    demo = sqlite3.connect(source)
+    for name in ("v12", "without v12"):
+        store = Store(str(work / f"{name.replace(' ', '_')}.sqlite"))
+        campaign = store.new_campaign("v12-cost", "", 1, "simulated")
+        drives = {}
+        for d in demo.execute("SELECT id, channel, model, serial FROM drive"):
+            identity = {"model": d[2], "serial": d[3], "wwn": "", "firmware": ""}
+            drives[d[0]] = store.add_drive(campaign, d[1], identity, 1 << 30, 4096, (0, 9))
+        if name != "v12":
+            with store.transaction() as db:
+                db.execute("DROP INDEX cycle_return")
+                db.execute("DROP TABLE cycle_total")
+        stores[name] = (store, drives)
+    spent = dict.fromkeys(stores, 0.0)
+    seqs: dict[tuple[str, int], int] = {}
+    keep = cycle_sums.add_cycle
+    for block in range(0, cuts, 100):
+        for name, (store, drives) in stores.items():
+            cycle_sums.add_cycle = keep if name == "v12" else (lambda db, cycle_id: None)
+            started = time.process_time()
+            for i in range(block, min(cuts, block + 100)):
+                t = template[i % len(template)]
+                drive = drives[t["row"]["drive_id"]]
+                seq = seqs[name, drive] = seqs.get((name, drive), 0) + 1
+                row = CycleRow(**dict(t["row"], drive_id=drive, seq=seq))
+                store.record_cycle(row, t["findings"], t["events"], t["ledger"], t["state"])
+            spent[name] += time.process_time() - started
+    cycle_sums.add_cycle = keep
+    for name, (store, _) in stores.items():
+        store.close()
+        print(f"record_cycle, {name}: {spent[name] / cuts * 1000:.3f} ms CPU per cut")
+    print(f"v12 adds {(spent['v12'] / spent['without v12'] - 1) * 100:.1f} % ({cuts} cuts each)")
+
+
 def copy_by_sql(path: Path, cuts: int) -> None:
     """Grow the store to `cuts` cycles by copying its cycles (from the first) and their findings
     in SQL, each copy's seq after its drive's last; then rebuild the v11 summaries."""
@@ -163,24 +212,28 @@ def copy_by_sql(path: Path, cuts: int) -> None:
     store = Store(str(path))
     started = time.perf_counter()
     store.rebuild_summaries("Store.rebuild_summaries")  # (its progress on stderr)
-    print(f"Store.rebuild_summaries (the v11 backfill): {time.perf_counter() - started:.1f} s")
+    print(f"Store.rebuild_summaries (the v11 and v12 backfills):"
+          f" {time.perf_counter() - started:.1f} s")  # fmt: skip
     store.close()
 
 
-def report_in_child(path: Path, out: Path) -> None:
-    """The whole report (`reports.export.write_report`) in a child process: its wall time, CPU
-    time and peak RSS (its own rusage, from wait4: the bench's templates do not count)."""
+def report_in_child(path: Path, out: Path, checkout: Path = REPO) -> None:
+    """The whole report (`reports.export.write_report`) in a child process run from `checkout`:
+    its wall time, CPU time and peak RSS (its own rusage, from wait4: the bench's templates do
+    not count)."""
     code = "import sys; from reports import export; export.write_report([sys.argv[1]], sys.argv[2])"
+    shutil.rmtree(out, ignore_errors=True)
     started = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", code, str(path), str(out)], cwd=REPO)
+    child = subprocess.Popen([sys.executable, "-c", code, str(path), str(out)], cwd=checkout)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode:
         raise SystemExit(f"report failed: exit {child.returncode}")
     size = sum(p.stat().st_size for p in out.iterdir()) / 2**20
-    print(f"reports.export.write_report: {wall:.1f} s wall, CPU {usage.ru_utime:.1f} s user"
-          f" + {usage.ru_stime:.1f} s sys, peak RSS {usage.ru_maxrss / 1024:.0f} MiB,"
+    print(f"reports.export.write_report (code of {checkout}): {wall:.1f} s wall,"
+          f" CPU {usage.ru_utime:.1f} s user + {usage.ru_stime:.1f} s sys,"
+          f" peak RSS {usage.ru_maxrss / 1024:.0f} MiB,"
           f" output {size:.0f} MiB (load {os.getloadavg()[0]:.1f})")  # fmt: skip
 
 
@@ -200,6 +253,24 @@ def status_in_child(path: Path, code: Path) -> None:
         print(f"rig status {' '.join(extra)}(code of {code}): {wall:.2f} s wall,"
               f" CPU {usage.ru_utime:.2f} s user + {usage.ru_stime:.2f} s sys,"
               f" peak RSS {rss:.0f} MiB (load {load:.1f})")  # fmt: skip
+
+
+def migrate(path: Path) -> None:
+    """Open the store as a writer does (an older one is upgraded; its progress on stderr)."""
+    started = time.perf_counter()
+    Store(str(path)).close()
+    print(f"Store(path) (migration to v{SCHEMA_VERSION}): {time.perf_counter() - started:.1f} s")
+
+
+def machine() -> str:
+    """The CPU model (lscpu) and the load (uptime) of this run."""
+    cpu = "?"
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+        cpu = next((ln.split(":", 1)[1].strip() for ln in lscpu.splitlines()
+                    if ln.startswith("Model name")), "?")  # fmt: skip
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    return f"machine: CPU {cpu!r}, nproc {os.cpu_count()}, uptime: {uptime}"
 
 
 def record(work: Path, cuts: int, through_store: int) -> Path:
@@ -229,21 +300,36 @@ def main() -> None:
     parser.add_argument(
         "--status", action="store_true", help="time `rig status` instead of loading the report"
     )
+    parser.add_argument("--migrate", action="store_true", help="open (upgrade) the store, timed")
     parser.add_argument(
-        "--code", metavar="DIR", default=str(REPO), help="run `rig status` from this checkout"
+        "--v12-cost", metavar="DEMO", help="record_cycle with and without v12, from this demo store"
     )
+    parser.add_argument(
+        "--code", metavar="DIR", action="append", help="run status / report from this checkout"
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="alternate the --code checkouts")
     args = parser.parse_args()
+    checkouts = [Path(c) for c in args.code or [str(REPO)]]
+    print(machine(), flush=True)
     with tempfile.TemporaryDirectory(dir=args.keep or REPO / "bench") as tmp:
         work = Path(tmp)
+        if args.v12_cost:
+            v12_cost(work, Path(args.v12_cost), args.cuts)
+            return
         if args.store:
             path = Path(args.store)
         else:
             through_store = min(args.record or args.cuts, args.cuts)
             path = record(Path(args.keep) if args.keep else work, args.cuts, through_store)
-        if args.status:
-            status_in_child(path, Path(args.code))
-        elif args.report:  # the report's time includes loading its dataset
-            report_in_child(path, work / "report")
+        if args.migrate:
+            migrate(path)
+        elif args.status or args.report:  # the report's time includes loading its dataset
+            for _ in range(args.rounds):
+                for checkout in checkouts:
+                    if args.status:
+                        status_in_child(path, checkout)
+                    else:
+                        report_in_child(path, work / "report", checkout)
         else:
             from reports import dataset
 
@@ -251,7 +337,7 @@ def main() -> None:
             runs = dataset.load([str(path)]).runs
             loaded = time.perf_counter() - started
             print(f"reports.dataset.load: {loaded:.1f} s ({sum(len(r.cuts) for r in runs)} cuts)")
-        print(f"machine: nproc {os.cpu_count()}, load {os.getloadavg()[0]:.1f}")
+        print(machine())
 
 
 if __name__ == "__main__":

@@ -20,8 +20,13 @@ The target: a loop device (`losetup --direct-io=on`, 4 KiB sectors) over a preal
 the host disk (default, under /work) or on tmpfs (`--tmpfs`: no device time, so the CPU cost of
 the writer shows fully). Only the loop device and file this script creates are touched.
 
+Beside the medians, the per-round ratio of the rig's CPU per GB to fio's (min / median / max):
+the figure ARCHITECTURE §7 bounds (<= 1.2x). `--code DIR` runs another checkout's rig (its
+`rig/` and built native library) under this script, for before/after runs alternated in the
+same minutes.
+
 Run: .venv/bin/python bench/writer_vs_fio.py [--seconds 4] [--rounds 3] [--tmpfs]
-     [--no-threads] [--case 4k-rand-qd32]   (root)
+     [--no-threads] [--case 4k-rand-qd32] [--code DIR]   (root)
 """
 
 from __future__ import annotations
@@ -41,7 +46,9 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+# the rig under test: this checkout, or another one's (`--code DIR`, read before the imports)
+CODE = Path(sys.argv[sys.argv.index("--code") + 1]) if "--code" in sys.argv else REPO
+sys.path.insert(0, str(CODE))
 
 from rig.check.ledger import CycleLog, LbaState  # noqa: E402
 from rig.io.blockio import DirectTarget  # noqa: E402
@@ -154,6 +161,7 @@ def main() -> None:
     parser.add_argument("--tmpfs", action="store_true", help="back the loop device with tmpfs")
     parser.add_argument("--no-threads", action="store_true", help="skip the Python threads path")
     parser.add_argument("--case", choices=sorted(CASES), action="append", help="only these cases")
+    parser.add_argument("--code", help="the checkout whose rig/ runs (default: this one)")
     opts = parser.parse_args()
     where = "/dev/shm" if opts.tmpfs else str(REPO.parent if REPO.parent.is_dir() else "/tmp")
     with tempfile.TemporaryDirectory(prefix="rig-bench-fio-", dir=where) as tmp:
@@ -163,13 +171,14 @@ def main() -> None:
         try:
             print(f"# target: {devnode} over {image} ({SIZE_MIB} MiB, direct-io=on)")
             print(f"# machine: {machine()}")
+            print(f"# rig: {CODE}")
             print(f"# {opts.rounds} rounds x {opts.seconds:g} s per run, interleaved")
             print(
                 "| case | fio MB/s | rig native MB/s | native/fio min/med/max | rig threads MB/s"
                 " | threads/fio min/med/max | CPU s/GB fio | CPU s/GB native | CPU s/GB threads"
-                " | in flight, native (of 32) | idle, native |"
+                " | CPU native/fio min/med/max | in flight, native (of 32) | idle, native |"
             )
-            print("|---|---|---|---|---|---|---|---|---|---|---|")
+            print("|---|---|---|---|---|---|---|---|---|---|---|---|")
             for name, (rw, block, load) in CASES.items():
                 if opts.case and name not in opts.case:
                     continue
@@ -203,7 +212,9 @@ def row(runs: dict[str, list[tuple[float, ...]]]) -> str:
         cells += [f"{statistics.median(r[0] for r in mine):.0f}", spread]
     for engine in ("fio", "native", "threads"):
         mine = runs[engine]
-        cells.append(f"{statistics.median(r[1] for r in mine):.2f}" if mine else "-")
+        cells.append(f"{statistics.median(r[1] for r in mine):.3f}" if mine else "-")
+    cpu = sorted(m[1] / f[1] for m, f in zip(runs["native"], fio, strict=True))
+    cells.append(f"{cpu[0]:.2f} / {statistics.median(cpu):.2f} / {cpu[-1]:.2f}")
     cells.append(f"{statistics.median(r[2] for r in runs['native']):.1f}")
     cells.append(f"{100 * statistics.median(r[3] for r in runs['native']):.1f} %")
     return " | ".join(cells)

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -28,7 +27,7 @@ from reports import stats
 from reports import verdict as verdicts
 from reports.compare import compare
 from reports.criteria import merged_criteria, plan_of
-from reports.cuts import Counted, CutTable, DelayPoints, FloatArray, add_counts, table_of
+from reports.cuts import Counted, FloatArray, add_counts, let_go
 from reports.dataset import Dataset, DriveRun
 from reports.endurance import endurance_series, trim_pairs
 from reports.record import (
@@ -46,6 +45,7 @@ from reports.record import (
     Survival,
     Verdict,
 )
+from reports.run_parts import Cuts, RunParts
 from reports.sequential import analyse as analyse_sequential
 from rig.check import failures
 from rig.health.delta import COUNTERS
@@ -75,7 +75,8 @@ def analyse(data: Dataset, confidence: float = 0.95) -> Report:
     by_model: dict[str, list[DriveRun]] = {}
     for run in data.runs:
         by_model.setdefault(run.model, []).append(run)
-    models = [_model(name, runs, confidence) for name, runs in sorted(by_model.items())]
+    parts = RunParts()
+    models = [_model(name, runs, confidence, parts) for name, runs in sorted(by_model.items())]
     campaigns = [
         {
             "source": c.source,
@@ -99,77 +100,10 @@ def analyse(data: Dataset, confidence: float = 0.95) -> Report:
     )
 
 
-@dataclass
-class Cuts:
-    """The cut rows (status ok or dead) of some drive runs, in order, as (run, table, mask)."""
-
-    parts: list[tuple[DriveRun, CutTable, npt.NDArray[np.bool_]]]
-
-    @classmethod
-    def of(cls, runs: Iterable[DriveRun]) -> Cuts:
-        tables = [(r, table_of(r.cuts)) for r in runs]
-        return cls([(r, t, t.is_cut) for r, t in tables])
-
-    @property
-    def count(self) -> int:
-        return sum(int(m.sum()) for _, _, m in self.parts)
-
-    def where(self, keep: Callable[[frozenset[str]], bool]) -> int:
-        """Cuts whose set of failure classes `keep` accepts."""
-        total = 0
-        for _, t, m in self.parts:
-            hist = np.bincount(t.classes[m], minlength=len(t.class_sets))
-            total += sum(int(hist[i]) for i, s in enumerate(t.class_sets) if keep(s))
-        return total
-
-    def column(self, name: str) -> FloatArray:
-        return _cat([t.columns[name][m] for _, t, m in self.parts])
-
-    def failed(self) -> npt.NDArray[np.bool_]:
-        return np.concatenate([t.failed[m] for _, t, m in self.parts] or [np.empty(0, bool)])
-
-    def returns(self) -> FloatArray:
-        """Return times of cuts with status ok that have one."""
-        out = []
-        for _, t, m in self.parts:
-            values = t.columns["return_ms"][m & t.status_mask("ok")]
-            out.append(values[~np.isnan(values)])
-        return _cat(out)
-
-    def cycles(self, status: str) -> int:
-        """Cycles of this status, cuts or not."""
-        return sum(t.count_status(status) for _, t, _ in self.parts)
-
-    def delays(self) -> DelayPoints:
-        # class-set codes in one canonical order (no failure first), not in the order the rows
-        # came: a store and the fleet's database give the same analysis of the same cuts
-        sets: set[frozenset[str]] = {frozenset()}
-        for _, t, _ in self.parts:
-            sets.update(t.class_sets)
-        order = sorted(sets, key=lambda s: (len(s), failures.ordered(s)))
-        codes = {s: i for i, s in enumerate(order)}
-        lists = [failures.ordered(s) for s in order]
-        mapped = []
-        for _, t, m in self.parts:
-            remap = np.array([codes[s] for s in t.class_sets] or [0], np.int32)
-            mapped.append(remap[t.classes[m]])
-        return DelayPoints(
-            self.column("ack_to_cut_ms"),
-            self.column("flush_to_cut_ms"),
-            self.column("cut_delay_ms"),
-            np.concatenate(mapped or [np.empty(0, np.int32)]).astype(np.int32),
-            lists,
-        )
-
-
-def _cat(arrays: list[FloatArray]) -> FloatArray:
-    return np.concatenate(arrays) if arrays else np.empty(0, np.float64)
-
-
-def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
+def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts) -> ModelReport:
     runs = sorted(runs, key=lambda r: (r.campaign.started_at, r.channel))
     criteria, note = merged_criteria({id(r.campaign): r.campaign for r in runs}.values())
-    cuts = Cuts.of(runs)
+    cuts = Cuts.of(runs, parts)
     n = cuts.count
     classes_present = failures.ordered(k for r in runs for k in r.findings)
     class_stats = [
@@ -183,7 +117,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
     ]
     counted = set(criteria.classes)
     criteria_failed = cuts.where(lambda s: bool(s & counted) if counted else bool(s))
-    drives = _drives(runs, confidence, criteria)
+    drives = _drives(runs, confidence, criteria, parts)
     any_failure = proportion(cuts.where(bool), n, confidence)
     crit = proportion(criteria_failed, n, criteria.confidence)
     returns = cuts.returns()
@@ -192,10 +126,13 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
         firmware.setdefault(r.firmware or NOT_REPORTED, []).append(r)
     dead = sum(d.dead_at_cut is not None for d in drives)
     delays = cuts.delays()
+    ack_bins = _bins(delays.ack_to_cut_ms, delays.failed, confidence)
+    flush_bins = _bins(delays.flush_to_cut_ms, delays.failed, confidence)
+    let_go()  # (this model's delay points: made again when a chart or report.json reads them)
     return ModelReport(
         model=model,
         firmware={
-            fw: proportion((c := Cuts.of(rs)).where(bool), c.count, confidence)
+            fw: proportion((c := Cuts.of(rs, parts)).where(bool), c.count, confidence)
             for fw, rs in sorted(firmware.items())
         },
         drives=drives,
@@ -220,8 +157,8 @@ def _model(model: str, runs: list[DriveRun], confidence: float) -> ModelReport:
         delays=delays,
         lost_after_ack_ms=_lost_after(runs, 0),
         lost_after_flush_ms=_lost_after(runs, 1),
-        ack_bins=_bins(delays.ack_to_cut_ms, delays.failed, confidence),
-        flush_bins=_bins(delays.flush_to_cut_ms, delays.failed, confidence),
+        ack_bins=ack_bins,
+        flush_bins=flush_bins,
         examples=[dict(e, drive=r.serial or r.wwn) for r in runs for e in r.examples],
         health=[h for h in (_health(r) for r in runs) if h is not None],
         anomalies=[dict(a, drive=r.serial or r.wwn) for r in runs for a in r.anomalies],
@@ -247,25 +184,22 @@ def _lost_after(runs: list[DriveRun], which: int) -> Counted:
 def _dead_at(cuts: Cuts) -> int | None:
     """The cut count (1-based, over the runs in order) at which the drive died."""
     offset = 0
-    for _, t, m in cuts.parts:
-        statuses = t.status[m]
-        if "dead" not in t.statuses:
-            offset += len(statuses)
-            continue
-        found = np.flatnonzero(statuses == t.statuses.index("dead"))
-        if len(found):
-            return offset + int(found[0]) + 1
-        offset += len(statuses)
+    for p in cuts.parts:
+        if p.dead_at is not None:
+            return offset + p.dead_at
+        offset += p.cuts
     return None
 
 
-def _drives(runs: list[DriveRun], confidence: float, criteria: Criteria) -> list[DriveStat]:
+def _drives(
+    runs: list[DriveRun], confidence: float, criteria: Criteria, parts: RunParts
+) -> list[DriveStat]:
     by_key: dict[str, list[DriveRun]] = {}
     for r in runs:
         by_key.setdefault(r.key, []).append(r)
     result = []
     for key, group in by_key.items():
-        cuts = Cuts.of(group)
+        cuts = Cuts.of(group, parts)
         n = cuts.count
         dead_at = _dead_at(cuts)
         findings: dict[str, int] = {}
@@ -291,13 +225,13 @@ def _drives(runs: list[DriveRun], confidence: float, criteria: Criteria) -> list
                 interrupted=cuts.cycles("interrupted"),
                 findings={k: findings[k] for k in failures.ordered(findings)},
                 allowed_losses=sum(r.allowed_losses for r in group),
-                bytes_written=sum(int(t.columns["bytes_written"].sum()) for _, t, _ in cuts.parts),
-                blocks_checked=int(cuts.column("blocks_checked").sum()),
-                full_scans=int(cuts.column("full_scan").sum()),
+                bytes_written=sum(p.bytes_written for p in cuts.parts),
+                blocks_checked=sum(p.blocks_checked for p in cuts.parts),
+                full_scans=sum(p.full_scans for p in cuts.parts),
                 dead_at_cut=dead_at,
                 median_return_ms=_median(returns),
                 verdict=_drive_verdict(dead_at, failed, n, criteria),
-                blocks_unchecked=int(cuts.column("blocks_unchecked").sum()),
+                blocks_unchecked=sum(p.blocks_unchecked for p in cuts.parts),
             )
         )
     return result
@@ -409,7 +343,7 @@ def _quantiles(values: Sequence[float] | FloatArray) -> dict[str, float]:
         "p90": q(0.9),
         "p99": q(0.99),
         "max": float(ordered[-1]),
-        "mean": math.fsum(ordered.tolist()) / len(ordered),
+        "mean": math.fsum(ordered) / len(ordered),  # (not tolist: a float object per value)
     }
 
 

@@ -8,6 +8,9 @@ cut's status and its set of failure classes are small codes into per-table vocab
 from __future__ import annotations
 
 import itertools
+import os
+import tempfile
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,6 +142,10 @@ class TableBuilder:
         and the class-set codes (from code_of_classes)."""
         for name, dtype in COLUMNS.items():
             self.chunks[name].append(np.array(values[name], dtype=dtype))
+        self.status_chunks.append(self.status_codes(statuses))
+        self.class_chunks.append(np.array(classes, dtype=np.int32))
+
+    def status_codes(self, statuses: Sequence[str]) -> npt.NDArray[np.int16]:
         codes = []
         for s in statuses:
             code = self.status_code.get(s)
@@ -146,8 +153,7 @@ class TableBuilder:
                 code = self.status_code[s] = len(self.table.statuses)
                 self.table.statuses.append(s)
             codes.append(code)
-        self.status_chunks.append(np.array(codes, dtype=np.int16))
-        self.class_chunks.append(np.array(classes, dtype=np.int32))
+        return np.array(codes, dtype=np.int16)
 
     def done(self) -> CutTable:
         t = self.table
@@ -161,10 +167,135 @@ class TableBuilder:
         return t
 
 
+class Resident:
+    """One value kept in memory at a time, by key: what a report reads per drive or per model
+    one after the other, so only one of them is in memory however many there are."""
+
+    def __init__(self) -> None:
+        self.key: object = None
+        self.value: Any = None
+
+    def get(self, key: object, make: Callable[[], Any]) -> Any:
+        if self.key is not key:
+            self.key, self.value = None, None  # (the old one goes before the new one is made)
+            self.value, self.key = make(), key
+        return self.value
+
+
+_TABLES = Resident()  # the spilled run table last read
+_DELAYS = Resident()  # the stored delay points last read
+
+
+def let_go() -> None:
+    """Forget the resident table and delay points (read again from their files when asked):
+    for a caller done with them, so that what it makes next is not made beside them."""
+    _TABLES.get(None, lambda: None)
+    _DELAYS.get(None, lambda: None)
+
+
+class SpillFolder:
+    """A temporary folder for spilled tables, removed once nothing refers to it."""
+
+    def __init__(self) -> None:
+        self.folder = tempfile.TemporaryDirectory(prefix="rig-report-")
+
+    def base(self) -> str:
+        """A new file name stem in the folder."""
+        return os.path.join(self.folder.name, uuid.uuid4().hex)
+
+
+class SpillBuilder(TableBuilder):
+    """A TableBuilder that appends each chunk's columns to files (raw arrays, one per column)
+    instead of keeping them: a drive's cuts are never whole in memory while read."""
+
+    def __init__(self, spill: SpillFolder) -> None:
+        super().__init__()
+        self.spill, self.stem, self.rows = spill, spill.base(), 0
+
+    def add(
+        self, values: Mapping[str, Sequence[Any]], statuses: Sequence[str], classes: Sequence[int]
+    ) -> None:
+        for name, dtype in COLUMNS.items():
+            _append(f"{self.stem}.{name}", np.array(values[name], dtype=dtype))
+        _append(f"{self.stem}.status", self.status_codes(statuses))
+        _append(f"{self.stem}.classes", np.array(classes, dtype=np.int32))
+        self.rows += len(statuses)
+
+    def spilled(self) -> SpilledCuts:
+        for name in (*COLUMNS, "status", "classes"):  # (a drive without cycles: empty files)
+            _append(f"{self.stem}.{name}", np.empty(0, np.int8))
+        return SpilledCuts(self.spill, self.stem, self.rows, self.table)
+
+
+def _append(path: str, values: npt.NDArray[Any]) -> None:
+    with open(path, "ab") as out:
+        values.tofile(out)
+
+
+class _ColumnFiles(dict[str, npt.NDArray[Any]]):
+    """A table's columns read from their files when first asked for: a pass that reads four
+    columns holds four. Listing them (items, values) reads them all."""
+
+    def __init__(self, stem: str) -> None:
+        super().__init__()
+        self.stem = stem
+
+    def __missing__(self, name: str) -> npt.NDArray[Any]:
+        if name not in COLUMNS:
+            raise KeyError(name)
+        value = self[name] = np.fromfile(f"{self.stem}.{name}", COLUMNS[name])
+        return value
+
+    def whole(self) -> dict[str, npt.NDArray[Any]]:
+        return {name: self[name] for name in COLUMNS}
+
+    def items(self) -> Any:
+        return self.whole().items()
+
+    def values(self) -> Any:
+        return self.whole().values()
+
+
+class SpilledCuts(Sequence[Cut]):
+    """A drive's CutTable kept in files of a temporary folder: read back when used, one table
+    in memory at a time (`_TABLES`) and of it only the columns read, so a report's memory does
+    not grow with the drives' cuts (issue 27). Reading 30 MB back takes milliseconds, a pass
+    over the store's cycle rows seconds."""
+
+    def __init__(self, spill: SpillFolder, stem: str, rows: int, vocabulary: CutTable) -> None:
+        self.spill = spill  # keeps the folder while this table may be read
+        self.stem, self.rows = stem, rows
+        self.statuses, self.class_sets = vocabulary.statuses, vocabulary.class_sets
+
+    def table(self) -> CutTable:
+        table: CutTable = _TABLES.get(self, self._load)
+        return table
+
+    def _load(self) -> CutTable:
+        return CutTable(
+            _ColumnFiles(self.stem),
+            np.fromfile(f"{self.stem}.status", np.int16),
+            np.fromfile(f"{self.stem}.classes", np.int32),
+            self.statuses,
+            self.class_sets,
+        )
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.table()[index]
+
+    def __iter__(self) -> Iterator[Cut]:
+        return iter(self.table())
+
+
 def table_of(cuts: Iterable[Cut]) -> CutTable:
     """A CutTable of Cut objects (a dataset built by hand, e.g. in a test)."""
     if isinstance(cuts, CutTable):
         return cuts
+    if isinstance(cuts, SpilledCuts):
+        return cuts.table()
     builder = TableBuilder()
     cuts = list(cuts)
     if cuts:
@@ -217,6 +348,31 @@ class DelayPoints(Sequence[DelayPoint]):
     @property
     def failed(self) -> npt.NDArray[np.bool_]:
         return self.classes != 0
+
+
+class StoredDelayPoints(DelayPoints):
+    """A model's DelayPoints made when its columns are read (from its drives' spilled tables),
+    one model's in memory at a time (`_DELAYS`): a report holds every model's analysis at once
+    but draws and writes them one after the other. Its length and class lists are known
+    without reading."""
+
+    def __init__(self, make: Callable[[], DelayPoints], count: int, lists: list[list[str]]):
+        # (no dataclass fields set: reading one goes to __getattr__, hence to `make`)
+        self._make, self._count, self._lists = make, count, lists
+
+    def points(self) -> DelayPoints:
+        points: DelayPoints = _DELAYS.get(self, self._make)
+        return points
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name == "class_lists":
+            return self._lists
+        return getattr(self.points(), name)
+
+    def __len__(self) -> int:
+        return self._count
 
 
 class Counted(Sequence[float]):

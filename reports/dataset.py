@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from reports.cuts import Cut, CutTable, TableBuilder, add_counts
+from reports.cuts import Cut, CutTable, SpillBuilder, SpillFolder, TableBuilder, add_counts
 from rig.check.failures import COUNTER_ANOMALY
 from rig.errors import UserError
 from rig.store import StoreReader, lost_after_ms
@@ -101,7 +101,7 @@ class Dataset:
 # a crashed cycle reaches the report as an `interrupted` cycle row)
 KNOWN_TABLES = {
     *("campaign", "drive", "cycle", "finding", "event", "ledger", "lba_state", "health"),
-    *("rail_sense", "cycle_start", "finding_total", "lost_after"),
+    *("rail_sense", "cycle_start", "finding_total", "lost_after", "cycle_total"),
 }
 
 
@@ -111,10 +111,11 @@ def load(paths: Iterable[str]) -> Dataset:
         raise UserError("no store given")
     data = Dataset(sources=[], campaigns=[], runs=[])
     seen: dict[tuple[object, ...], str] = {}
+    spill = SpillFolder()  # each drive's cut columns wait there, not in memory (issue 27)
     for path in paths:
         db = StoreReader(path)
         try:
-            _load_store(db, path, data, seen)
+            _load_store(db, path, data, seen, spill)
         finally:
             db.close()
     return data
@@ -128,7 +129,11 @@ def _parse_config(text: str) -> dict[str, Any]:
 
 
 def _load_store(
-    db: StoreReader, path: str, data: Dataset, seen: dict[tuple[object, ...], str]
+    db: StoreReader,
+    path: str,
+    data: Dataset,
+    seen: dict[tuple[object, ...], str],
+    spill: SpillFolder,
 ) -> None:
     data.sources.append(path)
     tables = db.tables()
@@ -169,7 +174,7 @@ def _load_store(
             row["profile"],
             row["status"],
         )
-        _load_cuts(db, run, has_ledger, "finding" in tables)
+        _load_cuts(db, run, has_ledger, "finding" in tables, spill)
         if "health" in tables and {"after_seq", "fields"} <= db.columns("health"):
             run.health = _load_health(db, run.drive_id)
         data.runs.append(run)
@@ -190,7 +195,9 @@ def _criteria_column(row: sqlite3.Row) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _load_cuts(db: StoreReader, run: DriveRun, has_ledger: bool, has_finding: bool) -> None:
+def _load_cuts(
+    db: StoreReader, run: DriveRun, has_ledger: bool, has_finding: bool, spill: SpillFolder
+) -> None:
     if has_finding:
         run.examples = [
             {k: _decode(f[k]) for k in f.keys()}  # noqa: SIM118 (sqlite3.Row)
@@ -201,10 +208,12 @@ def _load_cuts(db: StoreReader, run: DriveRun, has_ledger: bool, has_finding: bo
             for f in db.findings_of_class(run.drive_id, COUNTER_ANOMALY)
             if isinstance(_decode(f["detail"]), dict)
         ]
-    run.cuts = _cut_table(db, run.drive_id, has_ledger, has_finding)
+    builder = SpillBuilder(spill)  # each chunk to files: the drive's cuts never whole here
+    _cut_table(db, run.drive_id, has_ledger, has_finding, builder)
+    run.cuts = builder.spilled()
 
 
-CHUNK = 65_536  # cycle rows read at a time: Python objects for one chunk only
+CHUNK = 8_192  # cycle rows read at a time: Python objects for one chunk only (~6 MB)
 # the per-cut columns of StoreReader.cut_columns, after id, seq and status
 ROW_COLUMNS = (
     *("cut_delay_ms", "return_ms", "gone_ms", "ack_to_cut_ms", "flush_to_cut_ms", "started_at"),
@@ -212,10 +221,12 @@ ROW_COLUMNS = (
 )
 
 
-def _cut_table(db: StoreReader, drive_id: int, has_ledger: bool, has_finding: bool) -> CutTable:
-    """The drive's cycles as columns, read a chunk at a time. v8 stores carry the delays in the
-    cycle row: a ledger is decoded only for a cycle without them (recorded by an older rig)."""
-    builder = TableBuilder()
+def _cut_table(
+    db: StoreReader, drive_id: int, has_ledger: bool, has_finding: bool, builder: TableBuilder
+) -> None:
+    """The drive's cycles as columns into `builder`, read a chunk at a time. v8 stores carry the
+    delays in the cycle row: a ledger is decoded only for a cycle without them (recorded by an
+    older rig)."""
     codes: dict[str | None, int] = {None: 0}
     cursor = db.cut_columns(drive_id, has_finding)
     while rows := cursor.fetchmany(CHUNK):
@@ -228,7 +239,6 @@ def _cut_table(db: StoreReader, drive_id: int, has_ledger: bool, has_finding: bo
         for text in set(columns[15]) - codes.keys():
             codes[text] = builder.code_of_classes(frozenset(str(text).split(",")))
         builder.add(values, columns[2], [codes[t] for t in columns[15]])
-    return builder.done()
 
 
 def _ledger_delays(

@@ -2,21 +2,28 @@
 speaks: fixed newstyle handshake, NBD_OPT_GO with export size, flags and block sizes, READ,
 WRITE with FUA, FLUSH, TRIM, DISC; a power cut fails every request after its edge, and a drive in a
 fixed slot answers again only once the host re-initialised it. A raw client here; tests/guest
-runs QEMU's own against it."""
+runs QEMU's own against it.
+
+The slot's rules are the station's (fixtures/guest/drive.py: GuestDrive), so each check runs
+with the fault core's drive and with an independent model (tests/guest/ramdrive.py) given to
+the station the same way."""
 
 from __future__ import annotations
 
 import socket
 import struct
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from fixtures.guest import nbd
-from fixtures.guest.drive import GuestDrive, GuestDriveSpec
+from fixtures.guest.drive import DriveModel, GuestDrive, GuestDriveSpec
+from fixtures.guest.faultdrive import fault_core_drive
 from fixtures.profiles import load_profiles
 from rig.io import media
+from tests.guest.ramdrive import RamDrive
 
 
 class Client:
@@ -62,14 +69,37 @@ class Client:
         return error, payload
 
 
-def drive(tmp_path: Path, slot: str) -> GuestDrive:
+MODELS = ["fault-core", "ram"]
+
+
+def drive(tmp_path: Path, slot: str, kind: str) -> GuestDrive:
     spec = GuestDriveSpec(0, slot, "honest", "T0001")
-    return GuestDrive(spec, load_profiles()["honest"], tmp_path / "t.jsonl", print, print)
+    model: DriveModel
+    if kind == "ram":
+        model = RamDrive("ramdisk")
+    else:
+        model = fault_core_drive(spec, load_profiles()["honest"])
+    return GuestDrive(spec, model, tmp_path / "t.jsonl", print, print)
 
 
+def wait_powered(target: GuestDrive, timeout_s: float = 5.0) -> None:
+    """Until the model opens again after power-on (its boot delay), by its own interface."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            target.model.open()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, "the drive did not come back"
+            time.sleep(0.01)
+
+
+@pytest.mark.parametrize("kind", MODELS)
 @pytest.mark.parametrize("slot", ["nvme-hotplug", "nvme-fixed"])
-def test_the_server_serves_a_drive_and_a_cut_fails_what_follows(tmp_path: Path, slot: str) -> None:
-    target = drive(tmp_path, slot)
+def test_the_server_serves_a_drive_and_a_cut_fails_what_follows(
+    tmp_path: Path, slot: str, kind: str
+) -> None:
+    target = drive(tmp_path, slot, kind)
     server = nbd.NbdServer(str(tmp_path / "nbd.sock"), target)
     try:
         client = Client(str(tmp_path / "nbd.sock"))
@@ -96,9 +126,9 @@ def test_the_server_serves_a_drive_and_a_cut_fails_what_follows(tmp_path: Path, 
         target.set_power(False, 1)  # the off edge
         assert client.request(nbd.CMD_READ, 3 * 4096, 4096)[0] == nbd.errno.EIO
         assert client.request(nbd.CMD_WRITE, 0, 4096, bytes(4096))[0] == nbd.errno.EIO
-        target.set_power(True, 2)  # back after the honest profile's boot_s (50 ms)
-        with target.engine.lock:
-            assert target.engine.lock.wait_for(lambda: target.engine.present, timeout=5)
+        target.set_power(True, 2)  # back after the boot delay (50 ms)
+        wait_powered(target)
+        assert target.model.cuts() == 1
         # a hot-plug slot comes back with a new connection (device_add); a fixed one keeps its
         # connection and fails until the host initialises the device again
         if slot == "nvme-fixed":
@@ -114,3 +144,32 @@ def test_the_server_serves_a_drive_and_a_cut_fails_what_follows(tmp_path: Path, 
         target.stop()
     if slot == "nvme-fixed":  # the re-initialisation is in the truth log
         assert '"kind": "host_reinit"' in (tmp_path / "t.jsonl").read_text()
+
+
+@pytest.mark.parametrize("kind", MODELS)
+def test_the_station_describes_any_model_in_its_slot(tmp_path: Path, kind: str) -> None:
+    """QEMU's device and the identity the guest will see come from the slot and the model's
+    name and block size; a SATA slot (IDE: 512-byte sectors) refuses a 4 KiB drive."""
+    scsi = drive(tmp_path, "scsi-hotplug", kind)
+    device = scsi.device("vscsi.0")
+    name = scsi.model.name
+    assert (device["driver"], device["product"], device["logical_block_size"]) == (
+        "scsi-hd",
+        name,
+        scsi.model.block_size(),
+    )
+    assert (
+        scsi.identity.model == f"RIGSIM {name}" and scsi.wwn and device["wwn"] == int(scsi.wwn, 16)
+    )
+    spec = GuestDriveSpec(3, "sata-fixed", "honest", "T0003")
+    small = RamDrive("ramdisk", 512) if kind == "ram" else None
+    sata = GuestDrive(
+        spec,
+        small or fault_core_drive(spec, load_profiles()["honest"]),
+        tmp_path / "t.jsonl",
+        print,
+        print,
+    )
+    assert sata.device("ide.3")["model"] == sata.identity.model and sata.block_size() == 512
+    with pytest.raises(ValueError, match="512-byte"):
+        GuestDrive(spec, RamDrive("ramdisk", 4096), tmp_path / "t.jsonl", print, print)

@@ -156,6 +156,21 @@ def test_batch_reservation_equals_one_write_at_a_time(lbas: list[int], before: i
     assert np.array_equal(one.issued[:], batch.issued[:])
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.sets(st.integers(0, 4095), min_size=1, max_size=600), st.integers(0, 2))
+def test_an_increasing_batch_equals_one_write_at_a_time(lbas: set[int], before: int) -> None:
+    """A sequential writer's batch (increasing blocks: reserved without the sort)."""
+    one, batch = LbaState(100, 4096), LbaState(100, 4096)
+    for lba in range(100, 100 + 4096, 5):
+        for _ in range(before):
+            one.next_generations(lba, 1)
+            batch.next_generations(lba, 1)
+    ordered = sorted(lbas)
+    expected = [int(one.next_generations(100 + lba, 1)[0]) for lba in ordered]
+    assert batch.reserve(np.array(ordered, dtype=np.int64) + 100).tolist() == expected
+    assert np.array_equal(one.issued[:], batch.issued[:])
+
+
 def test_a_large_batch_with_many_repeats_equals_one_write_at_a_time() -> None:
     # the writer's batches are tens of thousands of writes, most blocks repeated several times
     lbas = np.random.default_rng(5).integers(0, 3000, 20000) + 7

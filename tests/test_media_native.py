@@ -85,6 +85,89 @@ def test_c_check_rejects_a_resealed_header_over_foreign_payload(
     assert np.array_equal(media.check_state(mixed), media.reference_state(mixed))
 
 
+@settings(max_examples=200, deadline=None)
+@given(records, block_sizes)
+def test_version_2_c_build_equals_the_numpy_reference(
+    record: media.WriteRecord, block: int
+) -> None:
+    built = media.build(record, block, media.VERSION2)
+    assert np.array_equal(built, media.reference_build(record, block, media.VERSION2))
+    assert (media.check_state(built) == media.VALID).all()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(records, min_size=2, max_size=5), block_sizes)
+def test_version_2_stamped_in_place_write_after_write_equals_a_fresh_record(
+    writes: list[media.WriteRecord], block: int
+) -> None:
+    """The engine's way: one buffer prepared once, then stamped by writes of other lengths and
+    headers; after each, the written part is exactly that record."""
+    campaign = writes[0].campaign
+    buffer = media.aligned_buffer(6 * block)
+    stamper = media.Stamper(buffer, block, campaign)
+    for record in writes:
+        record = media.WriteRecord(
+            campaign, record.first_lba, record.generations, record.worker, record.op_seq,
+            record.issued_ns, record.flags,
+        )  # fmt: skip
+        stamper.stamp(record)
+        expected = media.reference_build(record, block, media.VERSION2)
+        assert np.array_equal(buffer[: len(expected)], expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    records,
+    block_sizes,
+    st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(1, 255)), max_size=8),
+    st.lists(st.integers(0, 1 << 20), max_size=3),
+)
+def test_version_2_c_check_equals_the_numpy_reference_on_damaged_data(
+    record: media.WriteRecord,
+    block: int,
+    flips: list[tuple[int, int]],
+    zeroed: list[int],
+) -> None:
+    data = media.reference_build(record, block, media.VERSION2)
+    original = data.copy()
+    for offset, value in flips:
+        data[offset % len(data)] ^= np.uint8(value)
+    for sector in zeroed:
+        start = (sector % (len(data) // 512)) * 512
+        data[start : start + 512] = 0
+    state = media.check_state(data)
+    assert np.array_equal(state, media.reference_state(data))
+    damaged = (data != original).reshape(-1, 512).any(axis=1)
+    assert (state[damaged] != media.VALID).all() and (state[~damaged] == media.VALID).all()
+
+
+@settings(max_examples=100, deadline=None)
+@given(records, st.integers(0, 7), st.integers(1, 439))
+def test_version_2_rejects_an_old_payload_under_a_new_header(
+    record: media.WriteRecord, sector: int, cut: int
+) -> None:
+    """The same place written twice (the next generation): a sector whose first bytes are the
+    new write's and the rest the old one's (a tear inside the sector), and one whose header was
+    resealed over the old payload, are CORRUPT: the payload carries the header's own word."""
+    old = media.reference_build(record, 4096, media.VERSION2)
+    newer = media.WriteRecord(
+        record.campaign, record.first_lba, record.generations + np.uint64(1), record.worker,
+        record.op_seq, record.issued_ns,
+    )  # fmt: skip
+    new = media.reference_build(newer, 4096, media.VERSION2)
+    start = sector * 512
+    torn = new.copy()
+    torn[start + 72 + cut : start + 512] = old[start + 72 + cut : start + 512]
+    resealed = old.copy()
+    resealed[start : start + 64] = new[start : start + 64]
+    words = resealed.view(np.uint64).reshape(-1, media.WORDS)
+    h = media._header_sum(words[sector : sector + 1, : media.HEADER_WORDS])
+    words[sector, media.CHECKSUM_WORD] = media._v2_checksum(h, words[sector : sector + 1, 9:])[0]
+    for data in (torn, resealed):
+        assert media.check_state(data)[sector] == media.CORRUPT
+        assert media.reference_state(data)[sector] == media.CORRUPT
+
+
 def test_build_into_refuses_a_short_buffer() -> None:
     record = media.WriteRecord(1, 0, np.ones(2, dtype=np.uint64), 0, 1, 1)
     with pytest.raises(ValueError):
@@ -132,3 +215,10 @@ def test_the_portable_build_of_the_kernel_equals_the_reference_too(tmp_path: Pat
             ctypes.c_void_p(state.ctypes.data),
         )  # fmt: skip
         assert np.array_equal(state, media.reference_state(out))
+        v2 = media.reference_build(record, block, media.VERSION2)
+        v2[rng.integers(0, len(v2), 3)] ^= 0x04
+        portable.pfr_check(
+            ctypes.c_void_p(v2.ctypes.data), ctypes.c_uint64(len(state)),
+            ctypes.c_void_p(state.ctypes.data),
+        )  # fmt: skip
+        assert np.array_equal(state, media.reference_state(v2))

@@ -1,5 +1,6 @@
-"""The v11 migration's backfill says how far it is (rig/store/progress.py), and a migration killed
-half-way leaves the older store readable and migrates at the next open (issue 27)."""
+"""The v11 and v12 migrations' backfills say how far they are (rig/store/progress.py), and a
+migration killed half-way leaves the older store readable and migrates at the next open; each
+version is its own transaction, so a kill in v12's keeps v11's work (issue 27)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rig.store import SCHEMA_VERSION, Store, StoreReader
+import pytest
+
+from rig.errors import UserError
+from rig.store import SCHEMA_VERSION, Store, StoreReader, open_read_only
+from rig.store.cycle_sums import NAMES, SHARES
 from rig.store.progress import Progress
 from tests.older_stores import TO_V10
 
 REPO = Path(__file__).resolve().parents[1]
 PERCENT = re.compile(r"^store: schema v11 backfill: +(\d+) % \(([\d,]+) of ([\d,]+) findings")
+PERCENT_V12 = re.compile(r"^store: schema v12 backfill: +(\d+) % \(([\d,]+) of ([\d,]+) cycles")
 
 
 def _older_store(path: Path, cycles: int, findings_each: int) -> int:
@@ -48,10 +54,54 @@ def _older_store(path: Path, cycles: int, findings_each: int) -> int:
     return cycles * findings_each
 
 
-def _open_in_child(path: Path, stall_after_first_line: bool) -> subprocess.Popen[str]:
-    """`Store(path)` in a child, stderr a pipe (not a terminal). `stall_after_first_line`: the
-    child's stderr stops it after the first progress line, so it is surely mid-backfill, inside
-    the migration's transaction, when it is killed."""
+def _store_of_cycles(path: Path, cycles: int, downgrade: str) -> None:
+    """A store with `cycles` cycles over two drives (made by SQL; some returned, some not, some
+    failed, some rig errors), no findings, taken back by the `downgrade` statements."""
+    store = Store(str(path))
+    campaign = store.new_campaign("c", "toml", 1, "simulated")
+    ident = {"model": "m", "serial": "s", "wwn": "", "firmware": ""}
+    for ch in range(2):
+        store.add_drive(campaign, ch, dict(ident, serial=f"s{ch}"), 1 << 30, 4096, (0, 9))
+    store.close()
+    db = sqlite3.connect(path)
+    db.executescript(
+        f"""
+        WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < {cycles})
+        INSERT INTO cycle (id, drive_id, seq, status, cut_delay_ns, cut_ns, back_ns, writes,
+            bytes_written, failures, started_at, ended_at)
+            SELECT i, 1 + i % 2, i, CASE WHEN i % 97 = 0 THEN 'error' ELSE 'ok' END, 5,
+            1000, CASE WHEN i % 5 THEN 1000 + (i * 7919) % 100003 END, i % 13, i * 4096,
+            i % 11 = 0, 0, 0 FROM k;
+        """
+        + downgrade
+    )
+    db.close()
+
+
+def _sums_by_group_by(path: Path) -> list[tuple[int, ...]]:
+    """Every drive's cycle sums, summed over its cycle rows now (what cycle_total must hold)."""
+    db = sqlite3.connect(path)
+    try:
+        shares = ", ".join(f"SUM({e})" for e in SHARES.values())
+        return db.execute(
+            f"SELECT drive_id, {shares} FROM cycle GROUP BY drive_id ORDER BY drive_id"
+        ).fetchall()
+    finally:
+        db.close()
+
+
+def _cycle_totals(path: Path) -> list[tuple[int, ...]]:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(f"SELECT drive_id, {NAMES} FROM cycle_total ORDER BY drive_id").fetchall()
+    finally:
+        db.close()
+
+
+def _open_in_child(path: Path, stall_on: str | None) -> subprocess.Popen[str]:
+    """`Store(path)` in a child, stderr a pipe (not a terminal). `stall_on`: the child's stderr
+    stops it at the first progress line that holds this text, so it is surely mid-backfill,
+    inside the migration's transaction, when it is killed."""
     stall = (
         "import time\n"
         "class Stall:\n"
@@ -60,12 +110,12 @@ def _open_in_child(path: Path, stall_after_first_line: bool) -> subprocess.Popen
         "    def flush(self): self.s.flush()\n"
         "    def write(self, t):\n"
         "        self.s.write(t); self.s.flush()\n"
-        "        if '%' in t: time.sleep(300)\n"
+        f"        if '%' in t and {stall_on!r} in t: time.sleep(300)\n"
         "sys.stderr = Stall(sys.stderr)\n"
     )
     code = (
         "import sys\n"
-        + (stall if stall_after_first_line else "")
+        + (stall if stall_on is not None else "")
         + "from rig.store import Store\nStore(sys.argv[1]).close()\n"
     )
     return subprocess.Popen(
@@ -89,7 +139,7 @@ def _version(path: Path) -> int:
 def test_the_backfill_prints_a_line_at_each_tenth_off_a_terminal(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     total = _older_store(path, 400, 500)  # 200,000 findings: 13 chunks of the pass
-    child = _open_in_child(path, stall_after_first_line=False)
+    child = _open_in_child(path, stall_on=None)
     _, err = child.communicate(timeout=300)
     assert child.returncode == 0, err
     lines = [m for m in map(PERCENT.match, err.splitlines()) if m]
@@ -108,7 +158,7 @@ def test_a_killed_migration_leaves_the_older_store_readable_and_the_next_open_mi
 ) -> None:
     path = tmp_path / "old.sqlite"
     total = _older_store(path, 400, 500)
-    child = _open_in_child(path, stall_after_first_line=True)
+    child = _open_in_child(path, stall_on="schema v11")
     try:
         assert child.stderr is not None
         for line in child.stderr:  # until it is mid-backfill
@@ -137,6 +187,64 @@ def test_a_killed_migration_leaves_the_older_store_readable_and_the_next_open_mi
         assert sum(r["n"] for r in reader.finding_totals()) == total
     finally:
         reader.close()
+
+
+def test_the_v12_backfill_prints_a_line_at_each_tenth_and_its_sums_are_the_cycles(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "v11.sqlite"
+    _store_of_cycles(path, 200_000, "DROP INDEX cycle_return; DROP TABLE cycle_total;"
+                     " PRAGMA user_version = 11;")  # fmt: skip
+    child = _open_in_child(path, stall_on=None)
+    _, err = child.communicate(timeout=300)
+    assert child.returncode == 0, err
+    lines = [m for m in map(PERCENT_V12.match, err.splitlines()) if m]
+    assert 9 <= len(lines) <= 10, err  # 13 chunks of 16,384 cycle ids
+    assert [int(m[1]) for m in lines][-1] == 100
+    assert all(int(m[3].replace(",", "")) == 200_000 for m in lines)
+    assert _version(path) == SCHEMA_VERSION
+    assert _cycle_totals(path) == _sums_by_group_by(path)
+
+
+def _kill_when(child: subprocess.Popen[str], pattern: re.Pattern[str]) -> None:
+    """SIGKILL the child once it has printed a line matching `pattern` (it is stalled there)."""
+    try:
+        assert child.stderr is not None
+        for line in child.stderr:
+            if pattern.match(line):
+                break
+        else:
+            raise AssertionError("no such progress line before the child ended")
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait(timeout=60)
+    assert child.returncode == -signal.SIGKILL
+
+
+def test_a_migration_killed_in_v12_keeps_v11_and_the_next_open_does_only_v12(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "v10.sqlite"
+    _store_of_cycles(path, 200_000, TO_V10)
+    expected = _sums_by_group_by(path)
+    _kill_when(_open_in_child(path, stall_on="schema v12"), PERCENT_V12)
+    reader = StoreReader(str(path))  # rig report reads it meanwhile, with v11's summaries
+    try:
+        assert reader.has_summaries
+        assert "cycle_total" not in reader.tables()
+    finally:
+        reader.close()
+    assert _version(path) == 11  # v11's transaction was committed before v12's began
+    with pytest.raises(UserError, match="schema v11"):
+        open_read_only(str(path))  # rig status: refused in one line, nothing written
+    assert _version(path) == 11
+    child = _open_in_child(path, stall_on=None)
+    _, err = child.communicate(timeout=300)
+    assert child.returncode == 0, err
+    assert "schema v11" not in err and any(map(PERCENT_V12.match, err.splitlines())), err
+    assert _version(path) == SCHEMA_VERSION
+    assert _cycle_totals(path) == expected
 
 
 class _Terminal(io.StringIO):

@@ -239,4 +239,7 @@ def test_an_upgrade_that_backfills_says_so_and_a_new_store_does_not(
         assert caplog.messages == []
         downgrade_to_v10(path)
         Store(str(path)).close()
-    assert caplog.messages == ["store: upgrading to schema v11 (a pass over every finding)"]
+    assert caplog.messages == [  # one line per step with a pass over the rows
+        "store: upgrading to schema v11 (a pass over every finding)",
+        "store: upgrading to schema v12 (a pass over every cycle)",
+    ]

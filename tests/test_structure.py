@@ -3,7 +3,9 @@
 - SQL lives only in the stores (checked in rig/ and reports/): the rig/store/ package for the
   station's SQLite, rig/fleet/central/ and rig/fleet/migrations.py for the fleet's PostgreSQL;
 - no module reaches into another rig or reports module's underscore names;
-- every file under 500 lines, every function under 80.
+- every file under 500 lines, every function under 80;
+- the same limits on fixtures/, and every C function (firmware/, rig/native/, fixtures/)
+  under 120 lines, measured by lizard.
 
 Each check has an allow-list of today's known violators (issue 15 splits them); the lead empties
 them as that work merges. A violation not on its list fails the check; an entry that no longer
@@ -20,6 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import lizard
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -342,6 +345,65 @@ def function_length_violations() -> list[Violation]:
     return found
 
 
+# -- (d) the same limits on fixtures/ and the C code -------------------------------------------
+
+FIXTURES = ROOT / "fixtures"
+MAX_C_FUNCTION_LINES = 120  # a C function (name line to closing brace) must be shorter
+SKIPPED_PARTS = {".venv", ".git", "build"}
+
+FIXTURE_FILE_LENGTH_ALLOWED: dict[str, str] = {}
+FIXTURE_FUNCTION_LENGTH_ALLOWED: dict[str, str] = {}
+C_FUNCTION_LENGTH_ALLOWED: dict[str, str] = {}
+
+
+def fixture_files() -> list[Path]:
+    return sorted(p for p in FIXTURES.rglob("*.py") if not SKIPPED_PARTS & set(p.parts))
+
+
+def c_files() -> list[Path]:
+    found = (p for pattern in ("*.c", "*.h") for p in ROOT.rglob(pattern))
+    return sorted(p for p in found if not SKIPPED_PARTS & set(p.relative_to(ROOT).parts))
+
+
+@functools.cache
+def fixture_file_length_violations() -> list[Violation]:
+    found = []
+    for path in fixture_files():
+        lines = len(path.read_text().splitlines())
+        if lines >= MAX_FILE_LINES:
+            where = f"{rel(path)}:{MAX_FILE_LINES}"
+            found.append(Violation(rel(path), where, f"the file has {lines} lines"))
+    return found
+
+
+@functools.cache
+def fixture_function_length_violations() -> list[Violation]:
+    found = []
+    for path in fixture_files():
+        for name, node in functions(parse(path)):
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            if lines >= MAX_FUNCTION_LINES:
+                where = f"{rel(path)}:{node.lineno}"
+                found.append(Violation(f"{rel(path)}:{name}", where, f": {lines} lines"))
+    return found
+
+
+def long_c_functions(name: str, source: str) -> list[Violation]:
+    """C functions of `source` (a file called `name`) of MAX_C_FUNCTION_LINES or more."""
+    found = []
+    for function in lizard.analyze_file.analyze_source_code(name, source).function_list:
+        if function.length >= MAX_C_FUNCTION_LINES:
+            where = f"{name}:{function.start_line}"
+            key = f"{name}:{function.name}"
+            found.append(Violation(key, where, f": {function.length} lines"))
+    return found
+
+
+@functools.cache
+def c_function_length_violations() -> list[Violation]:
+    return [v for path in c_files() for v in long_c_functions(rel(path), path.read_text())]
+
+
 # -- the checks --------------------------------------------------------------------------------
 
 
@@ -365,6 +427,21 @@ CHECKS: dict[str, tuple[Callable[[], list[Violation]], dict[str, str], str]] = {
         function_length_violations,
         FUNCTION_LENGTH_ALLOWED,
         f"functions of {MAX_FUNCTION_LINES} lines or more",
+    ),
+    "fixtures: files under 500 lines": (
+        fixture_file_length_violations,
+        FIXTURE_FILE_LENGTH_ALLOWED,
+        f"fixture files of {MAX_FILE_LINES} lines or more",
+    ),
+    "fixtures: functions under 80 lines": (
+        fixture_function_length_violations,
+        FIXTURE_FUNCTION_LENGTH_ALLOWED,
+        f"fixture functions of {MAX_FUNCTION_LINES} lines or more",
+    ),
+    "C functions under 120 lines": (
+        c_function_length_violations,
+        C_FUNCTION_LENGTH_ALLOWED,
+        f"C functions of {MAX_C_FUNCTION_LINES} lines or more",
     ),
 }
 
@@ -487,3 +564,16 @@ def test_length_checks_count_from_the_def_line() -> None:
     assert (short.end_lineno or 0) - short.lineno + 1 == MAX_FUNCTION_LINES - 1
     nested = ast.parse("class A:\n    def m(self):\n        def inner(): ...\n")
     assert [n for n, _ in functions(nested)] == ["A.m", "A.m.inner"]
+
+
+def test_c_length_counts_from_the_name_line_to_the_brace() -> None:
+    body = "\n".join(f"\tx += {i};" for i in range(MAX_C_FUNCTION_LINES - 3))
+    at_limit = f"static int\nf(int x)\n{{\n{body}\n}}\n"  # name line to brace: 120 lines
+    below = at_limit.replace("\tx += 0;\n", "")
+    [violation] = long_c_functions("probe.c", at_limit)
+    assert (violation.key, violation.where) == ("probe.c:f", "probe.c:2")
+    assert long_c_functions("probe.c", below) == []
+    assert [str(p.relative_to(ROOT)) for p in c_files() if p.name == "sched.c"] == [
+        "firmware/core/sched.c"
+    ]
+    assert FIXTURES / "faultcore.py" in fixture_files()

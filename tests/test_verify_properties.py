@@ -6,12 +6,13 @@ durable writes; failing reads are located exactly and never hide the rest."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from unittest.mock import patch
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rig.check import verify
+from rig.check import verify, verify_reads
 from tests.checker_scenario import BS, CAMPAIGN, Scenario, failures
 
 N = 64
@@ -251,3 +252,29 @@ def test_a_chunked_full_scan_judges_like_one_check(p: Planted, extra: set[int], 
     assert [f for f in first.findings if f.cls == verify.UNSERIALIZABLE] == [
         f for f in whole.findings if f.cls == verify.UNSERIALIZABLE
     ]
+
+
+@settings(max_examples=80, deadline=None)
+@given(planted(), st.integers(1, 8), st.integers(1, 4))
+def test_judged_window_by_window_like_in_one_window(p: Planted, chunk: int, window: int) -> None:
+    """The per-block evidence is taken window by window while later windows are read: many
+    small windows (parsed on the helper threads) give every finding, and the committed state,
+    that one window gives."""
+    s = p.scenario
+    everything = np.arange(N, dtype=np.int64)
+    before = s.state.committed[everything].copy()
+
+    def check() -> verify.CheckResult:
+        durability = s.log.durability(p.cut, 0)
+        return verify.check(CAMPAIGN, s.state, s.log, durability, everything, s.read, BS, chunk)
+
+    whole = check()
+    committed_whole = s.state.committed[everything].copy()
+    s.state.committed[everything] = before
+    with (
+        patch.object(verify_reads, "WINDOW_BYTES", window * chunk * BS),
+        patch.object(verify_reads, "PARSE_THREAD_BYTES", BS),
+    ):
+        windowed = check()
+    assert windowed.findings == whole.findings
+    assert (s.state.committed[everything] == committed_whole).all()

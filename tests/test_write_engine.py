@@ -182,6 +182,21 @@ def test_every_completion_is_taken_once_whether_read_from_the_ring_or_waited_for
         ).all()
         assert (headers.op_seq[lbas * per_block] == np.arange(1, 3001)).all()
         assert (headers.lba[lbas * per_block] == lbas).all()
+        # record version 2: stamped into buffers prepared once (docs/decisions.md 310), each
+        # block exactly what the numpy reference makes of its header
+        words = data.view(np.uint64).reshape(-1, media.WORDS)
+        versions = (words[lbas * per_block, 0] >> np.uint64(32)) & np.uint64(0xFFFF)
+        assert (versions == media.VERSION2).all()
+        for lba in lbas[:20].tolist():
+            head = words[lba * per_block]  # (one-block writes here)
+            gens = words[lba * per_block : (lba + 1) * per_block : per_block, 3]
+            record = media.WriteRecord(
+                int(head[1]), int(head[4]), gens,
+                int(head[5] >> np.uint64(32)) & 0xFFFF, int(head[6]), int(head[7]),
+                int(head[5] >> np.uint64(48)),
+            )  # fmt: skip
+            expected = media.reference_build(record, BLOCK, media.VERSION2)
+            assert np.array_equal(data[lba * BLOCK : (lba + 1) * BLOCK], expected)
     finally:
         if where == "tmpfs":
             shutil.rmtree(tmp_path, ignore_errors=True)

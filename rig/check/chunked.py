@@ -68,10 +68,25 @@ class ChunkedArray:
 
     def _rows(self, pos: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """Leaf row of each position, -1 where its leaf was never allocated."""
-        group = self._top[pos >> self.GROUP_SHIFT]
-        rows = np.full(len(pos), -1, dtype=np.int64)
+        leaf = pos >> self.LEAF_SHIFT
+        if len(leaf) > self.LEAF:
+            # Runs of one leaf (a sequential writer's blocks): each run's leaf is looked up
+            # once; the directory's fancy indexing per position was most of the planner's CPU.
+            starts = np.flatnonzero(leaf[1:] != leaf[:-1]) + 1
+            if 8 * len(starts) < len(leaf):
+                starts = np.r_[0, starts]
+                lengths = np.diff(np.r_[starts, len(leaf)])
+                return np.repeat(self._leaf_rows(leaf[starts]), lengths)
+        return self._leaf_rows(leaf)
+
+    def _leaf_rows(self, leaf: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        group = self._top[leaf >> (self.GROUP_SHIFT - self.LEAF_SHIFT)]
+        sub = leaf & (self.SUBS - 1)
+        if len(group) and int(group.min()) >= 0:  # every group touched: no mask needed
+            return self._mid[group, sub].astype(np.int64)
+        rows = np.full(len(leaf), -1, dtype=np.int64)
         has = group >= 0
-        rows[has] = self._mid[group[has], (pos[has] >> self.LEAF_SHIFT) & (self.SUBS - 1)]
+        rows[has] = self._mid[group[has], sub[has]]
         return rows
 
     def __getitem__(self, index: Index) -> npt.NDArray[np.uint32]:
@@ -85,7 +100,8 @@ class ChunkedArray:
     def __setitem__(self, index: Index, values: npt.ArrayLike) -> None:
         pos = self._positions(index)
         vals = np.broadcast_to(np.asarray(values, dtype=np.uint32), pos.shape)
-        if not isinstance(index, slice):
+        increasing = isinstance(index, slice) or bool((pos[1:] > pos[:-1]).all())
+        if not increasing:  # (the writer's reservations come sorted and distinct)
             order = np.argsort(pos, kind="stable")
             ordered = pos[order]
             if len(pos) > 1 and (ordered[1:] == ordered[:-1]).any():  # the last write wins
@@ -100,10 +116,11 @@ class ChunkedArray:
             keep = rows >= 0
             pos, vals, rows = pos[keep], vals[keep], rows[keep]
         cols = pos & (self.LEAF - 1)
-        change = (vals != 0).astype(np.int64) - (self._leaves[rows, cols] != 0)
-        self._count += np.bincount(rows, weights=change, minlength=len(self._count)).astype(
-            np.int64
-        )
+        change = (vals != 0).astype(np.int8) - (self._leaves[rows, cols] != 0)
+        moved = np.flatnonzero(change)  # (a checker's write-back mostly keeps zero as zero)
+        if len(moved):
+            weights = change[moved].astype(np.int64)
+            self._count += np.bincount(rows[moved], weights, len(self._count)).astype(np.int64)
         self._leaves[rows, cols] = vals
 
     def _allocate(self, leaves: npt.NDArray[np.int64]) -> None:

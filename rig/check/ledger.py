@@ -39,6 +39,12 @@ def is_uncertain(committed: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
     return np.asarray(committed, dtype=np.int64) >= int(UNCERTAIN)
 
 
+GENERATION_LIMIT = (
+    "a block of the test region reached 2^31 writes, the limit of its generation: start a new"
+    " campaign (a new campaign id) on this drive"
+)
+
+
 def known_floor(committed: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
     """The oldest generation each block may hold: its committed one, or an uncertain block's
     floor (0 for UNKNOWN)."""
@@ -91,6 +97,8 @@ class LbaState:
         rel = np.asarray(lbas, dtype=np.int64) - self.first_lba
         if len(rel) == 0:
             return np.zeros(0, dtype=np.uint32)
+        if len(rel) == 1 or bool((rel[1:] > rel[:-1]).all()):
+            return self._reserve_distinct(rel)  # a sequential batch: no sort, no repeats
         order = _stable_order(rel, self.nblocks)
         ordered = rel[order]
         starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
@@ -100,13 +108,20 @@ class LbaState:
         with self._reserving:
             base = self.issued[unique]
             if int(base.max()) + int(lengths.max()) >= int(UNCERTAIN):
-                raise OverflowError(
-                    "a block of the test region reached 2^31 writes, the limit of its"
-                    " generation: start a new campaign (a new campaign id) on this drive"
-                )
+                raise OverflowError(GENERATION_LIMIT)
             self.issued[unique] = base + lengths.astype(np.uint32)
         gens = np.empty(len(rel), dtype=np.uint32)
         gens[order] = np.repeat(base, lengths) + (rank + 1).astype(np.uint32)
+        return gens
+
+    def _reserve_distinct(self, rel: npt.NDArray[np.int64]) -> npt.NDArray[np.uint32]:
+        """`reserve` of increasing, hence distinct, block numbers: one more each."""
+        with self._reserving:
+            base = self.issued[rel]
+            if int(base.max()) + 1 >= int(UNCERTAIN):
+                raise OverflowError(GENERATION_LIMIT)
+            gens = base + np.uint32(1)
+            self.issued[rel] = gens
         return gens
 
     def written(self) -> npt.NDArray[np.int64]:

@@ -31,6 +31,7 @@ from rig.check.failures import (
     UNSERIALIZABLE,
 )
 from rig.check.ledger import CycleLog, Durability, LbaState
+from rig.check.verify_evidence import Cycle, SeenRows, ledgered, sorted_unique
 from rig.check.verify_findings import NO_OP, CheckResult, Finding, drive_finding
 from rig.check.verify_reads import (
     GONE_ERRNOS,
@@ -45,15 +46,12 @@ from rig.check.verify_reads import (
 )
 from rig.check.verify_rules import (
     Classified,
-    Cycle,
     atomic_tears,
     claims,
-    evidence,
     merge,
     nondurable_outcomes,
     resolve,
     settle,
-    sorted_unique,
     unserializable,
 )
 
@@ -121,9 +119,12 @@ def check(
     idx = checked - state.first_lba
     budget = budget or Budget(policy.max_reads, policy.max_hangs)
     with ReadBack(checked, read, block_size, max_read_blocks, policy, budget) as reading:
-        committed = state.committed[idx].astype(np.int64)  # (while the first windows are read)
-        reads = reading.collect()
-    ev = evidence(campaign, cyc, checked, committed, reads)
+        # (while the first windows are read)
+        committed = state.committed[idx].astype(np.int64)
+        led = ledgered(cyc, checked, committed)
+        seen = SeenRows(campaign, cyc, checked)
+        reads = reading.collect(lambda rows, got: seen.fill(rows, led, got))
+    ev = seen.evidence(led, reads.readable)
     klass = resolve(len(checked), claims(ev))
     state.committed[idx] = settle(ev, committed).astype(np.uint32)
 

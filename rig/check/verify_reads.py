@@ -118,9 +118,13 @@ class ReadBack:
         for n, window in itertools.islice(self.windows, count):
             self.ahead.append(_Started.start(self.reader, self.checked, window, n, self.block_size))
 
-    def collect(self) -> Reads:
-        """Every window judged and parsed: what reading the checked blocks gave."""
+    def collect(self, judge: Callable[[slice, Reads], None] | None = None) -> Reads:
+        """Every window judged and parsed: what reading the checked blocks gave. `judge` gets
+        each window's rows, in order, once they are read and parsed, while later windows are
+        still being read (the checker's per-block rules: the read queue does not wait for them
+        after the last read)."""
         bs, reads, parsing = self.block_size, self.reads, self.parsing
+        parsed: collections.deque[tuple[slice, threading.Event | None]] = collections.deque()
         while self.ahead:
             current = self.ahead[0]  # (left there until finished: an error finishes it on exit)
             landed = _take_window(reads, self.reader, current, self.policy, self.budget, bs)
@@ -128,9 +132,15 @@ class ReadBack:
             self.ahead.popleft()
             parsing.make_room()  # the buffer of window n - PARSE_THREADS is free again
             args = (reads.sectors, landed, current.data, current.row0, bs)
-            parsing.start(functools.partial(_parse_landed, *args), len(current.data))
+            done = parsing.start(functools.partial(_parse_landed, *args), len(current.data))
+            rows = slice(current.row0, current.row0 + len(current.data) // bs)
+            parsed.append((rows, done))
             self._start(1)
+            while judge and parsed and (parsed[0][1] is None or parsed[0][1].is_set()):
+                judge(parsed.popleft()[0], reads)
         parsing.join()
+        while judge and parsed:
+            judge(parsed.popleft()[0], reads)
         return reads
 
 
@@ -376,10 +386,11 @@ class _Parser:
         self._pending: collections.deque[threading.Event] = collections.deque()
         self._error: list[BaseException] = []
 
-    def start(self, parse: Callable[[], None], nbytes: int) -> None:
+    def start(self, parse: Callable[[], None], nbytes: int) -> threading.Event | None:
+        """Parse now (None) or on a helper thread (the event it sets when done)."""
         if nbytes < PARSE_THREAD_BYTES:
             parse()
-            return
+            return None
         done, error = threading.Event(), self._error
 
         def job() -> None:
@@ -392,6 +403,7 @@ class _Parser:
 
         self._pending.append(done)
         _parse_jobs().put(job)
+        return done
 
     def make_room(self) -> None:
         """Until fewer than `PARSE_THREADS` windows are being parsed (the oldest one's buffer is

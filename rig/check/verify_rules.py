@@ -1,7 +1,7 @@
-"""The checker's per-block rules (docs/checker.md): the evidence each checked block gives, the
-classes the rules claim for it resolved by the class table's precedence (rig/check/failures.py), the
-settled committed state, findings merged into ranges, atomic-unit tears, the outcomes of
-non-durable writes and unserializable writes.
+"""The checker's per-block rules (docs/checker.md), on the evidence each checked block gives
+(rig/check/verify_evidence.py): the classes the rules claim for it resolved by the class table's
+precedence (rig/check/failures.py), the settled committed state, findings merged into ranges,
+atomic-unit tears, the outcomes of non-durable writes and unserializable writes.
 
 Per block, `floor` is the generation the block must at least read back: the newest durable write
 of this cycle, else the committed generation from before the cycle. Any newer generation written
@@ -28,147 +28,11 @@ from rig.check.failures import (
     SHORN,
     UNSERIALIZABLE,
 )
-from rig.check.ledger import CycleLog, Durability, is_uncertain, known_floor, uncertain
+from rig.check.ledger import uncertain
+from rig.check.verify_evidence import Cycle, Evidence
 from rig.check.verify_findings import NO_OP, Finding
-from rig.check.verify_reads import Reads
-from rig.check.verify_sectors import Sectors, block_facts, sector_gens
+from rig.check.verify_sectors import Sectors, sector_gens
 from rig.io import media
-
-
-class Cycle:
-    """This cycle's writes expanded to one entry per block, with each write's durability."""
-
-    def __init__(self, log: CycleLog, durability: Durability) -> None:
-        nblocks = log.column("nblocks")
-        total = int(nblocks.sum())
-        self.write = np.repeat(np.arange(len(nblocks)), nblocks)
-        offset_in_write = np.arange(total) - np.repeat(log.column("gen_offset"), nblocks)
-        self.lba = np.repeat(log.column("first_lba"), nblocks) + offset_in_write
-        self.gen = log.generations().astype(np.int64)
-        self.durable = durability.durable[self.write]
-        self.op_seq = log.column("op_seq")
-        self.log_nblocks = nblocks
-        self.worker = log.column("worker")
-        self.issue_ns = log.column("issue_ns")
-        self.complete_ns = log.column("complete_ns")
-        self.acked = durability.acked
-        self.durability = durability
-        self.keys = np.sort(self.lba << 32 | self.gen)
-        ok = log.column("flush_status") == 0
-        self.flush_done = np.sort(log.column("flush_complete_ns")[ok])
-        self._positions: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
-
-    def positions(self, checked: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """Row of each block entry in `checked` (sorted, holding every LBA of the cycle); the
-        last answer is kept, as every rule of one check asks it of the same array."""
-        if self._positions is None or self._positions[0] is not checked:
-            self._positions = (checked, np.searchsorted(checked, self.lba))
-        return self._positions[1]
-
-    def last_flush_to_cut_ns(self, cut_ns: int) -> int:
-        """Time from the last flush that completed before the cut to the cut (-1: none)."""
-        before = self.flush_done[(self.flush_done >= 0) & (self.flush_done < cut_ns)]
-        return int(cut_ns - before[-1]) if len(before) else -1
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """Per checked block: what the ledger says it must hold and what its sectors show."""
-
-    readable: npt.NDArray[np.bool_]
-    touched: npt.NDArray[np.bool_]  # written by this cycle
-    has_durable: npt.NDArray[np.bool_]  # a durable write of this cycle covers it
-    floor: npt.NDArray[np.int64]  # the generation it must at least hold
-    floor_write: npt.NDArray[np.int64]  # the write of this cycle behind the floor (NO_OP: none)
-    unknown: npt.NDArray[np.bool_]  # old content unknown (an earlier finding)
-    corrupt: npt.NDArray[np.bool_]  # a sector fails its checksum
-    misplaced: npt.NDArray[np.bool_]  # a valid sector of ours written for another LBA
-    mixed: npt.NDArray[np.bool_]  # sectors of different generations
-    sound: npt.NDArray[np.bool_]  # read, and none of the three above
-    gen: npt.NDArray[np.int64]  # first sector's generation (0: nothing of ours)
-    obs_gen: npt.NDArray[np.int64]
-    obs_op: npt.NDArray[np.int64]
-    obs_worker: npt.NDArray[np.int64]
-    carries_new: npt.NDArray[np.bool_]  # some sector holds a generation this cycle wrote here
-    rejudged: npt.NDArray[np.bool_]  # unknown, unjudged, but this cycle's write reached it
-    in_cycle: npt.NDArray[np.bool_]  # holds a generation this cycle wrote to it
-
-    @property
-    def judged(self) -> npt.NDArray[np.bool_]:
-        """Read, and judged against its floor (its old content known, or a durable write of
-        this cycle over it)."""
-        return self.readable & ~(self.unknown & ~self.has_durable)
-
-
-def evidence(
-    campaign: int,
-    cyc: Cycle,
-    checked: npt.NDArray[np.int64],
-    committed: npt.NDArray[np.int64],
-    reads: Reads,
-) -> Evidence:
-    # floor: newest durable generation of this cycle, else the committed one (for a block whose
-    # content is unknown: the oldest generation it may hold)
-    pos = cyc.positions(checked)
-    touched = np.zeros(len(checked), dtype=bool)
-    touched[pos] = True
-    floor = known_floor(committed)
-    floor_write = np.full(len(checked), NO_OP, dtype=np.int64)
-    durable_pos, durable_gen = pos[cyc.durable], cyc.gen[cyc.durable]
-    has_durable = np.zeros(len(checked), dtype=bool)
-    has_durable[durable_pos] = True
-    cycle_floor = np.zeros(len(checked), dtype=np.int64)
-    np.maximum.at(cycle_floor, durable_pos, durable_gen)
-    floor[has_durable] = cycle_floor[has_durable]
-    top = durable_gen == floor[durable_pos]
-    floor_write[durable_pos[top]] = cyc.write[cyc.durable][top]
-
-    sec, readable = reads.sectors, reads.readable
-    unknown = is_uncertain(committed)
-    seen = block_facts(campaign, checked, sec)
-    gen, misplaced, mixed = seen.gen, seen.misplaced, seen.mixed
-    # A block whose old content is unknown (an earlier finding) is still judged for damage to
-    # this cycle's write (torn, corrupt, misplaced) once some sector carries one of its
-    # generations.
-    # (per block: sector 0's key, and per sector only in the rare blocks of mixed generations)
-    in_cycle = member(checked << 32 | gen, cyc.keys)
-    carries_new = in_cycle & seen.placed
-    torn = np.flatnonzero(mixed)
-    if len(torn):
-        ours, sector_gen, lba = sector_gens(sec.rows(torn), campaign)
-        keys = checked[torn, None] << 32 | sector_gen
-        placed = ours & (lba == checked[torn, None])
-        carries_new[torn] = (member(keys, cyc.keys) & placed).any(axis=1)
-    # ... and for a flying write of this cycle: a sector written by this cycle for another LBA
-    # does not belong there, whatever the block held before
-    # (only rows of unknown, misplaced blocks are looked at: few, and the check stays cheap)
-    open_rows = readable & unknown & ~has_durable
-    lands_new = np.zeros(len(checked), dtype=bool)
-    stray = np.flatnonzero(open_rows & misplaced)
-    if len(stray):
-        ours, sector_gen, lba = sector_gens(sec.rows(stray), campaign)
-        away = ours & (lba != checked[stray, None])
-        lands_new[stray] = (member(lba << 32 | sector_gen, cyc.keys) & away).any(axis=1)
-    return Evidence(
-        readable=readable,
-        touched=touched,
-        has_durable=has_durable,
-        floor=floor,
-        floor_write=floor_write,
-        unknown=unknown,
-        corrupt=seen.corrupt,
-        misplaced=misplaced,
-        mixed=mixed,
-        sound=readable & ~seen.corrupt & ~misplaced & ~mixed,
-        gen=gen,
-        obs_gen=np.where(readable, gen, -1),
-        obs_op=np.where(seen.ours0, sec.op0, NO_OP),
-        obs_worker=np.where(seen.ours0, sec.worker0, NO_OP),
-        carries_new=carries_new,
-        rejudged=open_rows & (carries_new | lands_new),
-        in_cycle=in_cycle,
-    )
-
 
 Claim = tuple[str, npt.NDArray[np.bool_]]  # a class, and the blocks a rule gives it
 
@@ -240,28 +104,6 @@ def settle(ev: Evidence, committed: npt.NDArray[np.int64]) -> npt.NDArray[np.int
     new_committed = np.where(ev.sound, ev.gen, unsure)
     # unreadable: unchanged if this cycle did not write it; else which version survived is unknown
     return np.where(ev.readable, new_committed, np.where(ev.touched, unsure, committed))
-
-
-def sorted_unique(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """np.unique by one sort and one pass (numpy's default is hash-based, several times slower
-    here); an already sorted input (a sequential cycle) skips the sort."""
-    if len(values) > 1 and not (values[1:] >= values[:-1]).all():
-        values = np.sort(values)
-    if len(values) < 2:
-        return values.copy()
-    keep = np.empty(len(values), dtype=bool)
-    keep[0] = True
-    np.not_equal(values[1:], values[:-1], out=keep[1:])
-    return values[keep]
-
-
-def member(keys: npt.NDArray[np.int64], sorted_set: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-    """np.isin(keys, sorted_set) for a sorted set: a binary search per key (keys that come
-    sorted, as the checked blocks' are, make each search start where the last one ended)."""
-    if len(sorted_set) == 0:
-        return np.zeros(keys.shape, dtype=bool)
-    pos = np.searchsorted(sorted_set, keys)
-    return sorted_set[np.minimum(pos, len(sorted_set) - 1)] == keys
 
 
 @dataclass(frozen=True)

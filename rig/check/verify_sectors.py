@@ -84,6 +84,13 @@ class Sectors:
         fields[:, same] = self.head[:, rows[same], None]
         return SectorRows(state, fields[_CAMPAIGN].view(np.uint64), fields[_LBA], fields[_GEN])
 
+    def part(self, rows: slice) -> Sectors:
+        """Rows `rows` as a Sectors of their own (views; `rows` answers relative to them)."""
+        return Sectors(
+            self.uniform[rows], self.state0[rows], self.head[:, rows], self.state[rows],
+            self.fields[:, rows], self.parser,
+        )  # fmt: skip
+
     def fill(self, rows: slice, data: npt.NDArray[np.uint8]) -> None:
         """Parse `data` (the blocks of `rows`) straight into these rows: one C pass."""
         if rows.stop - rows.start != len(data) // (self.state.shape[1] * media.SECTOR):

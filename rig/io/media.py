@@ -13,6 +13,12 @@ A sector is 64 little-endian 64-bit words:
     word 8   checksum of the other 63 words
     9..63    payload: pseudo-random words derived from words 0..7 (incompressible, regenerable)
 
+Version 1 derives every payload word from the whole header (two splitmix64 rounds a word). Version
+2, which the native write engine writes, derives it from the sector's place in its write (campaign,
+LBA - first LBA, sector index) XORed with one word of the whole header, and its checksum covers
+the header and the payload's XOR fold: a writer prepares the bases once and stamps each write's
+headers, that word and the checksums at submission. The checker reads both.
+
 Generation and checking run in C (`rig/native/media.c`, about 1-2 GB/s per core); the numpy
 functions `reference_build` and `reference_state` are the readable definition of the format and
 the tests hold the C kernel to them byte for byte. `docs/record-format.md` has a hex dump.
@@ -34,6 +40,7 @@ CHECKSUM_WORD = 8
 PAYLOAD_START = 9
 MAGIC = 0x47524650  # "PFRG" read as little-endian bytes
 VERSION = 1
+VERSION2 = 2  # payload = base of the sector's place ^ mix(header sum); see the module docstring
 
 FLAG_FUA = 1  # the write was issued with RWF_DSYNC / FUA
 
@@ -71,6 +78,35 @@ def _checksum(words: U64) -> U64:
     return _mix(_mix(tweaked).sum(axis=1, dtype=np.uint64))
 
 
+def _header_sum(header: U64) -> U64:
+    """Sum (n,) of the header words' terms: v1's payload seed, v2's H."""
+    return _mix(header + _WORD_TWEAK[:HEADER_WORDS]).sum(axis=1, dtype=np.uint64)
+
+
+def _v2_base(header: U64) -> U64:
+    """Version 2's payload base (n, 55): from the campaign, the offset of the sector's block in
+    its write (LBA - first LBA) and its sector index, nothing else of the header."""
+    offset = header[:, 2] - header[:, 4]
+    seed = (
+        _mix(header[:, 1] + _WORD_TWEAK[1])
+        + _mix(offset + _WORD_TWEAK[2])
+        + _mix((header[:, 0] >> np.uint64(48)) + _WORD_TWEAK[0])
+    )
+    return _mix(seed[:, None] + _PAYLOAD_TWEAK[None, :])
+
+
+def _v2_checksum(header_sum: U64, payload: U64) -> U64:
+    fold = np.bitwise_xor.reduce(payload, axis=1)
+    return _mix(header_sum + _mix(fold + _WORD_TWEAK[CHECKSUM_WORD]))
+
+
+def _v2_payload(header: U64) -> tuple[U64, U64]:
+    """Version 2's payload (n, 55) and checksum (n,) from header words (n, 8)."""
+    h = _header_sum(header)
+    payload = _v2_base(header) ^ _mix(h.copy())[:, None]
+    return payload, _v2_checksum(h, payload)
+
+
 @dataclass(frozen=True)
 class WriteRecord:
     """What the header of every sector of one write says (per block: lba and generation)."""
@@ -84,12 +120,43 @@ class WriteRecord:
     flags: int = 0
 
 
-def build(record: WriteRecord, block_size: int) -> npt.NDArray[np.uint8]:
+def build(record: WriteRecord, block_size: int, version: int = VERSION) -> npt.NDArray[np.uint8]:
     """Bytes of a whole write: len(generations) blocks, each `block_size` bytes (C kernel)."""
     nblocks = len(record.generations)
     out = aligned_buffer(nblocks * block_size)  # O_DIRECT needs an aligned buffer
-    build_into(out, record, block_size)
+    if version == VERSION2:
+        Stamper(out, block_size, record.campaign).stamp(record)
+    else:
+        build_into(out, record, block_size)
     return out
+
+
+class Stamper:
+    """Version 2 the way the write engine makes it: `buffer` prepared once with the payload bases
+    of its sectors' places, then stamped in place, write after write (C kernel)."""
+
+    def __init__(self, buffer: npt.NDArray[np.uint8], block_size: int, campaign: int) -> None:
+        if len(buffer) % block_size or not buffer.flags.c_contiguous:
+            raise ValueError("stamp buffer not whole blocks or not contiguous")
+        self.buffer, self.per_block, self.campaign = buffer, block_size // SECTOR, campaign
+        sectors = len(buffer) // SECTOR
+        self._fold = np.empty(sectors, dtype=np.uint64)
+        self._k = np.empty(sectors, dtype=np.uint64)
+        lib().pfr_stamp_init(
+            buffer.ctypes.data, sectors, self.per_block, campaign,
+            self._fold.ctypes.data, self._k.ctypes.data,
+        )  # fmt: skip
+
+    def stamp(self, record: WriteRecord) -> None:
+        gens = np.ascontiguousarray(record.generations, dtype=np.uint64)
+        too_long = len(gens) * self.per_block * SECTOR > len(self.buffer)
+        if too_long or record.campaign != self.campaign:
+            raise ValueError("record larger than the stamp buffer, or of another campaign")
+        lib().pfr_stamp(
+            self.buffer.ctypes.data, self.per_block, len(gens), record.campaign,
+            record.first_lba, gens.ctypes.data, record.worker, record.op_seq,
+            record.issued_ns, record.flags, self._fold.ctypes.data, self._k.ctypes.data,
+        )  # fmt: skip
 
 
 def build_into(out: npt.NDArray[np.uint8], record: WriteRecord, block_size: int) -> None:
@@ -111,7 +178,9 @@ def build_into(out: npt.NDArray[np.uint8], record: WriteRecord, block_size: int)
     )
 
 
-def reference_build(record: WriteRecord, block_size: int) -> npt.NDArray[np.uint8]:
+def reference_build(
+    record: WriteRecord, block_size: int, version: int = VERSION
+) -> npt.NDArray[np.uint8]:
     """The numpy definition of `build` (slow; the tests compare the C kernel with it)."""
     nblocks = len(record.generations)
     per_block = block_size // SECTOR
@@ -120,7 +189,7 @@ def reference_build(record: WriteRecord, block_size: int) -> npt.NDArray[np.uint
     sector_index = np.tile(np.arange(per_block, dtype=np.uint64), nblocks)
     out = aligned_buffer(n * SECTOR)  # O_DIRECT needs an aligned buffer
     words = out.view(np.uint64).reshape(n, WORDS)
-    words[:, 0] = np.uint64(MAGIC | (VERSION << 32)) | (sector_index << np.uint64(48))
+    words[:, 0] = np.uint64(MAGIC | (version << 32)) | (sector_index << np.uint64(48))
     words[:, 1] = record.campaign
     words[:, 2] = np.uint64(record.first_lba) + block_index
     words[:, 3] = np.repeat(record.generations.astype(np.uint64), per_block)
@@ -128,6 +197,9 @@ def reference_build(record: WriteRecord, block_size: int) -> npt.NDArray[np.uint
     words[:, 5] = nblocks | (record.worker << 32) | (record.flags << 48)
     words[:, 6] = record.op_seq
     words[:, 7] = record.issued_ns
+    if version == VERSION2:
+        words[:, PAYLOAD_START:], words[:, CHECKSUM_WORD] = _v2_payload(words[:, :HEADER_WORDS])
+        return out
     words[:, PAYLOAD_START:] = _payload(words[:, :HEADER_WORDS])
     words[:, CHECKSUM_WORD] = _checksum(words)
     return out
@@ -177,8 +249,8 @@ def check_state(data: Data) -> npt.NDArray[np.uint8]:
 def reference_state(data: Data) -> npt.NDArray[np.uint8]:
     """The numpy definition of `check_state`."""
     words = _words(data)
-    head = words[:, 0]
-    magic_ok = (head & np.uint64(0xFFFFFFFFFFFF)) == np.uint64(MAGIC | (VERSION << 32))
+    head = words[:, 0] & np.uint64(0xFFFFFFFFFFFF)
+    magic_ok = head == np.uint64(MAGIC | (VERSION << 32))
     zero = ~words.any(axis=1)
     valid = magic_ok & (words[:, CHECKSUM_WORD] == _checksum(words))
     if valid.any():
@@ -187,6 +259,12 @@ def reference_state(data: Data) -> npt.NDArray[np.uint8]:
         idx = np.flatnonzero(valid)
         payload_ok = (words[idx, PAYLOAD_START:] == _payload(words[idx, :HEADER_WORDS])).all(axis=1)
         valid[idx[~payload_ok]] = False
+    v2 = np.flatnonzero(head == np.uint64(MAGIC | (VERSION2 << 32)))
+    if len(v2):  # the payload regenerated from its place and k, the checksum over both
+        payload, checksum = _v2_payload(words[v2, :HEADER_WORDS])
+        stored = words[v2, PAYLOAD_START:]
+        ok = (stored == payload).all(axis=1) & (words[v2, CHECKSUM_WORD] == checksum)
+        valid[v2[ok]] = True
     state = np.full(len(words), CORRUPT, dtype=np.uint8)
     state[zero] = ZERO
     state[valid] = VALID

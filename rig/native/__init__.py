@@ -34,10 +34,12 @@ def lib() -> ctypes.CDLL:
         handle = ctypes.CDLL(str(LIBRARY))
     except OSError as error:
         raise RigError(f"native kernels missing ({LIBRARY.name}): run 'make setup'") from error
-    build_args = [_u8p, _u32, _u64, _u64, _u64, _u8p, _u64, _u64, _u64, _u64]
+    build_args: list[Any] = [_u8p, _u32, _u64, _u64, _u64, _u8p, _u64, _u64, _u64, _u64]
     for name in ("pfr_build", "pfr_build32"):
         getattr(handle, name).argtypes = build_args
         getattr(handle, name).restype = None
+    handle.pfr_stamp_init.argtypes = [_u8p, _u64, _u32, _u64, _u8p, _u8p]
+    handle.pfr_stamp.argtypes = [*build_args, _u8p, _u8p]
     handle.pfr_check.argtypes = [_u8p, _u64, _u8p]
     handle.pfr_check.restype = None
     block_args: list[Any] = [_u8p, _u64, _u32, _u8p, _u8p, _u8p, _u8p, _u64, _u8p, _u64]

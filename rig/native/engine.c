@@ -5,7 +5,8 @@
  * request in flight, so the queue depth is the slot count and no two requests in flight overlap
  * (docs/decisions.md 1). Every request is timestamped on CLOCK_MONOTONIC right before it is built
  * and submitted and right after its completion is reaped (docs/decisions.md 3). The record of a
- * write is generated into the slot's buffer just before submission (media.c). Completions
+ * write (version 2) is stamped into the slot's buffer, prepared once per run with the payload
+ * bases of its places, just before submission (media.c, docs/decisions.md 310). Completions
  * already in the kernel's AIO ring are read from it; io_getevents is called only to wait
  * (docs/decisions.md 150).
  */
@@ -184,8 +185,32 @@ int32_t pfr_batch_state(const struct pfr_batch *b)
     return __atomic_load_n(&b->state, __ATOMIC_ACQUIRE);
 }
 
-/* The engine's state per slot (slot nslots: the timer flush). */
-struct slots {
+/* The engine's state: what it was given, and per slot (slot nslots: the timer flush). The loop
+ * is split the way Klipper's firmware splits its own: choosing what runs next (the scheduling:
+ * next_entry, timer_due), the requests themselves (submit_entry, submit_timer_flush,
+ * complete_entry, complete_timer), and the loop that drives them (feed_slots, retire_left,
+ * reap, pfr_engine_loop). */
+struct engine {
+    aio_context_t ctx;
+    struct aio_ring_header *shared_ring;
+    int fd, shared, durable, notify_fd;
+    uint32_t nslots, nring, block_size, per_block;
+    uint64_t campaign, flags, slot_bytes;
+    int64_t flush_every_ns, drain_timeout_ns;
+    uint8_t *buffers;
+    uint64_t *fold, *k; /* per place of a slot's buffer, and per slot and place (record v2) */
+    uint64_t slot_sectors;
+    const uint16_t *worker;
+    struct pfr_batch *ring;
+    volatile int *stop;
+    int64_t *live;
+
+    uint64_t stream_seq, head; /* head: the oldest batch not retired */
+    int64_t stream_next;
+    long inflight, failed;
+    int draining, timed_out;
+    int64_t stopped_at, last_timer;
+
     struct iocb cbs[MAX_SLOTS + 1];
     int64_t current[MAX_SLOTS + 1]; /* entry in flight per slot, -1 = idle */
     struct pfr_batch *current_batch[MAX_SLOTS + 1];
@@ -195,6 +220,308 @@ struct slots {
     int64_t busy_lba[MAX_SLOTS], busy_end[MAX_SLOTS]; /* write in flight */
     struct io_event events[MAX_SLOTS + 1];
 };
+
+/* A slot failed: it submits nothing more (in a stream, no slot does). */
+static void slot_failed(struct engine *E, uint32_t s)
+{
+    E->dead[s] = 1;
+    E->failed = E->shared ? (long)E->nslots : E->failed + 1;
+}
+
+/* Scheduling, stream layout: the stream's next entry in *bp, or -1 with *starving set when no
+ * batch is published, or -1 when the entry waits for a write in flight that it overlaps. */
+static int64_t next_stream_entry(struct engine *E, struct pfr_batch **bp, int *starving)
+{
+    struct pfr_batch *b;
+    for (;;) {
+        b = available(E->ring, E->nring, E->stream_seq);
+        if (!b)
+            break;
+        if (E->stream_next < 0)
+            E->stream_next = b->slot_start[0];
+        if (E->stream_next < b->slot_start[1])
+            break;
+        E->stream_seq++; /* this batch is all submitted: on to the next */
+        E->stream_next = -1;
+    }
+    if (!b) {
+        *starving = 1;
+        return -1;
+    }
+    int64_t e = E->stream_next;
+    if (b->kind[e] == 0 && overlaps(E->busy_lba, E->busy_end, E->nslots, b->lba[e], b->nblocks[e]))
+        return -1; /* the stream waits for the write in its way */
+    E->stream_next++;
+    *bp = b;
+    return e;
+}
+
+/* Scheduling, stripes layout: slot s's next entry in *bp, or -1 (*starving set) if its next
+ * batch is not published yet. */
+static int64_t next_slot_entry(struct engine *E, uint32_t s, struct pfr_batch **bp, int *starving)
+{
+    struct pfr_batch *b;
+    for (;;) {
+        b = available(E->ring, E->nring, E->slot_seq[s]);
+        if (!b)
+            break;
+        if (E->next[s] < 0)
+            E->next[s] = b->slot_start[s];
+        if (E->next[s] < b->slot_start[s + 1])
+            break;
+        E->slot_seq[s]++; /* this slot's part is all submitted: on to the next batch */
+        E->next[s] = -1;
+    }
+    if (!b) {
+        *starving = 1;
+        return -1;
+    }
+    *bp = b;
+    return E->next[s]++;
+}
+
+/* Each slot's buffer holds the payload bases of record v2 (media.c), prepared here once per run
+ * so that a write only stamps its headers, its k and its checksums at submission. */
+static int prepare_buffers(struct engine *E)
+{
+    E->slot_sectors = E->slot_bytes / PFR_SECTOR;
+    E->fold = malloc(E->slot_sectors * sizeof(uint64_t));
+    E->k = malloc((uint64_t)E->nslots * E->slot_sectors * sizeof(uint64_t));
+    if (!E->fold || !E->k)
+        return -ENOMEM;
+    for (uint32_t s = 0; s < E->nslots; s++)
+        pfr_stamp_init((uint64_t *)(E->buffers + (uint64_t)s * E->slot_bytes), E->slot_sectors,
+                       E->per_block, E->campaign, E->fold, E->k + (uint64_t)s * E->slot_sectors);
+    return 0;
+}
+
+static void engine_free(struct engine *E)
+{
+    free(E->fold);
+    free(E->k);
+    free(E);
+}
+
+/* Builds entry e of batch b (a write's record, stamped now, or a flush) and submits it on slot
+ * s. 0, or -1 if the slot failed doing so. */
+static int submit_entry(struct engine *E, uint32_t s, struct pfr_batch *b, int64_t e)
+{
+    b->slot_of[e] = (int16_t)s;
+    struct iocb *cb = &E->cbs[s];
+    memset(cb, 0, sizeof(*cb));
+    cb->aio_data = (((uint64_t)e << RING_BITS | (uint64_t)(b - E->ring)) << SLOT_BITS) | s;
+    cb->aio_fildes = (uint32_t)E->fd;
+    int64_t t = now_ns();
+    if (b->kind[e] == 1) {
+        cb->aio_lio_opcode = IOCB_CMD_FDSYNC;
+    } else {
+        uint8_t *buf = E->buffers + (uint64_t)s * E->slot_bytes;
+        uint64_t bytes = (uint64_t)b->nblocks[e] * E->block_size;
+        if (bytes > E->slot_bytes) {
+            b->status[e] = EINVAL;
+            slot_failed(E, s);
+            return -1;
+        }
+        pfr_stamp32((uint64_t *)buf, E->per_block, b->nblocks[e], E->campaign,
+                    (uint64_t)b->lba[e], b->gens + b->gen_offset[e], E->worker[s], b->op_seq[e],
+                    (uint64_t)t, E->flags, E->fold, E->k + (uint64_t)s * E->slot_sectors);
+        cb->aio_lio_opcode = IOCB_CMD_PWRITE;
+        cb->aio_buf = (uint64_t)(uintptr_t)buf;
+        cb->aio_nbytes = bytes;
+        cb->aio_offset = b->lba[e] * (int64_t)E->block_size;
+        cb->aio_rw_flags = E->durable ? RWF_DSYNC : 0;
+    }
+    b->issue_ns[e] = t;
+    if (!b->started_ns)
+        b->started_ns = t;
+    b->status[e] = submit_one(E->ctx, cb);
+    if (b->status[e]) { /* refused at submission: the request never reached the drive */
+        slot_failed(E, s);
+        return -1;
+    }
+    E->current[s] = e;
+    E->current_batch[s] = b;
+    b->inflight++;
+    E->inflight++;
+    if (b->kind[e] == 1) {
+        live_add(E->live, LIVE_FLUSHES_IN_FLIGHT, 1);
+    } else {
+        live_add(E->live, LIVE_WRITES_ISSUED, 1);
+        E->busy_lba[s] = b->lba[e];
+        E->busy_end[s] = b->lba[e] + b->nblocks[e];
+    }
+    return 0;
+}
+
+/* Feeds every idle slot its next entry; 1 if one waits for a batch not published yet. */
+static int feed_slots(struct engine *E)
+{
+    int starving = 0;
+    for (uint32_t s = 0; s < E->nslots && !E->draining; s++) {
+        if (E->current[s] != -1 || E->dead[s])
+            continue;
+        struct pfr_batch *b = NULL;
+        int64_t e;
+        if (E->shared) {
+            e = next_stream_entry(E, &b, &starving);
+            if (e < 0)
+                break; /* the stream is in order: no other slot can go either */
+        } else {
+            e = next_slot_entry(E, s, &b, &starving);
+            if (e < 0)
+                continue;
+        }
+        submit_entry(E, s, b, e);
+    }
+    return starving;
+}
+
+/* Scheduling of the timer flush: due now, and none in flight. */
+static int timer_due(const struct engine *E)
+{
+    return !E->draining && E->flush_every_ns > 0 && E->current[E->nslots] == -1 &&
+           now_ns() - E->last_timer >= E->flush_every_ns;
+}
+
+/* A timer flush, logged in the oldest batch not retired (a due one waits for a batch with room). */
+static void submit_timer_flush(struct engine *E)
+{
+    struct pfr_batch *b = available(E->ring, E->nring, E->head);
+    if (!b || b->t_count >= b->t_cap)
+        return;
+    struct iocb *cb = &E->cbs[E->nslots];
+    memset(cb, 0, sizeof(*cb));
+    cb->aio_data = TIMER_BIT | (uint64_t)(b - E->ring);
+    cb->aio_fildes = (uint32_t)E->fd;
+    cb->aio_lio_opcode = IOCB_CMD_FDSYNC;
+    E->last_timer = now_ns();
+    uint64_t i = b->t_count++;
+    b->t_issue[i] = E->last_timer;
+    b->t_complete[i] = -1;
+    b->t_status[i] = submit_one(E->ctx, cb);
+    if (!b->t_status[i]) {
+        E->current[E->nslots] = (int64_t)i;
+        E->current_batch[E->nslots] = b;
+        b->inflight++;
+        E->inflight++;
+        live_add(E->live, LIVE_FLUSHES_IN_FLIGHT, 1);
+    }
+}
+
+/* Retires, in order, the batches every live slot has left and nothing of is in flight. */
+static void retire_left(struct engine *E)
+{
+    for (;;) {
+        struct pfr_batch *b = available(E->ring, E->nring, E->head);
+        if (!b || b->inflight > 0)
+            return;
+        int left = 1;
+        if (!E->draining) {
+            if (E->shared)
+                left = E->stream_seq > E->head;
+            else
+                for (uint32_t s = 0; s < E->nslots && left; s++)
+                    left = E->dead[s] || E->slot_seq[s] > E->head;
+        }
+        if (!left)
+            return;
+        retire(b, E->notify_fd);
+        E->head++;
+    }
+}
+
+static void complete_timer(struct engine *E, long res, int64_t t)
+{
+    struct pfr_batch *b = E->current_batch[E->nslots];
+    int64_t i = E->current[E->nslots];
+    b->t_complete[i] = res < 0 ? -1 : t;
+    b->t_status[i] = res < 0 ? (int32_t)-res : 0;
+    b->inflight--;
+    E->current[E->nslots] = -1;
+    E->current_batch[E->nslots] = NULL;
+    live_add(E->live, LIVE_FLUSHES_IN_FLIGHT, -1);
+    if (res >= 0)
+        live_add(E->live, LIVE_FLUSHES_DONE, 1);
+}
+
+static void complete_entry(struct engine *E, uint64_t data, long res, int64_t t)
+{
+    uint32_t s = (uint32_t)(data & ((1u << SLOT_BITS) - 1));
+    struct pfr_batch *b = &E->ring[(data >> SLOT_BITS) & (MAX_RING - 1)];
+    int64_t e = (int64_t)(data >> (SLOT_BITS + RING_BITS));
+    E->current[s] = -1;
+    E->current_batch[s] = NULL;
+    E->busy_lba[s] = E->busy_end[s] = 0;
+    b->inflight--;
+    uint64_t want = b->kind[e] == 1 ? 0 : (uint64_t)b->nblocks[e] * E->block_size;
+    if (res < 0 || (b->kind[e] == 0 && (uint64_t)res != want)) {
+        b->status[e] = res < 0 ? (int32_t)-res : EIO; /* short write: an I/O error */
+        slot_failed(E, s); /* a stream stops at its first error */
+    } else {
+        b->complete_ns[e] = t;
+        if (b->kind[e] == 0) {
+            live_set(E->live, LIVE_LAST_ACK_NS, t);
+            live_add(E->live, LIVE_ACKS, 1);
+        } else {
+            live_add(E->live, LIVE_FLUSHES_DONE, 1);
+        }
+    }
+    if (b->kind[e] == 1)
+        live_add(E->live, LIVE_FLUSHES_IN_FLIGHT, -1);
+}
+
+/* Takes the completions there are: from the shared ring if any, else waits in io_getevents (at
+ * most 20 ms, to see the stop flag; less when a timer flush is due or a slot starves). */
+static void reap(struct engine *E, int starving)
+{
+    long got = reap_ring(E->shared_ring, E->events, E->nslots + 1);
+    if (got > 0) {
+        live_add(E->live, LIVE_RING_REAPED, got);
+    } else {
+        int64_t wait = starving ? 500000 : 20000000;
+        if (E->flush_every_ns > 0 && !E->draining) {
+            int64_t due = E->last_timer + E->flush_every_ns - now_ns();
+            if (due < wait)
+                wait = due > 0 ? due : 0;
+        }
+        struct timespec timeout = {wait / 1000000000LL, wait % 1000000000LL};
+        got = sys_io_getevents(E->ctx, 1, E->nslots + 1, E->events, &timeout);
+    }
+    int64_t t = now_ns(); /* right after the completions are reaped, either way */
+    if (got < 0 && errno != EINTR) {
+        E->timed_out = 1; /* the context is unusable: what is in flight never comes back */
+        E->draining = 1;
+        return;
+    }
+    for (long k = 0; k < got; k++) {
+        E->inflight--;
+        long res = (long)E->events[k].res;
+        if (E->events[k].data & TIMER_BIT)
+            complete_timer(E, res, t);
+        else
+            complete_entry(E, E->events[k].data, res, t);
+    }
+}
+
+/* At the end: requests still in flight are marked ETIMEDOUT and their batches stuck; every
+ * batch left is retired, in order (ones never started submitted nothing). 1 if any was stuck. */
+static int finish(struct engine *E)
+{
+    int stuck = E->inflight > 0;
+    for (uint32_t s = 0; s <= E->nslots && stuck; s++) {
+        struct pfr_batch *b = E->current_batch[s];
+        if (!b)
+            continue;
+        b->stuck = 1;
+        if (s < E->nslots)
+            b->status[E->current[s]] = ETIMEDOUT;
+        else
+            b->t_status[E->current[s]] = ETIMEDOUT;
+    }
+    for (struct pfr_batch *b; (b = available(E->ring, E->nring, E->head)) != NULL; E->head++)
+        retire(b, E->notify_fd);
+    return stuck;
+}
 
 /* Runs planned batches back to back, without letting the queue drain between them, until the
  * stop flag is set or every slot failed; then waits for what is in flight (at most
@@ -235,268 +562,67 @@ int pfr_engine_loop(uint64_t aio, int fd, uint32_t nslots, int shared, uint32_t 
 {
     if (nslots == 0 || nslots > MAX_SLOTS || nring == 0 || nring > MAX_RING)
         return -EINVAL;
-    aio_context_t ctx = (aio_context_t)aio;
-    struct aio_ring_header *shared_ring = ring_of(ctx);
-
-    /* Per-slot state on the heap, not in thread-local storage: in a shared library every
-     * access to a __thread array went through __tls_get_addr (4 % of the engine thread at 4 KiB). */
-    struct slots *st = calloc(1, sizeof(*st));
-    if (!st)
+    /* On the heap, not in thread-local storage: in a shared library every access to a __thread
+     * array went through __tls_get_addr (4 % of the engine thread at 4 KiB). */
+    struct engine *E = calloc(1, sizeof(*E));
+    if (!E)
         return -ENOMEM;
-    struct iocb *cbs = st->cbs;
-    int64_t *current = st->current;
-    struct pfr_batch **current_batch = st->current_batch;
-    uint64_t *slot_seq = st->slot_seq;
-    int64_t *next = st->next;
-    uint8_t *dead = st->dead;
-    int64_t *busy_lba = st->busy_lba, *busy_end = st->busy_end;
-    struct io_event *events = st->events;
-    uint64_t stream_seq = 0, head = 0; /* head: the oldest batch not retired */
-    int64_t stream_next = -1;
-    const uint32_t per_block = block_size / PFR_SECTOR;
-    const uint64_t flags = durable ? 1 : 0;
-    long inflight = 0, failed = 0;
-    int draining = 0, timed_out = 0;
-    int64_t stopped_at = 0, last_timer = now_ns();
-
-    for (uint32_t s = 0; s <= nslots; s++) {
-        current[s] = -1;
-        current_batch[s] = NULL;
-    }
-    for (uint32_t s = 0; s < nslots; s++) {
-        slot_seq[s] = 0;
-        next[s] = -1;
-        dead[s] = 0;
-        busy_lba[s] = busy_end[s] = 0;
+    E->ctx = (aio_context_t)aio;
+    E->shared_ring = ring_of(E->ctx);
+    E->fd = fd;
+    E->shared = shared;
+    E->durable = durable;
+    E->notify_fd = notify_fd;
+    E->nslots = nslots;
+    E->nring = nring;
+    E->block_size = block_size;
+    E->per_block = block_size / PFR_SECTOR;
+    E->campaign = campaign;
+    E->flags = durable ? 1 : 0;
+    E->slot_bytes = slot_bytes;
+    E->flush_every_ns = flush_every_ns;
+    E->drain_timeout_ns = drain_timeout_ns;
+    E->buffers = buffers;
+    E->worker = worker;
+    E->ring = ring;
+    E->stop = stop;
+    E->live = live;
+    E->stream_next = -1;
+    E->last_timer = now_ns();
+    for (uint32_t s = 0; s <= nslots; s++)
+        E->current[s] = -1;
+    for (uint32_t s = 0; s < nslots; s++)
+        E->next[s] = -1;
+    if (prepare_buffers(E) < 0) {
+        engine_free(E);
+        return -ENOMEM;
     }
 
     for (;;) {
-        if (!draining && (*stop || failed == (long)nslots)) {
-            draining = 1;
-            stopped_at = now_ns();
+        if (!E->draining && (*stop || E->failed == (long)nslots)) {
+            E->draining = 1;
+            E->stopped_at = now_ns();
         }
-        int starving = 0; /* an idle slot waits for a batch the caller has not published yet */
-        /* feed every idle slot its next entry */
-        for (uint32_t s = 0; s < nslots && !draining; s++) {
-            if (current[s] != -1 || dead[s])
-                continue;
-            struct pfr_batch *b;
-            int64_t e;
-            if (shared) {
-                for (;;) {
-                    b = available(ring, nring, stream_seq);
-                    if (!b)
-                        break;
-                    if (stream_next < 0)
-                        stream_next = b->slot_start[0];
-                    if (stream_next < b->slot_start[1])
-                        break;
-                    stream_seq++; /* this batch is all submitted: on to the next */
-                    stream_next = -1;
-                }
-                if (!b) {
-                    starving = 1;
-                    break;
-                }
-                e = stream_next;
-                if (b->kind[e] == 0 &&
-                    overlaps(busy_lba, busy_end, nslots, b->lba[e], b->nblocks[e]))
-                    break; /* the stream waits for the write in its way */
-                stream_next++;
-            } else {
-                for (;;) {
-                    b = available(ring, nring, slot_seq[s]);
-                    if (!b)
-                        break;
-                    if (next[s] < 0)
-                        next[s] = b->slot_start[s];
-                    if (next[s] < b->slot_start[s + 1])
-                        break;
-                    slot_seq[s]++; /* this slot's part is all submitted: on to the next batch */
-                    next[s] = -1;
-                }
-                if (!b) {
-                    starving = 1;
-                    continue;
-                }
-                e = next[s]++;
-            }
-            b->slot_of[e] = (int16_t)s;
-            struct iocb *cb = &cbs[s];
-            memset(cb, 0, sizeof(*cb));
-            cb->aio_data = (((uint64_t)e << RING_BITS | (uint64_t)(b - ring)) << SLOT_BITS) | s;
-            cb->aio_fildes = (uint32_t)fd;
-            int64_t t = now_ns();
-            if (b->kind[e] == 1) {
-                cb->aio_lio_opcode = IOCB_CMD_FDSYNC;
-            } else {
-                uint8_t *buf = buffers + (uint64_t)s * slot_bytes;
-                uint64_t bytes = (uint64_t)b->nblocks[e] * block_size;
-                if (bytes > slot_bytes) {
-                    b->status[e] = EINVAL;
-                    dead[s] = 1;
-                    failed = shared ? (long)nslots : failed + 1;
-                    continue;
-                }
-                pfr_build32((uint64_t *)buf, per_block, b->nblocks[e], campaign,
-                            (uint64_t)b->lba[e], b->gens + b->gen_offset[e], worker[s],
-                            b->op_seq[e], (uint64_t)t, flags);
-                cb->aio_lio_opcode = IOCB_CMD_PWRITE;
-                cb->aio_buf = (uint64_t)(uintptr_t)buf;
-                cb->aio_nbytes = bytes;
-                cb->aio_offset = b->lba[e] * (int64_t)block_size;
-                cb->aio_rw_flags = durable ? RWF_DSYNC : 0;
-            }
-            b->issue_ns[e] = t;
-            if (!b->started_ns)
-                b->started_ns = t;
-            b->status[e] = submit_one(ctx, cb);
-            if (b->status[e]) { /* refused at submission: the request never reached the drive */
-                dead[s] = 1;
-                failed = shared ? (long)nslots : failed + 1;
-                continue;
-            }
-            current[s] = e;
-            current_batch[s] = b;
-            b->inflight++;
-            inflight++;
-            if (b->kind[e] == 1) {
-                live_add(live, LIVE_FLUSHES_IN_FLIGHT, 1);
-            } else {
-                live_add(live, LIVE_WRITES_ISSUED, 1);
-                busy_lba[s] = b->lba[e];
-                busy_end[s] = b->lba[e] + b->nblocks[e];
-            }
-        }
-        if (!draining && flush_every_ns > 0 && current[nslots] == -1 &&
-            now_ns() - last_timer >= flush_every_ns) {
-            struct pfr_batch *b = available(ring, nring, head);
-            if (b && b->t_count < b->t_cap) { /* else it waits for a batch with room */
-                struct iocb *cb = &cbs[nslots];
-                memset(cb, 0, sizeof(*cb));
-                cb->aio_data = TIMER_BIT | (uint64_t)(b - ring);
-                cb->aio_fildes = (uint32_t)fd;
-                cb->aio_lio_opcode = IOCB_CMD_FDSYNC;
-                last_timer = now_ns();
-                uint64_t i = b->t_count++;
-                b->t_issue[i] = last_timer;
-                b->t_complete[i] = -1;
-                b->t_status[i] = submit_one(ctx, cb);
-                if (!b->t_status[i]) {
-                    current[nslots] = (int64_t)i;
-                    current_batch[nslots] = b;
-                    b->inflight++;
-                    inflight++;
-                    live_add(live, LIVE_FLUSHES_IN_FLIGHT, 1);
-                }
-            }
-        }
-        /* retire, in order, the batches every live slot has left and nothing of is in flight */
-        for (;;) {
-            struct pfr_batch *b = available(ring, nring, head);
-            if (!b || b->inflight > 0)
-                break;
-            int left = 1;
-            if (!draining) {
-                if (shared)
-                    left = stream_seq > head;
-                else
-                    for (uint32_t s = 0; s < nslots && left; s++)
-                        left = dead[s] || slot_seq[s] > head;
-            }
-            if (!left)
-                break;
-            retire(b, notify_fd);
-            head++;
-        }
-        if (draining && (inflight == 0 || timed_out))
+        int starving = feed_slots(E);
+        if (timer_due(E))
+            submit_timer_flush(E);
+        retire_left(E);
+        if (E->draining && (E->inflight == 0 || E->timed_out))
             break;
-        if (inflight == 0) {
+        if (E->inflight == 0) {
             if (starving) { /* nothing to reap: give the caller a moment to publish */
                 struct timespec pause = {0, 100000};
                 nanosleep(&pause, NULL);
             }
             continue;
         }
-        if (draining && now_ns() - stopped_at > drain_timeout_ns) {
-            timed_out = 1;
-            continue; /* the batches are retired as they are, stuck requests marked */
-        }
-        /* completions already there are read from the ring; the system call only to wait */
-        long got = reap_ring(shared_ring, events, nslots + 1);
-        if (got > 0) {
-            live_add(live, LIVE_RING_REAPED, got);
-        } else {
-            int64_t wait = starving ? 500000 : 20000000; /* the stop flag at least every 20 ms */
-            if (flush_every_ns > 0 && !draining) {
-                int64_t due = last_timer + flush_every_ns - now_ns();
-                if (due < wait)
-                    wait = due > 0 ? due : 0;
-            }
-            struct timespec timeout = {wait / 1000000000LL, wait % 1000000000LL};
-            got = sys_io_getevents(ctx, 1, nslots + 1, events, &timeout);
-        }
-        int64_t t = now_ns(); /* right after the completions are reaped, either way */
-        if (got < 0 && errno != EINTR) {
-            timed_out = 1; /* the context is unusable: what is in flight never comes back */
-            draining = 1;
+        if (E->draining && now_ns() - E->stopped_at > drain_timeout_ns) {
+            E->timed_out = 1; /* the batches are retired as they are, stuck requests marked */
             continue;
         }
-        for (long k = 0; k < got; k++) {
-            inflight--;
-            long res = (long)events[k].res;
-            uint64_t data = events[k].data;
-            if (data & TIMER_BIT) {
-                struct pfr_batch *b = current_batch[nslots];
-                int64_t i = current[nslots];
-                b->t_complete[i] = res < 0 ? -1 : t;
-                b->t_status[i] = res < 0 ? (int32_t)-res : 0;
-                b->inflight--;
-                current[nslots] = -1;
-                current_batch[nslots] = NULL;
-                live_add(live, LIVE_FLUSHES_IN_FLIGHT, -1);
-                if (res >= 0)
-                    live_add(live, LIVE_FLUSHES_DONE, 1);
-                continue;
-            }
-            uint32_t s = (uint32_t)(data & ((1u << SLOT_BITS) - 1));
-            struct pfr_batch *b = &ring[(data >> SLOT_BITS) & (MAX_RING - 1)];
-            int64_t e = (int64_t)(data >> (SLOT_BITS + RING_BITS));
-            current[s] = -1;
-            current_batch[s] = NULL;
-            busy_lba[s] = busy_end[s] = 0;
-            b->inflight--;
-            uint64_t want = b->kind[e] == 1 ? 0 : (uint64_t)b->nblocks[e] * block_size;
-            if (res < 0 || (b->kind[e] == 0 && (uint64_t)res != want)) {
-                b->status[e] = res < 0 ? (int32_t)-res : EIO; /* short write: an I/O error */
-                dead[s] = 1;
-                failed = shared ? (long)nslots : failed + 1; /* a stream stops at its first error */
-            } else {
-                b->complete_ns[e] = t;
-                if (b->kind[e] == 0) {
-                    live_set(live, LIVE_LAST_ACK_NS, t);
-                    live_add(live, LIVE_ACKS, 1);
-                } else {
-                    live_add(live, LIVE_FLUSHES_DONE, 1);
-                }
-            }
-            if (b->kind[e] == 1)
-                live_add(live, LIVE_FLUSHES_IN_FLIGHT, -1);
-        }
+        reap(E, starving);
     }
-    int stuck = inflight > 0;
-    for (uint32_t s = 0; s <= nslots && stuck; s++) {
-        struct pfr_batch *b = current_batch[s];
-        if (!b)
-            continue;
-        b->stuck = 1;
-        if (s < nslots)
-            b->status[current[s]] = ETIMEDOUT;
-        else
-            b->t_status[current[s]] = ETIMEDOUT;
-    }
-    for (struct pfr_batch *b; (b = available(ring, nring, head)) != NULL; head++)
-        retire(b, notify_fd); /* the rest, in order: ones never started submitted nothing */
-    free(st);
+    int stuck = finish(E);
+    engine_free(E);
     return stuck;
 }

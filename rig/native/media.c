@@ -81,6 +81,36 @@ PFR_CLONES void pfr_build32(uint64_t *out, uint32_t per_block, uint64_t nblocks,
     BUILD_BODY
 }
 
+/* Version 2 (docs/record-format.md): the payload is a base that depends only on the campaign and
+ * the sector's place in its write, XORed with one word k = mix(H) of the header's own sum H; the
+ * checksum covers the header (H) and the payload's XOR fold. A writer keeps the base in its
+ * buffer and stamps, per write, the header, k and the checksum: one XOR per payload word instead
+ * of two splitmix64 rounds. */
+static inline uint64_t base_seed(uint64_t campaign, uint64_t offset, uint64_t sector_index)
+{
+    return mix(campaign + 2 * GOLDEN) + mix(offset + 3 * GOLDEN) + mix(sector_index + GOLDEN);
+}
+
+static inline uint64_t checksum2(uint64_t h, uint64_t fold)
+{
+    return mix(h + mix(fold + (uint64_t)(PFR_CHECKSUM_WORD + 1) * GOLDEN));
+}
+
+static inline uint8_t check_sector_v2(const uint64_t *w)
+{
+    uint64_t h = seed_of(w);
+    uint64_t k = mix(h);
+    uint64_t base = base_seed(w[1], w[2] - w[4], w[0] >> 48);
+    uint64_t diff = 0, fold = 0;
+    for (unsigned j = PFR_PAYLOAD_START; j < PFR_WORDS; j++) {
+        diff |= w[j] ^ k ^ mix(base + (uint64_t)(j + 1) * GOLDEN);
+        fold ^= w[j];
+    }
+    if (w[PFR_CHECKSUM_WORD] != checksum2(h, fold))
+        return PFR_CORRUPT;
+    return diff ? PFR_CORRUPT : PFR_VALID;
+}
+
 static inline uint8_t check_sector(const uint64_t *w)
 {
     uint64_t any = 0;
@@ -88,6 +118,8 @@ static inline uint8_t check_sector(const uint64_t *w)
         any |= w[j];
     if (!any)
         return PFR_ZERO;
+    if ((w[0] & 0xFFFFFFFFFFFFULL) == (PFR_MAGIC | (PFR_VERSION2 << 32)))
+        return check_sector_v2(w);
     if ((w[0] & 0xFFFFFFFFFFFFULL) != (PFR_MAGIC | (PFR_VERSION << 32)))
         return PFR_CORRUPT;
     if (w[PFR_CHECKSUM_WORD] != checksum_of(w))
@@ -157,4 +189,73 @@ PFR_CLONES void pfr_parse_header(const uint64_t *words, uint64_t nsectors, uint8
         for (unsigned j = 0; j < PFR_HEADER_WORDS; j++)
             header[j * nsectors + i] = w[j];
     }
+}
+
+/* Version 2, the writer's side. pfr_stamp_init fills `nsectors` sectors of a write buffer with
+ * the base of their place (offset o = s / per_block blocks into the write, sector index
+ * s % per_block): payload words only, k = 0, and the XOR fold of each sector's base in fold[s].
+ * pfr_stamp32 then turns the buffer into a write's record in place: per sector the header, the
+ * payload XORed with k_old ^ k_new (k[s] holds the k the buffer's sector carries), the
+ * checksum. Nothing of it depends on more than the sector's header and place, so the buffer can
+ * be prepared once and stamped write after write. */
+PFR_CLONES void pfr_stamp_init(uint64_t *buf, uint64_t nsectors, uint32_t per_block,
+                               uint64_t campaign, uint64_t *fold, uint64_t *k)
+{
+    for (uint64_t s = 0; s < nsectors; s++) {
+        uint64_t *w = buf + s * PFR_WORDS;
+        uint64_t base = base_seed(campaign, s / per_block, s % per_block);
+        uint64_t f = 0;
+        for (unsigned j = PFR_PAYLOAD_START; j < PFR_WORDS; j++) {
+            w[j] = mix(base + (uint64_t)(j + 1) * GOLDEN);
+            f ^= w[j];
+        }
+        fold[s] = f;
+        k[s] = 0;
+    }
+}
+
+static inline uint64_t term(uint64_t word, unsigned j) { return mix(word + (uint64_t)(j + 1) * GOLDEN); }
+
+#define STAMP_BODY                                                                             \
+    uint64_t w5 = nblocks | (worker << 32) | (flags << 48);                                    \
+    uint64_t shared = term(campaign, 1) + term(first_lba, 4) + term(w5, 5) + term(op_seq, 6) +  \
+                      term(issued_ns, 7);                                                      \
+    uint64_t *w = buf;                                                                         \
+    for (uint64_t b = 0; b < nblocks; b++) {                                                   \
+        uint64_t lba = first_lba + b, gen = (uint64_t)gens[b];                                 \
+        uint64_t hb = shared + term(lba, 2) + term(gen, 3);                                    \
+        for (uint32_t i = 0; i < per_block; i++, w += PFR_WORDS) {                             \
+            uint64_t s = b * per_block + i;                                                    \
+            uint64_t w0 = PFR_MAGIC | (PFR_VERSION2 << 32) | ((uint64_t)i << 48);              \
+            uint64_t h = hb + term(w0, 0);                                                     \
+            uint64_t knew = mix(h), delta = knew ^ k[s];                                       \
+            for (unsigned j = PFR_PAYLOAD_START; j < PFR_WORDS; j++)                           \
+                w[j] ^= delta;                                                                 \
+            k[s] = knew;                                                                       \
+            w[0] = w0;                                                                         \
+            w[1] = campaign;                                                                   \
+            w[2] = lba;                                                                        \
+            w[3] = gen;                                                                        \
+            w[4] = first_lba;                                                                  \
+            w[5] = w5;                                                                         \
+            w[6] = op_seq;                                                                     \
+            w[7] = issued_ns;                                                                  \
+            w[PFR_CHECKSUM_WORD] = checksum2(h, fold[s] ^ knew); /* 55 words: odd */           \
+        }                                                                                      \
+    }
+
+PFR_CLONES void pfr_stamp(uint64_t *buf, uint32_t per_block, uint64_t nblocks, uint64_t campaign,
+                          uint64_t first_lba, const uint64_t *gens, uint64_t worker,
+                          uint64_t op_seq, uint64_t issued_ns, uint64_t flags,
+                          const uint64_t *fold, uint64_t *k)
+{
+    STAMP_BODY
+}
+
+PFR_CLONES void pfr_stamp32(uint64_t *buf, uint32_t per_block, uint64_t nblocks,
+                            uint64_t campaign, uint64_t first_lba, const uint32_t *gens,
+                            uint64_t worker, uint64_t op_seq, uint64_t issued_ns, uint64_t flags,
+                            const uint64_t *fold, uint64_t *k)
+{
+    STAMP_BODY
 }

@@ -13,6 +13,7 @@
 #define PFR_PAYLOAD_START 9
 #define PFR_MAGIC 0x47524650ULL
 #define PFR_VERSION 1ULL
+#define PFR_VERSION2 2ULL /* payload = base of the sector's place ^ mix(header sum) */
 
 enum { PFR_VALID = 0, PFR_ZERO = 1, PFR_CORRUPT = 2 };
 
@@ -25,6 +26,17 @@ void pfr_build(uint64_t *out, uint32_t per_block, uint64_t nblocks, uint64_t cam
 void pfr_build32(uint64_t *out, uint32_t per_block, uint64_t nblocks, uint64_t campaign,
                  uint64_t first_lba, const uint32_t *gens, uint64_t worker, uint64_t op_seq,
                  uint64_t issued_ns, uint64_t flags);
+
+/* Version 2 (media.c): a buffer prepared once with the bases of its sectors' places
+ * (pfr_stamp_init: fold[s] and k[s] per sector), then stamped in place write after write. */
+void pfr_stamp_init(uint64_t *buf, uint64_t nsectors, uint32_t per_block, uint64_t campaign,
+                    uint64_t *fold, uint64_t *k);
+void pfr_stamp(uint64_t *buf, uint32_t per_block, uint64_t nblocks, uint64_t campaign,
+               uint64_t first_lba, const uint64_t *gens, uint64_t worker, uint64_t op_seq,
+               uint64_t issued_ns, uint64_t flags, const uint64_t *fold, uint64_t *k);
+void pfr_stamp32(uint64_t *buf, uint32_t per_block, uint64_t nblocks, uint64_t campaign,
+                 uint64_t first_lba, const uint32_t *gens, uint64_t worker, uint64_t op_seq,
+                 uint64_t issued_ns, uint64_t flags, const uint64_t *fold, uint64_t *k);
 
 /* One planned batch of the write engine and its results (engine.c, pfr_engine_loop; mirrored
  * by rig/native/__init__.py). The caller fills the plan and publishes it; the engine runs it and

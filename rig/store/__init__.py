@@ -5,7 +5,8 @@ WAL mode, one transaction per cycle's record phase (batched), versioned migratio
 campaigns, drives, cycles, findings and events are ordinary rows. Schema: docs/schema.md.
 
 A package of one module per area (connection, schema, rows, recording, campaign, replication,
-summary; reader: reports over stores of any version); the public names are re-exported here, and
+summary; totals and cycle_sums: the summaries kept as cycles are recorded; reader: reports over
+stores of any version); the public names are re-exported here, and
 this file imports nothing of rig outside rig.store (no import cycles).
 """
 

@@ -46,6 +46,7 @@ class StoreConnection:
             if not read_only:
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.execute("PRAGMA foreign_keys=ON")
+                _enter_wal(self._db)  # before migrating: a killed upgrade leaves the file whole
                 migrate(self._db)  # under BEGIN IMMEDIATE: one opener upgrades, others wait
         except sqlite3.DatabaseError as error:
             self._db.close()
@@ -113,6 +114,19 @@ class StoreConnection:
         with self._lock, contextlib.suppress(sqlite3.OperationalError):  # busy: a reader
             self._db.execute("PRAGMA busy_timeout = 200")  # not the 5 s a write waits
             self._db.execute("PRAGMA journal_mode=DELETE")
+
+
+def _enter_wal(db: sqlite3.Connection) -> None:
+    """WAL for the writer's session (decision 221: `close` leaves it). An upgrade's pages then
+    go to the -wal, never into the file: a process killed mid-migration leaves the older version
+    whole, which a read-only reader (`rig report`) reads as it was, where a hot rollback journal
+    would first need a writer to roll it back. A reader still attached in rollback mode keeps
+    the store there (busy): the writer goes on without WAL."""
+    timeout = db.execute("PRAGMA busy_timeout").fetchone()[0]
+    db.execute("PRAGMA busy_timeout = 200")  # (a reader mid-query: do not wait the 5 s for it)
+    with contextlib.suppress(sqlite3.OperationalError):
+        db.execute("PRAGMA journal_mode=WAL")
+    db.execute(f"PRAGMA busy_timeout = {int(timeout)}")
 
 
 def _connect(path: str, read_only: bool) -> sqlite3.Connection:

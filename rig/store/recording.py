@@ -11,6 +11,7 @@ from typing import Any
 
 from rig.check import failures
 from rig.errors import UserError
+from rig.store import cycle_sums
 from rig.store.connection import StoreConnection, save_lba_state
 from rig.store.rows import CycleRow, RailSenseRow
 from rig.store.schema import new_media_id
@@ -117,6 +118,7 @@ class RecordWrites(StoreConnection):
                 (*values, classes, time.time()),
             )
             cycle_id = int(cursor.lastrowid or 0)
+            cycle_sums.add_cycle(db, cycle_id)
             db.executemany(
                 "INSERT INTO finding (cycle_id, class, failure, lba_first, lba_count, expected_gen,"
                 " observed_gen, expected_op, observed_op, detail) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -147,11 +149,13 @@ class RecordWrites(StoreConnection):
             return cycle_id
 
     def rebuild_summaries(self, title: str | None = None) -> None:
-        """The v11 summaries made again from every finding row, as the migration makes them
-        (rig/store/totals.py): for a store whose findings were not all written here (the scale
-        bench copies cycle and finding rows by SQL). `title`: show progress on stderr."""
+        """The v11 and v12 summaries made again from every finding and cycle row, as the
+        migrations make them (rig/store/totals.py, cycle_sums.py): for a store whose rows were
+        not all written here (the scale bench copies cycle and finding rows by SQL). `title`:
+        show progress on stderr."""
         with self.transaction() as db:
             rebuild(db, title)
+            cycle_sums.rebuild(db, title and f"{title} (cycle sums)")
 
     def add_event(
         self, drive_id: int | None, host_ns: int, kind: str, detail: dict[str, Any]

@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Callable
 
 from rig.errors import UserError
-from rig.store import totals
+from rig.store import cycle_sums, totals
 
 # Each entry upgrades the schema by one version; never edit a released entry, append a new one.
 MIGRATIONS: tuple[str, ...] = (
@@ -221,10 +221,35 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (drive_id, since, ms)
     ) WITHOUT ROWID;
     """,
+    # v12 (issue 27): each drive's cycle counts and sums kept as cycles are recorded
+    # (rig/store/cycle_sums.py; backfilled by `cycle_sums.rebuild`), and the returned cycles'
+    # times from the cut to the drive back in order per drive, so `rig status` takes a drive's
+    # exact median return time by walking half an index instead of sorting its cycles
+    """
+    CREATE TABLE cycle_total (
+        drive_id INTEGER PRIMARY KEY REFERENCES drive(id),
+        cycles INTEGER NOT NULL,
+        ok INTEGER NOT NULL,             -- status ok
+        error INTEGER NOT NULL,          -- status error (the rig's)
+        with_failure INTEGER NOT NULL,   -- failures > 0
+        nondurable_writes INTEGER NOT NULL,
+        nondurable_survived INTEGER NOT NULL,
+        writes INTEGER NOT NULL,
+        bytes_written INTEGER NOT NULL,
+        blocks_unchecked INTEGER NOT NULL,
+        returned INTEGER NOT NULL        -- back_ns and cut_ns both known and non-zero
+    );
+    CREATE INDEX cycle_return ON cycle (drive_id, (back_ns - cut_ns))
+        WHERE IFNULL(back_ns, 0) != 0 AND IFNULL(cut_ns, 0) != 0;
+    """,
 )
 # Python steps of a migration, run in its transaction after its SQL: version -> step, called
 # with the connection and the title of its progress lines (None: show none, a new store)
-BACKFILLS: dict[int, Callable[[sqlite3.Connection, str | None], None]] = {11: totals.rebuild}
+BACKFILLS: dict[int, Callable[[sqlite3.Connection, str | None], None]] = {
+    11: totals.rebuild,
+    12: cycle_sums.rebuild,
+}
+BACKFILL_WHAT = {11: "a pass over every finding", 12: "a pass over every cycle"}
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -255,7 +280,9 @@ def migrate(db: sqlite3.Connection) -> None:
                 title = None
                 if not created:
                     logging.getLogger("rig").warning(
-                        "store: upgrading to schema v%d (a pass over every finding)", version + 1
+                        "store: upgrading to schema v%d (%s)",
+                        version + 1,
+                        BACKFILL_WHAT[version + 1],
                     )
                     title = f"store: schema v{version + 1} backfill"  # its progress, on stderr
                 BACKFILLS[version + 1](db, title)

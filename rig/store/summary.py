@@ -7,9 +7,7 @@ import sqlite3
 from typing import Any
 
 from rig.store.connection import StoreConnection
-
-# a cycle whose drive came back after the cut: both times known and non-zero
-RETURNED = "IFNULL(back_ns, 0) != 0 AND IFNULL(cut_ns, 0) != 0"
+from rig.store.cycle_sums import NAMES, RETURNED
 
 
 class SummaryReads(StoreConnection):
@@ -30,27 +28,21 @@ class SummaryReads(StoreConnection):
 
     def drive_cycle_sums(self) -> dict[int, sqlite3.Row]:
         """Each drive's cycle counts and sums, by drive id (a drive without cycles has no row),
-        summed by SQLite in one pass over the cycle rows: none of them comes into Python
-        (issue 27). `returned`: cycles whose drive was seen back after the cut."""
-        rows = self.query(
-            "SELECT drive_id, COUNT(*) AS cycles, SUM(status = 'ok') AS ok,"
-            " SUM(status = 'error') AS error, SUM(failures > 0) AS with_failure,"
-            " SUM(nondurable_writes) AS nondurable_writes,"
-            " SUM(nondurable_survived) AS nondurable_survived, SUM(writes) AS writes,"
-            " SUM(bytes_written) AS bytes_written, SUM(blocks_unchecked) AS blocks_unchecked,"
-            f" SUM({RETURNED}) AS returned FROM cycle GROUP BY drive_id"
-        )
+        as `record_cycle` keeps them (v12 `cycle_total`, rig/store/cycle_sums.py): no cycle row
+        is read (issue 27). `returned`: cycles whose drive was seen back after the cut."""
+        rows = self.query(f"SELECT drive_id, {NAMES} FROM cycle_total")
         return {r["drive_id"]: r for r in rows}
 
     def middle_return_ns(self, drive_id: int, returned: int) -> list[int]:
         """The one or two middle values (ns) of the drive's `returned` times from the cut to the
-        drive seen back, in order: what their median is made of. SQLite sorts them (its sorter
-        spills to a temporary file past its cache), keeping at most half of them."""
+        drive seen back, in order: what their median is made of. The v12 index `cycle_return`
+        holds them in order (the WHERE below is its own), so SQLite walks half of the drive's
+        entries and sorts nothing."""
         if returned <= 0:
             return []
         rows = self.query(
             f"SELECT back_ns - cut_ns FROM cycle WHERE drive_id = ? AND {RETURNED}"
-            " ORDER BY 1 LIMIT ? OFFSET ?",
+            " ORDER BY back_ns - cut_ns LIMIT ? OFFSET ?",
             (drive_id, 2 - returned % 2, (returned - 1) // 2),
         )
         return [r[0] for r in rows]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.guest.drive import GuestDriveSpec
+from fixtures.guest.faultdrive import fault_core_drives
 from fixtures.guest.machine import unavailable
 from fixtures.guest.station import GuestStation
 from fixtures.simssd.twin import BRIDGE, FIRMWARE
@@ -45,7 +46,8 @@ def guest_station(guest_workdir: Path) -> Iterator[GuestStation]:
     reason = guest_unavailable()
     if reason:
         pytest.skip(reason)
-    station = GuestStation(STATION_DRIVES, guest_workdir, guest_workdir / "station.truth.jsonl")
+    drives = fault_core_drives(STATION_DRIVES)
+    station = GuestStation(drives, guest_workdir, guest_workdir / "station.truth.jsonl")
     try:
         print(f"\nguest booted in {station.guest.boot_s:.0f} s" if station.guest else "")
         yield station

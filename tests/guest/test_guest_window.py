@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.guest.drive import GuestDriveSpec
+from fixtures.guest.faultdrive import fault_core_drives
 from fixtures.guest.station import GuestStation
 from fixtures.profiles import profile
 from reports import dataset, window
@@ -32,7 +33,7 @@ def window_station(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GuestSt
     if reason:
         pytest.skip(reason)
     workdir = tmp_path_factory.mktemp("guest-window")
-    station = GuestStation(DRIVES, workdir, workdir / "station.truth.jsonl")
+    station = GuestStation(fault_core_drives(DRIVES), workdir, workdir / "station.truth.jsonl")
     try:
         yield station
     finally:

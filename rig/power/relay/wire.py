@@ -3,6 +3,7 @@ functions and values, no I/O, no threads."""
 
 from __future__ import annotations
 
+import binascii
 from dataclasses import dataclass
 
 from rig.errors import PowerError
@@ -15,13 +16,10 @@ DURATION_MAX_US = 4_000_000_000
 
 
 def crc16(data: bytes) -> int:
-    """CRC-16/CCITT-FALSE (poly 0x1021, init 0xFFFF); crc16(b"123456789") == 0x29B1."""
-    crc = 0xFFFF
-    for byte in data:
-        crc ^= byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
-    return crc
+    """CRC-16/CCITT-FALSE (poly 0x1021, init 0xFFFF); crc16(b"123456789") == 0x29B1.
+    `binascii.crc_hqx` is that CRC (MSB first, no reflection, no final XOR) seeded with the
+    init value; the firmware's `proto_crc16` computes the same (tests/power/test_relay_crc.py)."""
+    return binascii.crc_hqx(data, 0xFFFF)
 
 
 def frame(body: str) -> bytes:
