@@ -39,8 +39,9 @@ from fixtures.virtual_drive import VirtualDrive, VirtualTarget  # noqa: E402
 from rig import config  # noqa: E402
 from rig.campaign import phases  # noqa: E402
 from rig.campaign.drive import DriveRun  # noqa: E402
-from rig.campaign.model import Cycle, Station  # noqa: E402
+from rig.campaign.model import Cycle  # noqa: E402
 from rig.campaign.parallel import run_campaign  # noqa: E402
+from rig.station.model import Station  # noqa: E402
 from rig.store import Store  # noqa: E402
 
 SIZES = {"1G": 1 << 30, "64G": 64 << 30, "4T": 4 << 40}

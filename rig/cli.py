@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING
 import argcomplete
 
 from rig import cli_json, config
-from rig.campaign.model import DriveSummary, Station
+from rig.campaign.model import DriveSummary
 from rig.campaign.startup import EventQueue
 from rig.errors import RigError, UserError
 from rig.power.base import Edge
+from rig.station.model import Station
 from rig.store import open_read_only
 
 if TYPE_CHECKING:

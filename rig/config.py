@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rig import sequential
+from rig.bus.identity import DriveIdentity
 from rig.bus.recover import DEFAULT_WAIT_S, RECOVER_MODES
 from rig.campaign.cuts import STRATEGIES
 from rig.check import failures
@@ -23,7 +24,6 @@ from rig.schema import StationSpec, Table
 from rig.sequential import Plan
 from rig.station import backends
 from rig.station.backends import StationKind
-from rig.station.identity import DriveIdentity
 from rig.window import spec as window_spec
 from rig.window.spec import WindowSpec
 

@@ -165,8 +165,8 @@ def test_drives_shows_transport_and_a_claimed_drive_and_the_stanza_is_a_campaign
     tmp_path: Path,
 ) -> None:
     from rig import config
+    from rig.bus.identity import DriveIdentity
     from rig.station import locks
-    from rig.station.identity import DriveIdentity
 
     image = tmp_path / "claimed.img"
     with image.open("wb") as handle:

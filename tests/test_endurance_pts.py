@@ -14,6 +14,7 @@ import pytest
 from fixtures import sim_station
 from rig import config
 from rig.bus.base import DriveNode
+from rig.bus.identity import DriveIdentity
 from rig.campaign import endurance
 from rig.campaign.drive import DriveRun
 from rig.campaign.parallel import run_campaign
@@ -22,7 +23,6 @@ from rig.health.errors import ToolMissing
 from rig.health.tools import ToolResult
 from rig.station import purge
 from rig.station.build import ToolDrives
-from rig.station.identity import DriveIdentity
 from rig.store import Store
 from tests.test_sim_campaign import campaign_text
 

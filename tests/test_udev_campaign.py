@@ -28,12 +28,12 @@ from fixtures.fake_power import FakePowerSwitch
 from rig import config
 from rig.bus.base import DriveNode
 from rig.bus.udev import UdevPresence
-from rig.campaign.model import Station
 from rig.campaign.parallel import run_campaign
 from rig.config import DriveSpec
 from rig.health.tools import ToolRunner
 from rig.io.blockio import BlockTarget
 from rig.station.build import ToolDrives
+from rig.station.model import Station
 from rig.store import Store
 from tests.health.health_paths import FAKEBIN
 from tests.loopdev import loop_available

@@ -15,10 +15,11 @@ import numpy as np
 from rig.bus.base import DriveNode
 from rig.campaign import preparation, recording
 from rig.campaign.cycle import run_cycle
-from rig.campaign.model import Cycle, DriveCounts, DriveSummary, ResumePoint, Station
+from rig.campaign.model import Cycle, DriveCounts, DriveSummary, ResumePoint
 from rig.campaign.settle import Settlement
 from rig.check import intent
 from rig.config import Campaign, DriveSpec
+from rig.station.model import Station
 from rig.store import Store
 
 if TYPE_CHECKING:

@@ -1,45 +1,19 @@
-"""What a campaign is made of: the station it runs on, one cycle's context, where a resumed
+"""What a campaign is made of: one cycle's context, where a resumed
 drive continues, and what a drive's run sums up to (docs/campaign.md)."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from rig.bus.base import DriveNode, Presence, PresenceWatch
+from rig.bus.base import DriveNode, PresenceWatch
 from rig.check import verify
 from rig.check.ledger import CycleLog, Durability, LbaState
-from rig.config import DriveSpec
-from rig.health.tracker import HealthReader
 from rig.io.blockio import BlockTarget
 from rig.io.workload import Writer
-from rig.power.base import Edge, PendingCut, PowerSwitch, RailResult
-from rig.station.purge import DrivePurge
-
-TargetOpener = Callable[[DriveNode, DriveSpec], BlockTarget]
-ReadyProbe = Callable[[DriveNode, float], int]  # (node, timeout) -> host ns ready; NotReady
-WriteCacheControl = Callable[[DriveNode, bool | None], bool | None]  # set (unless None), read
-DriveClaim = Callable[[DriveNode, str], AbstractContextManager[object]]  # (node, campaign)
-
-
-@dataclass
-class Station:
-    """The hardware a campaign runs on, wired explicitly (real or simulated)."""
-
-    name: str
-    power: PowerSwitch
-    presence: Presence
-    open_target: TargetOpener  # runs the safety interlocks, then opens the drive for I/O
-    # Capabilities a station's drives may lack (None: not available, e.g. in-process drives).
-    health: HealthReader | None = None  # a HealthSnapshot; raises HealthToolError
-    ready: ReadyProbe | None = None  # after a return: waits until the drive answers I/O
-    write_cache: WriteCacheControl | None = None
-    claim: DriveClaim | None = None  # holds the drive against other campaigns
-    purge: DrivePurge | None = None  # PTS purge before an endurance run (rig/station/purge.py)
+from rig.power.base import Edge, PendingCut, RailResult
 
 
 class DeadDevice(Exception):

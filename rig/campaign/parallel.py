@@ -7,9 +7,10 @@ from collections.abc import Callable, Mapping
 
 from rig.campaign import recording, settle
 from rig.campaign.drive import DriveRun
-from rig.campaign.model import Cycle, DriveSummary, ResumePoint, Station
+from rig.campaign.model import Cycle, DriveSummary, ResumePoint
 from rig.campaign.preparation import Attachment
 from rig.config import Campaign
+from rig.station.model import Station
 from rig.store import Store
 from rig.window.spec import pool_of
 

@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from rig.bus.base import DriveNode
 from rig.campaign import recording
-from rig.campaign.model import ResumePoint, Station
+from rig.campaign.model import ResumePoint
 from rig.check.ledger import LbaState
 from rig.config import Campaign, DriveSpec
 from rig.errors import RigError, UserError
 from rig.health.errors import HealthToolError, ToolMissing
 from rig.health.tracker import HealthTracker
 from rig.io.blockio import BlockTarget
+from rig.station.model import Station
 
 if TYPE_CHECKING:
     from rig.campaign.drive import DriveRun

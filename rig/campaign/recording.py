@@ -13,13 +13,14 @@ import numpy as np
 
 from rig.campaign import runon
 from rig.campaign.blocks import written_lbas
-from rig.campaign.model import Cycle, Station
+from rig.campaign.model import Cycle
 from rig.check import verify
 from rig.check.ledger import uncertain
 from rig.config import Campaign
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import snapshot_fields
 from rig.power.base import RailResult
+from rig.station.model import Station
 from rig.store import CycleRow, RailSenseRow, Store
 
 if TYPE_CHECKING:

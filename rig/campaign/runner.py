@@ -21,7 +21,7 @@ from types import FrameType
 from rig import config
 from rig.campaign import endurance, resume, startup
 from rig.campaign.drive import DriveRun
-from rig.campaign.model import Cycle, DriveSummary, Station
+from rig.campaign.model import Cycle, DriveSummary
 from rig.campaign.notices import CampaignNotices
 from rig.campaign.parallel import run_campaign
 from rig.campaign.preparation import Attachment
@@ -31,6 +31,7 @@ from rig.config import Campaign, Criteria
 from rig.errors import UserError
 from rig.notify.sender import Notifier, apprise_services
 from rig.station import backends
+from rig.station.model import Station
 from rig.store import Store, open_existing
 
 StationFactory = Callable[[Campaign, startup.EventQueue], Station]

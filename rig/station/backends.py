@@ -21,8 +21,8 @@ from rig.schema import StationSpec, Table
 from rig.station.kinds import manual, relay_board, simulated
 
 if TYPE_CHECKING:
-    from rig.campaign.model import Station
     from rig.config import Campaign
+    from rig.station.model import Station
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,12 @@ from fixtures.profiles import profile
 from fixtures.virtual_drive import VirtualDrive, VirtualTarget
 from rig import config
 from rig.bus.base import DriveNode
-from rig.campaign.model import Station
 from rig.campaign.parallel import run_campaign
 from rig.config import DriveSpec
 from rig.io.blockio import BlockTarget
 from rig.power.relay import RelayBoard
 from rig.station import build as station
+from rig.station.model import Station
 from rig.store import Store
 from tests.power.twins import Pin, Twin
 

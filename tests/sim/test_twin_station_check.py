@@ -13,9 +13,9 @@ import pytest
 
 from fixtures.sim_station import WIRING_ENV
 from rig import config
+from rig.bus.identity import DriveIdentity
 from rig.station import build
 from rig.station.check import run_check
-from rig.station.identity import DriveIdentity
 from tests.cli_runner import rig
 from tests.sim.twin_helpers import campaign_text, image_writes
 
