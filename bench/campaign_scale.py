@@ -4,7 +4,7 @@ Each size runs in its own process (so its peak RSS is its own): a real campaign 
 `rig.campaign.run_campaign` on the in-process simulated station, one honest simulated drive whose
 capacity is the size and whose whole capacity is the test region, the same workload and cut
 delays for every size (the same write window), `cycles` cuts. Per cut it reports the verify
-phase's wall and CPU time (the production phase, `rig.campaign.phases.verify`: this cycle's
+phase's wall and CPU time (the production phase, `rig.campaign.cutcycle.phases.verify`: this cycle's
 writes, the recent cycles' writes, a sample of older written blocks, read back and classified)
 and the blocks it checked; per run the per-LBA state's memory (`LbaState.nbytes`), the simulated
 drive's own stored data (it lives in the same process) and the process's peak RSS.
@@ -37,7 +37,7 @@ from fixtures.fake_presence import FakePresence  # noqa: E402
 from fixtures.profiles import profile  # noqa: E402
 from fixtures.virtual_drive import VirtualDrive, VirtualTarget  # noqa: E402
 from rig import config  # noqa: E402
-from rig.campaign import phases  # noqa: E402
+from rig.campaign.cutcycle import phases  # noqa: E402
 from rig.campaign.drive import DriveRun  # noqa: E402
 from rig.campaign.model import Cycle  # noqa: E402
 from rig.campaign.parallel import run_campaign  # noqa: E402

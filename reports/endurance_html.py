@@ -13,7 +13,7 @@ from typing import Any
 from reports import svg
 from reports.analysis import ModelReport
 from reports.endurance import EnduranceSeries, Mark, TrimPair, WindowFit
-from rig.campaign import pts
+from rig.campaign.endurance import pts
 
 LABELS = {"iops": "IOPS", "mb_per_s": "MB/s", "mean_latency_us": "mean latency µs"}
 MARK_COLOURS = {"cut": "#d62728", "retention": "#9467bd"}

@@ -14,7 +14,7 @@ from typing import Any
 from rig import sequential
 from rig.bus.identity import DriveIdentity
 from rig.bus.recover import DEFAULT_WAIT_S, RECOVER_MODES
-from rig.campaign.cuts import STRATEGIES
+from rig.campaign.cutcycle.cuts import STRATEGIES
 from rig.check import failures
 from rig.errors import UserError
 from rig.io.workload import ENGINES, LAYOUTS, LBA_SKEWS, SIZE_MIXES, Workload
@@ -39,7 +39,7 @@ class DriveSpec:
 @dataclass(frozen=True)
 class CutSpec:
     delay_ms: tuple[float, float] = (2.0, 60.0)
-    strategy: str = "uniform"  # rig.campaign.cuts.STRATEGIES
+    strategy: str = "uniform"  # rig.campaign.cutcycle.cuts.STRATEGIES
     after_ms: tuple[float, float] = (0.0, 1000.0)  # after_ack / idle: cut this long after
     off_ms: float = 50.0
     # after the switch's edge the drive may still complete commands this long: the relay's
@@ -86,7 +86,7 @@ class EnduranceSpec:
     tbw_tb: float = 0.0  # the drive's rated endurance in TB written, for progress; 0 = unknown
     steady_window: int = 5  # intervals in the steady-state window (SNIA PTS: 5)
     discard: str = "none"  # trim the test region before the first interval
-    # the SNIA PTS test flow (docs/campaign.md, "PTS test flow"; rig/campaign/pts.py)
+    # the SNIA PTS test flow (docs/campaign.md, "PTS test flow"; rig/campaign/endurance/pts.py)
     purge: str = "none"  # before anything: none | PURGE_METHODS (the drive says what it supports)
     precondition: bool = False  # workload-independent: 2 x region of 128 KiB sequential writes
     max_rounds: int = 25  # rounds after which steady state is "not reached"; 0 = no limit

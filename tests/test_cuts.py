@@ -14,7 +14,7 @@ import pytest
 
 from fixtures.fake_power import FakePowerSwitch
 from rig import config
-from rig.campaign import cuts
+from rig.campaign.cutcycle import cuts
 from rig.check.ledger import CycleLog, LbaState
 from rig.errors import UserError
 from rig.io.blockio import DirectTarget

@@ -14,7 +14,7 @@ import pytest
 
 from fixtures import sim_station
 from rig import config
-from rig.campaign import endurance
+from rig.campaign.endurance import endurance
 from rig.campaign.parallel import run_campaign
 from rig.check.ledger import CycleLog
 from rig.errors import UserError

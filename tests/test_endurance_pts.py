@@ -15,8 +15,8 @@ from fixtures import sim_station
 from rig import config
 from rig.bus.base import DriveNode
 from rig.bus.identity import DriveIdentity
-from rig.campaign import endurance
 from rig.campaign.drive import DriveRun
+from rig.campaign.endurance import endurance
 from rig.campaign.parallel import run_campaign
 from rig.errors import UserError
 from rig.health.errors import ToolMissing

@@ -160,7 +160,7 @@ def test_a_drive_back_with_another_capacity_or_write_protected_is_reported_once(
 def test_each_cycle_records_where_its_time_went(tmp_path: Path) -> None:
     """Event `phase_ms`: the wall time of every phase the cycle ran; together they
     fit inside the cycle's own span."""
-    from rig.campaign.phases import PHASES
+    from rig.campaign.cutcycle.phases import PHASES
 
     _, _, store = run(tmp_path, campaign_text(["honest"], 5))
     rows = store.query(

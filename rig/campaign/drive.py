@@ -1,5 +1,5 @@
 """One drive on one channel for the whole campaign: the context its cycles' phases work on
-(rig/campaign/phases.py) and the public API that endurance, resume, progress and the runner
+(rig/campaign/cutcycle/phases.py) and the public API that endurance, resume, progress and the runner
 use (docs/campaign.md, "Inside a campaign")."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 
 from rig.bus.base import DriveNode
 from rig.campaign import preparation, recording
-from rig.campaign.cycle import run_cycle
+from rig.campaign.cutcycle.cycle import run_cycle
 from rig.campaign.model import Cycle, DriveCounts, DriveSummary, ResumePoint
 from rig.campaign.settle import Settlement
 from rig.check import intent

@@ -45,7 +45,7 @@ class Cycle:
 
     seq: int
     cut_delay_s: float
-    # write phase before a triggered cut strategy arms (rig.campaign.cuts)
+    # write phase before a triggered cut strategy arms (rig.campaign.cutcycle.cuts)
     cut_warmup_s: float = 0.0
     started_at: float = field(default_factory=time.time)
     target: BlockTarget | None = None
@@ -69,7 +69,7 @@ class Cycle:
     stop_channel: bool = False  # never write to this channel's node again (ARCHITECTURE §6)
     full_scan: bool = False
     restored: bool = False  # the restore phase switched the channel back on
-    rail: RailResult | None = None  # the cut's rail-sense capture (rig/campaign/runon.py)
+    rail: RailResult | None = None  # the cut's rail-sense capture (rig/campaign/cutcycle/runon.py)
     rail_asked: bool = False
 
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rig.campaign import runon
-from rig.campaign.blocks import written_lbas
+from rig.campaign.cutcycle import runon
+from rig.campaign.cutcycle.blocks import written_lbas
 from rig.campaign.model import Cycle
 from rig.check import verify
 from rig.check.ledger import uncertain

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from types import FrameType
 
 from rig import config
-from rig.campaign import endurance, resume, startup
+from rig.campaign import resume, startup
 from rig.campaign.drive import DriveRun
+from rig.campaign.endurance import endurance
 from rig.campaign.model import Cycle, DriveSummary
 from rig.campaign.notices import CampaignNotices
 from rig.campaign.parallel import run_campaign

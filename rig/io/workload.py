@@ -77,7 +77,7 @@ __all__ = [
 
 
 class Live:
-    """What the writer is doing right now, for cut strategies (rig.campaign.cuts): acknowledgements
+    """What the writer is doing right now, for cut strategies (campaign/cutcycle/cuts.py): acks
     seen, the host time of the last one, flushes in flight and done, writes issued. The native
     engine updates the same int64 words from C while it runs (and a sixth, its completions read
     from the AIO ring without a system call: a diagnostic)."""

@@ -1,5 +1,5 @@
-"""The run-on window measured by the relay board's rail sense (rig/campaign/runon.py), on the
-real firmware in both twins through the production relay-board wiring.
+"""The run-on window measured by the relay board's rail sense (rig/campaign/cutcycle/runon.py),
+on the real firmware in both twins through the production relay-board wiring.
 
 A drive behind a real relay serves commands for some ms after the coil's edge. Here the
 in-process drive follows its pin 5 ms late, and the campaign's [cut] hold_up_ms is 0, a guess

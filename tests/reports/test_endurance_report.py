@@ -11,7 +11,7 @@ from pathlib import Path
 from fixtures import sim_station
 from reports import analysis, dataset, export, html
 from rig import config
-from rig.campaign import endurance
+from rig.campaign.endurance import endurance
 from rig.campaign.parallel import run_campaign
 from rig.store import Store
 from tests.test_sim_campaign import campaign_text

@@ -21,7 +21,7 @@ from fixtures.profiles import profile
 from reports import analysis, dataset, html
 from reports.endurance import EnduranceSeries
 from rig import config
-from rig.campaign import endurance, pts
+from rig.campaign.endurance import endurance, pts
 from rig.campaign.parallel import run_campaign
 from rig.store import Store
 from tests.sim.twin_helpers import campaign_text as twin_campaign_text

@@ -1,7 +1,7 @@
 """The SNIA PTS test flow of an endurance run (docs/campaign.md, "PTS test flow"): the purge,
 workload-independent preconditioning, and each write interval as a steady-state round (the rule
-itself is rig/campaign/pts.py). Functions of the drive's EnduranceRun
-(rig/campaign/endurance.py)."""
+itself is rig/campaign/endurance/pts.py). Functions of the drive's EnduranceRun
+(rig/campaign/endurance/endurance.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any
 
-from rig.campaign import endurance, pts
+from rig.campaign.endurance import endurance, pts
 from rig.check.ledger import CycleLog
 from rig.config import EnduranceSpec
 from rig.errors import RigError

@@ -1,5 +1,5 @@
-"""One power-cut cycle: its phases in order (rig/campaign/phases.py), then the record phase,
-which always runs; power goes back on every exit path (ARCHITECTURE §6)."""
+"""One power-cut cycle: its phases in order (rig/campaign/cutcycle/phases.py), then the record
+phase, which always runs; power goes back on every exit path (ARCHITECTURE §6)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import random
 import time
 from typing import TYPE_CHECKING
 
-from rig.campaign import cuts, phases, recording
+from rig.campaign import recording
+from rig.campaign.cutcycle import cuts, phases
 from rig.campaign.model import Cycle, DeadDevice, Interrupted
 from rig.check import verify
 from rig.errors import RigError, UnsafeDeviceError

@@ -4,7 +4,8 @@ context and the cycle, each filling in what it learns (docs/campaign.md, "Inside
     arm -> write -> cut -> observe_loss -> restore -> observe_return -> identify -> health
     -> verify
 
-A phase that raises ends the cycle (rig/campaign/cycle.py); the record phase always follows.
+A phase that raises ends the cycle (rig/campaign/cutcycle/cycle.py); the record phase always
+follows.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import numpy as np
 
 from rig.bus.base import DriveNode
 from rig.bus.ready import NotReady
-from rig.campaign import cuts, preparation, recording, runon
-from rig.campaign.blocks import blocks_to_check, unchecked_detail, written_lbas
+from rig.campaign import preparation, recording
+from rig.campaign.cutcycle import cuts, runon
+from rig.campaign.cutcycle.blocks import blocks_to_check, unchecked_detail, written_lbas
 from rig.campaign.model import Cycle, DeadDevice
 from rig.check import verify as checker
 from rig.errors import RigError, UnsafeDeviceError

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rig.campaign import pts, pts_flow
 from rig.campaign.drive import DriveRun
+from rig.campaign.endurance import pts, pts_flow
 from rig.check import verify
 from rig.check.ledger import CycleLog, uncertain
 from rig.config import EnduranceSpec
@@ -61,7 +61,7 @@ def latency_us(log: CycleLog) -> Latency:
 
 
 def steady_state(values: list[float], window: int) -> bool:
-    """SNIA PTS rule (rig/campaign/pts.py) on one variable over the last `window` values."""
+    """SNIA PTS rule (campaign/endurance/pts.py) on one variable over the last `window` values."""
     return len(values) >= window and pts.check_window(values[-window:]).ok
 
 
