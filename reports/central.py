@@ -5,7 +5,7 @@ same. A campaign's source is `central:<station>`; its station reads `<station>: 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from reports.dataset import (
     EXAMPLES_PER_DRIVE,
@@ -18,30 +18,45 @@ from reports.dataset import (
     decode,
 )
 from rig.check.failures import COUNTER_ANOMALY, LOST_DURABLE
-from rig.fleet.central import CentralStore
 
 Filter = Callable[[dict[str, Any]], bool]
+Row = dict[str, Any]
+
+
+class CentralReads(Protocol):
+    """What the report reads from the fleet's central database: reports/ sits below rig/fleet/
+    (decision 282), so the fleet's `CentralStore` (rig/fleet/central/reads.py) is handed in."""
+
+    def campaign_rows(self) -> list[Row]: ...
+    def drive_rows(self) -> list[Row]: ...
+    def cycles_of(self, station: str, uid: int, channel: int) -> list[Row]: ...
+    def finding_groups(self, station: str, uid: int, channel: int) -> list[Row]: ...
+    def health_of(self, station: str, uid: int, channel: int) -> list[Row]: ...
+    def rail_of(self, station: str, uid: int, channel: int) -> list[Row]: ...
+    def endurance_of(self, station: str, uid: int, channel: int) -> list[Row]: ...
+    def findings_of(
+        self,
+        station: str,
+        uid: int,
+        channel: int,
+        *,
+        failures_only: bool = False,
+        cls: str | None = None,
+        limit: int | None = None,
+    ) -> list[Row]: ...
+
+
 EXAMPLE_COLUMNS = (
     *("class", "failure", "lba_first", "lba_count", "expected_gen", "observed_gen"),
     *("expected_op", "observed_op", "detail"),
 )
 
 
-def load(
-    dsn: str,
-    *,
-    campaign: Filter | None = None,
-    drive: Filter | None = None,
+def read(
+    central: CentralReads, *, campaign: Filter | None = None, drive: Filter | None = None
 ) -> Dataset:
     """Every replicated campaign (or those `campaign` accepts) and their drives (or those
     `drive` accepts, given a drive row)."""
-    with CentralStore(dsn) as central:
-        return read(central, campaign=campaign, drive=drive)
-
-
-def read(
-    central: CentralStore, *, campaign: Filter | None = None, drive: Filter | None = None
-) -> Dataset:
     label = "central"
     data = Dataset(sources=[label], campaigns=[], runs=[])
     campaigns: dict[tuple[str, int], Campaign] = {}
@@ -93,7 +108,7 @@ def decode_config(text: str) -> dict[str, Any]:
         return {}
 
 
-def _fill(central: CentralStore, run: DriveRun, station: str, uid: int, channel: int) -> None:
+def _fill(central: CentralReads, run: DriveRun, station: str, uid: int, channel: int) -> None:
     classes: dict[int, set[str]] = {}
     for f in central.finding_groups(station, uid, channel):
         if f["failure"]:

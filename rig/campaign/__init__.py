@@ -1,6 +1,8 @@
 """A campaign: N power-cut cycles per drive, all drives in parallel, everything into the store.
 
-- `model`: one cycle's context (`Cycle`), `ResumePoint`, `DriveCounts`, `DriveSummary`;
+- `model`: a cycle's record (`CycleRecord`, what the store receives) and a running cycle
+  (`Cycle`: the record and its live handles), `ResumePoint`, `DriveCounts`, `DriveSummary`;
+- `observer`: the campaign's events and their subscribers (run log, progress, edges, resume);
 - `drive`: `DriveRun`, one drive for the whole campaign (its loop and public API);
 - `cutcycle/`: the cut cycle's wing: one cycle (`cycle`: phases, the teardown guarantee, then
   the record phase), its phases (`phases`, in order in `PHASES`), cut strategies (`cuts`), the

@@ -23,8 +23,8 @@ from rig.health.wcache import CacheTool, read_write_cache, set_write_cache
 from rig.io.blockio import BlockTarget, DirectTarget
 from rig.power.base import Edge, PowerSwitch
 from rig.station import backends, locks, purge, safety
-from rig.station.backends import StationKind, Wiring
-from rig.station.model import Station
+from rig.station.backends import StationKind
+from rig.station.model import Station, Wiring
 
 
 class ToolDrives:

@@ -11,7 +11,7 @@ from rig.bus.base import DriveNode, Presence
 from rig.config import DriveSpec
 from rig.health.tracker import HealthReader
 from rig.io.blockio import BlockTarget
-from rig.power.base import PowerSwitch
+from rig.power.base import Edge, PowerSwitch
 from rig.station.purge import DrivePurge
 
 TargetOpener = Callable[[DriveNode, DriveSpec], BlockTarget]
@@ -34,3 +34,11 @@ class Station:
     write_cache: WriteCacheControl | None = None
     claim: DriveClaim | None = None  # holds the drive against other campaigns
     purge: DrivePurge | None = None  # PTS purge before an endurance run (rig/station/purge.py)
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """What the rig hands a station constructor besides the campaign."""
+
+    on_edge: Callable[[Edge], None] | None = None  # every switching edge, for the store
+    store_path: str = ""  # the campaign's store; a station may keep its own files beside it
