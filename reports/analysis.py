@@ -19,18 +19,33 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from reports import stats
 from reports import verdict as verdicts
+from reports.compare import compare
+from reports.criteria import merged_criteria, plan_of
 from reports.cuts import Counted, CutTable, DelayPoints, FloatArray, add_counts, table_of
-from reports.dataset import Campaign, Dataset, DriveRun
-from reports.endurance import EnduranceSeries, TrimPair, endurance_series, trim_pairs
-from reports.sequential import SequentialReport
+from reports.dataset import Dataset, DriveRun
+from reports.endurance import endurance_series, trim_pairs
+from reports.record import (
+    NOT_REPORTED,
+    ClassStat,
+    CounterDelta,
+    Criteria,
+    DelayBin,
+    DriveHealth,
+    DriveStat,
+    ModelReport,
+    Proportion,
+    RailStat,
+    Report,
+    Survival,
+    Verdict,
+)
 from reports.sequential import analyse as analyse_sequential
 from rig.check import failures
 from rig.health.delta import COUNTERS
@@ -38,87 +53,8 @@ from rig.health.delta import COUNTERS
 DELAY_BINS_MS = (0.0, 1.0, 10.0, 100.0, 1000.0, math.inf)
 
 
-@dataclass(frozen=True)
-class Criteria:
-    max_failure_rate: float  # per cut, the upper bound must stay below this
-    confidence: float
-    classes: tuple[str, ...]  # failure classes that count; () = every failure class
-    min_cycles: int  # cuts every drive needs before the model can pass; 0 = no such rule
-    stated: bool  # False: the campaign states none and the rig's default applies
-    origin: str  # which campaign(s) stated them
-
-    @property
-    def counts_dead(self) -> bool:
-        return not self.classes or failures.DEAD in self.classes
-
-    def describe(self) -> str:
-        what = ", ".join(self.classes) if self.classes else "any failure class"
-        text = (
-            f"per-cut probability of a cut with {what} below {self.max_failure_rate:g}"
-            f" at {self.confidence:.0%} confidence (one-sided Clopper-Pearson)"
-        )
-        if self.counts_dead:
-            text += "; no dead drive"
-        if self.min_cycles:
-            text += f"; at least {self.min_cycles} cuts on every drive"
-        return text
-
-
-DEFAULT_CRITERIA = Criteria(1e-3, 0.95, (), 0, False, "rig default")
-
-
-def criteria_of(campaign: Campaign) -> Criteria | None:
-    """Pass criteria a campaign states: the `campaign.criteria` column (rig.config.Criteria as
-    JSON, store v5) where the store has it, else the campaign file's `[criteria]` table. Keys:
-    max_failure_probability, confidence, classes, min_cycles. The rig fills the column with its
-    defaults when the file has no `[criteria]`: such a campaign states none."""
-    if not isinstance(campaign.config.get("criteria"), dict):
-        return None
-    table = campaign.criteria or campaign.config["criteria"]
-    if not isinstance(table, dict):
-        return None
-    classes = table.get("classes", ())
-    rate = table.get("max_failure_probability", table.get("max_failure_rate"))
-    return Criteria(
-        float(rate if rate is not None else DEFAULT_CRITERIA.max_failure_rate),
-        float(table.get("confidence", DEFAULT_CRITERIA.confidence)),
-        tuple(str(c) for c in classes) if isinstance(classes, list | tuple) else (),
-        int(table.get("min_cycles", 0)),
-        True,
-        campaign.name,
-    )
-
-
-def merged_criteria(campaigns: Iterable[Campaign]) -> tuple[Criteria, str]:
-    """The criteria for a model whose cuts come from several campaigns: the strictest stated
-    (smallest rate, highest confidence, most cuts per drive, union of classes), with a note."""
-    stated = [c for c in (criteria_of(x) for x in campaigns) if c is not None]
-    if not stated:
-        return DEFAULT_CRITERIA, "the campaign states no pass criteria; the rig's default applies"
-    if len({(c.max_failure_rate, c.confidence, c.classes, c.min_cycles) for c in stated}) == 1:
-        return stated[0], f"stated in campaign {stated[0].origin}"
-    classes: tuple[str, ...] = ()
-    if all(c.classes for c in stated):
-        classes = tuple(sorted({k for c in stated for k in c.classes}))
-    strictest = Criteria(
-        min(c.max_failure_rate for c in stated),
-        max(c.confidence for c in stated),
-        classes,
-        max(c.min_cycles for c in stated),
-        True,
-        ", ".join(sorted({c.origin for c in stated})),
-    )
-    return strictest, "campaigns state different criteria; the strictest of each applies"
-
-
-@dataclass
-class Proportion:
-    failed: int
-    trials: int
-    rate: float | None
-    upper: float | None  # one-sided upper bound at the report's confidence
-    lower95: float | None  # two-sided interval at the same confidence
-    upper95: float | None
+HEALTH_FIELDS = (*COUNTERS, "available_spare", "critical_warning", "temperature_c")
+MAX_RAIL_CURVES = 12
 
 
 def proportion(failed: int, trials: int, confidence: float) -> Proportion:
@@ -133,212 +69,6 @@ def proportion(failed: int, trials: int, confidence: float) -> Proportion:
         low,
         high,
     )
-
-
-@dataclass
-class ClassStat:
-    cls: str
-    findings: int
-    blocks: int
-    cuts: Proportion  # cuts with at least one finding of this class
-
-
-@dataclass
-class DriveStat:
-    key: str
-    model: str
-    serial: str
-    wwn: str
-    firmware: list[str]
-    stations: list[str]
-    campaigns: list[str]
-    channels: list[int]
-    profile: str
-    cuts: Proportion  # cuts with any failure on this drive
-    rig_errors: int
-    interrupted: int
-    findings: dict[str, int]
-    allowed_losses: int
-    bytes_written: int  # by the rig's writers over all cycles
-    blocks_checked: int  # read back and judged, over all cuts
-    full_scans: int  # cuts whose check read the whole test region
-    dead_at_cut: int | None  # cumulative cut count at which the drive died
-    median_return_ms: float | None
-    # DEAD | FAIL (a failure finding) | PASS (none, and its own cuts reach the claim) |
-    # NOT YET DEMONSTRATED (none so far, too few cuts alone for the claim)
-    verdict: str
-    blocks_unchecked: int = 0  # meant to be read, left unread by a read budget (not a failure)
-
-
-@dataclass
-class DelayBin:
-    low_ms: float
-    high_ms: float | None
-    cuts: Proportion
-
-
-@dataclass
-class Survival:
-    subjects: list[tuple[int, bool]]  # (cuts survived or until death, died)
-    steps: list[stats.KmStep]
-
-
-HEALTH_FIELDS = (*COUNTERS, "available_spare", "critical_warning", "temperature_c")
-
-
-@dataclass
-class CounterDelta:
-    field: str
-    first: float
-    last: float
-    delta: float
-
-
-@dataclass
-class DriveHealth:
-    """One drive's health snapshots in one campaign, first against last."""
-
-    drive: str  # serial (else WWN)
-    campaign: str
-    source: str
-    snapshots: int
-    cuts: int  # cuts between the first and the last snapshot
-    deltas: list[CounterDelta]
-    # (cuts since the first snapshot, rise of the unsafe-shutdown counter): one per cut if honest
-    unsafe_rise: list[tuple[int, float]]
-    anomalies: dict[str, int]  # counter -> anomalies found (counter_anomaly findings)
-    # where the unsafe-shutdown count was read ("ata:174:Unsafe_Shutdown_Count"); None: this
-    # model has no such counter (or smartctl could not name it), so no cut was judged by it
-    unsafe_source: str | None = None
-
-
-@dataclass
-class RailStat:
-    """One drive's rail-sense results (the relay board's ADC around each off edge)."""
-
-    drive: str
-    measured: int
-    ends: dict[str, int]  # fell | timeout | on | busy
-    hi_us: dict[str, float]  # quantiles of the time to fall below the high threshold
-    lo_us: dict[str, float]
-    hi_threshold: int
-    lo_threshold: int
-    curves: list[tuple[float, list[int]]]  # (sample spacing µs, ADC counts from the edge)
-
-
-MAX_RAIL_CURVES = 12
-
-
-PASS, FAIL, NOT_YET = "PASS", "FAIL", "NOT YET DEMONSTRATED"
-# what a drive did not tell (its firmware version): the one wording of the report, its JSON and CSV
-NOT_REPORTED = "(not reported)"
-
-
-@dataclass
-class Verdict:
-    passed: bool
-    label: str  # PASS | FAIL | NOT YET DEMONSTRATED
-    reasons: list[str]
-    cuts_needed: int = 0  # NOT YET DEMONSTRATED: more failure-free cuts that reach the claim
-
-    @property
-    def css(self) -> str:
-        """A class name for the label (no spaces)."""
-        return self.label.replace(" ", "-")
-
-
-@dataclass
-class ModelReport:
-    model: str
-    firmware: dict[str, Proportion]  # per firmware version: cuts with any failure
-    drives: list[DriveStat]
-    campaigns: list[str]
-    cuts: int
-    rig_errors: int
-    interrupted: int
-    classes: list[ClassStat]
-    any_failure: Proportion
-    criteria_failure: Proportion  # cuts failing the criteria's classes
-    reliability_demonstrated: float | None
-    cuts_needed: int  # success-run: failure-free cuts that would meet the criteria
-    drive_level: Proportion  # drives with any failure out of drives
-    drives_dead: int
-    survival: Survival
-    return_ms: FloatArray  # every cut's return time, in cut order
-    return_quantiles: dict[str, float]
-    delays: DelayPoints  # every cut, in order
-    # lost durable writes: ms from acknowledgement / covering flush to the cut (FAST'13 saw
-    # losses up to 700 ms after completion)
-    lost_after_ack_ms: Counted  # sorted, as (value, count)
-    lost_after_flush_ms: Counted
-    ack_bins: list[DelayBin]
-    flush_bins: list[DelayBin]
-    examples: list[dict[str, Any]]  # first failure findings of each drive
-    health: list[DriveHealth]
-    anomalies: list[dict[str, Any]]  # every counter anomaly (drive, seq, field, before, after, ...)
-    intervals: list[dict[str, Any]]
-    rail: list[RailStat]
-    criteria: Criteria
-    criteria_note: str
-    verdict: Verdict
-    endurance: list[EnduranceSeries] = field(default_factory=list)  # PTS rounds, fill, cliff
-    trim_pairs: list[TrimPair] = field(default_factory=list)  # same drive, discard off and on
-    # the sequential plan's decision, where the model's campaigns state a plan (decision 173)
-    sequential: SequentialReport | None = None
-
-
-@dataclass
-class Comparison:
-    outcome: str  # "any failure" or a failure class: cuts with it vs cuts without
-    model_a: str
-    model_b: str
-    a: Proportion
-    b: Proportion
-    p_value: float
-    p_holm: float
-    significant: bool  # at 1 - confidence after Holm's correction
-
-
-@dataclass
-class Report:
-    sources: list[str]
-    campaigns: list[dict[str, Any]]
-    confidence: float
-    models: list[ModelReport]
-    comparisons: list[Comparison]
-    unread_tables: dict[str, list[str]] = field(default_factory=dict)
-
-
-# what the campaign file planned, as the certificate states it: (label, table, key, unit)
-PLAN_KEYS = (
-    ("cycles per drive", "campaign", "cycles", ""),
-    ("duration", "campaign", "duration_s", "s"),
-    ("test region", "campaign", "region_mib", "MiB"),
-    ("test region", "campaign", "region_kib", "KiB"),
-    ("test region", "campaign", "region_bytes", "bytes"),
-    ("cut delay", "cut", "delay_ms", "ms"),
-    ("power off", "cut", "off_ms", "ms"),
-    ("writers", "workload", "workers", ""),
-    ("flush every", "workload", "flush_every", "writes"),
-)
-
-
-def plan_of(config: dict[str, Any]) -> dict[str, str]:
-    """The plan the campaign file states (its cycles, region, cut and workload keys), as
-    label -> text; a key the file leaves to the rig's default is not listed."""
-    plan: dict[str, str] = {}
-    for label, table, key, unit in PLAN_KEYS:
-        value = config.get(table, {}).get(key) if isinstance(config.get(table), dict) else None
-        if value is None:
-            continue
-        text = "–".join(map(_plain, value)) if isinstance(value, list) else _plain(value)
-        plan[label] = f"{text} {unit}".strip()
-    return plan
-
-
-def _plain(value: object) -> str:
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    return f"{value:g}" if number else str(value)
 
 
 def analyse(data: Dataset, confidence: float = 0.95) -> Report:
@@ -367,40 +97,6 @@ def analyse(data: Dataset, confidence: float = 0.95) -> Report:
         compare(models, confidence),
         data.unread_tables,
     )
-
-
-ANY_FAILURE = "any failure"
-
-
-def compare(models: Sequence[ModelReport], confidence: float) -> list[Comparison]:
-    """Every pair of models, Fisher's exact test (two-sided) on cuts with vs without the outcome,
-    for any failure and for each failure class seen; Holm-corrected over all those tests."""
-    classes = failures.ordered(s.cls for m in models for s in m.classes)
-
-    def outcome(m: ModelReport, name: str) -> Proportion:
-        if name == ANY_FAILURE:
-            return m.any_failure
-        found = next((s.cuts for s in m.classes if s.cls == name), None)
-        return found or Proportion(0, m.cuts, 0.0 if m.cuts else None, None, None, None)
-
-    tests = [
-        (name, a, b, outcome(a, name), outcome(b, name))
-        for name in (ANY_FAILURE, *classes)
-        for i, a in enumerate(models)
-        for b in models[i + 1 :]
-        if a.cuts and b.cuts
-    ]
-    # a class neither model of a pair ever showed says nothing (p = 1): not a test in the family
-    tests = [t for t in tests if t[0] == ANY_FAILURE or t[3].failed or t[4].failed]
-    raw = [
-        stats.fisher_exact(pa.failed, pa.trials - pa.failed, pb.failed, pb.trials - pb.failed)
-        for _, _, _, pa, pb in tests
-    ]
-    adjusted = stats.holm(raw)
-    return [
-        Comparison(name, a.model, b.model, pa, pb, p, q, q < 1.0 - confidence)
-        for (name, a, b, pa, pb), p, q in zip(tests, raw, adjusted, strict=True)
-    ]
 
 
 @dataclass
@@ -779,12 +475,12 @@ def _verdict(criteria: Criteria, crit: Proportion, dead: int, drives: list[Drive
             f" needs: {', '.join(f'{d.serial or d.wwn} ({d.cuts.trials})' for d in short)}"
         )
     if failed:
-        return Verdict(False, FAIL, reasons, 0)
+        return Verdict(False, verdicts.FAIL, reasons, 0)
     if (
         crit.trials
         and crit.upper is not None
         and crit.upper < criteria.max_failure_rate
         and (not short)
     ):
-        return Verdict(True, PASS, reasons, 0)
-    return Verdict(False, NOT_YET, reasons, max(needed, 1))
+        return Verdict(True, verdicts.PASS, reasons, 0)
+    return Verdict(False, verdicts.NOT_YET, reasons, max(needed, 1))

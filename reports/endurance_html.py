@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from html import escape
 from typing import Any
 
+from markupsafe import Markup
+
 from reports import svg
-from reports.analysis import ModelReport
 from reports.endurance import EnduranceSeries, Mark, TrimPair, WindowFit
+from reports.record import ModelReport
+from reports.templating import ENV
 from rig.campaign.endurance import pts
 
 LABELS = {"iops": "IOPS", "mb_per_s": "MB/s", "mean_latency_us": "mean latency µs"}
@@ -24,14 +26,6 @@ def _num(value: object) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     return None
-
-
-def _table(head: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    th = "".join(f"<th>{escape(h)}</th>" for h in head)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows
-    )
-    return f'<table class="pts"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def _label(s: EnduranceSeries) -> str:
@@ -116,32 +110,26 @@ def window_chart(s: EnduranceSeries, fit: WindowFit) -> str:
     return chart.render()
 
 
-def pts_section(s: EnduranceSeries) -> str:
+def pts_run(s: EnduranceSeries) -> dict[str, object]:
+    """What the template shows of one PTS run: its label, verdict, set-up, window fits, charts."""
     setup = (
         f"purge {s.purge}; workload-independent preconditioning"
         f" {'2 × region, 128 KiB sequential' if s.precondition else 'none'};"
         f" window {s.steady.window} rounds, at most {s.steady.max_rounds or 'unlimited'}"
     )
-    fits = _table(
-        ["tracking variable", "window average", "range / average", "slope excursion", "meets"],
-        [
-            [
-                LABELS[f.variable],
-                f"{f.average:.4g}",
-                f"{f.range_share:.1%}",
-                f"{f.excursion:.1%}",
-                "yes" if f.ok else "no",
-            ]
-            for f in s.steady.fits
-        ],
-    )
+    fits = [
+        [LABELS[f.variable], f"{f.average:.4g}", f"{f.range_share:.1%}", f"{f.excursion:.1%}", ok]
+        for f in s.steady.fits
+        for ok in ["yes" if f.ok else "no"]
+    ]
     windows = "".join(window_chart(s, f) for f in s.steady.fits)
-    return (
-        f"<h4>PTS steady state: {escape(_label(s))}</h4>"
-        f'<p class="verdict-line">{escape(steady_sentence(s))}. {escape(setup)}.</p>'
-        f"{fits if s.steady.fits else ''}"
-        f'<div class="charts">{convergence_chart(s)}{windows}</div>'
-    )
+    return {
+        "label": _label(s),
+        "sentence": steady_sentence(s),
+        "setup": setup,
+        "fits": fits,
+        "charts": Markup(convergence_chart(s) + windows),
+    }
 
 
 # -- fill level and capacity multiples (the write cliff) ------------------------------------------
@@ -340,7 +328,7 @@ SUMMARY_HEAD = (
 )
 
 
-def trim_section(pair: TrimPair) -> str:
+def trim_section(pair: TrimPair) -> dict[str, object]:
     """TRIM off beside TRIM on, on the same scales (MB/s, capacity multiples from 0) so the
     difference is visible."""
     both = [pair.off, pair.on]
@@ -373,30 +361,26 @@ def trim_section(pair: TrimPair) -> str:
     if off and on and statistics.median(off) > 0:
         delta = statistics.median(on) / statistics.median(off) - 1.0
         change = f" Median write-interval MB/s with TRIM {delta:+.0%} against without."
-    table = _table(SUMMARY_HEAD, [summary_row(s) for s in both])
-    return (
-        f"<h4>TRIM off / on: {escape(pair.drive.split('|')[-1])}</h4>"
-        f"<p>The same drive in campaigns {escape(pair.off.campaign)} (discard none) and"
-        f" {escape(pair.on.campaign)} (discard {escape(pair.on.discard)}), otherwise the same"
-        f" workload and endurance settings.{escape(change)}</p>{table}"
-        f'<div class="charts trim">{"".join(charts)}</div>'
-    )
+    return {
+        "drive": pair.drive.split("|")[-1],
+        "off": pair.off.campaign,
+        "on": pair.on.campaign,
+        "discard": pair.on.discard,
+        "change": change,
+        "rows": [summary_row(s) for s in both],
+        "charts": Markup("".join(charts)),
+    }
 
 
 def endurance_sections(m: ModelReport) -> str:
     """The PTS, fill/cliff and TRIM sections of one model ("" without endurance series)."""
     if not m.endurance:
         return ""
-    summary = _table(SUMMARY_HEAD, [summary_row(s) for s in m.endurance])
-    parts = [
-        "<h4>PTS runs, IOPS and maximum latency</h4>",
-        summary,
-        *(pts_section(s) for s in m.endurance),
-        "<h4>Throughput, IOPS and latency against fill level and capacity written</h4>",
-        '<p class="note">Vertical lines: power cuts (red) and retention checks (purple) after'
-        " the write interval they followed; preconditioning passes are the first points of a"
-        " preconditioned run.</p>",
-        f'<div class="charts">{cliff_charts(m.endurance)}</div>',
-        *(trim_section(p) for p in m.trim_pairs),
-    ]
-    return "".join(parts)
+    return ENV.get_template("endurance.html.j2").render(
+        m=m,
+        summary_head=SUMMARY_HEAD,
+        summary=[summary_row(s) for s in m.endurance],
+        runs=[pts_run(s) for s in m.endurance],
+        cliff=Markup(cliff_charts(m.endurance)),
+        trims=[trim_section(p) for p in m.trim_pairs],
+    )

@@ -1,6 +1,6 @@
 """The report as JUnit XML (junit.xml beside report.json, or `rig report --junit FILE`), for CI
 and test-management systems: one <testsuite> per model, in it one <testcase> for the model's
-verdict and one per drive. It reads the same `analysis.Report` as the HTML and JSON.
+verdict and one per drive. It reads the same `record.Report` as the HTML and JSON.
 
 - PASS: a test case that passed;
 - FAIL or DEAD: <failure> whose message names the verdict and the failing cuts, and whose text
@@ -17,10 +17,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from reports import analysis
-from reports.analysis import DriveStat, ModelReport, Report
+from reports.record import DriveStat, ModelReport, Report
+from reports.verdict import DEAD, FAIL, PASS
 
-FAILED = ("FAIL", "DEAD")
+FAILED = (FAIL, DEAD)
 
 
 def _properties(parent: ET.Element, values: dict[str, object]) -> None:
@@ -34,7 +34,7 @@ def _outcome(case: ET.Element, verdict: str, summary: str, findings: dict[str, i
     if verdict in FAILED:
         failure = ET.SubElement(case, "failure", message=f"{verdict}: {summary}", type=verdict)
         failure.text = "\n".join(f"{cls}: {n}" for cls, n in findings.items()) or verdict
-    elif verdict != analysis.PASS:
+    elif verdict != PASS:
         ET.SubElement(case, "skipped", message=f"{verdict}: {summary}")
 
 
@@ -95,7 +95,7 @@ def _suite(root: ET.Element, m: ModelReport) -> tuple[int, int, int]:
     counts = (
         len(verdicts),
         sum(v in FAILED for v in verdicts),
-        sum(v not in (*FAILED, analysis.PASS) for v in verdicts),
+        sum(v not in (*FAILED, PASS) for v in verdicts),
     )
     for key, value in zip(("tests", "failures", "skipped"), counts, strict=True):
         suite.set(key, str(value))

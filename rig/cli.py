@@ -164,7 +164,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UserError("rig report: give stores, --central DSN, or both")
     if not args.central:
         out = args.out or os.path.splitext(args.db[0])[0] + "-report"
-        print(export.write_report(args.db, out, args.confidence, args.junit or ""))
+        print(export.write_report(args.db, out, args.confidence, args.junit or "", args.markdown))
         return 0
     from reports import central, dataset
     from rig.fleet.central import CentralStore
@@ -172,7 +172,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     with CentralStore(args.central) as store:
         parts = [central.read(store)] + ([dataset.load(args.db)] if args.db else [])
     out = args.out or "fleet-report"
-    print(export.write_dataset_report(dataset.merge(parts), out, args.confidence, args.junit or ""))
+    data = dataset.merge(parts)
+    print(export.write_dataset_report(data, out, args.confidence, args.junit or "", args.markdown))
     return 0
 
 
@@ -275,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--junit", metavar="FILE", help="the verdicts as JUnit XML (default: junit.xml in --out)"
     )
+    report.add_argument("--markdown", metavar="FILE", help="a Markdown summary of the verdicts")
     report.set_defaults(func=cmd_report)
     from rig.fleet import cli as fleet_cli
     from rig.station import check_cli

@@ -7,9 +7,9 @@ to a default in a destructive tool).
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from rig import sequential
 from rig.bus.identity import DriveIdentity
@@ -19,27 +19,15 @@ from rig.errors import UserError
 from rig.io.workload import ENGINES, LAYOUTS, LBA_SKEWS, SIZE_MIXES, Workload
 from rig.notify import settings as notify_settings
 from rig.notify.settings import NotifySpec
-from rig.schema import StationSpec, Table
+from rig.power import shapes
+from rig.power.shapes import ShapeSpec
+from rig.schema import KindRules, StationSpec, Table
 from rig.sequential import Plan
 from rig.window import spec as window_spec
 from rig.window.spec import WindowSpec
 
 # the cut strategies a [cut] table may name (rig/campaign/cutcycle/cuts.py draws each)
 STRATEGIES = ("uniform", "during_flush", "after_ack", "idle", "window")
-
-
-class KindRules(Protocol):
-    """What reading a campaign file needs of a station kind: a row of the kinds' table the caller
-    hands in (rig/station/backends.py:STATION_KINDS; rig/station/campaign_file.py), since the
-    kinds build stations from this module's `Campaign`."""
-
-    @property
-    def settings(self) -> Callable[[Table, StationSpec], StationSpec]: ...
-
-    @property
-    def simulated_drives(self) -> bool: ...
-
-    def own_keys(self) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -67,6 +55,9 @@ class CutSpec:
     read_timeout_s: float = 30.0  # a check read not answered by then is a hang
     read_budget: int = 2048  # extra reads a check may spend locating bad blocks (then unchecked)
     window: WindowSpec | None = None  # [cut.window]: the window strategy's keys (rig/window/)
+    shape: ShapeSpec = field(
+        default_factory=ShapeSpec
+    )  # kind and its ranges: off, sag, ramp, glitch (rig/power/)
 
 
 @dataclass(frozen=True)
@@ -211,6 +202,11 @@ def parse(text: str, where: str = "campaign", *, kinds: Mapping[str, KindRules])
 
     workload = _workload(Table("[workload]", root.get("workload", dict, {})))
     cut = _cut(Table("[cut]", root.get("cut", dict, {})), workload)
+    if cut.shape.kind not in kind.cut_kinds:  # before anything is written
+        raise UserError(
+            f'campaign: [cut].kind = "{cut.shape.kind}" is more than a {station.kind} station'
+            f" can do (it makes {', '.join(kind.cut_kinds)})"
+        )
 
     health = _health(root.get("health", dict, {}))
     stop = _stop_rules(Table("[stop]", root.get("stop", dict, {})))
@@ -308,6 +304,7 @@ def _cut(cut_t: Table, workload: Workload) -> CutSpec:
         read_timeout_s=float(cut_t.number("read_timeout_s", 30.0, 0.001, 3600)),
         read_budget=int(cut_t.number("read_budget", 2048, 0, 1 << 24)),
         window=window,
+        shape=shapes.settings(cut_t),
     )
     cut_t.done()
     return cut

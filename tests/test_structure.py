@@ -1,8 +1,8 @@
-"""The layout rules of rig/, read from the source with `ast` (nothing is imported or run):
+"""The layout rules of rig/ and reports/, read from the source with `ast` (nothing is run):
 
 - SQL lives only in the stores (checked in rig/ and reports/): the rig/store/ package for the
   station's SQLite, rig/fleet/central/ and rig/fleet/migrations.py for the fleet's PostgreSQL;
-- no module reaches into another rig module's underscore names;
+- no module reaches into another rig or reports module's underscore names;
 - every file under 500 lines, every function under 80.
 
 Each check has an allow-list of today's known violators (issue 15 splits them); the lead empties
@@ -25,6 +25,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 RIG = ROOT / "rig"
 
+FIRST_PARTY = ("rig", "reports")  # packages whose modules keep their underscore names
 MAX_FILE_LINES = 500  # a file must be shorter than this
 MAX_FUNCTION_LINES = 80  # a function (def line to last line) must be shorter than this
 
@@ -76,10 +77,18 @@ def rig_files() -> list[Path]:
     return sorted(p for p in RIG.rglob("*.py") if ".venv" not in p.parts)
 
 
+def reports_files() -> list[Path]:
+    return sorted(p for p in (ROOT / "reports").rglob("*.py") if ".venv" not in p.parts)
+
+
 def sql_checked_files() -> list[Path]:
     """rig/ and reports/: a report reads the store through its named reads too."""
-    reports = ROOT / "reports"
-    return rig_files() + sorted(p for p in reports.rglob("*.py") if ".venv" not in p.parts)
+    return rig_files() + reports_files()
+
+
+def checked_files() -> list[Path]:
+    """What the private-name and length rules cover: rig/ and reports/."""
+    return rig_files() + reports_files()
 
 
 def rel(path: Path) -> str:
@@ -163,8 +172,8 @@ def sql_violations() -> list[Violation]:
 
 
 def rig_module(dotted: str) -> bool:
-    """`dotted` names a module (or package) of rig/."""
-    if dotted != "rig" and not dotted.startswith("rig."):
+    """`dotted` names a module (or package) of rig/ or reports/."""
+    if dotted.split(".")[0] not in FIRST_PARTY:
         return False
     base = ROOT.joinpath(*dotted.split("."))
     return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
@@ -230,8 +239,8 @@ class PrivateFinder(Scopes):
                     self.foreign.add(alias.asname)
             else:
                 top = alias.name.split(".")[0]
-                if top == "rig":
-                    self.rig_modules.setdefault("rig", "rig")
+                if top in FIRST_PARTY:
+                    self.rig_modules.setdefault(top, top)
                 else:
                     self.foreign.add(top)
 
@@ -281,7 +290,7 @@ class PrivateFinder(Scopes):
 @functools.cache
 def private_violations() -> list[Violation]:
     found: list[Violation] = []
-    for path in rig_files():
+    for path in checked_files():
         tree = parse(path)
         finder = PrivateFinder(path, tree)
         finder.visit(tree)
@@ -295,7 +304,7 @@ def private_violations() -> list[Violation]:
 @functools.cache
 def file_length_violations() -> list[Violation]:
     found = []
-    for path in rig_files():
+    for path in checked_files():
         lines = len(path.read_text().splitlines())
         if lines >= MAX_FILE_LINES:
             where = f"{rel(path)}:{MAX_FILE_LINES}"  # the first line past the limit
@@ -324,7 +333,7 @@ def functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.Asy
 @functools.cache
 def function_length_violations() -> list[Violation]:
     found = []
-    for path in rig_files():
+    for path in checked_files():
         for name, node in functions(parse(path)):
             lines = (node.end_lineno or node.lineno) - node.lineno + 1
             if lines >= MAX_FUNCTION_LINES:
@@ -403,6 +412,12 @@ def test_sql_finder_names_file_and_line() -> None:
     assert quiet.found == []
     assert in_sql_store("rig/store/recording.py") and in_sql_store("rig/fleet/central/reads.py")
     assert not in_sql_store("rig/storage.py") and not in_sql_store("rig/fleet/views.py")
+
+
+def test_private_and_length_checks_read_reports_too() -> None:
+    checked = {rel(p) for p in checked_files()}
+    assert "reports/html.py" in checked and "rig/cli.py" in checked
+    assert rig_module("reports.cells") and not rig_module("reports.nothing_here")
 
 
 def test_sql_check_reads_reports_too() -> None:

@@ -21,6 +21,7 @@ from rig.health.tracker import HealthTracker
 from rig.io.blockio import BlockTarget
 from rig.io.workload import Writer
 from rig.power.base import Edge, PendingCut, RailResult
+from rig.power.shapes import OFF, Shape
 from rig.station.model import Station
 from rig.store import Store
 
@@ -126,6 +127,9 @@ class Cycle(CycleRecord):
     ready_ns: int | None = None
     restored: bool = False  # the restore phase switched the channel back on
     rail_asked: bool = False
+    shape: Shape = OFF  # the cut's kind and drawn shape ([cut] kind, rig/power/shapes.py)
+    rode_through: bool = False  # a shaped cut the drive stayed on the bus through
+    hung: bool = False  # ... but then answered nothing: the rig power-cycled it (class hang)
 
 
 @dataclass

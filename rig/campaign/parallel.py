@@ -68,8 +68,10 @@ def run_campaign(
         status = "stopped" if stop.is_set() else "done"
         summaries = [r.summary() for r in runs]
     finally:
-        station.power.safe()
-        recording.end_campaign(store, campaign_id, status)
+        try:
+            station.power.safe()
+        finally:  # a switch that stopped answering still leaves the campaign's end recorded
+            recording.end_campaign(store, campaign_id, status)
     observer.end(summaries, status == "stopped")
     return summaries
 

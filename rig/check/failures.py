@@ -24,6 +24,7 @@ COLLATERAL = "collateral_damage"
 READ_ERROR = "read_error"
 COUNTER_ANOMALY = "counter_anomaly"
 DEAD = "dead_device"
+HANG = "hang"
 ALLOWED_LOSS = "allowed_loss"
 UNCHECKED = "unchecked"
 
@@ -61,6 +62,9 @@ TABLE = (
         COUNTER_ANOMALY, True, 100, "drive", "a health counter moved wrongly (rig/health/delta.py)"
     ),
     FindingClass(DEAD, True, 110, "drive", "the drive did not come back, or cannot be used"),
+    FindingClass(
+        HANG, True, 105, "drive", "on the bus but answering nothing until power-cycled (a sag)"
+    ),
     FindingClass(
         ALLOWED_LOSS, False, 80, "block", "a non-durable write lost whole per unit: allowed"
     ),

@@ -19,23 +19,23 @@ import html as htmllib
 import logging
 import threading
 import time
-from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+import jinja2
 from flask import Flask, Response, abort, jsonify, request
+from markupsafe import Markup
 
 from reports import analysis
 from reports import html as report_html
 from rig.errors import UserError
 from rig.fleet import station_watch
-from rig.fleet.verdicts import ModelVerdict, VerdictBoard
+from rig.fleet.verdicts import VerdictBoard
 from rig.fleet.views import CampaignProgress, CentralView, FleetView, Overview, StoreView
 from rig.notify import settings
 from rig.notify.sender import Notifier, apprise_services
 
 log = logging.getLogger("rig.fleet.dashboard")
-esc = htmllib.escape
 PROGRESS_EVERY_MS = 2000
 REPORT_EVERY_MS = 10000
 
@@ -91,102 +91,32 @@ def _when(t: float | None) -> str:
 def _href(prefix: str, name: str, keep: str = "") -> str:
     """A link to a page named by a model or campaign key, URL-encoded (a model name has spaces,
     and may hold '/', '#' or '?'); `keep`: characters left as they are (a key's '/')."""
-    return esc(prefix + quote(name, safe=keep))
-
-
-def _verdict_cell(verdicts: list[ModelVerdict], several: bool) -> str:
-    """The report's verdicts, one per model (named where the campaign has several)."""
-    if not verdicts:
-        return "<span class='note'>—</span>"
-    return "<br>".join(
-        f'<span class="verdict {esc(v.css)}">{esc(v.label)}</span>'
-        + (f" {esc(v.model)}" if several else "")
-        for v in verdicts
-    )
-
-
-def _bar(c: CampaignProgress) -> str:
-    return (
-        f'<span class="bar"><i style="width:{c.percent:.1f}%"></i></span>'
-        f' <span class="done" data-key="{esc(c.key)}">{c.cycles}</span>/{c.planned}'
-    )
-
-
-def _lag(c: CampaignProgress) -> str:
-    """How old the numbers are, said where they are stale."""
-    if not c.lagging:
-        return ""
-    age = _duration(c.reported_s)
-    return f' <span class="lagging">lagging: its station\'s last report {age} ago</span>'
-
-
-def _pace(c: CampaignProgress) -> str:
-    """Cycles per hour while it runs; its duration once it has ended."""
-    if c.duration_s is not None:
-        return f"took {_duration(c.duration_s)}"
-    return "—" if c.lagging else f"{c.per_hour:.0f}"
-
-
-def _campaign_rows(
-    campaigns: list[CampaignProgress], verdicts: Mapping[str, list[ModelVerdict]]
-) -> str:
-    head = (
-        "<tr><th>campaign</th><th>station</th><th>status</th><th>verdict</th><th>progress</th>"
-        "<th>cycles/h or duration</th><th>ETA</th><th>failing cycles</th>"
-        "<th>findings per class</th>"
-        "<th>dead drives</th><th>rig errors</th><th>resumes</th></tr>"
-    )
-    rows = []
-    for c in campaigns:
-        bound = (
-            ' <span class="note">in-process: cannot survive its process</span>'
-            if c.process_bound
-            else ""
-        )
-        findings = ", ".join(f"{esc(k)} ×{v}" for k, v in c.findings.items()) or "none"
-        rows.append(
-            f'<tr class="campaign" id="c-{esc(c.key)}">'
-            f'<td><a href="{_href("/campaign/", c.key, "/")}">{esc(c.name)}</a>'
-            + (f' <span class="note">#{c.submission_id}</span>' if c.submission_id else "")
-            + f"</td><td>{esc(c.station)}</td>"
-            f'<td class="status-{esc(c.state)}">{esc(c.state)}{_lag(c)}{bound}</td>'
-            f'<td class="verdicts">{_verdict_cell(verdicts.get(c.key, []), _several(c))}</td>'
-            f"<td>{_bar(c)}</td><td class='n'>{_pace(c)}</td>"
-            f"<td>{_duration(c.eta_s)}</td><td class='n'>{c.failing}</td><td>{findings}</td>"
-            f"<td>{esc(', '.join(c.dead)) or '0'}</td><td class='n'>{c.rig_errors}</td>"
-            f"<td class='n'>{c.resumes}</td></tr>"
-        )
-    return f'<table class="live">{head}{"".join(rows)}</table>'
+    return prefix + quote(name, safe=keep)
 
 
 def _several(c: CampaignProgress) -> bool:
     return len({d.model for d in c.drives}) > 1
 
 
-def _models_table(view: Overview, verdicts: Mapping[str, ModelVerdict]) -> str:
-    if not view.models:
-        return "<p>none yet</p>"
-    rows = []
-    for m in view.models:
-        v = verdicts.get(m)
-        rows.append(
-            f'<tr class="model"><td><a href="{_href("/model/", m)}">{esc(m)}</a></td>'
-            f"<td>{_verdict_cell([v] if v else [], False)}</td>"
-            f"<td class='n'>{v.cuts if v else 0}</td><td class='n'>{v.drives if v else 0}</td></tr>"
-        )
-    return (
-        "<table class='live'><tr><th>model</th><th>verdict (all campaigns)</th><th>cuts</th>"
-        f"<th>drives</th></tr>{''.join(rows)}</table>"
-    )
+def _escaped(value: object) -> Markup:
+    """Autoescaping as html.escape writes it (the pages' bytes before the templates)."""
+    return Markup(value) if hasattr(value, "__html__") else Markup(htmllib.escape(str(value)))
+
+
+# the pages and their live fragments, from rig/fleet/templates/ (autoescaping on)
+PAGES = jinja2.Environment(
+    loader=jinja2.PackageLoader("rig.fleet", "templates"),
+    autoescape=True,
+    finalize=_escaped,
+    undefined=jinja2.StrictUndefined,
+)
+PAGES.filters.update(duration=_duration, when=_when, fmt=format)
+PAGES.globals.update(href=_href, several=_several)
 
 
 def overview_fragment(view: Overview, verdicts: VerdictBoard | None = None) -> str:
     """The overview; with `verdicts`, the report's verdict of each campaign and model."""
     running = [c for c in view.campaigns if c.status == "running"]
-    per_hour = sum(c.per_hour for c in running)
-    drives = sum(len(c.drives) for c in running)
-    dead = sum(len(c.dead) for c in view.campaigns)
-    errors = sum(c.rig_errors for c in view.campaigns)
     cards = [
         (
             "stations online",
@@ -195,58 +125,22 @@ def overview_fragment(view: Overview, verdicts: VerdictBoard | None = None) -> s
         if view.stations
         else ("source", "one station"),
         ("campaigns running", str(len(running))),
-        ("drives under test", str(drives)),
-        ("cycles per hour", f"{per_hour:.0f}"),
-        ("dead drives", str(dead)),
-        ("rig errors", str(errors)),
+        ("drives under test", str(sum(len(c.drives) for c in running))),
+        ("cycles per hour", f"{sum(c.per_hour for c in running):.0f}"),
+        ("dead drives", str(sum(len(c.dead) for c in view.campaigns))),
+        ("rig errors", str(sum(c.rig_errors for c in view.campaigns))),
     ]
-    stations = ""
-    if view.stations:
-        stations = (
-            "<h2>Stations</h2><table class='live'><tr><th>station</th><th>state</th>"
-            "<th>drives held</th><th>last heartbeat</th><th>expected every</th><th>agent</th></tr>"
-            + "".join(
-                f"<tr class='station' id='s-{esc(s.name)}'><td>{esc(s.name)}</td>"
-                f"<td class='{s.state.replace(' ', '-')}'>{s.state}"
-                f"</td><td class='n'>{s.drives}</td><td>{_duration(s.last_seen_s)} ago</td>"
-                f"<td>{s.heartbeat_s:g} s (stale after {s.stale_after_s:g} s)</td>"
-                f"<td>{esc(s.agent)}</td></tr>"
-                for s in view.stations
-            )
-            + "</table>"
-        )
-    findings = ", ".join(f"{esc(k)} ×{v}" for k, v in view.findings.items()) or "no failure finding"
-    per_campaign = {c.key: verdicts.campaign(c) for c in view.campaigns} if verdicts else {}
-    return (
-        '<div class="cards">'
-        + "".join(f'<div class="card">{esc(k)}<b>{esc(v)}</b></div>' for k, v in cards)
-        + "</div>"
-        + stations
-        + "<h2>Campaigns</h2>"
-        + _campaign_rows(view.campaigns, per_campaign)
-        + f"<h2>Findings per class</h2><p>{findings}</p>"
-        + "<h2>Models</h2>"
-        + _models_table(view, verdicts.models(view) if verdicts else {})
-        + f'<p class="note">Read from {esc(view.source)} at {_when(view.generated_at)} UTC.</p>'
+    return PAGES.get_template("overview.html.j2").render(
+        view=view,
+        cards=cards,
+        per_campaign={c.key: verdicts.campaign(c) for c in view.campaigns} if verdicts else {},
+        models=verdicts.models(view) if verdicts else {},
     )
 
 
 def campaign_fragment(c: CampaignProgress, verdicts: VerdictBoard | None = None) -> str:
-    drives = "".join(
-        f"<tr><td>{d.channel}</td><td>{esc(d.model)}</td><td>{esc(d.serial)}</td>"
-        f"<td class='state {esc(d.status)}'>{esc(d.status)}</td><td class='n'>{d.cycles}</td>"
-        f"<td class='n'>{d.cuts}</td>"
-        f"<td class='n'>{d.failing}</td><td class='n'>{d.rig_errors}</td></tr>"
-        for d in c.drives
-    )
-    return (
-        _campaign_rows([c], {c.key: verdicts.campaign(c)} if verdicts else {})
-        + f'<p class="note">Started {_when(c.started_at)} UTC; ended {_when(c.ended_at)}.</p>'
-        + "<table class='live'><tr><th>ch</th><th>model</th><th>serial</th><th>status</th>"
-        "<th>cycles</th><th>cuts</th><th>failing cycles</th><th>rig errors</th></tr>"
-        + drives
-        + "</table>"
-    )
+    campaign_verdicts = {c.key: verdicts.campaign(c)} if verdicts else {}
+    return PAGES.get_template("campaign.html.j2").render(c=c, verdicts=campaign_verdicts)
 
 
 def report_fragment(data: Any) -> str:
@@ -259,16 +153,18 @@ def report_fragment(data: Any) -> str:
 
 
 def _page(title: str, body: str) -> str:
-    return (
-        f'<!doctype html><html><head><meta charset="utf-8"><title>{esc(title)}</title>'
-        f"<style>{report_html.STYLE}{PAGE_STYLE}</style></head><body>"
-        f'<nav><a href="/">fleet overview</a></nav><h1>{esc(title)}</h1>{body}'
-        f"<script>{LIVE_SCRIPT}</script></body></html>"
+    return PAGES.get_template("page.html.j2").render(
+        title=title,
+        style=Markup(report_html.STYLE + PAGE_STYLE),
+        body=Markup(body),
+        script=Markup(LIVE_SCRIPT),
     )
 
 
 def _live(url: str, content: str, every_ms: int = PROGRESS_EVERY_MS) -> str:
-    return f'<div data-live="{esc(url)}" data-every="{every_ms}">{content}</div>'
+    return PAGES.get_template("live.html.j2").render(
+        url=url, every_ms=every_ms, content=Markup(content)
+    )
 
 
 def create_app(view: FleetView, *, dispatch_dsn: str = "", token: str = "") -> Flask:

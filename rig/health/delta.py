@@ -128,8 +128,9 @@ def wrap_modulus(before: int, after: int) -> int:
 
 
 def diff_snapshots(before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1) -> HealthDelta:
-    if isinstance(cuts, bool) or not isinstance(cuts, int) or cuts < 1:
-        raise ValueError(f"cuts must be an integer >= 1, not {cuts!r}")
+    # (0: only cuts the drive rode through, a sag: no unsafe shutdown or power cycle expected)
+    if isinstance(cuts, bool) or not isinstance(cuts, int) or cuts < 0:
+        raise ValueError(f"cuts must be an integer >= 0, not {cuts!r}")
     anomalies = _identity_anomalies(before, after)
     replaced = _replaced(before, after)
     if replaced is not None:

@@ -66,6 +66,7 @@ class HealthTracker:
         # drive counts each as an unsafe shutdown and a power cycle, as it does a cut
         self.offs_between = 0
         self.uncertain = False  # a cycle since the last snapshot may or may not have cut power
+        self.kept_power = 0  # cuts since the last snapshot the drive rode through (a sag)
         self.not_reported: tuple[str, ...] = ()  # last said in a `health_not_reported` event
 
     def _read(self, node: DriveNode) -> HealthSnapshot:
@@ -86,7 +87,7 @@ class HealthTracker:
     def baseline(self, node: DriveNode) -> HealthSnapshot:
         """The first snapshot, before any cut. Raises HealthToolError if the drive cannot answer."""
         self.last = self._read(node)
-        self.cuts_since = self.offs_between = 0
+        self.cuts_since = self.offs_between = self.kept_power = 0
         self.uncertain = False
         return self.last
 
@@ -99,15 +100,17 @@ class HealthTracker:
         return self.cuts_since + 1 >= self.every
 
     def after_cut(
-        self, node: DriveNode
+        self, node: DriveNode, kept_power: bool = False
     ) -> tuple[HealthSnapshot | None, HealthDelta | None, list[Event]]:
-        """Count one cut; when a snapshot is due, read it and compare.
+        """Count one cut; when a snapshot is due, read it and compare. `kept_power`: the drive
+        rode the cut through (a sag, rig/power/shapes.py): no unsafe shutdown is expected of it.
 
         Returns (snapshot or None, delta or None, events). A tool failure is an event, never a
         drive failure: the next snapshot is then compared over all the cuts since the last good
         one.
         """
         self.cuts_since += 1
+        self.kept_power += kept_power
         if self.cuts_since < self.every:
             return None, None, []
         try:
@@ -120,11 +123,13 @@ class HealthTracker:
         if self.last is None or self.uncertain:
             events.append((0, "health_rebaseline", {"cuts_since": self.cuts_since}))
         else:
-            delta = diff_snapshots(self.last, snapshot, self.cuts_since + self.offs_between)
+            losses = self.cuts_since - self.kept_power + self.offs_between
+            delta = diff_snapshots(self.last, snapshot, losses)
             if delta.not_reported != self.not_reported:  # said once, and again when it changes
                 self.not_reported = delta.not_reported
                 events.append((0, "health_not_reported", {"fields": list(delta.not_reported)}))
         self.last, self.cuts_since, self.offs_between, self.uncertain = snapshot, 0, 0, False
+        self.kept_power = 0
         return snapshot, delta, events
 
     def cycle_failed_after_cut(self) -> None:

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 
 from rig.errors import UserError
 from rig.power.base import Edge, PowerSwitch
+from rig.power.shapes import CUT_KINDS
 from rig.schema import StationSpec, Table
-from rig.station.kinds import manual, relay_board, simulated
+from rig.station.kinds import manual, relay_board, scpi_supply, simulated
 
 if TYPE_CHECKING:
     from rig.config import Campaign
@@ -41,6 +42,8 @@ class StationKind:
     # is a block device to discard (unless the spec says so: simulated_block_devices, the
     # full-system twin's loop devices), none outlives the rig (no resume)
     simulated_drives: bool = False
+    # the cut kinds its switch makes ([cut] kind, rig/power/shapes.py); others are refused
+    cut_kinds: tuple[str, ...] = ("off",)
 
     def __post_init__(self) -> None:
         if (self.power is None) == (self.station is None):
@@ -57,11 +60,21 @@ STATION_KINDS: Mapping[str, StationKind] = {
         simulated.settings,
         station=simulated.station,
         simulated_drives=True,
+        cut_kinds=("off", "glitch"),
     ),
     "relay-board": StationKind(
-        relay_board.RelayBoardSpec, relay_board.settings, power=relay_board.power
+        relay_board.RelayBoardSpec,
+        relay_board.settings,
+        power=relay_board.power,
+        cut_kinds=("off", "glitch"),  # a glitch: the board restores power on its own clock
     ),
     "manual": StationKind(StationSpec, manual.settings, power=manual.power),
+    "scpi-supply": StationKind(
+        scpi_supply.ScpiSupplySpec,
+        scpi_supply.settings,
+        power=scpi_supply.power,
+        cut_kinds=CUT_KINDS,  # off, glitch, sag, ramp (rig/power/scpi.py)
+    ),
 }
 
 

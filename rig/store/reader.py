@@ -198,6 +198,14 @@ class StoreReader:
             " ORDER BY c.drive_id, c.seq"
         )
 
+    def cut_shapes(self) -> Rows:
+        """Every shaped cut's drawn shape (`cut_shape` event: kind, depth, unit, duration_ms,
+        slew_v_per_ms as JSON) with its cycle's drive_id and seq."""
+        return self.db.execute(
+            "SELECT c.drive_id, c.seq, e.detail FROM event e JOIN cycle c ON c.id = e.cycle_id"
+            " WHERE e.kind = 'cut_shape' ORDER BY c.drive_id, c.seq"
+        )
+
     def rows_of(self, table: str) -> Rows:
         """Every row of `table` (one found by `tables`), in insertion order."""
         return self.db.execute(f'SELECT * FROM "{table}" ORDER BY rowid')

@@ -83,7 +83,9 @@ def test_the_pdu_checks_its_outlets_against_the_campaign() -> None:
 
 def test_the_shipped_table_has_no_pdu_and_was_not_changed_by_the_import() -> None:
     assert "pdu" not in backends.STATION_KINDS
-    with pytest.raises(UserError, match=r"kind must be one of simulated, relay-board, manual$"):
+    with pytest.raises(
+        UserError, match=r"kind must be one of simulated, relay-board, manual, scpi-supply$"
+    ):
         campaign_file.parse(campaign_text("pdu", 'address = "p:1"'))
 
 

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from reports import analysis, endurance, export, html
+from reports import analysis, csv_tables, endurance, html, json_out
 from reports.dataset import Campaign, Cut, Dataset, DriveRun
 from rig.campaign.endurance import pts
 
@@ -186,12 +186,12 @@ def test_exports_carry_the_series_marks_and_windows(tmp_path: Path) -> None:
     off = _run(_campaign("trim-off", "none"), CLIFF)
     on = _run(_campaign("trim-on", "blkdiscard"), WITH_TRIM)
     report = _report(off, on)
-    body = json.loads(export.to_json(report, 0.0))
+    body = json.loads(json_out.to_json(report, 0.0))
     model = body["models"][0]
     assert len(model["endurance"]) == 2 and len(model["trim_pairs"]) == 1
     assert model["endurance"][0]["steady"]["reached_at"] == 9
     data = Dataset([], [off.campaign, on.campaign], [off, on])
-    export.write_csvs(report, data, tmp_path)
+    csv_tables.write_csvs(report, data, tmp_path)
     with open(tmp_path / "endurance_series.csv", newline="") as handle:
         series = list(csv.DictReader(handle))
     assert len(series) == 2 * (2 + len(CLIFF))

@@ -6,10 +6,11 @@ ARCHITECTURE §4); a firmware version the drive did not report has one wording e
 from __future__ import annotations
 
 import re
+from html import escape
 from pathlib import Path
 
-from reports import analysis, dataset, deferred, export, html
-from reports.analysis import NOT_REPORTED, Report
+from reports import analysis, cells, charts, dataset, deferred, export
+from reports.record import NOT_REPORTED, Report
 from tests.reports.storebuilder import MS, DriveSpec, build
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,7 +34,7 @@ def _report(tmp_path: Path) -> tuple[Report, str]:
 
 def test_a_zero_rate_is_said_not_drawn_on_the_log_axis(tmp_path: Path) -> None:
     report, _ = _report(tmp_path)
-    chart = deferred.join(html.bounds_chart(report.models, report.confidence))
+    chart = deferred.join(charts.bounds_chart(report.models, report.confidence))
     for m in report.models:
         dot = re.search(rf"<circle[^>]*><title>{m.model}: rate ", chart)
         zero = f">0 of {m.cuts}<title>{m.model}: no failing cut</title>"
@@ -45,7 +46,7 @@ def test_a_zero_rate_is_said_not_drawn_on_the_log_axis(tmp_path: Path) -> None:
 
 def test_identical_survival_curves_are_told_apart(tmp_path: Path) -> None:
     report, _ = _report(tmp_path)
-    chart = deferred.join(html.survival_chart(report.models))
+    chart = deferred.join(charts.survival_chart(report.models))
     curves = re.findall(
         r'<polyline class="series" points="([^"]*)"[^>]*?(/>| stroke-dasharray)', chart
     )
@@ -60,14 +61,14 @@ def test_finding_details_read_as_key_and_value_with_times_in_ms(tmp_path: Path) 
     _, page = _report(tmp_path)
     assert "ack_to_cut_ns" not in page and "3000000" not in page  # the raw JSON
     assert f"ack to cut: {3 * MS / 1e6:g} ms<br>flush to cut: {2 * MS / 1e6:g} ms" in page
-    text = html.finding_detail(
+    text = cells.finding_detail(
         {"ack_to_cut_ns": 442_193_287, "gap_ns": 12_500_000_000, "tear": True, "gens": [1] * 20}
     )
     assert text.split("<br>") == [
         "ack to cut: 442.2 ms",
         "gap: 12.5 s",
         "tear: yes",
-        f"gens: {' '.join(['1'] * html.DETAIL_LIST_ITEMS)} … (20 in all)",
+        f"gens: {' '.join(['1'] * cells.DETAIL_LIST_ITEMS)} … (20 in all)",
     ]
 
 
@@ -83,6 +84,6 @@ def test_a_firmware_not_reported_has_one_wording(tmp_path: Path) -> None:
     section = page[page.index('id="m-Silent"') :]
     drive_row = section[section.index("<td>S1<br>") :]
     firmware_cell = re.match(r"<td>S1<br><code>[^<]*</code></td><td>([^<]*)</td>", drive_row)
-    assert firmware_cell and firmware_cell.group(1) == html.esc(NOT_REPORTED)  # was "n/a"
+    assert firmware_cell and firmware_cell.group(1) == escape(NOT_REPORTED)  # was "n/a"
     firmware_table = section[section.index("<h3>Firmware versions</h3>") :]
-    assert firmware_table.index(html.esc(NOT_REPORTED)) < firmware_table.index("</table>")
+    assert firmware_table.index(escape(NOT_REPORTED)) < firmware_table.index("</table>")

@@ -23,15 +23,22 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from rig.check.ledger import NOT_DONE, CycleLog
 from rig.io.workload import Writer
-from rig.power.base import PendingCut, PowerSwitch
+from rig.power.base import PendingCut
 
 POLL_S = 0.0001  # how often a trigger looks at the writer's live signals
+
+
+class Cutter(Protocol):
+    """What a strategy cuts with: the station's switch, or its cut kind's shape on it
+    (rig/power/shapes.py `ShapedCuts`)."""
+
+    def cut(self, channel: int, delay_s: float) -> PendingCut: ...
 
 
 @dataclass(frozen=True)
@@ -64,7 +71,7 @@ def schedule(
     cut: CutDraw,
     writer: Writer,
     stop: threading.Event,
-    power: PowerSwitch,
+    power: Cutter,
     channel: int,
     trigger_timeout_s: float = 5.0,
     after: str = "ack",

@@ -13,6 +13,7 @@ from rig.campaign.cutcycle import cuts, phases, runon
 from rig.campaign.model import Cycle, CycleRecord, DeadDevice, Interrupted
 from rig.check import verify
 from rig.errors import RigError, UnsafeDeviceError
+from rig.power import shapes
 from rig.window.spec import pool_of
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ def run_cycle(drive: CycleDrive, seq: int) -> CycleRecord:
     planned = drive.window.next_delay_ms(model, drive.rng) if drive.window else None
     draw = cuts.draw(spec.strategy, spec.delay_ms, spec.after_ms, drive.rng, planned)
     c = Cycle(seq, draw.delay_s, cut_warmup_s=draw.warmup_s)
+    c.shape = shapes.draw(spec.shape, drive.rng)  # after the delay: "off" draws nothing
     name = ""
     phase_ms: dict[str, float] = {}  # where the cycle's time went (event `phase_ms`)
     try:

@@ -10,6 +10,8 @@ follows.
 
 from __future__ import annotations
 
+import errno
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -25,6 +27,7 @@ from rig.check import verify as checker
 from rig.errors import RigError, UnsafeDeviceError
 from rig.health.tracker import anomaly_details
 from rig.io.workload import Writer, WriterContext
+from rig.power.shapes import ShapedCuts
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -56,13 +59,15 @@ def write(drive: CycleDrive, c: Cycle) -> None:
     c.write_start_ns = time.monotonic_ns()
     c.writer.start()
     draw = cuts.CutDraw(c.cut_warmup_s, c.cut_delay_s)
-    power, channel = drive.station.power, drive.spec.channel
+    power, channel = ShapedCuts(drive.station.power, c.shape), drive.spec.channel
     spec = drive.campaign.cut
     after = spec.window.after if spec.window else "ack"
     c.pending, detail = cuts.schedule(
         spec.strategy, draw, c.writer, c.stop, power, channel, after=after
     )
     c.events.append((time.monotonic_ns(), "cut_scheduled", detail))
+    if c.shape.kind != "off":
+        c.events.append((time.monotonic_ns(), "cut_shape", c.shape.detail()))
 
 
 def cut(drive: CycleDrive, c: Cycle) -> None:
@@ -82,6 +87,10 @@ def observe_loss(drive: CycleDrive, c: Cycle) -> None:
     drive.reacquire = True  # until identify opens the drive as it comes back
     drive.target.close()
     c.gone_ns = c.watch.wait_gone(drive.campaign.cut.gone_timeout_s)
+    if c.gone_ns is None and c.shape.kind != "off":  # a sag or glitch the drive rode through
+        c.rode_through = True
+        c.events.append((time.monotonic_ns(), "rode_through", {"kind": c.shape.kind}))
+        return
     if c.gone_ns is None:
         raise RigError("drive did not leave the bus after the cut: did power really go off?")
     c.events.append((c.gone_ns, "bus_gone", {}))
@@ -97,7 +106,8 @@ def restore(drive: CycleDrive, c: Cycle) -> None:
 def observe_return(drive: CycleDrive, c: Cycle) -> None:
     assert c.watch is not None
     timeout = drive.campaign.cut.return_timeout_s
-    node = c.watch.wait_back(timeout)
+    still = drive.station.presence.find(drive.spec.identity) if c.rode_through else None
+    node = still or c.watch.wait_back(timeout)
     if node is None:
         raise DeadDevice(f"did not return within {timeout:g} s of power-on")
     c.node = node
@@ -116,6 +126,48 @@ def observe_return(drive: CycleDrive, c: Cycle) -> None:
 def identify(drive: CycleDrive, c: Cycle) -> None:
     assert c.node is not None
     _open_proven(drive, c, c.node)
+    if c.rode_through and not _answers_io(drive, c):
+        _power_cycle_hung(drive, c)
+
+
+def _answers_io(drive: CycleDrive, c: Cycle) -> bool:
+    """After a shaped cut the drive stayed on the bus through: does it still answer a read? (A
+    drive hung by a brownout stays on the bus and answers nothing until power is cut.)"""
+    assert c.target is not None
+    target, answer = c.target, threading.Event()
+    failed: list[OSError] = []
+
+    def probe() -> None:
+        try:
+            target.read(0, 1)
+        except OSError as error:
+            failed.append(error)
+        answer.set()
+
+    threading.Thread(target=probe, name="hang-probe", daemon=True).start()
+    answered = answer.wait(drive.campaign.cut.read_timeout_s)
+    return answered and not any(e.errno in (errno.ETIMEDOUT, errno.EIO) for e in failed)
+
+
+def _power_cycle_hung(drive: CycleDrive, c: Cycle) -> None:
+    """The hang class: the drive is power-cycled (off, the campaign's off time, on), found
+    and proven again as after any cut; then the cycle is checked as usual."""
+    assert c.watch is not None
+    c.findings.append(checker.drive_finding(checker.HANG, {"kind": c.shape.kind}))
+    c.hung = True
+    power, channel = drive.station.power, drive.spec.channel
+    drive.reacquire = True
+    drive.target.close()
+    c.events.append((power.off(channel).host_ns, "power_off", {"hang": True}))
+    if c.watch.wait_gone(drive.campaign.cut.gone_timeout_s) is None:
+        raise RigError("a hung drive did not leave the bus when its power was cut")
+    time.sleep(drive.campaign.cut.off_ms / 1000)
+    c.events.append((power.on(channel).host_ns, "power_on", {"hang": True}))
+    node = c.watch.wait_back(drive.campaign.cut.return_timeout_s)
+    if node is None:
+        raise DeadDevice("did not return after the power cycle of a hang")
+    c.node = node
+    _open_proven(drive, c, node)
 
 
 def health(drive: CycleDrive, c: Cycle) -> None:
@@ -126,7 +178,8 @@ def health(drive: CycleDrive, c: Cycle) -> None:
         c.events.append((time.monotonic_ns(), "write_cache", detail))
     if drive.tracker is None:
         return
-    snapshot, delta, events = drive.tracker.after_cut(c.node)
+    kept_power = c.rode_through and not c.hung  # (a hung drive was power-cycled)
+    snapshot, delta, events = drive.tracker.after_cut(c.node, kept_power)
     c.events.extend((ns or time.monotonic_ns(), kind, d) for ns, kind, d in events)
     if snapshot is not None:
         recording.snapshot(drive, c.seq, snapshot)
@@ -152,7 +205,8 @@ def verify(drive: CycleDrive, c: Cycle) -> None:
     if rail is not None:  # what the window was, where the switch measured the rail
         c.events.append((time.monotonic_ns(), "run_on", {"ms": run_on.ms, "basis": run_on.basis}))
     after_cut = c.log.column("issue_ns") > c.edge.host_ns + c.edge.error_ns + run_on.ns
-    if (after_cut & (c.log.column("status") == 0)).any():
+    # (a drive that rode a sag through served writes after its edge: that is no rig fault)
+    if not c.rode_through and (after_cut & (c.log.column("status") == 0)).any():
         raise RigError(
             f"a write issued after the cut succeeded (more than {run_on.basis} after the edge):"
             " power did not really go off"
@@ -184,6 +238,10 @@ def verify(drive: CycleDrive, c: Cycle) -> None:
             c.result.unchecked + rest.unchecked,
         )
     c.findings.extend(c.result.findings)  # after the health phase's findings
+    if c.rode_through and c.target is not None:
+        # the drive never lost power: what it holds unflushed is still volatile, and the next
+        # cycle must not take it for written (a later cut losing it is no collateral damage)
+        c.target.flush()
     if c.result.unchecked:  # where the check left blocks unread (not findings: no failure)
         c.events.append((time.monotonic_ns(), "unchecked", unchecked_detail(c.result)))
 

@@ -1,0 +1,291 @@
+"""The report's SVG charts (drawn with reports/svg.py), each from the record's figures: what the
+templates place on the page (reports/templates/), never computing a figure themselves."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import numpy as np
+
+from reports import svg
+from reports.record import DriveStat, ModelReport, RailStat
+from rig.check import failures
+
+esc = html.escape
+
+
+def bounds_chart(models: Sequence[ModelReport], confidence: float) -> str:
+    """Per model: the observed failing-cut rate (dot) and its one-sided upper bound (bar), on a
+    log scale, with each model's target as a dashed line."""
+    shown = [m for m in models if m.any_failure.trials]
+    if not shown:
+        return svg.no_data("Failure probability per cut", "no cuts recorded")
+    lowest = min(
+        [m.any_failure.upper or 1.0 for m in shown] + [m.criteria.max_failure_rate for m in shown]
+    )
+    chart = svg.Chart(
+        f"Failure probability per cut: rate (dot) and {confidence:.0%} upper bound (bar)",
+        (0, len(shown)),
+        (min(lowest / 3, 1e-4), 1.0),
+        "model",
+        "probability per cut (log)",
+        ylog=True,
+        width=max(420, 160 * len(shown) + 120),
+    )
+    for i, m in enumerate(shown):
+        p = m.any_failure
+        assert p.upper is not None and p.rate is not None
+        chart.bar(i + 0.25, i + 0.75, p.upper, svg.colour(i), f"{m.model}: upper {p.upper:.3g}")
+        if p.failed:
+            chart.points([i + 0.5], [p.rate], "#000", f"{m.model}: rate {p.rate:.3g}", r=4)
+        else:  # a zero rate is below every point of a log axis: said, never drawn at its floor
+            chart.note(i + 0.5, chart.y.low, f"0 of {p.trials}", f"{m.model}: no failing cut")
+        chart.category(i + 0.5, m.model)
+    for target in sorted({m.criteria.max_failure_rate for m in shown}):
+        chart.hline(target, "#b00", f"target p < {target:g}")
+    return chart.render()
+
+
+def survival_chart(models: Sequence[ModelReport]) -> str:
+    subjects = [s for m in models for s in m.survival.subjects]
+    if not subjects:
+        return svg.no_data("Drive survival (Kaplan-Meier)", "no drives")
+    longest = max(t for t, _ in subjects) or 1
+    chart = svg.Chart(
+        "Drive survival vs cuts (Kaplan-Meier; dead device = event, alive = censored)",
+        (0, longest),
+        (0, 1.05),
+        "cuts taken by the drive",
+        "fraction of drives alive",
+    )
+    drawn: dict[tuple[object, ...], str] = {}  # a curve -> the first model drawn with it
+    drawn_order: list[str] = []  # per model drawn: the first model of its curve
+    for i, m in enumerate(models):
+        if not m.survival.subjects:
+            continue
+        end = max(t for t, _ in m.survival.subjects)
+        xs, ys, lo, hi = [0.0], [1.0], [1.0], [1.0]
+        for s in m.survival.steps:
+            xs.append(s.time)
+            ys.append(s.survival)
+            lo.append(s.lower)
+            hi.append(s.upper)
+        xs.append(end)
+        ys.append(ys[-1])
+        lo.append(lo[-1])
+        hi.append(hi[-1])
+        censored = [t for t, died in m.survival.subjects if not died]
+        # models with the very same curve would hide each other: each later one is dashed
+        # (the earlier colours show through its gaps) and its legend names the first
+        curve = (*xs, None, *ys, None, *censored)
+        same = drawn.setdefault(curve, m.model)
+        dash = SAME_CURVE_DASHES[sum(1 for v in drawn_order if v == same) % len(SAME_CURVE_DASHES)]
+        drawn_order.append(same)
+        if m.survival.steps:
+            chart.band(*_stepped(xs, lo, hi), fill=svg.colour(i))
+        chart.step(xs, ys, svg.colour(i), dash)
+        chart.points(censored, [_km_at(m, t) for t in censored], svg.colour(i), "censored", r=4)
+        note = f", identical to {same}" if same != m.model else ""
+        chart.legend(f"{m.model} ({len(m.survival.subjects)} drives{note})", svg.colour(i))
+    return chart.render()
+
+
+SAME_CURVE_DASHES = ("", "9 5", "3 4", "12 4 3 4")
+
+
+def _stepped(
+    xs: list[float], lo: list[float], hi: list[float]
+) -> tuple[list[float], list[float], list[float]]:
+    sx: list[float] = []
+    sl: list[float] = []
+    sh: list[float] = []
+    for i in range(len(xs)):
+        if i:
+            sx.append(xs[i])
+            sl.append(sl[-1])
+            sh.append(sh[-1])
+        sx.append(xs[i])
+        sl.append(lo[i])
+        sh.append(hi[i])
+    return sx, sl, sh
+
+
+def _km_at(m: ModelReport, t: float) -> float:
+    value = 1.0
+    for s in m.survival.steps:
+        if s.time <= t:
+            value = s.survival
+    return value
+
+
+def return_chart(models: Sequence[ModelReport]) -> str:
+    shown = [m for m in models if len(m.return_ms)]
+    if not shown:
+        return svg.no_data("Return time", "no cut with both the cut edge and the return recorded")
+    low = min(float(np.min(m.return_ms)) for m in shown)
+    high = max(float(np.max(m.return_ms)) for m in shown)
+    log = high / max(low, 1e-9) > 20
+    chart = svg.Chart(
+        "Return time after the cut (empirical CDF)",
+        (low * 0.9, high * 1.1),
+        (0, 1.0),
+        "ms from the cut edge to the drive back on the bus" + (" (log)" if log else ""),
+        "fraction of cuts",
+        xlog=log,
+    )
+    for i, m in enumerate(models):
+        if not len(m.return_ms):
+            continue
+        chart.cdf(np.sort(m.return_ms), svg.colour(i))
+        chart.legend(m.model, svg.colour(i))
+    return chart.render()
+
+
+def delay_chart(m: ModelReport) -> str:
+    d = m.delays
+    both = ~np.isnan(d.flush_to_cut_ms) & ~np.isnan(d.ack_to_cut_ms)
+    if not both.any():
+        return svg.no_data(
+            "Outcome vs time since last acknowledgement and flush",
+            "no cut with its write log and cut edge stored",
+        )
+    xs = np.maximum(d.flush_to_cut_ms[both], 1e-3)
+    ys = np.maximum(d.ack_to_cut_ms[both], 1e-3)
+    chart = svg.Chart(
+        "Outcome vs time from the last flush and the last ack to the cut",
+        (float(xs.min()), float(xs.max())),
+        (float(ys.min()), float(ys.max())),
+        "ms since the last completed flush (log)",
+        "ms since the last ack (log)",
+        xlog=True,
+        ylog=True,
+    )
+    failed = d.failed[both]
+    chart.points(xs[~failed], ys[~failed], "#2ca02c", "no failure")
+    chart.points(xs[failed], ys[failed], "#d62728", "failure", r=3.5)
+    chart.legend(f"no failure ({int((~failed).sum())})", "#2ca02c")
+    chart.legend(f"failure ({int(failed.sum())})", "#d62728")
+    return chart.render()
+
+
+def lost_after_chart(m: ModelReport) -> str:
+    """How long after its acknowledgement and its flush each lost durable write had been safe."""
+    ack, flush = m.lost_after_ack_ms, m.lost_after_flush_ms
+    if not ack and not flush:
+        return ""
+    ends = [s.values[k] for s in (ack, flush) if s for k in (0, -1)]
+    chart = svg.Chart(
+        "Lost durable writes: time they had been acknowledged / flushed at the cut",
+        (max(min(ends), 1e-3), max(max(ends), 1e-3)),
+        (0, 1.0),
+        "ms before the cut (log)",
+        "fraction of lost durable writes",
+        xlog=True,
+    )
+    for i, (label, series) in enumerate((("since its ack", ack), ("since its flush", flush))):
+        if series:
+            shown = series.mapped(lambda v: max(v, 1e-3))
+            chart.cdf(shown.values, svg.colour(i), shown.counts)
+            chart.legend(f"{label} (max {series.values[-1]:.1f} ms)", svg.colour(i))
+    return chart.render()
+
+
+def class_chart(drives: Sequence[DriveStat]) -> str:
+    """Failure findings per class per drive, stacked horizontal bars."""
+    classes = failures.ordered(c for d in drives for c in d.findings)
+    if not classes:
+        return svg.no_data("Failure findings per class per drive", "no failure findings")
+    width, row_h, left = 560, 26, 200
+    biggest = max(sum(d.findings.values()) for d in drives) or 1
+    parts = [
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width + left + 30}"'
+        f' height="{row_h * len(drives) + 60}" role="img" aria-label="findings per drive">'
+        f'<rect x="0" y="0" width="{width + left + 30}" height="{row_h * len(drives) + 60}"'
+        ' fill="#fff"/><text x="0" y="16" font-size="13" font-weight="bold">'
+        "Failure findings per class per drive</text>"
+    ]
+    for i, d in enumerate(drives):
+        y = 28 + i * row_h
+        parts.append(
+            f'<text x="0" y="{y + 15}" font-size="12">{esc(d.serial or d.wwn)[:26]}</text>'
+        )
+        x = float(left)
+        for k, cls in enumerate(classes):
+            n = d.findings.get(cls, 0)
+            if n:
+                w = width * n / biggest
+                parts.append(
+                    f'<rect class="mark" x="{x:.1f}" y="{y}" width="{max(w, 1):.1f}"'
+                    f' height="{row_h - 6}" fill="{svg.colour(k + 1)}">'
+                    f"<title>{esc(cls)}: {n}</title></rect>"
+                )
+                x += w
+        if x == left:
+            parts.append(
+                f'<text x="{left}" y="{y + 15}" font-size="12" fill="#080">no failures</text>'
+            )
+    y = 36 + len(drives) * row_h
+    x = float(left)
+    for k, cls in enumerate(classes):
+        parts.append(
+            f'<rect x="{x:.0f}" y="{y}" width="10" height="10" fill="{svg.colour(k + 1)}"/>'
+            f'<text x="{x + 13:.0f}" y="{y + 9}" font-size="10">{esc(cls)}</text>'
+        )
+        x += 24 + 5.6 * len(cls)
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def unsafe_chart(m: ModelReport) -> str:
+    """Rise of the unsafe-shutdown counter vs cuts: an honest drive follows the diagonal."""
+    drives = [h for h in m.health if len(h.unsafe_rise) > 1]
+    if not drives:
+        return svg.no_data(
+            "Unsafe-shutdown counter vs cuts", "fewer than two snapshots with the counter"
+        )
+    longest = max(h.unsafe_rise[-1][0] for h in drives) or 1
+    top = max([longest] + [y for h in drives for _, y in h.unsafe_rise])
+    chart = svg.Chart(
+        "Unsafe-shutdown counter rise vs cuts (dashed: one per cut)",
+        (0, longest),
+        (min(0.0, *(y for h in drives for _, y in h.unsafe_rise)), top * 1.05),
+        "cuts since the first snapshot",
+        "counter rise",
+        width=520,
+        height=260,
+    )
+    chart.line([0, longest], [0, longest], "#999", dash="5 4")
+    for i, h in enumerate(drives):
+        chart.line([x for x, _ in h.unsafe_rise], [y for _, y in h.unsafe_rise], svg.colour(i))
+        chart.legend(h.drive, svg.colour(i))
+    return chart.render()
+
+
+def rail_chart(rail: Sequence[RailStat]) -> str:
+    """The stored fall curves of the drives' rails after the off edge, with the thresholds;
+    "" when no samples were stored (times only)."""
+    curves = [(r, dt, s) for r in rail for dt, s in r.curves]
+    if not curves:
+        return ""
+    longest = max(dt * (len(s) - 1) for _, dt, s in curves) or 1.0
+    top = max(max(s) for _, _, s in curves)
+    chart = svg.Chart(
+        "Rail fall after the off edge (ADC counts)",
+        (0, longest),
+        (0, top * 1.05 or 1.0),
+        "µs after the off edge",
+        "ADC counts",
+        width=560,
+        height=260,
+    )
+    drives = sorted({r.drive for r, _, _ in curves})
+    for r, dt, samples in curves:
+        i = drives.index(r.drive)
+        chart.line([k * dt for k in range(len(samples))], samples, svg.colour(i))
+    for i, name in enumerate(drives):
+        chart.legend(name, svg.colour(i))
+    thresholds = {(r.hi_threshold, "high") for r in rail} | {(r.lo_threshold, "low") for r in rail}
+    for value, label in sorted(t for t in thresholds if t[0]):
+        chart.hline(value, "#b00", f"{label} threshold")
+    return chart.render()

@@ -1,0 +1,114 @@
+"""The twin learns voltage: a drive's rail as a voltage over time (fixtures/rail.py) against its
+profile's brown-out threshold, hold-up and band (fixtures/faultcore.py), with the truth logged."""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import time
+
+import numpy as np
+import pytest
+
+from fixtures import faultcore
+from fixtures.profiles import profile
+from fixtures.rail import RailFollower
+from fixtures.virtual_drive import VirtualDrive, VirtualTarget
+from rig.bus.identity import DriveIdentity
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object, int]] = []
+
+    def set_power(self, on: bool, edge_ns: int = 0) -> None:
+        self.calls.append(("power", on, edge_ns))
+
+    def brownout(self, effect: str) -> None:
+        self.calls.append(("brownout", effect, 0))
+
+
+def test_below_the_threshold_past_the_hold_up_loses_power_and_the_band_rides_through() -> None:
+    drive = Recorder()
+    rail = RailFollower(drive, profile("honest"), 12.0)  # threshold 7.2 V, no band
+    rail.volts(8.0, 1_000)  # above the threshold: nothing
+    rail.volts(12.0, 2_000)
+    assert drive.calls == []
+    rail.volts(7.0, 3_000)
+    rail.volts(12.0, 4_000)
+    assert drive.calls == [("power", False, 3_000), ("power", True, 4_000)]
+
+
+def test_a_dip_shorter_than_the_hold_up_is_ridden_and_a_longer_one_is_not() -> None:
+    held = dataclasses.replace(profile("honest"), brownout_holdup_ms=30.0)
+    drive = Recorder()
+    rail = RailFollower(drive, held, 12.0)
+    rail.volts(2.0)
+    time.sleep(0.005)
+    rail.volts(12.0)
+    assert drive.calls == []
+    low = time.monotonic_ns()
+    rail.volts(2.0, low)
+    time.sleep(0.1)
+    assert drive.calls == [("power", False, low + 30_000_000)]  # when the hold-up ran out
+
+
+@pytest.mark.parametrize("name", ["brownout-reset", "brownout-corrupt", "brownout-hang"])
+def test_a_dip_into_the_band_makes_the_profiles_effect_once(name: str) -> None:
+    drive = Recorder()
+    rail = RailFollower(drive, profile(name), 12.0)  # threshold 6 V, band up to 9 V
+    for v in (8.0, 7.0, 8.5, 12.0):
+        rail.volts(v)
+    rail.volts(10.0)  # above the band: nothing
+    rail.volts(12.0)
+    assert drive.calls == [("brownout", profile(name).band_effect, 0)]
+    rail.volts(5.0)  # below the threshold: a power question, not the band's
+    rail.volts(12.0)
+    assert [c[0] for c in drive.calls[1:]] == ["power", "power"]
+
+
+def _drive(name: str) -> tuple[VirtualDrive, VirtualTarget]:
+    drive = VirtualDrive(DriveIdentity("M", "S"), profile(name), seed=3)
+    return drive, VirtualTarget(drive)
+
+
+def _block(drive: VirtualDrive, value: int) -> np.ndarray:
+    return np.full(drive.profile.block_size, value, dtype=np.uint8)
+
+
+def test_a_reset_drops_the_cache_flushed_or_not_without_a_power_loss() -> None:
+    drive, target = _drive("brownout-reset")
+    target.write(0, _block(drive, 1))
+    target.flush()  # acknowledged from the cache: the drive trusts its capacitors
+    target.write(1, _block(drive, 2))
+    drive.brownout("reset")
+    kinds = {(e.kind, e.lba) for e in drive.core.events(1)}
+    assert kinds == {
+        (faultcore.CONTROLLER_RESET, -1),
+        (faultcore.LOST_FLUSHED, 0),
+        (faultcore.LOST_UNFLUSHED, 1),
+    }
+    assert drive.present and drive.epoch == 0  # never left the bus
+    assert not target.read(0, 2).any()
+
+
+def test_corruption_garbles_what_was_in_flight() -> None:
+    drive, target = _drive("brownout-corrupt")
+    target.write(5, _block(drive, 7))
+    drive.brownout("corrupt")
+    events = drive.core.events(1, [faultcore.CORRUPTED_IN_FLIGHT])
+    assert [e.lba for e in events] == [5]
+    assert not np.array_equal(target.read(5, 1), _block(drive, 7))
+
+
+def test_a_hung_drive_answers_nothing_until_power_is_cut() -> None:
+    drive, target = _drive("brownout-hang")
+    drive.brownout("hang")
+    with pytest.raises(OSError) as error:
+        target.read(0, 1)
+    assert error.value.errno == errno.ETIMEDOUT and drive.present
+    drive.set_power(False)
+    drive.set_power(True)
+    time.sleep(drive.profile.boot_s + 0.2)
+    VirtualTarget(drive).read(0, 1)  # answers again
+    assert [e.kind for e in drive.core.events(1)] == [faultcore.HUNG]
