@@ -34,7 +34,7 @@ profile = "honest"
 
 
 def test_each_kind_reads_its_own_keys() -> None:
-    sag = campaign_file.parse(
+    sag = config.parse(
         campaign_text('kind = "sag"\ndepth_pct = [40, 80]\nduration_ms = [1, 20]'),
         kinds=_all_kinds(),
     )

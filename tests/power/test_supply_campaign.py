@@ -16,7 +16,7 @@ from fixtures import faultcore
 from fixtures.scpi_supply import SimSupply, SupplyServer
 from fixtures.supply_station import supply_station
 from rig import config
-from rig.campaign.observer import Observer
+from rig.campaign.observer import Lines, Observer
 from rig.campaign.parallel import run_campaign
 from rig.errors import PowerTimeoutError
 from rig.station import campaign_file
@@ -176,7 +176,7 @@ def test_an_instrument_that_stops_answering_leaves_the_channel_powered(tmp_path:
 
     try:
         with pytest.raises(PowerTimeoutError, match="the supply did not answer"):
-            run_campaign(spec, station, store, progress=freeze_after_two)  # its final safe()
+            run_campaign(spec, station, store, Lines(freeze_after_two))  # its final safe()
         rows = store.query("SELECT seq, status, error FROM cycle ORDER BY seq")
         ended = store.query("SELECT status FROM campaign")
     finally:
