@@ -1,5 +1,5 @@
-"""The run-on window measured by the relay board's rail sense (rig/campaign/runon.py), on the
-real firmware in both twins through the production relay-board wiring.
+"""The run-on window measured by the relay board's rail sense (rig/campaign/cutcycle/runon.py),
+on the real firmware in both twins through the production relay-board wiring.
 
 A drive behind a real relay serves commands for some ms after the coil's edge. Here the
 in-process drive follows its pin 5 ms late, and the campaign's [cut] hold_up_ms is 0, a guess
@@ -16,14 +16,15 @@ from pathlib import Path
 from fixtures.fake_presence import FakePresence
 from fixtures.profiles import profile
 from fixtures.virtual_drive import VirtualDrive, VirtualTarget
-from rig import config
 from rig.bus.base import DriveNode
-from rig.campaign.model import Station
+from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.config import DriveSpec
 from rig.io.blockio import BlockTarget
 from rig.power.relay import RelayBoard
 from rig.station import build as station
+from rig.station import campaign_file
+from rig.station.model import Station
 from rig.store import Store
 from tests.power.twins import Pin, Twin
 
@@ -33,7 +34,7 @@ AFTER_CUT = "a write issued after the cut succeeded"
 
 
 def _run(twin: Twin, tmp_path: Path, rail_sense: str) -> list[tuple[str, str, list[dict]]]:
-    campaign = config.parse(f"""
+    campaign = campaign_file.parse(f"""
 [campaign]
 name = "run-on"
 cycles = {CYCLES}
@@ -89,7 +90,7 @@ serial = "RUNON0"
     rig = Station(real.name, board, FakePresence([drive]), open_target)
     store = Store(str(tmp_path / "run-on.sqlite"))
     try:
-        run_campaign(campaign, rig, store, progress=lambda line: None)
+        run_campaign(campaign, rig, store, Observer())
     finally:
         board.close()
     try:
