@@ -11,6 +11,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from html import escape
+from pathlib import Path
 from typing import Any
 
 from reports import verdict
@@ -64,6 +65,8 @@ def _shapes(data: Dataset) -> dict[tuple[str, int, int], dict[str, Any]]:
     """(store, drive_id, seq) -> the cut's shape, for every store of the dataset."""
     shapes = {}
     for source in data.sources:
+        if not Path(source).is_file():  # the central database's label: its sags are not mapped
+            continue
         db = StoreReader(source)
         try:
             if "event" in db.tables():

@@ -4,44 +4,64 @@ same. A campaign's source is `central:<station>`; its station reads `<station>: 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
+from reports.counted import add_counts
+from reports.cuts import CutTable, TableBuilder
 from reports.dataset import (
+    CHUNK,
     EXAMPLES_PER_DRIVE,
+    ROW_COLUMNS,
     Campaign,
     Dataset,
     DriveRun,
     HealthRow,
-    count_lost_after,
-    cuts_from_rows,
     decode,
 )
-from rig.check.failures import COUNTER_ANOMALY, LOST_DURABLE
-from rig.fleet.central import CentralStore
+from rig.check.failures import COUNTER_ANOMALY
 
 Filter = Callable[[dict[str, Any]], bool]
+Row = dict[str, Any]
+
+
+class CentralReads(Protocol):
+    """What the report reads from the fleet's central database: reports/ sits below rig/fleet/
+    (decision 282), so the fleet's `CentralStore` (rig/fleet/central/reads.py) is handed in."""
+
+    def campaign_rows(self) -> list[Row]: ...
+    def drive_rows(self) -> list[Row]: ...
+    def cut_columns(
+        self, station: str, uid: int, channel: int, chunk: int
+    ) -> Iterator[list[tuple[Any, ...]]]: ...
+    def drive_class_totals(self, station: str, uid: int, channel: int) -> list[Row]: ...
+    def drive_lost_after(self, station: str, uid: int, channel: int) -> list[Row]: ...
+    def health_of(self, station: str, uid: int, channel: int) -> list[Row]: ...
+    def rail_of(self, station: str, uid: int, channel: int) -> list[Row]: ...
+    def endurance_of(self, station: str, uid: int, channel: int) -> list[Row]: ...
+    def findings_of(
+        self,
+        station: str,
+        uid: int,
+        channel: int,
+        *,
+        failures_only: bool = False,
+        cls: str | None = None,
+        limit: int | None = None,
+    ) -> list[Row]: ...
+
+
 EXAMPLE_COLUMNS = (
     *("class", "failure", "lba_first", "lba_count", "expected_gen", "observed_gen"),
     *("expected_op", "observed_op", "detail"),
 )
 
 
-def load(
-    dsn: str,
-    *,
-    campaign: Filter | None = None,
-    drive: Filter | None = None,
+def read(
+    central: CentralReads, *, campaign: Filter | None = None, drive: Filter | None = None
 ) -> Dataset:
     """Every replicated campaign (or those `campaign` accepts) and their drives (or those
     `drive` accepts, given a drive row)."""
-    with CentralStore(dsn) as central:
-        return read(central, campaign=campaign, drive=drive)
-
-
-def read(
-    central: CentralStore, *, campaign: Filter | None = None, drive: Filter | None = None
-) -> Dataset:
     label = "central"
     data = Dataset(sources=[label], campaigns=[], runs=[])
     campaigns: dict[tuple[str, int], Campaign] = {}
@@ -93,15 +113,33 @@ def decode_config(text: str) -> dict[str, Any]:
         return {}
 
 
-def _fill(central: CentralStore, run: DriveRun, station: str, uid: int, channel: int) -> None:
-    classes: dict[int, set[str]] = {}
-    for f in central.finding_groups(station, uid, channel):
+def _cut_table(central: CentralReads, station: str, uid: int, channel: int) -> CutTable:
+    """The drive's cycles as columns, read a chunk at a time (ms computed by the server), with
+    the failure classes the station recorded in each."""
+    builder = TableBuilder()
+    codes: dict[str | None, int] = {None: 0}
+    for rows in central.cut_columns(station, uid, channel, CHUNK):
+        columns = list(zip(*rows, strict=True))
+        values = dict(zip(("seq", *ROW_COLUMNS), columns[:1] + columns[2:12], strict=True))
+        for text in set(columns[12]) - codes.keys():
+            codes[text] = builder.code_of_classes(frozenset(str(text).split(",")))
+        builder.add(values, columns[1], [codes[t] for t in columns[12]])
+    return builder.done()
+
+
+def _fill(central: CentralReads, run: DriveRun, station: str, uid: int, channel: int) -> None:
+    """A drive's figures from the central summaries (never from its finding rows, but the first
+    failure findings and the counter anomalies, which the report lists one by one)."""
+    for f in central.drive_class_totals(station, uid, channel):
         if f["failure"]:
-            classes.setdefault(f["seq"], set()).add(f["class"])
-            run.findings[f["class"]] = run.findings.get(f["class"], 0) + f["n"]
+            run.findings[f["class"]] = run.findings.get(f["class"], 0) + int(f["n"])
             run.blocks[f["class"]] = run.blocks.get(f["class"], 0) + int(f["blocks"] or 0)
         else:
-            run.allowed_losses += f["n"]
+            run.allowed_losses += int(f["n"])
+    for r in central.drive_lost_after(station, uid, channel):
+        add_counts(
+            run.lost_ack if r["since"] == "ack" else run.lost_flush, [(r["ms"], int(r["n"]))]
+        )
     # the store's columns of a finding (less its row ids, which are the station's own)
     run.examples = [
         {"cycle": f["seq"], **{k: decode(f[k]) for k in EXAMPLE_COLUMNS}}
@@ -109,13 +147,12 @@ def _fill(central: CentralStore, run: DriveRun, station: str, uid: int, channel:
             station, uid, channel, failures_only=True, limit=EXAMPLES_PER_DRIVE
         )
     ]
-    for f in central.findings_of(station, uid, channel, failures_only=True, cls=LOST_DURABLE):
-        count_lost_after(run, f["detail"])
-    for f in central.findings_of(station, uid, channel, cls=COUNTER_ANOMALY):
-        detail = decode(f["detail"])
-        if isinstance(detail, dict):
-            run.anomalies.append(dict(detail, seq=f["seq"]))
-    run.cuts = cuts_from_rows(central.cycles_of(station, uid, channel), classes)
+    if any(c == COUNTER_ANOMALY for c in run.findings):  # (listed one by one: few)
+        for f in central.findings_of(station, uid, channel, cls=COUNTER_ANOMALY):
+            detail = decode(f["detail"])
+            if isinstance(detail, dict):
+                run.anomalies.append(dict(detail, seq=f["seq"]))
+    run.cuts = _cut_table(central, station, uid, channel)
     for h in central.health_of(station, uid, channel):
         fields = decode(h["fields"])
         if isinstance(fields, dict):

@@ -298,5 +298,87 @@ ALTER TABLE fleet.submission ADD COLUMN recorded_rows bigint,
 GRANT UPDATE (last_seen, agent, heartbeat_s, kind) ON fleet.station TO rig_station;
 """
 
-MIGRATIONS: tuple[str, ...] = (_ROLES + _V1 + _grants_and_policies(), _V2, _V3)
+# v4 (issue 27): the stations' summaries travel with their cycles. Each cycle keeps the station's
+# `failure_classes` (its store's v11 per-cycle class table); the findings per class, the cuts
+# with each class and the lost durable writes' times (ms, 3 significant digits, as the station
+# rounds them) are kept per model, day (of the cycle's end, UTC), station, campaign and drive,
+# added by the transaction that inserts the cycle, for the cycles it inserted only (a cycle
+# shipped twice adds nothing: rig/fleet/central/summaries.py). The keys lead with the model, so
+# a model's figures over a year read that model's rows of one index and nothing else. An older
+# database is backfilled from its finding rows (SUMMARY_BACKFILL, after this SQL).
+SUMMARY_TABLES = ("day_cycles", "day_class", "day_lost_after")
+_V4 = """
+ALTER TABLE fleet.cycle ADD COLUMN failure_classes text;
+CREATE TABLE fleet.day_cycles (             -- cycle counts per drive and day
+    model text NOT NULL,
+    day date NOT NULL,
+    station text NOT NULL,
+    campaign_uid bigint NOT NULL,
+    channel integer NOT NULL,
+    rows bigint NOT NULL,                   -- cycle rows
+    cycles bigint NOT NULL,                 -- less interrupted ones (run again on resume)
+    cuts bigint NOT NULL,                   -- status ok or dead
+    rig_errors bigint NOT NULL,
+    failing bigint NOT NULL,                -- cycles with a failure finding
+    blocks_checked bigint NOT NULL,
+    blocks_unchecked bigint NOT NULL,
+    last_ended double precision NOT NULL,
+    PRIMARY KEY (model, day, station, campaign_uid, channel)
+);
+CREATE TABLE fleet.day_class (              -- findings per class per drive and day
+    model text NOT NULL,
+    day date NOT NULL,
+    station text NOT NULL,
+    campaign_uid bigint NOT NULL,
+    channel integer NOT NULL,
+    class text NOT NULL,
+    failure integer NOT NULL,
+    findings bigint NOT NULL,
+    blocks bigint NOT NULL,                 -- their lba_count, summed
+    cuts bigint NOT NULL,                   -- cycles whose failure_classes hold the class
+    PRIMARY KEY (model, day, station, campaign_uid, channel, class, failure)
+);
+CREATE TABLE fleet.day_lost_after (         -- lost durable writes per time since ack / flush
+    model text NOT NULL,
+    day date NOT NULL,
+    station text NOT NULL,
+    campaign_uid bigint NOT NULL,
+    channel integer NOT NULL,
+    since text NOT NULL,                    -- ack | flush
+    ms double precision NOT NULL,           -- rounded to 3 significant digits
+    n bigint NOT NULL,
+    PRIMARY KEY (model, day, station, campaign_uid, channel, since, ms)
+);
+-- a drive's (or a campaign's) rows, for the report and the dashboard's overview
+CREATE INDEX day_cycles_drive ON fleet.day_cycles (station, campaign_uid, channel);
+CREATE INDEX day_class_drive ON fleet.day_class (station, campaign_uid, channel);
+CREATE INDEX day_lost_after_drive ON fleet.day_lost_after (station, campaign_uid, channel);
+"""
+
+
+def _summary_grants() -> str:
+    parts = []
+    for table in SUMMARY_TABLES:
+        parts += [
+            f"GRANT SELECT ON fleet.{table} TO rig_reader, rig_dispatch, rig_station;",
+            f"GRANT INSERT, UPDATE ON fleet.{table} TO rig_station;",
+            f"ALTER TABLE fleet.{table} ENABLE ROW LEVEL SECURITY;",
+            f"CREATE POLICY read_all ON fleet.{table} FOR SELECT TO rig_reader, rig_dispatch"
+            " USING (true);",
+            f"CREATE POLICY own_rows ON fleet.{table} TO rig_station"
+            " USING (station = (SELECT fleet.my_station()))"
+            " WITH CHECK (station = (SELECT fleet.my_station()));",
+        ]
+    return "\n".join(parts)
+
+
+MIGRATIONS: tuple[str, ...] = (
+    _ROLES + _V1 + _grants_and_policies(),
+    _V2,
+    _V3,
+    _V4 + _summary_grants(),
+)
+# versions whose SQL is followed, in the same transaction, by a backfill from the rows already
+# there (rig/fleet/central/summaries.py: rebuild)
+SUMMARY_BACKFILL = 4
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -19,9 +19,11 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from rig.check.failures import LOST_DURABLE
 from rig.errors import UserError
 from rig.fleet.central import CentralStore, ReplicationBatch
 from rig.store import Store
+from rig.store.totals import CycleTotals
 
 log = logging.getLogger("rig.fleet.replicator")
 BATCH_CYCLES = 500
@@ -85,10 +87,15 @@ def next_batch(
             )
         ids = list(seq_of)
         ordinal: dict[int, int] = {}
+        shares: dict[int, CycleTotals] = {}
         for f in store.findings_of_cycles(ids):
             n = ordinal[f["cycle_id"]] = ordinal.get(f["cycle_id"], -1) + 1
             channel, seq = seq_of[f["cycle_id"]]
             batch.findings.append((uid, channel, seq, n, *(f[k] for k in _FINDING_KEYS)))
+            share = shares.get(f["cycle_id"]) or shares.setdefault(f["cycle_id"], CycleTotals())
+            add_share(share, f)
+        for cycle_id, share in shares.items():
+            add_summaries(batch, (uid, *seq_of[cycle_id]), share)
         for e in store.cycle_events_of(ids):
             channel, seq = seq_of[e["cycle_id"]]
             batch.events.append((uid, e["id"], channel, seq, e["host_ns"], e["kind"], e["detail"]))
@@ -129,12 +136,34 @@ def next_batch(
     return batch
 
 
+def add_share(share: CycleTotals, finding: Any) -> None:
+    """A finding row's share of its cycle's summaries, by the code that adds it to the
+    station's own (`record_cycle`): only a lost durable write's detail is parsed."""
+    ack = flush = None
+    if finding["failure"] and finding["class"] == LOST_DURABLE:
+        try:
+            detail = json.loads(finding["detail"])
+        except (TypeError, ValueError):
+            detail = None
+        if isinstance(detail, dict):
+            ack, flush = detail.get("ack_to_cut_ns"), detail.get("flush_to_cut_ns")
+    share.add(finding["class"], finding["failure"], finding["lba_count"], ack, flush)
+
+
+def add_summaries(batch: ReplicationBatch, key: tuple[int, int, int], share: CycleTotals) -> None:
+    """A cycle's summary rows (`key`: campaign uid, channel, seq) into the batch."""
+    for (cls, failure), n in share.totals.items():
+        batch.totals.append((*key, cls, failure, n, share.blocks[cls, failure]))
+    for (since, ms), n in share.lost.items():
+        batch.lost.append((*key, since, ms, n))
+
+
 _CYCLE_KEYS = (
     *("status", "error", "cut_delay_ns", "write_start_ns", "cut_ns", "cut_error_ns", "gone_ns"),
     *("back_ns", "writes", "writes_acked", "writes_durable", "flushes", "bytes_written"),
     *("blocks_checked", "nondurable_writes", "nondurable_survived", "failures", "full_scan"),
     *("unserializable_writes", "last_ack_to_cut_ns", "last_flush_to_cut_ns", "started_at"),
-    *("ended_at", "blocks_unchecked"),
+    *("ended_at", "blocks_unchecked", "failure_classes"),
 )
 _FINDING_KEYS = (
     *("class", "failure", "lba_first", "lba_count", "expected_gen", "observed_gen"),

@@ -7,8 +7,9 @@ import re
 from psycopg import sql
 
 from rig.errors import UserError
+from rig.fleet.central import summaries
 from rig.fleet.central.connection import CentralConnection
-from rig.fleet.migrations import MIGRATIONS, SCHEMA_VERSION
+from rig.fleet.migrations import MIGRATIONS, SCHEMA_VERSION, SUMMARY_BACKFILL
 
 STATION_NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 
@@ -54,9 +55,26 @@ class SchemaAdmin(CentralConnection):
                 if self.schema_version() > number:
                     continue
                 db.execute(MIGRATIONS[number])
+                if number + 1 == SUMMARY_BACKFILL:  # from the rows an older database holds
+                    with db.cursor() as cur:
+                        summaries.rebuild(cur)
                 db.execute("INSERT INTO fleet.schema_version (version) VALUES (%s)", (number + 1,))
         self._commit()
         return self.schema_version()
+
+    def rebuild_summaries(self) -> None:
+        """The summaries made again from every cycle and finding row (the scale bench, after
+        copying rows by SQL; the v4 migration does the same for an older database)."""
+        with self.transaction() as db, db.cursor() as cur:
+            summaries.rebuild(cur)
+        self._commit()
+
+    def analyze_summaries(self) -> None:
+        """Fresh planner statistics of the summary tables (after they were made again whole:
+        a model's rows are then read through its index range, not a scan of the table)."""
+        with self.transaction() as db:
+            db.execute("ANALYZE fleet.day_cycles, fleet.day_class, fleet.day_lost_after")
+        self._commit()
 
     def add_station(self, name: str, password: str) -> str:
         """A station and its login role (member of rig_station). Returns the role."""

@@ -3,9 +3,28 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
+from psycopg.rows import tuple_row
+
 from rig.fleet.central.connection import CentralConnection, Row
+
+MS = "::double precision / 1000000.0::double precision"
+CUT_COLUMNS = (
+    f"SELECT seq, status, cut_delay_ns{MS},"
+    f" CASE WHEN back_ns >= cut_ns THEN (back_ns - cut_ns){MS} END,"
+    f" CASE WHEN gone_ns >= cut_ns THEN (gone_ns - cut_ns){MS} END,"
+    f" CASE WHEN last_ack_to_cut_ns >= 0 THEN last_ack_to_cut_ns{MS} END,"
+    f" CASE WHEN last_flush_to_cut_ns >= 0 THEN last_flush_to_cut_ns{MS} END,"
+    " started_at, bytes_written, blocks_checked, full_scan <> 0, blocks_unchecked,"
+    " failure_classes FROM fleet.cycle WHERE station = %s AND campaign_uid = %s"
+    " AND channel = %s ORDER BY seq"
+)
+MODEL_DAYS = (
+    "SELECT day, sum(cuts) AS cuts, sum(failing) AS failing, sum(rig_errors) AS rig_errors"
+    " FROM fleet.day_cycles WHERE model = %s AND day BETWEEN %s AND %s GROUP BY day ORDER BY day"
+)
 
 
 class ReadQueries(CentralConnection):
@@ -35,24 +54,25 @@ class ReadQueries(CentralConnection):
 
     def progress_rows(self, recent_s: float) -> list[Row]:
         """Per drive of every campaign: cycle rows, cycles (less those a crash cut short: the
-        campaign runs them again), cuts, rig errors, failing cycles, and cycles ended within the
-        last `recent_s` seconds (for the rate)."""
+        campaign runs them again), cuts, rig errors, failing cycles (from the summaries), and
+        cycles ended within the last `recent_s` seconds (for the rate: the recent end of the
+        cycle table's `ended_at` index)."""
         return self._read(
-            "SELECT station, campaign_uid, channel,"
-            " count(*) AS rows, count(*) FILTER (WHERE status <> 'interrupted') AS cycles,"
-            " count(*) FILTER (WHERE status IN ('ok', 'dead')) AS cuts,"
-            " count(*) FILTER (WHERE status = 'error') AS rig_errors,"
-            " count(*) FILTER (WHERE failures > 0) AS failing,"
-            " count(*) FILTER (WHERE ended_at > %s) AS recent,"
-            " max(ended_at) AS last_ended"
-            " FROM fleet.cycle GROUP BY station, campaign_uid, channel",
+            "SELECT s.*, coalesce(r.recent, 0) AS recent FROM (SELECT station, campaign_uid,"
+            " channel, sum(rows)::bigint AS rows, sum(cycles)::bigint AS cycles,"
+            " sum(cuts)::bigint AS cuts, sum(rig_errors)::bigint AS rig_errors,"
+            " sum(failing)::bigint AS failing, max(last_ended) AS last_ended"
+            " FROM fleet.day_cycles GROUP BY station, campaign_uid, channel) s"
+            " LEFT JOIN (SELECT station, campaign_uid, channel, count(*) AS recent"
+            " FROM fleet.cycle WHERE ended_at > %s GROUP BY station, campaign_uid, channel) r"
+            " USING (station, campaign_uid, channel)",
             (time.time() - recent_s,),
         )
 
     def finding_counts(self) -> list[Row]:
-        """Failure findings per class, per campaign."""
+        """Failure findings per class, per campaign (from the summaries)."""
         return self._read(
-            "SELECT station, campaign_uid, class, count(*) AS n FROM fleet.finding"
+            "SELECT station, campaign_uid, class, sum(findings)::bigint AS n FROM fleet.day_class"
             " WHERE failure = 1 GROUP BY station, campaign_uid, class"
         )
 
@@ -62,6 +82,48 @@ class ReadQueries(CentralConnection):
             " ORDER BY seq",
             (station, uid, channel),
         )
+
+    def cut_columns(
+        self, station: str, uid: int, channel: int, chunk: int
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """A drive's cycles in order as the report's per-cut figures, `chunk` rows at a time
+        (a server-side cursor): seq, status, cut_delay_ms, return_ms, gone_ms, ack_to_cut_ms,
+        flush_to_cut_ms, started_at, bytes_written, blocks_checked, full_scan,
+        blocks_unchecked, failure_classes; ms computed here as reports/dataset.py computes
+        them from a row (ns as a double / 1e6; NULL where absent or negative)."""
+        with self._db.cursor(name="cut_columns", row_factory=tuple_row) as cur:
+            cur.execute(CUT_COLUMNS, (station, uid, channel))
+            while rows := cur.fetchmany(chunk):
+                yield rows
+        self._commit()
+
+    # the summaries (schema v4, rig/fleet/central/summaries.py), read through each drive's index
+    def drive_class_totals(self, station: str, uid: int, channel: int) -> list[Row]:
+        """Per class and failure flag: findings, their blocks, and cuts with the class."""
+        return self._read(
+            "SELECT class, failure, sum(findings) AS n, sum(blocks) AS blocks, sum(cuts) AS cuts"
+            " FROM fleet.day_class WHERE station = %s AND campaign_uid = %s AND channel = %s"
+            " GROUP BY class, failure ORDER BY class, failure",
+            (station, uid, channel),
+        )
+
+    def drive_lost_after(self, station: str, uid: int, channel: int) -> list[Row]:
+        """(since, ms, n): the drive's lost durable writes per time since their ack or flush."""
+        return self._read(
+            "SELECT since, ms, sum(n) AS n FROM fleet.day_lost_after WHERE station = %s"
+            " AND campaign_uid = %s AND channel = %s GROUP BY since, ms ORDER BY since, ms",
+            (station, uid, channel),
+        )
+
+    def model_days(self, model: str, first_day: Any, last_day: Any) -> list[Row]:
+        """A model's cuts and failing cuts per day over a span of days: that model's summary
+        rows only (the keys lead with the model)."""
+        return self._read(MODEL_DAYS, (model, first_day, last_day))
+
+    def explain_model_days(self, model: str, first_day: Any, last_day: Any) -> str:
+        """The server's plan for `model_days` (the scale bench and its test show it)."""
+        rows = self._read("EXPLAIN " + MODEL_DAYS, (model, first_day, last_day))
+        return "\n".join(str(next(iter(r.values()))) for r in rows)
 
     def findings_of(
         self,
@@ -144,13 +206,13 @@ class ReadQueries(CentralConnection):
     def metric_drives(self) -> list[Row]:
         return self._read(
             "SELECT d.station, k.name AS campaign, d.model, d.serial, d.channel, d.status,"
-            " count(c.seq) FILTER (WHERE c.status IN ('ok', 'dead')) AS cuts,"
-            " count(c.seq) FILTER (WHERE c.status = 'error') AS rig_errors,"
-            " count(c.seq) FILTER (WHERE c.failures > 0) AS failing"
+            " coalesce(sum(s.cuts), 0)::bigint AS cuts,"
+            " coalesce(sum(s.rig_errors), 0)::bigint AS rig_errors,"
+            " coalesce(sum(s.failing), 0)::bigint AS failing"
             " FROM fleet.drive d JOIN fleet.campaign k"
             " ON k.station = d.station AND k.uid = d.campaign_uid"
-            " LEFT JOIN fleet.cycle c ON c.station = d.station"
-            " AND c.campaign_uid = d.campaign_uid AND c.channel = d.channel"
+            " LEFT JOIN fleet.day_cycles s ON s.station = d.station"
+            " AND s.campaign_uid = d.campaign_uid AND s.channel = d.channel"
             " GROUP BY d.station, d.campaign_uid, d.channel, k.name"
             " ORDER BY d.station, d.campaign_uid, d.channel"
         )
@@ -158,12 +220,13 @@ class ReadQueries(CentralConnection):
     def metric_failing_classes(self) -> list[Row]:
         """(station, campaign, serial, channel, class, cuts): cuts with a failure of the class."""
         return self._read(
-            "SELECT d.station, k.name AS campaign, d.serial, d.channel, f.class,"
-            " count(DISTINCT f.seq) AS cuts FROM fleet.finding f JOIN fleet.drive d"
-            " ON d.station = f.station AND d.campaign_uid = f.campaign_uid"
-            " AND d.channel = f.channel JOIN fleet.campaign k"
-            " ON k.station = d.station AND k.uid = d.campaign_uid WHERE f.failure = 1"
-            " GROUP BY d.station, d.campaign_uid, d.channel, k.name, d.serial, f.class"
+            "SELECT d.station, k.name AS campaign, d.serial, d.channel, s.class,"
+            " sum(s.cuts)::bigint AS cuts FROM fleet.day_class s JOIN fleet.drive d"
+            " ON d.station = s.station AND d.campaign_uid = s.campaign_uid"
+            " AND d.channel = s.channel JOIN fleet.campaign k"
+            " ON k.station = d.station AND k.uid = d.campaign_uid"
+            " WHERE s.failure = 1 AND s.cuts > 0"
+            " GROUP BY d.station, d.campaign_uid, d.channel, k.name, d.serial, s.class"
         )
 
     def metric_returns(self, bucket_sql: str) -> list[Row]:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
+from rig.fleet.central import summaries
 from rig.fleet.central.connection import CentralConnection, Row
 
 CYCLE_COLUMNS = (
@@ -23,7 +24,7 @@ CYCLE_COLUMNS = (
     *("back_ns", "writes", "writes_acked", "writes_durable", "flushes", "bytes_written"),
     *("blocks_checked", "nondurable_writes", "nondurable_survived", "failures", "full_scan"),
     *("unserializable_writes", "last_ack_to_cut_ns", "last_flush_to_cut_ns", "started_at"),
-    *("ended_at", "blocks_unchecked"),
+    *("ended_at", "blocks_unchecked", "failure_classes"),
 )
 FINDING_COLUMNS = (
     *("class", "failure", "lba_first", "lba_count", "expected_gen", "observed_gen"),
@@ -62,6 +63,10 @@ class ReplicationBatch:
     health: list[tuple[Any, ...]]
     endurance: list[tuple[Any, ...]]
     ledgers: list[tuple[Any, ...]]
+    # the station's summaries of each cycle (rig.store.CycleTotals): (uid, channel, seq, class,
+    # failure, findings, blocks) and (uid, channel, seq, since, ms, lost writes)
+    totals: list[tuple[Any, ...]] = field(default_factory=list)
+    lost: list[tuple[Any, ...]] = field(default_factory=list)
 
     @property
     def rows(self) -> int:
@@ -143,8 +148,11 @@ class ReplicationQueries(CentralConnection):
         with self.transaction() as db, db.cursor() as cur:
             upsert_campaigns(cur, station, batch.campaigns)
             upsert_drives(cur, station, batch.drives)
+            summaries.prepare(cur)
             for table, columns, rows in appended_tables(batch):
                 insert_once(cur, table, columns, station, rows)
+            # the summaries grow by the cycles this transaction inserted, and no others
+            summaries.add_new(cur, station, batch.totals, batch.lost)
         self._commit()
 
 
@@ -205,6 +213,9 @@ def insert_once(
     with cur.copy(sql.SQL("COPY {} ({}) FROM STDIN").format(stage, names)) as copy:
         for row in rows:
             copy.write_row((station, *row))
+    if table == "cycle":
+        summaries.insert_cycles(cur, columns)  # and keeps which were new
+        return
     cur.execute(
         sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} ON CONFLICT DO NOTHING").format(
             sql.Identifier("fleet", table), names, names, stage
