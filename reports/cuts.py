@@ -464,3 +464,9 @@ class StoredReturns:
     def tolist(self) -> list[float]:
         listed: list[float] = self.values().tolist()
         return listed
+
+    def __str__(self) -> str:  # (as the array's: a record dumped with default=str)
+        return str(self.values())
+
+    def __repr__(self) -> str:
+        return repr(self.values())
