@@ -2,10 +2,11 @@
 on the real firmware in both twins through the production relay-board wiring.
 
 A drive behind a real relay serves commands for some ms after the coil's edge. Here the
-in-process drive follows its pin 5 ms late (30 ms without rail sense), and the campaign's [cut] hold_up_ms is 0, a guess
-too short for it. Without rail sense the rig must refuse such cuts ("power did not really go
-off"); with rail sense it takes the board's measurement of the rail's fall (the twins' rail model
-falls below 2 ADC counts about 12 ms after the edge) as the window and judges every cut."""
+in-process drive follows its pin 5 ms late (30 ms without rail sense), and the campaign's [cut]
+hold_up_ms is 0, a guess too short for it. Without rail sense the rig must refuse such cuts
+("power did not really go off"); with rail sense it takes the board's measurement of the rail's
+fall (the twins' rail model falls below 2 ADC counts about 12 ms after the edge) as the window
+and judges every cut."""
 
 from __future__ import annotations
 
