@@ -11,8 +11,11 @@ ln t_q = mu + z_q sigma (z_q = Phi^-1(q)); t50 = exp(mu), t99 = exp(mu + 2.326 s
 Intervals are profile-likelihood intervals (the set of ln t_q whose profile deviance is below
 the chi-square(1) quantile): they stay defined under complete separation (a step-shaped
 window: every cut below some delay lost, every one above it kept), where Wald intervals and
-an unconstrained GLM fit break down. sigma is bounded to [SIGMA_MIN, SIGMA_MAX] in ln units,
-so a step is a probit of sigma = 0.01 % of the delay.
+an unconstrained GLM fit break down. At tens of cuts the deviance is larger than chi-square(1)
+says, so the limit is Bartlett-corrected: multiplied by the deviance's mean at the fitted t_q
+in BOOTSTRAP parametric-bootstrap replicates of the same delays (never by less than 1).
+sigma is bounded to [SIGMA_MIN, SIGMA_MAX] in ln units, so a step is a probit of sigma =
+0.01 % of the delay.
 
 The model assumes loss falls with delay; `gof_p` tests that (a deviance test against the model
 with one loss probability per bin of delay), and a fit that fails it reports no threshold.
@@ -33,8 +36,10 @@ SIGMA_MAX = 5.0
 LEVEL = 0.95
 GOF_ALPHA = 0.01  # below this p-value the model does not describe the cuts
 GOF_MIN_BIN = 8  # cuts per bin of the goodness-of-fit test
+BOOTSTRAP = 100  # replicates of the Bartlett correction (mean deviance: SE about 0.14)
 MAX_GAPS = 50  # more turns between loss and no loss than this: no separation to look for
 _SIGMA_GRID = np.exp(np.linspace(math.log(SIGMA_MIN), math.log(SIGMA_MAX), 120))
+_LN_SIGMA = (math.log(SIGMA_MIN), math.log(SIGMA_MAX))
 
 Floats = npt.NDArray[np.float64]
 
@@ -151,7 +156,8 @@ def fit_cuts(c: Cuts, qs: Sequence[float] = (0.5, 0.99)) -> WindowFit:
     gof = goodness_of_fit(c, mu, sigma)
     if gof < GOF_ALPHA:
         return WindowFit(n, k, low, high, "poor_fit", mu, sigma, gof)
-    quantiles = tuple(_quantile(c, q, mu, sigma, best) for q in qs)
+    scale = bartlett(c, mu, sigma, qs)
+    quantiles = tuple(_quantile(c, q, mu, sigma, best, f) for q, f in zip(qs, scale, strict=True))
     return WindowFit(n, k, low, high, "window", mu, sigma, gof, quantiles)
 
 
@@ -199,10 +205,75 @@ def profile(c: Cuts, xq: Floats, zq: float) -> Floats:
     return np.asarray(loglik(mus, np.broadcast_to(_SIGMA_GRID, mus.shape), c).max(axis=1))
 
 
-def _quantile(c: Cuts, q: float, mu: float, sigma: float, best: float) -> Quantile:
+def bartlett(
+    c: Cuts, mu: float, sigma: float, qs: Sequence[float], replicates: int = BOOTSTRAP
+) -> list[float]:
+    """Per q, the mean profile deviance at the fitted ln t_q over parametric-bootstrap
+    replicates (the same delays and cuts, losses drawn from the fitted curve, each refitted),
+    at least 1: the factor of the interval's chi-square limit (a Bartlett correction). Seeded,
+    so a report is the same at every run; a step (sigma near its bound) has no spread to
+    correct and gets 1."""
+    if not qs:
+        return []
+    p = special.ndtr((mu - c.x) / sigma)
+    if np.all((p < 1e-12) | (p > 1 - 1e-12)):
+        return [1.0] * len(qs)  # a step: every replicate is the cuts themselves
+    draws = np.random.default_rng(0).binomial(c.cuts.astype(np.int64), p, (replicates, c.x.size))
+    k = draws.astype(float)
+    tops = _bootstrap_mle(c, k)
+    factors = []
+    for q in qs:
+        zq = float(stats.norm.ppf(q))
+        mus = mu + zq * sigma - zq * _SIGMA_GRID
+        at_truth = _grouped_loglik(c, k, mus, _SIGMA_GRID).max(axis=1)
+        deviance = 2 * np.maximum(tops - at_truth, 0.0)
+        factors.append(max(1.0, float(deviance.mean())))
+    return factors
+
+
+def _grouped_loglik(c: Cuts, k: Floats, mus: Floats, sigmas: Floats) -> Floats:
+    """Log-likelihood of each replicate's losses `k` (replicate, delay) at the points (mus[i],
+    sigmas[i]): two matrix products, the curve's terms shared by every replicate."""
+    z = (mus[None, :] - c.x[:, None]) / sigmas[None, :]
+    return np.asarray(k @ special.log_ndtr(z) + (c.cuts - k) @ special.log_ndtr(-z))
+
+
+def _bootstrap_mle(c: Cuts, k: Floats) -> Floats:
+    """Each replicate's maximum log-likelihood: a grid shared by all, then a local grid around
+    each replicate's best point, narrowed a few times (as `_mle`, for all replicates at once)."""
+    mesh = np.meshgrid(
+        np.linspace(c.x[0] - 1, c.x[-1] + 1, 120), np.log(_SIGMA_GRID[::3]), indexing="ij"
+    )
+    m, s = mesh[0].ravel(), mesh[1].ravel()
+    grid = _grouped_loglik(c, k, m, np.exp(s))
+    best = grid.argmax(axis=1)
+    mu, ls, top = m[best], s[best], grid[np.arange(len(k)), best]
+    step = np.linspace(-1, 1, 11)
+    dm, dl = 0.15, 0.4
+    for _ in range(6):
+        fm = mu[:, None, None] + dm * step[None, :, None]
+        fl = np.clip(ls[:, None, None] + dl * step[None, None, :], *_LN_SIGMA)
+        fm, fl = (np.broadcast_to(a, (len(k), 11, 11)).reshape(len(k), -1) for a in (fm, fl))
+        z = (fm[:, :, None] - c.x) / np.exp(fl)[:, :, None]
+        # log of ndtr, floored: 3 times cheaper than log_ndtr, and exact enough near a maximum
+        lost, kept = (np.log(np.maximum(special.ndtr(v), 1e-300)) for v in (z, -z))
+        ll = (k[:, None, :] * lost + (c.cuts - k)[:, None, :] * kept).sum(axis=2)
+        j = ll.argmax(axis=1)
+        better = ll[np.arange(len(k)), j] > top
+        mu = np.where(better, fm[np.arange(len(k)), j], mu)
+        ls = np.where(better, fl[np.arange(len(k)), j], ls)
+        top = np.maximum(top, ll[np.arange(len(k)), j])
+        dm, dl = dm / 3, dl / 3
+    return np.asarray(top)
+
+
+def _quantile(
+    c: Cuts, q: float, mu: float, sigma: float, best: float, scale: float = 1.0
+) -> Quantile:
     zq = float(stats.norm.ppf(q))
     centre = mu + zq * sigma
-    limit = float(stats.chi2.ppf(LEVEL, 1)) / 2  # allowed drop of the log-likelihood
+    # allowed drop of the log-likelihood, Bartlett-corrected by `scale`
+    limit = scale * float(stats.chi2.ppf(LEVEL, 1)) / 2
     top = max(best, float(profile(c, np.array([centre]), zq)[0]))
 
     def excess(v: float) -> float:
