@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from rig.config import Table
 from rig.errors import UserError
-from rig.schema import Table
 
 PASS, FAIL, CONTINUE = "PASS", "FAIL", "CONTINUE"
 CODES = (CONTINUE, PASS, FAIL)  # the codes `Plan.status` returns: 0, 1, 2

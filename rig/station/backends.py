@@ -16,14 +16,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rig.config import Table
 from rig.errors import UserError
 from rig.power.base import Edge, PowerSwitch
 from rig.power.shapes import CUT_KINDS
-from rig.schema import StationSpec, Table
+from rig.schema import StationSpec
 from rig.station.kinds import manual, relay_board, scpi_supply, simulated
 
 if TYPE_CHECKING:
-    from rig.config import Campaign
+    from rig.campaign_spec import Campaign
     from rig.station.model import Station, Wiring
 
 
