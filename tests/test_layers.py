@@ -234,6 +234,13 @@ def test_no_import_against_the_layer_order() -> None:
     assert not stale, "allowed imports that are gone (remove them):\n" + "\n".join(stale)
 
 
+def test_config_imports_only_errors() -> None:
+    """Issue 28: each package reads its own campaign-file section; rig/config.py, the reading of
+    the file and the shared table helpers, stands on rig.errors alone (decision 390)."""
+    imported = {imp.imported for imp in all_imports() if imp.importer == "rig.config"}
+    assert imported == {"rig.errors"}
+
+
 def test_no_import_cycle_at_run_time() -> None:
     assert run_time_cycles(all_imports()) == []
 
