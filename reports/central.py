@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from reports.cuts import CutTable, TableBuilder, add_counts
+from reports.counted import add_counts
+from reports.cuts import CutTable, TableBuilder
 from reports.dataset import (
     CHUNK,
     EXAMPLES_PER_DRIVE,
