@@ -118,7 +118,8 @@ def test_sags_into_the_band_find_each_profiles_truth_per_class_and_lba(tmp_path:
         server.close()
     assert statuses == ["ok"] * 18 and [s.cycles for s in summaries] == [6, 6, 6]
     assert all(s["kind"] == "sag" and 55 <= s["depth"] <= 70 for s in shapes)
-    for cycle in range(1, 7):  # one dip per cycle: truth cut N is cycle N
+    cuts = range(1, 7)
+    for cycle in cuts:  # one dip per cycle: truth cut N is cycle N
         core = drives[0].core
         lost = set().union(*(lbas for cls, lbas in reset[cycle].items() if cls != "allowed_loss"))
         truth_lost = truth(core, cycle, faultcore.LOST_FLUSHED)
@@ -152,7 +153,14 @@ def test_sags_into_the_band_find_each_profiles_truth_per_class_and_lba(tmp_path:
     assert reset_score.perfect, (reset_score.table(), reset_score.examples)
     assert reset_score.tp[verify.LOST_DURABLE] > 20 and set(reset_score.tp) == {verify.LOST_DURABLE}
     assert any(reset[c]["lost_durable_write"] for c in reset)
-    assert any(corrupt[c].get("bit_corruption") for c in corrupt)
+    # a dip finds the cache empty when a flush completed after the last write (about 40 % of
+    # cuts here; under load all six, about 1 run in 20): a garble the host can see is then found
+    # as bit corruption, and without one nothing is (decision 380)
+    core = drives[1].core
+    visible = [
+        truth(core, c, faultcore.CORRUPTED_IN_FLIGHT) - unseen_garbles(core, c) for c in cuts
+    ]
+    assert any(corrupt[c].get("bit_corruption") for c in cuts) == any(visible)
     hung = [e for e in drives[2].core.truth if e.kind == faultcore.HUNG]
     assert len(hung) == 6 and not drives[2].hung
 
