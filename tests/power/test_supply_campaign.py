@@ -153,9 +153,9 @@ def test_sags_into_the_band_find_each_profiles_truth_per_class_and_lba(tmp_path:
     assert reset_score.perfect, (reset_score.table(), reset_score.examples)
     assert reset_score.tp[verify.LOST_DURABLE] > 20 and set(reset_score.tp) == {verify.LOST_DURABLE}
     assert any(reset[c]["lost_durable_write"] for c in reset)
-    # a dip finds the cache empty when a flush completed after the last write (about 40 % of
-    # cuts here; under load all six, about 1 run in 20): a garble the host can see is then found
-    # as bit corruption, and without one nothing is (decision 380)
+    # a dip finds the cache empty when a flush completed after the last write (about half the
+    # cuts here; all six in about 1 run in 20-40): bit corruption is found exactly when a cut
+    # garbled a block the host can see (decision 380)
     core = drives[1].core
     visible = [
         truth(core, c, faultcore.CORRUPTED_IN_FLIGHT) - unseen_garbles(core, c) for c in cuts
