@@ -16,9 +16,11 @@ from fixtures import faultcore
 from fixtures.scpi_supply import SimSupply, SupplyServer
 from fixtures.supply_station import supply_station
 from rig import config
+from rig.campaign.observer import Lines, Observer
 from rig.campaign.parallel import run_campaign
 from rig.check import verify
 from rig.errors import PowerTimeoutError
+from rig.station import campaign_file
 from rig.store import Store
 from tests import scoring
 
@@ -30,7 +32,7 @@ def campaign(
         f'[[drive]]\nchannel = {ch}\nmodel = "{model}"\nserial = "SUP{ch}"\n'
         for ch, model in enumerate(models)
     )
-    return config.parse(f"""
+    return campaign_file.parse(f"""
 [campaign]
 name = "brownouts"
 cycles = {cycles}
@@ -106,7 +108,7 @@ def test_sags_into_the_band_find_each_profiles_truth_per_class_and_lba(tmp_path:
     station, drives = supply_station(spec, server, profiles)
     store = Store(str(tmp_path / "s.sqlite"))
     try:
-        summaries = run_campaign(spec, station, store, progress=lambda line: None)
+        summaries = run_campaign(spec, station, store, Observer())
         reset, corrupt, hang = (findings(store, f"SUP{ch}") for ch in range(3))
         reset_score = scoring.score_drive(store, 0, drives[0])  # the truth through the ledger
         statuses = [r["status"] for r in store.query("SELECT status FROM cycle")]
@@ -180,7 +182,7 @@ def test_honest_and_plp_drives_show_no_failure_under_sags_and_ramps(tmp_path: Pa
             station, _ = supply_station(spec, server, profiles)
             store = Store(str(tmp_path / f"s{n}.sqlite"))
             try:
-                run_campaign(spec, station, store, progress=lambda line: None)
+                run_campaign(spec, station, store, Observer())
                 rows = store.query("SELECT status, error FROM cycle")
                 failing += [
                     r["cls"]
@@ -209,7 +211,7 @@ def test_an_instrument_that_stops_answering_leaves_the_channel_powered(tmp_path:
 
     try:
         with pytest.raises(PowerTimeoutError, match="the supply did not answer"):
-            run_campaign(spec, station, store, progress=freeze_after_two)  # its final safe()
+            run_campaign(spec, station, store, Lines(freeze_after_two))  # its final safe()
         rows = store.query("SELECT seq, status, error FROM cycle ORDER BY seq")
         ended = store.query("SELECT status FROM campaign")
     finally:
@@ -233,7 +235,7 @@ def test_the_report_maps_outcomes_against_sag_depth_and_duration(tmp_path: Path)
     station, _ = supply_station(spec, server, {0: "honest", 1: "brownout-corrupt"})
     store = Store(str(tmp_path / "s.sqlite"))
     try:
-        run_campaign(spec, station, store, progress=lambda line: None)
+        run_campaign(spec, station, store, Observer())
         failing = {  # (model, depth, duration) of each cut with a failure, from the store
             (r["model"], round(json.loads(r["detail"])["depth"], 3)) for r in store.query(
                 "SELECT d.model, e.detail FROM event e JOIN cycle c ON c.id = e.cycle_id"
