@@ -4,7 +4,7 @@ Each size runs in its own process (so its peak RSS is its own): a real campaign 
 `rig.campaign.run_campaign` on the in-process simulated station, one honest simulated drive whose
 capacity is the size and whose whole capacity is the test region, the same workload and cut
 delays for every size (the same write window), `cycles` cuts. Per cut it reports the verify
-phase's wall and CPU time (the production phase, `rig.campaign.phases.verify`: this cycle's
+phase's wall and CPU time (the production phase, `rig.campaign.cutcycle.phases.verify`: this cycle's
 writes, the recent cycles' writes, a sample of older written blocks, read back and classified)
 and the blocks it checked; per run the per-LBA state's memory (`LbaState.nbytes`), the simulated
 drive's own stored data (it lives in the same process) and the process's peak RSS.
@@ -36,11 +36,13 @@ from fixtures.fake_power import FakePowerSwitch  # noqa: E402
 from fixtures.fake_presence import FakePresence  # noqa: E402
 from fixtures.profiles import profile  # noqa: E402
 from fixtures.virtual_drive import VirtualDrive, VirtualTarget  # noqa: E402
-from rig import config  # noqa: E402
-from rig.campaign import phases  # noqa: E402
+from rig.campaign.cutcycle import phases  # noqa: E402
 from rig.campaign.drive import DriveRun  # noqa: E402
-from rig.campaign.model import Cycle, Station  # noqa: E402
+from rig.campaign.model import Cycle  # noqa: E402
+from rig.campaign.observer import Observer  # noqa: E402
 from rig.campaign.parallel import run_campaign  # noqa: E402
+from rig.station import campaign_file  # noqa: E402
+from rig.station.model import Station  # noqa: E402
 from rig.store import Store  # noqa: E402
 
 SIZES = {"1G": 1 << 30, "64G": 64 << 30, "4T": 4 << 40}
@@ -74,7 +76,7 @@ def run_one(size: str, cycles: int) -> dict[str, object]:
     """One campaign in this process; the figures as a dict."""
     capacity = SIZES[size]
     text = CAMPAIGN.format(cycles=cycles, region_mib=capacity >> 20)
-    camp = config.parse(text)
+    camp = campaign_file.parse(text)
     spec = camp.drives[0]
     drive_profile = dataclasses.replace(
         profile(spec.profile), capacity_blocks=capacity // BLOCK, block_size=BLOCK
@@ -105,7 +107,7 @@ def run_one(size: str, cycles: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="rig-bench-scale-") as tmp:
         store = Store(str(Path(tmp) / "scale.sqlite"))
         started = time.perf_counter()
-        summaries = run_campaign(camp, station, store, progress=lambda _: None)
+        summaries = run_campaign(camp, station, store, Observer())
         elapsed = time.perf_counter() - started
     media_bytes = sum(block.nbytes for block in drive.core._media.values())
     return {

@@ -27,11 +27,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from rig.bus.base import DriveNode  # noqa: E402
+from rig.bus.identity import DriveIdentity  # noqa: E402
 from rig.bus.ready import probe_once  # noqa: E402
 from rig.health import crosscheck  # noqa: E402
 from rig.health.smart import parse_smartctl_json  # noqa: E402
 from rig.health.tools import ToolRunner, smartctl_snapshot  # noqa: E402
-from rig.station.identity import DriveIdentity  # noqa: E402
 
 
 def median_s(action: Callable[[], object], runs: int) -> float:

@@ -28,9 +28,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fixtures import sim_station
-from rig import config
+from reports import verdict as verdicts
 from rig.campaign import runner
 from rig.campaign.progress import Progress
+from rig.station import campaign_file
 from rig.store import Store
 from tests.notify_receivers import hanging_receiver
 from tests.test_sim_campaign import campaign_text
@@ -54,8 +55,9 @@ def figures(db: str) -> tuple[float, float, float]:
 
 def run(text: str, db: str) -> tuple[float, float, float]:
     runner.run(
-        lambda c, store: sim_station.build(c)[0],
-        campaign=config.parse(text),
+        lambda c, on_edge, db: sim_station.build(c)[0],
+        verdicts.drive_verdict,
+        campaign=campaign_file.parse(text),
         db=db,
         progress=Progress(io.StringIO(), live=False),
     )

@@ -19,15 +19,17 @@ store's v11 summaries with `Store.rebuild_summaries`, the code of the v11 migrat
 what the report reads is what the product would have written (its time is printed).
 
 `--status` times `rig status` (table and --json) in a child instead, `--report` the whole report
-in a child, each from `--code DIR`'s checkout (default this one: give an older commit's, `git
-archive`d, for a before figure). `--code` given more than once, with `--rounds N`, alternates the
+in a child (`--phases`: and its peak RSS in each phase of the report, sampled), each from
+`--code DIR`'s checkout (default this one: give an older commit's, `git archive`d, for a before
+figure). `--code` given more than once, with `--rounds N`, alternates the
 checkouts N times in one run (the machine is shared: a same-run comparison). `--v12-cost DEMO`
 records `--cuts` cuts with and without store v12's additions (alternating, one run). `--migrate`
 opens a kept store with this checkout's `Store` (a writer: it upgrades an older store, printing
 the backfill's progress) and prints the time. Each run prints the CPU (`lscpu`) and the load.
 
 Run: .venv/bin/python bench/store_scale.py [--cuts 100000] [--record N]
-        [--report | --status | --migrate] [--keep DIR | --store PATH] [--code DIR]... [--rounds N]
+        [--report [--phases] | --status | --migrate] [--keep DIR | --store PATH] [--code DIR]...
+        [--rounds N]
      .venv/bin/python bench/store_scale.py --v12-cost DEMO.sqlite [--cuts 3000]
 (--keep DIR records into DIR and keeps the store; --store PATH reports on a kept store.)
 """
@@ -217,11 +219,46 @@ def copy_by_sql(path: Path, cuts: int) -> None:
     store.close()
 
 
-def report_in_child(path: Path, out: Path, checkout: Path = REPO) -> None:
+# `--phases`: the child samples its own RSS (/proc/self/statm, every 5 ms) and prints the peak
+# of each phase of the report (the stage of reports.export that runs; "other": the imports and
+# what no stage below covers), from whichever checkout it runs
+PHASES = """
+import os, sys, threading, time
+from reports import analysis, csv_tables, dataset, deferred, export
+page, phase, peaks = os.sysconf("SC_PAGE_SIZE"), ["other"], {}
+def sample():
+    while True:
+        rss = int(open("/proc/self/statm").read().split()[1]) * page
+        peaks[phase[0]] = max(peaks.get(phase[0], 0), rss)
+        time.sleep(0.005)
+def staged(module, name, label):
+    inner = getattr(module, name)
+    def run(*args, **kwargs):
+        before, phase[0] = phase[0], label(args) if callable(label) else label
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            phase[0] = before
+    setattr(module, name, run)
+staged(dataset, "load", "dataset.load")
+staged(analysis, "analyse", "analysis")
+staged(deferred, "write", lambda a: "writing " + os.path.basename(a[0]).split("-RIG")[0])
+staged(csv_tables, "write_csvs", "the CSV tables")
+threading.Thread(target=sample, daemon=True).start()
+time.sleep(0.05)
+export.write_report([sys.argv[1]], sys.argv[2])
+time.sleep(0.05)
+print("  peak RSS by phase: " + ", ".join(f"{k} {v / 2**20:.0f}" for k, v in peaks.items())
+      + " MiB", flush=True)
+"""
+
+
+def report_in_child(path: Path, out: Path, checkout: Path = REPO, phases: bool = False) -> None:
     """The whole report (`reports.export.write_report`) in a child process run from `checkout`:
     its wall time, CPU time and peak RSS (its own rusage, from wait4: the bench's templates do
-    not count)."""
+    not count); `phases`: also the child's peak RSS in each phase, sampled."""
     code = "import sys; from reports import export; export.write_report([sys.argv[1]], sys.argv[2])"
+    code = PHASES if phases else code
     shutil.rmtree(out, ignore_errors=True)
     started = time.perf_counter()
     child = subprocess.Popen([sys.executable, "-c", code, str(path), str(out)], cwd=checkout)
@@ -295,6 +332,9 @@ def main() -> None:
         "--record", type=int, metavar="N", help="record N cuts by record_cycle, copy the rest"
     )
     parser.add_argument("--report", action="store_true", help="also time the whole HTML report")
+    parser.add_argument(
+        "--phases", action="store_true", help="with --report: peak RSS of each phase (sampled)"
+    )
     parser.add_argument("--keep", metavar="DIR", help="record into DIR and keep the store there")
     parser.add_argument("--store", metavar="PATH", help="skip recording: use this store")
     parser.add_argument(
@@ -329,7 +369,7 @@ def main() -> None:
                     if args.status:
                         status_in_child(path, checkout)
                     else:
-                        report_in_child(path, work / "report", checkout)
+                        report_in_child(path, work / "report", checkout, args.phases)
         else:
             from reports import dataset
 

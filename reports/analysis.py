@@ -21,15 +21,16 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-import numpy.typing as npt
 
-from reports import stats
+from reports import ordered, stats
 from reports import verdict as verdicts
 from reports.compare import compare
+from reports.counted import Counted, add_counts
 from reports.criteria import merged_criteria, plan_of
-from reports.cuts import Counted, FloatArray, add_counts, let_go
+from reports.cuts import DelayPoints, FloatArray, StoredReturns, let_go
 from reports.dataset import Dataset, DriveRun
 from reports.endurance import endurance_series, trim_pairs
+from reports.ordered import nearest_rank
 from reports.record import (
     NOT_REPORTED,
     ClassStat,
@@ -120,15 +121,16 @@ def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts)
     drives = _drives(runs, confidence, criteria, parts)
     any_failure = proportion(cuts.where(bool), n, confidence)
     crit = proportion(criteria_failed, n, criteria.confidence)
-    returns = cuts.returns()
+    returns = cuts.returns()  # (made when read: the quantiles, a chart, report.json)
+    quantiles = _return_quantiles(returns)
     firmware: dict[str, list[DriveRun]] = {}
     for r in runs:
         firmware.setdefault(r.firmware or NOT_REPORTED, []).append(r)
     dead = sum(d.dead_at_cut is not None for d in drives)
     delays = cuts.delays()
-    ack_bins = _bins(delays.ack_to_cut_ms, delays.failed, confidence)
-    flush_bins = _bins(delays.flush_to_cut_ms, delays.failed, confidence)
-    let_go()  # (this model's delay points: made again when a chart or report.json reads them)
+    ack_bins = _bins(delays, "ack_to_cut_ms", confidence)
+    flush_bins = _bins(delays, "flush_to_cut_ms", confidence)
+    let_go()  # (this model's delay points and return times: made again when read)
     return ModelReport(
         model=model,
         firmware={
@@ -153,7 +155,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts)
         drives_dead=dead,
         survival=_survival(drives, confidence),
         return_ms=returns,
-        return_quantiles=_quantiles(returns),
+        return_quantiles=quantiles,
         delays=delays,
         lost_after_ack_ms=_lost_after(runs, 0),
         lost_after_flush_ms=_lost_after(runs, 1),
@@ -208,7 +210,7 @@ def _drives(
         for r in group:
             for cls, k in r.findings.items():
                 findings[cls] = findings.get(cls, 0) + k
-        returns = np.sort(cuts.returns())
+        returns = cuts.returns()
         failed = cuts.where(bool)
         first = group[0]
         result.append(
@@ -231,7 +233,7 @@ def _drives(
                 blocks_checked=sum(p.blocks_checked for p in cuts.parts),
                 full_scans=sum(p.full_scans for p in cuts.parts),
                 dead_at_cut=dead_at,
-                median_return_ms=_median(returns),
+                median_return_ms=_median_of(returns),
                 verdict=_drive_verdict(dead_at, failed, n, criteria),
                 blocks_unchecked=sum(p.blocks_unchecked for p in cuts.parts),
             )
@@ -239,14 +241,29 @@ def _drives(
     return result
 
 
-def _median(ordered: FloatArray) -> float | None:
-    """statistics.median of sorted values."""
-    n = len(ordered)
+def _median_of(returns: StoredReturns) -> float | None:
+    """statistics.median of the values, from them in order a piece at a time (issue 27)."""
+    n = len(returns)
     if not n:
         return None
+    middle = [n // 2] if n % 2 else [n // 2 - 1, n // 2]
+    found = ordered.ranks(ordered.sorted_pieces(returns.pieces), middle)
     if n % 2:
-        return float(ordered[n // 2])
-    return (float(ordered[n // 2 - 1]) + float(ordered[n // 2])) / 2
+        return found[n // 2]
+    return (found[n // 2 - 1] + found[n // 2]) / 2
+
+
+def _return_quantiles(returns: StoredReturns) -> dict[str, float]:
+    """As `_quantiles`, from the values in order a piece at a time: none held (issue 27)."""
+    n = len(returns)
+    if not n:
+        return {}
+    at = {"min": 0, "p50": 0.5, "p90": 0.9, "p99": 0.99, "max": n - 1}
+    wanted = {k: v if isinstance(v, int) else ordered.nearest_rank(v, n) for k, v in at.items()}
+    found = ordered.ranks(ordered.sorted_pieces(returns.pieces), wanted.values())
+    quantiles = {k: found[r] for k, r in wanted.items()}
+    quantiles["mean"] = math.fsum(v for p in returns.pieces() for v in p.tolist()) / n
+    return quantiles
 
 
 def _drive_verdict(dead_at: int | None, failed: int, cuts: int, criteria: Criteria) -> str:
@@ -332,12 +349,15 @@ def _survival(drives: list[DriveStat], confidence: float) -> Survival:
 
 
 def _quantiles(values: Sequence[float] | FloatArray) -> dict[str, float]:
-    if not len(values):
+    return _quantiles_of_sorted(np.sort(np.asarray(values, dtype=np.float64)))
+
+
+def _quantiles_of_sorted(ordered: FloatArray) -> dict[str, float]:
+    if not len(ordered):
         return {}
-    ordered = np.sort(np.asarray(values, dtype=np.float64))
 
     def q(p: float) -> float:  # nearest rank: an observed value, never an interpolated one
-        return float(ordered[min(len(ordered) - 1, max(0, math.ceil(p * len(ordered)) - 1))])
+        return float(ordered[nearest_rank(p, len(ordered))])
 
     return {
         "min": float(ordered[0]),
@@ -349,18 +369,26 @@ def _quantiles(values: Sequence[float] | FloatArray) -> dict[str, float]:
     }
 
 
-def _bins(values: FloatArray, failed: npt.NDArray[np.bool_], confidence: float) -> list[DelayBin]:
-    result = []
-    for low, high in itertools.pairwise(DELAY_BINS_MS):
-        inside = (values >= low) & (values < high)  # NaN (no value) is in no bin
-        result.append(
-            DelayBin(
-                low,
-                None if math.isinf(high) else high,
-                proportion(int(failed[inside].sum()), int(inside.sum()), confidence),
-            )
+def _bins(delays: DelayPoints, column: str, confidence: float) -> list[DelayBin]:
+    """Cuts and failing cuts per bin of one delay column, counted a piece of the points at a
+    time (never the model's points whole, issue 27)."""
+    edges = list(itertools.pairwise(DELAY_BINS_MS))
+    inside = np.zeros(len(edges), np.int64)
+    failing = np.zeros(len(edges), np.int64)
+    for piece in delays.chunks():
+        values, failed = getattr(piece, column), piece.failed
+        for i, (low, high) in enumerate(edges):
+            here = (values >= low) & (values < high)  # NaN (no value) is in no bin
+            inside[i] += int(here.sum())
+            failing[i] += int(failed[here].sum())
+    return [
+        DelayBin(
+            low,
+            None if math.isinf(high) else high,
+            proportion(int(failing[i]), int(inside[i]), confidence),
         )
-    return result
+        for i, (low, high) in enumerate(edges)
+    ]
 
 
 def model_verdict(

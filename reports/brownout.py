@@ -11,10 +11,14 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from html import escape
+from pathlib import Path
 from typing import Any
+
+from markupsafe import Markup
 
 from reports import verdict
 from reports.dataset import Dataset
+from reports.templating import ENV
 from rig.store import StoreReader
 
 DURATION_EDGES_MS = (0.0, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, math.inf)
@@ -64,6 +68,8 @@ def _shapes(data: Dataset) -> dict[tuple[str, int, int], dict[str, Any]]:
     """(store, drive_id, seq) -> the cut's shape, for every store of the dataset."""
     shapes = {}
     for source in data.sources:
+        if not Path(source).is_file():  # the central database's label: its sags are not mapped
+            continue
         db = StoreReader(source)
         try:
             if "event" in db.tables():
@@ -159,26 +165,9 @@ def _grid(m: ModelMap) -> str:
 
 def section(maps: list[ModelMap]) -> str:
     """The report's section, or "" when no campaign sagged (the page is unchanged)."""
-    if not maps:
-        return ""
-    out = [
-        "<h2>Brownout map</h2>",
-        '<p class="note">Sags ([cut] kind = "sag") by the depth the rail fell to and how long'
-        " it stayed there; each cell: failing cuts of its cuts, failures per class, and the"
-        " verdict a drive with those counts would get against the campaign's"
-        " max_failure_probability.</p>",
-    ]
-    for m in maps:
-        rows = "".join(
-            f"<tr><td>{m.depth_edges[d]:g}–{m.depth_edges[d + 1]:g} {escape(m.unit)}</td>"
-            f"<td>{escape(_duration_label(t))} ms</td><td>{c.cuts}</td><td>{c.failing}</td>"
-            f"<td>{escape(', '.join(f'{k} {v}' for k, v in sorted(c.classes.items())))}</td>"
-            f"<td>{escape(m.verdict(c))}</td></tr>"
-            for (d, t), c in sorted(m.cells.items())
-        )
-        out.append(
-            f'<h3>{escape(m.model)}</h3><div class="charts">{_grid(m)}</div><table><tr>'
-            "<th>depth</th><th>duration</th><th>cuts</th><th>failing</th><th>classes</th>"
-            f"<th>verdict</th></tr>{rows}</table>"
-        )
-    return "\n".join(out)
+    return ENV.get_template("brownout.html.j2").render(
+        maps=maps,
+        grid=lambda m: Markup(_grid(m)),
+        duration=_duration_label,
+        classes=lambda c: ", ".join(f"{k} {v}" for k, v in sorted(c.classes.items())),
+    )

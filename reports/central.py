@@ -4,10 +4,11 @@ same. A campaign's source is `central:<station>`; its station reads `<station>: 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
-from reports.cuts import CutTable, TableBuilder, add_counts
+from reports.counted import add_counts
+from reports.cuts import CutTable, TableBuilder
 from reports.dataset import (
     CHUNK,
     EXAMPLES_PER_DRIVE,
@@ -19,30 +20,48 @@ from reports.dataset import (
     decode,
 )
 from rig.check.failures import COUNTER_ANOMALY
-from rig.fleet.central import CentralStore
 
 Filter = Callable[[dict[str, Any]], bool]
+Row = dict[str, Any]
+
+
+class CentralReads(Protocol):
+    """What the report reads from the fleet's central database: reports/ sits below rig/fleet/
+    (decision 282), so the fleet's `CentralStore` (rig/fleet/central/reads.py) is handed in."""
+
+    def campaign_rows(self) -> list[Row]: ...
+    def drive_rows(self) -> list[Row]: ...
+    def cut_columns(
+        self, station: str, uid: int, channel: int, chunk: int
+    ) -> Iterator[list[tuple[Any, ...]]]: ...
+    def drive_class_totals(self, station: str, uid: int, channel: int) -> list[Row]: ...
+    def drive_lost_after(self, station: str, uid: int, channel: int) -> list[Row]: ...
+    def health_of(self, station: str, uid: int, channel: int) -> list[Row]: ...
+    def rail_of(self, station: str, uid: int, channel: int) -> list[Row]: ...
+    def endurance_of(self, station: str, uid: int, channel: int) -> list[Row]: ...
+    def findings_of(
+        self,
+        station: str,
+        uid: int,
+        channel: int,
+        *,
+        failures_only: bool = False,
+        cls: str | None = None,
+        limit: int | None = None,
+    ) -> list[Row]: ...
+
+
 EXAMPLE_COLUMNS = (
     *("class", "failure", "lba_first", "lba_count", "expected_gen", "observed_gen"),
     *("expected_op", "observed_op", "detail"),
 )
 
 
-def load(
-    dsn: str,
-    *,
-    campaign: Filter | None = None,
-    drive: Filter | None = None,
+def read(
+    central: CentralReads, *, campaign: Filter | None = None, drive: Filter | None = None
 ) -> Dataset:
     """Every replicated campaign (or those `campaign` accepts) and their drives (or those
     `drive` accepts, given a drive row)."""
-    with CentralStore(dsn) as central:
-        return read(central, campaign=campaign, drive=drive)
-
-
-def read(
-    central: CentralStore, *, campaign: Filter | None = None, drive: Filter | None = None
-) -> Dataset:
     label = "central"
     data = Dataset(sources=[label], campaigns=[], runs=[])
     campaigns: dict[tuple[str, int], Campaign] = {}
@@ -98,7 +117,7 @@ def decode_config(text: str) -> dict[str, Any]:
         return {}
 
 
-def _cut_table(central: CentralStore, station: str, uid: int, channel: int) -> CutTable:
+def _cut_table(central: CentralReads, station: str, uid: int, channel: int) -> CutTable:
     """The drive's cycles as columns, read a chunk at a time (ms computed by the server), with
     the failure classes the station recorded in each."""
     builder = TableBuilder()
@@ -112,7 +131,7 @@ def _cut_table(central: CentralStore, station: str, uid: int, channel: int) -> C
     return builder.done()
 
 
-def _fill(central: CentralStore, run: DriveRun, station: str, uid: int, channel: int) -> None:
+def _fill(central: CentralReads, run: DriveRun, station: str, uid: int, channel: int) -> None:
     """A drive's figures from the central summaries (never from its finding rows, but the first
     failure findings and the counter anomalies, which the report lists one by one)."""
     for f in central.drive_class_totals(station, uid, channel):

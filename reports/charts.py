@@ -3,12 +3,17 @@ templates place on the page (reports/templates/), never computing a figure thems
 
 from __future__ import annotations
 
+import functools
 import html
-from collections.abc import Sequence
+import itertools
+import math
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
-from reports import svg
+from reports import ordered, svg
+from reports.cuts import FloatArray, StoredReturns
 from reports.record import DriveStat, ModelReport, RailStat
 from rig.check import failures
 
@@ -120,11 +125,14 @@ def _km_at(m: ModelReport, t: float) -> float:
 
 
 def return_chart(models: Sequence[ModelReport]) -> str:
+    """Each model's return times as an empirical CDF; the axis from their quantiles' min and
+    max, each curve's values sorted when the page is written (issue 27: no model's values
+    held from drawing to writing)."""
     shown = [m for m in models if len(m.return_ms)]
     if not shown:
         return svg.no_data("Return time", "no cut with both the cut edge and the return recorded")
-    low = min(float(np.min(m.return_ms)) for m in shown)
-    high = max(float(np.max(m.return_ms)) for m in shown)
+    low = min(m.return_quantiles["min"] for m in shown)
+    high = max(m.return_quantiles["max"] for m in shown)
     log = high / max(low, 1e-9) > 20
     chart = svg.Chart(
         "Return time after the cut (empirical CDF)",
@@ -137,36 +145,69 @@ def return_chart(models: Sequence[ModelReport]) -> str:
     for i, m in enumerate(models):
         if not len(m.return_ms):
             continue
-        chart.cdf(np.sort(m.return_ms), svg.colour(i))
+        chart.cdf(svg.Later(functools.partial(_sorted, m), len(m.return_ms)), svg.colour(i))
         chart.legend(m.model, svg.colour(i))
     return chart.render()
 
 
+def _sorted(m: ModelReport) -> Iterable[float]:
+    """The model's return times in order, a piece at a time (reports/ordered.py)."""
+    values = m.return_ms
+    if not isinstance(values, StoredReturns):
+        return np.sort(values)
+    return itertools.chain.from_iterable(p.tolist() for p in ordered.sorted_pieces(values.pieces))
+
+
 def delay_chart(m: ModelReport) -> str:
-    d = m.delays
-    both = ~np.isnan(d.flush_to_cut_ms) & ~np.isnan(d.ack_to_cut_ms)
-    if not both.any():
+    """Each cut at (ms since the last flush, ms since the last ack), failed or not. The axes
+    and counts are taken now and the marks made when the page is written, each a piece of the
+    model's points at a time (issue 27: none held from drawing to writing, never all at once)."""
+    low_x = low_y = math.inf
+    high_x = high_y = -math.inf
+    good = bad = 0
+    for xs, ys, failed in _delay_marks(m):
+        if len(xs):
+            low_x, high_x = min(low_x, float(xs.min())), max(high_x, float(xs.max()))
+            low_y, high_y = min(low_y, float(ys.min())), max(high_y, float(ys.max()))
+            bad += int(failed.sum())
+            good += len(failed) - int(failed.sum())
+    if not good + bad:
         return svg.no_data(
             "Outcome vs time since last acknowledgement and flush",
             "no cut with its write log and cut edge stored",
         )
-    xs = np.maximum(d.flush_to_cut_ms[both], 1e-3)
-    ys = np.maximum(d.ack_to_cut_ms[both], 1e-3)
     chart = svg.Chart(
         "Outcome vs time from the last flush and the last ack to the cut",
-        (float(xs.min()), float(xs.max())),
-        (float(ys.min()), float(ys.max())),
+        (low_x, high_x),
+        (low_y, high_y),
         "ms since the last completed flush (log)",
         "ms since the last ack (log)",
         xlog=True,
         ylog=True,
     )
-    failed = d.failed[both]
-    chart.points(xs[~failed], ys[~failed], "#2ca02c", "no failure")
-    chart.points(xs[failed], ys[failed], "#d62728", "failure", r=3.5)
-    chart.legend(f"no failure ({int((~failed).sum())})", "#2ca02c")
-    chart.legend(f"failure ({int(failed.sum())})", "#d62728")
+    chart.point_pieces(functools.partial(_delay_side, m, False), "#2ca02c", "no failure")
+    chart.point_pieces(functools.partial(_delay_side, m, True), "#d62728", "failure", r=3.5)
+    chart.legend(f"no failure ({good})", "#2ca02c")
+    chart.legend(f"failure ({bad})", "#d62728")
     return chart.render()
+
+
+def _delay_marks(
+    m: ModelReport,
+) -> Iterator[tuple[FloatArray, FloatArray, npt.NDArray[np.bool_]]]:
+    """The model's cuts with both delays, a piece at a time: (ms since the flush, ms since the
+    ack, failed)."""
+    for d in m.delays.chunks():
+        both = ~np.isnan(d.flush_to_cut_ms) & ~np.isnan(d.ack_to_cut_ms)
+        xs = np.maximum(d.flush_to_cut_ms[both], 1e-3)
+        ys = np.maximum(d.ack_to_cut_ms[both], 1e-3)
+        yield xs, ys, d.failed[both]
+
+
+def _delay_side(m: ModelReport, failing: bool) -> Iterator[tuple[FloatArray, FloatArray]]:
+    for xs, ys, failed in _delay_marks(m):
+        keep = failed if failing else ~failed
+        yield xs[keep], ys[keep]
 
 
 def lost_after_chart(m: ModelReport) -> str:

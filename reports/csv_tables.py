@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reports.cuts import table_of
+from reports.cuts import SpilledCuts, column_chunks, table_of
 from reports.dataset import Dataset, DriveRun
 from reports.endurance import EnduranceSeries, WindowFit
 from reports.record import NOT_ENOUGH_DATA, Report
@@ -162,27 +162,33 @@ def _csv_cell(value: object) -> str:
 
 def _cut_lines(run: DriveRun) -> Iterator[str]:
     """cuts.csv's rows of the run, as csv.writer writes them, made a chunk at a time from its
-    columns: the run's own cells once, a status or class set once per kind, a float by repr."""
-    t = table_of(run.cuts)
+    columns (read a piece at a time: issue 27): the run's own cells once, a status or class
+    set once per kind, a float by repr."""
+    source = run.cuts if isinstance(run.cuts, SpilledCuts) else table_of(run.cuts)
     head = "".join(
         _csv_cell(v) + ","
         for v in (run.campaign.source, run.campaign.name, run.model, run.serial, run.channel)
     )
-    statuses = [_csv_cell(s) for s in t.statuses]
-    classes = [_csv_cell(" ".join(sorted(s))) for s in t.class_sets]
+    statuses = [_csv_cell(s) for s in source.statuses]
+    classes = [_csv_cell(" ".join(sorted(s))) for s in source.class_sets]
     names = ("seq", "cut_delay_ms", "ack_to_cut_ms", "flush_to_cut_ms", "gone_ms", "return_ms")
-    for start in range(0, len(t), CHUNK):
-        end = start + CHUNK
-        columns = [t.columns[n][start:end].tolist() for n in names]
-        codes = zip(t.status[start:end].tolist(), t.classes[start:end].tolist(), strict=True)
-        yield "".join(
-            f"{head}{seq},{statuses[s]},{delay!r},{'' if a != a else repr(a)},"
-            f"{'' if f != f else repr(f)},{'' if g != g else repr(g)},"
-            f"{'' if b != b else repr(b)},{classes[c]}\r\n"
-            for (seq, delay, a, f, g, b), (s, c) in zip(
-                zip(*columns, strict=True), codes, strict=True
+    for piece in column_chunks(source, (*names, "status", "classes")):
+        for start in range(0, len(piece["status"]), CHUNK):
+            end = start + CHUNK
+            columns = [piece[n][start:end].tolist() for n in names]
+            codes = zip(
+                piece["status"][start:end].tolist(),
+                piece["classes"][start:end].tolist(),
+                strict=True,
             )
-        )
+            yield "".join(
+                f"{head}{seq},{statuses[s]},{delay!r},{'' if a != a else repr(a)},"
+                f"{'' if f != f else repr(f)},{'' if g != g else repr(g)},"
+                f"{'' if b != b else repr(b)},{classes[c]}\r\n"
+                for (seq, delay, a, f, g, b), (s, c) in zip(
+                    zip(*columns, strict=True), codes, strict=True
+                )
+            )
 
 
 SERIES_HEAD = (

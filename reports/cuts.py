@@ -7,7 +7,6 @@ cut's status and its set of failure classes are small codes into per-table vocab
 
 from __future__ import annotations
 
-import itertools
 import os
 import tempfile
 import uuid
@@ -17,6 +16,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from reports import spill_owner
 
 CUT_STATUSES = ("ok", "dead")
 FloatArray = npt.NDArray[np.float64]
@@ -184,20 +185,27 @@ class Resident:
 
 _TABLES = Resident()  # the spilled run table last read
 _DELAYS = Resident()  # the stored delay points last read
+_RETURNS = Resident()  # the stored return times last read
 
 
 def let_go() -> None:
-    """Forget the resident table and delay points (read again from their files when asked):
-    for a caller done with them, so that what it makes next is not made beside them."""
+    """Forget the resident table, delay points and return times (read again from their files
+    when asked): for a caller done with them, so that what it makes next is not made beside
+    them."""
     _TABLES.get(None, lambda: None)
     _DELAYS.get(None, lambda: None)
+    _RETURNS.get(None, lambda: None)
 
 
 class SpillFolder:
-    """A temporary folder for spilled tables, removed once nothing refers to it."""
+    """A temporary folder for spilled tables, removed once nothing refers to it (and at any
+    exit of the process but SIGKILL: reports/spill_owner.py; a later report removes what a
+    killed one left)."""
 
     def __init__(self) -> None:
-        self.folder = tempfile.TemporaryDirectory(prefix="rig-report-")
+        spill_owner.remove_stale()
+        self.folder = tempfile.TemporaryDirectory(prefix=spill_owner.prefix())
+        spill_owner.track(self.folder.name)
 
     def base(self) -> str:
         """A new file name stem in the folder."""
@@ -290,6 +298,33 @@ class SpilledCuts(Sequence[Cut]):
         return iter(self.table())
 
 
+ROWS_AT_A_TIME = 65_536  # rows of a table's columns read at a time by `column_chunks`
+CODES: dict[str, Any] = {"status": np.int16, "classes": np.int32}
+
+
+def column_chunks(
+    cuts: Iterable[Cut], names: Sequence[str], rows: int | None = None
+) -> Iterator[dict[str, npt.NDArray[Any]]]:
+    """A table's columns (COLUMNS names, "status", "classes") `rows` (default ROWS_AT_A_TIME)
+    rows at a time, in order: a spilled table's read from its files piece by piece (never
+    whole in memory, issue 27), another's sliced. Nothing for a table without rows."""
+    rows = rows or ROWS_AT_A_TIME
+    if isinstance(cuts, SpilledCuts):
+        kinds = {n: np.dtype(CODES.get(n) or COLUMNS[n]) for n in names}
+        for start in range(0, cuts.rows, rows):
+            count = min(rows, cuts.rows - start)
+            yield {
+                n: np.fromfile(f"{cuts.stem}.{n}", kind, count, offset=start * kind.itemsize)
+                for n, kind in kinds.items()
+            }
+        return
+    t = table_of(cuts)
+    whole = {n: t.status if n == "status" else t.classes if n == "classes" else t.columns[n]
+             for n in names}  # fmt: skip
+    for start in range(0, len(t), rows):
+        yield {n: v[start : start + rows] for n, v in whole.items()}
+
+
 def table_of(cuts: Iterable[Cut]) -> CutTable:
     """A CutTable of Cut objects (a dataset built by hand, e.g. in a test)."""
     if isinstance(cuts, CutTable):
@@ -349,6 +384,10 @@ class DelayPoints(Sequence[DelayPoint]):
     def failed(self) -> npt.NDArray[np.bool_]:
         return self.classes != 0
 
+    def chunks(self) -> Iterator[DelayPoints]:
+        """The points in order, a piece at a time (one piece: these)."""
+        yield self
+
 
 class StoredDelayPoints(DelayPoints):
     """A model's DelayPoints made when its columns are read (from its drives' spilled tables),
@@ -356,9 +395,20 @@ class StoredDelayPoints(DelayPoints):
     but draws and writes them one after the other. Its length and class lists are known
     without reading."""
 
-    def __init__(self, make: Callable[[], DelayPoints], count: int, lists: list[list[str]]):
+    def __init__(
+        self,
+        make: Callable[[], DelayPoints],
+        count: int,
+        lists: list[list[str]],
+        pieces: Callable[[], Iterator[DelayPoints]],
+    ):
         # (no dataclass fields set: reading one goes to __getattr__, hence to `make`)
-        self._make, self._count, self._lists = make, count, lists
+        self._make, self._count, self._lists, self._pieces = make, count, lists, pieces
+
+    def chunks(self) -> Iterator[DelayPoints]:
+        """The points in order, a piece of a run's table at a time, read from its files: a
+        model's points are never whole in memory this way (issue 27)."""
+        return self._pieces()
 
     def points(self) -> DelayPoints:
         points: DelayPoints = _DELAYS.get(self, self._make)
@@ -375,55 +425,48 @@ class StoredDelayPoints(DelayPoints):
         return self._count
 
 
-class Counted(Sequence[float]):
-    """Sorted values given as (distinct value, how many): a figure per lost write (millions at
-    scale, few distinct) in memory per distinct value; reads as the sorted list it stands for."""
+class StoredReturns:
+    """A model's return times (ms, cut order; the cuts with status ok that have one) made
+    from its drives' spilled tables when read, one model's in memory at a time (`_RETURNS`):
+    a report holds every model's analysis at once, never every model's return times (issue
+    27). Reads as the numpy array it stands for (len, slices, numpy functions)."""
 
-    def __init__(self, counts: Mapping[float, int] | None = None) -> None:
-        items = sorted((v, n) for v, n in (counts or {}).items() if n > 0)
-        self.values = [v for v, _ in items]
-        self.counts = [n for _, n in items]
-        self.total = sum(self.counts)
+    def __init__(
+        self,
+        make: Callable[[], FloatArray],
+        count: int,
+        pieces: Callable[[], Iterable[FloatArray]] | None = None,
+    ) -> None:
+        self._make, self._count = make, count
+        self._pieces = pieces or (lambda: [self._make()])
+
+    def pieces(self) -> Iterable[FloatArray]:
+        """The values in order, a piece at a time (read from the files: none held)."""
+        return self._pieces()
+
+    def values(self) -> FloatArray:
+        values: FloatArray = _RETURNS.get(self, self._make)
+        return values
 
     def __len__(self) -> int:
-        return self.total
-
-    def __iter__(self) -> Iterator[float]:
-        for v, n in zip(self.values, self.counts, strict=True):
-            for _ in range(n):
-                yield v
+        return self._count
 
     def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return list(itertools.islice(self, *index.indices(self.total)))
-        if index < 0:
-            index += self.total
-        if not 0 <= index < self.total:
-            raise IndexError(index)
-        for v, n in zip(self.values, self.counts, strict=True):
-            if index < n:
-                return v
-            index -= n
-        raise IndexError(index)
+        return self.values()[index]
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Counted):
-            return (self.values, self.counts) == (other.values, other.counts)
-        return isinstance(other, list | tuple) and list(self) == list(other)
+    def __iter__(self) -> Iterator[float]:
+        return iter(self.values())
 
-    __hash__ = None  # type: ignore[assignment]
+    def __array__(self, dtype: Any = None, copy: Any = None) -> FloatArray:
+        values = self.values()
+        return values if dtype is None else values.astype(dtype, copy=False)
+
+    def tolist(self) -> list[float]:
+        listed: list[float] = self.values().tolist()
+        return listed
+
+    def __str__(self) -> str:  # (as the array's: a record dumped with default=str)
+        return str(self.values())
 
     def __repr__(self) -> str:
-        return f"Counted({dict(zip(self.values, self.counts, strict=True))})"
-
-    def mapped(self, f: Callable[[float], float]) -> Counted:
-        """f (non-decreasing) of every value."""
-        out: dict[float, int] = {}
-        for v, n in zip(self.values, self.counts, strict=True):
-            out[f(v)] = out.get(f(v), 0) + n
-        return Counted(out)
-
-
-def add_counts(into: dict[float, int], values: Iterable[tuple[float, int]]) -> None:
-    for v, n in values:
-        into[v] = into.get(v, 0) + n
+        return repr(self.values())

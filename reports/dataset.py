@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from reports.cuts import Cut, CutTable, SpillBuilder, SpillFolder, TableBuilder, add_counts
+from reports.counted import add_counts
+from reports.cuts import Cut, CutTable, SpillBuilder, SpillFolder, TableBuilder
 from rig.check.failures import COUNTER_ANOMALY
 from rig.errors import UserError
 from rig.store import StoreReader, lost_after_ms

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reports.dataset import DriveRun
-from rig.campaign import pts
+from rig.campaign.endurance import pts
 from rig.config import SIZE_UNITS
 
 DEFAULT_REGION_BYTES = 64 << 20  # rig/config.py: the region when the campaign names none
@@ -29,7 +29,7 @@ class Mark:
 
 @dataclass
 class WindowFit:
-    """One tracking variable over the measurement window (rig/campaign/pts.py's check, for
+    """One tracking variable over the measurement window (rig/campaign/endurance/pts.py's check, for
     plotting)."""
 
     variable: str
@@ -175,7 +175,7 @@ def _rounds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _steady(rounds: list[dict[str, Any]], window: int, max_rounds: int) -> Steady:
     """The stored verdict, and the window's fits recomputed from the stored rounds (the same
-    rule, rig/campaign/pts.py) for the window plot."""
+    rule, rig/campaign/endurance/pts.py) for the window plot."""
     verdict = str(rounds[-1].get("verdict", "")) if rounds else "no rounds recorded"
     try:
         tracker = pts.SteadyState(window=window, max_rounds=max_rounds)

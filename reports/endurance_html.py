@@ -15,7 +15,7 @@ from reports import svg
 from reports.endurance import EnduranceSeries, Mark, TrimPair, WindowFit
 from reports.record import ModelReport
 from reports.templating import ENV
-from rig.campaign import pts
+from rig.campaign.endurance import pts
 
 LABELS = {"iops": "IOPS", "mb_per_s": "MB/s", "mean_latency_us": "mean latency µs"}
 MARK_COLOURS = {"cut": "#d62728", "retention": "#9467bd"}

@@ -16,7 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from reports import deferred
-from reports.cuts import Counted, DelayPoints
+from reports.counted import Counted
+from reports.cuts import DelayPoints, StoredReturns
 from reports.record import Report
 
 CHUNK = 8192  # list items made at a time
@@ -84,10 +85,12 @@ def _json_list(items: Callable[[int], Iterator[str]], depth: int) -> Iterator[st
     yield "[]" if first else "\n" + " " * depth + "]"
 
 
-def _float_items(values: npt.NDArray[np.float64], depth: int) -> Iterator[str]:
+def _float_items(values: npt.NDArray[np.float64] | StoredReturns, depth: int) -> Iterator[str]:
     pad = " " * depth
-    for start in range(0, len(values), CHUNK):
-        yield ",\n".join(pad + _number(v) for v in values[start : start + CHUNK].tolist())
+    pieces = values.pieces() if isinstance(values, StoredReturns) else [values]
+    for piece in pieces:  # (an empty piece: nothing, no separator)
+        for start in range(0, len(piece), CHUNK):
+            yield ",\n".join(pad + _number(v) for v in piece[start : start + CHUNK].tolist())
 
 
 def _counted_items(values: Counted, depth: int) -> Iterator[str]:
@@ -112,21 +115,23 @@ def _delay_items(points: DelayPoints, depth: int) -> Iterator[str]:
     pad, inner = " " * depth, " " * (depth + 1)
     listed = [_json_strings(c, depth + 1) for c in points.class_lists]
     head = f'{pad}{{\n{inner}"ack_to_cut_ms": '
-    for start in range(0, len(points), CHUNK):
-        end = start + CHUNK
-        rows = zip(
-            points.ack_to_cut_ms[start:end].tolist(),
-            points.flush_to_cut_ms[start:end].tolist(),
-            points.cut_delay_ms[start:end].tolist(),
-            points.classes[start:end].tolist(),
-            strict=True,
-        )
-        yield ",\n".join(
-            f'{head}{_number(a)},\n{inner}"flush_to_cut_ms": {_number(f)},\n'
-            f'{inner}"cut_delay_ms": {_number(d)},\n{inner}"failed": {"true" if c else "false"},'
-            f'\n{inner}"classes": {listed[c]}\n{pad}}}'
-            for a, f, d, c in rows
-        )
+    for piece in points.chunks():  # (a piece of a run's table at a time: issue 27)
+        for start in range(0, len(piece), CHUNK):  # (an empty piece: nothing, no separator)
+            end = start + CHUNK
+            rows = zip(
+                piece.ack_to_cut_ms[start:end].tolist(),
+                piece.flush_to_cut_ms[start:end].tolist(),
+                piece.cut_delay_ms[start:end].tolist(),
+                piece.classes[start:end].tolist(),
+                strict=True,
+            )
+            yield ",\n".join(
+                f'{head}{_number(a)},\n{inner}"flush_to_cut_ms": {_number(f)},\n'
+                f'{inner}"cut_delay_ms": {_number(d)},\n'
+                f'{inner}"failed": {"true" if c else "false"},'
+                f'\n{inner}"classes": {listed[c]}\n{pad}}}'
+                for a, f, d, c in rows
+            )
 
 
 def _json_strings(values: list[str], depth: int) -> str:

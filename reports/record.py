@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reports import stats
-from reports.cuts import Counted, DelayPoints, FloatArray
+from reports.counted import Counted
+from reports.cuts import DelayPoints, FloatArray, StoredReturns
 from reports.endurance import EnduranceSeries, TrimPair
 from reports.sequential import SequentialReport
 from rig.check import failures
@@ -177,7 +178,7 @@ class ModelReport:
     drive_level: Proportion  # drives with any failure out of drives
     drives_dead: int
     survival: Survival
-    return_ms: FloatArray  # every cut's return time, in cut order
+    return_ms: FloatArray | StoredReturns  # every cut's return time, in cut order
     return_quantiles: dict[str, float]
     delays: DelayPoints  # every cut, in order
     # lost durable writes: ms from acknowledgement / covering flush to the cut (FAST'13 saw

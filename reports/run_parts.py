@@ -1,20 +1,24 @@
 """A report's drive runs reduced for the analysis (issue 27): each run's table read once, one
-run at a time, into counts, sums and return times (`RunPart`); a set of runs (a model, a drive,
-a firmware) as their parts (`Cuts`); a model's delay points made when read."""
+run at a time, into counts and sums (`RunPart`); a set of runs (a model, a drive, a firmware) as
+their parts (`Cuts`); a model's delay points and return times made when read."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from reports.cuts import (
+    CUT_STATUSES,
+    Cut,
     CutTable,
     DelayPoints,
     FloatArray,
+    SpilledCuts,
     StoredDelayPoints,
-    let_go,
+    StoredReturns,
+    column_chunks,
     table_of,
 )
 from reports.dataset import DriveRun
@@ -24,44 +28,69 @@ from rig.check import failures
 @dataclass
 class RunPart:
     """One run's cycles reduced, in one pass over its table, to what the analysis states of
-    them: counts, sums, the return times (every cut's, for exact quantiles) and where it died.
-    A report holds these for every run at once, never the runs' tables (issue 27)."""
+    them: counts, sums and where it died. A report holds these for every run at once, never the
+    runs' tables nor a value per cut (issue 27): the return times are read again from the
+    table when a quantile, a chart or report.json needs them (`return_times`)."""
 
     cuts: int  # cycles with status ok or dead
     class_counts: dict[frozenset[str], int]  # cuts per set of failure classes
     class_sets: list[frozenset[str]]  # the sets the table knows, in its order
     statuses: dict[str, int]  # cycles per status, cuts or not
     dead_at: int | None  # the cut (1-based, among the run's cuts) the drive died at
-    returns: FloatArray  # return times of the cuts with status ok that have one, in order
+    returns: int  # cuts with status ok that have a return time
     bytes_written: int  # over every cycle
     blocks_checked: int  # over the cuts
     full_scans: int
     blocks_unchecked: int
 
     @classmethod
-    def of(cls, t: CutTable) -> RunPart:
-        m = t.is_cut
-        hist = np.bincount(t.classes[m], minlength=len(t.class_sets))
+    def of(cls, cuts: Iterable[Cut]) -> RunPart:
+        """The run's part, from its columns a piece at a time (reports.cuts.column_chunks)."""
+        source = _source(cuts)
+        statuses, sets = source.statuses, source.class_sets
+        cut_codes = [i for i, s in enumerate(statuses) if s in CUT_STATUSES]
+        ok = [i for i, s in enumerate(statuses) if s == "ok"]
+        dead = statuses.index("dead") if "dead" in statuses else None
+        per_set = np.zeros(len(sets), np.int64)
+        per_status = np.zeros(len(statuses), np.int64)
+        seen, dead_at, returns = 0, None, 0
+        sums = dict.fromkeys(SUMMED, 0)
+        for c in column_chunks(source, ("status", "classes", "return_ms", *SUMMED)):
+            m = np.isin(c["status"], cut_codes)
+            per_set += np.bincount(c["classes"][m], minlength=len(sets))
+            per_status += np.bincount(c["status"], minlength=len(statuses))
+            if dead is not None and dead_at is None:
+                found = np.flatnonzero(c["status"][m] == dead)
+                dead_at = seen + int(found[0]) + 1 if len(found) else None
+            seen += int(m.sum())
+            back = c["return_ms"][m & np.isin(c["status"], ok)]
+            returns += int((~np.isnan(back)).sum())
+            sums["bytes_written"] += int(c["bytes_written"].sum())
+            for name in SUMMED[1:]:  # (over the cuts)
+                sums[name] += int(c[name][m].sum())
         counts: dict[frozenset[str], int] = {}
-        for i, s in enumerate(t.class_sets):
-            counts[s] = counts.get(s, 0) + int(hist[i])
-        dead_at = None
-        if "dead" in t.statuses:
-            found = np.flatnonzero(t.status[m] == t.statuses.index("dead"))
-            dead_at = int(found[0]) + 1 if len(found) else None
-        values = t.columns["return_ms"][m & t.status_mask("ok")]
+        for i, s in enumerate(sets):
+            counts[s] = counts.get(s, 0) + int(per_set[i])
         return cls(
-            cuts=int(m.sum()),
+            cuts=seen,
             class_counts=counts,
-            class_sets=list(t.class_sets),
-            statuses={name: t.count_status(name) for name in t.statuses},
+            class_sets=list(sets),
+            statuses={name: int(per_status[i]) for i, name in enumerate(statuses)},
             dead_at=dead_at,
-            returns=values[~np.isnan(values)],
-            bytes_written=int(t.columns["bytes_written"].sum()),
-            blocks_checked=int(t.columns["blocks_checked"][m].sum()),
-            full_scans=int(t.columns["full_scan"][m].sum()),
-            blocks_unchecked=int(t.columns["blocks_unchecked"][m].sum()),
+            returns=returns,
+            bytes_written=sums["bytes_written"],
+            blocks_checked=sums["blocks_checked"],
+            full_scans=sums["full_scan"],
+            blocks_unchecked=sums["blocks_unchecked"],
         )
+
+
+SUMMED = ("bytes_written", "blocks_checked", "full_scan", "blocks_unchecked")
+
+
+def _source(cuts: Iterable[Cut]) -> SpilledCuts | CutTable:
+    """What column_chunks reads a run's columns from: its spilled files, or a table."""
+    return cuts if isinstance(cuts, SpilledCuts) else table_of(cuts)
 
 
 class RunParts:
@@ -72,8 +101,7 @@ class RunParts:
 
     def of(self, run: DriveRun) -> RunPart:
         if id(run) not in self.made:  # (the run is kept with it: its id stays its own)
-            self.made[id(run)] = (run, RunPart.of(table_of(run.cuts)))
-            let_go()  # (its columns read back from their files when next asked for)
+            self.made[id(run)] = (run, RunPart.of(run.cuts))
         return self.made[id(run)][1]
 
 
@@ -97,9 +125,18 @@ class Cuts:
         """Cuts whose set of failure classes `keep` accepts."""
         return sum(n for p in self.parts for s, n in p.class_counts.items() if keep(s))
 
-    def returns(self) -> FloatArray:
-        """Return times of cuts with status ok that have one."""
-        return cat([p.returns for p in self.parts])
+    def returns(self) -> StoredReturns:
+        """Return times of cuts with status ok that have one, in order: made from the runs'
+        tables when read (one set's in memory at a time: reports.cuts.StoredReturns)."""
+        runs = self.runs
+
+        def pieces() -> Iterator[FloatArray]:
+            for r in runs:
+                yield from return_pieces(r.cuts)
+
+        return StoredReturns(
+            lambda: cat(list(pieces())), sum(p.returns for p in self.parts), pieces
+        )
 
     def cycles(self, status: str) -> int:
         """Cycles of this status, cuts or not."""
@@ -137,10 +174,31 @@ class Cuts:
                 lists,
             )
 
-        return StoredDelayPoints(make, self.count, lists)
+        def pieces() -> Iterator[DelayPoints]:
+            codes = {s: i for i, s in enumerate(order)}
+            for r in runs:
+                source = _source(r.cuts)
+                cut_codes = [i for i, s in enumerate(source.statuses) if s in CUT_STATUSES]
+                remap = np.array([codes[s] for s in source.class_sets] or [0], np.int32)
+                for c in column_chunks(source, ("status", "classes", *DELAY_COLUMNS)):
+                    m = np.isin(c["status"], cut_codes)
+                    ack, flush, delay = (c[name][m] for name in DELAY_COLUMNS)
+                    yield DelayPoints(ack, flush, delay, remap[c["classes"][m]], lists)
+
+        return StoredDelayPoints(make, self.count, lists, pieces)
 
 
 DELAY_COLUMNS = ("ack_to_cut_ms", "flush_to_cut_ms", "cut_delay_ms")
+
+
+def return_pieces(cuts: Iterable[Cut]) -> Iterator[FloatArray]:
+    """The run's return times of cuts with status ok that have one, in order, a piece of its
+    table at a time."""
+    source = _source(cuts)
+    ok = [i for i, s in enumerate(source.statuses) if s == "ok"]
+    for c in column_chunks(source, ("status", "return_ms")):
+        values = c["return_ms"][np.isin(c["status"], ok)]
+        yield values[~np.isnan(values)]
 
 
 def _joined(arrays: list[FloatArray]) -> FloatArray:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import itertools
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy.typing as npt
@@ -31,6 +31,18 @@ CHUNK = 8192  # marks formatted at a time
 Values = Sequence[float] | npt.NDArray[Any]
 
 
+class Later:
+    """Values a chart draws, made when the page is written (`make()`) and let go after: a
+    chart of a mark per cut holds none of them from its drawing to the page's write (issue 27).
+    `length`: how many values `make` gives, known before."""
+
+    def __init__(self, make: Callable[[], Any], length: int) -> None:
+        self.make, self.length = make, length
+
+    def __len__(self) -> int:
+        return self.length
+
+
 def _floats(values: Any) -> list[float]:
     """Python floats (a numpy slice's .tolist(), so the text is formatted as for a list)."""
     return values.tolist() if hasattr(values, "tolist") else [float(v) for v in values]
@@ -45,6 +57,11 @@ def _chunks(values: Values | Iterable[float]) -> Iterator[list[float]]:
     it = iter(values)
     while chunk := [float(v) for v in itertools.islice(it, CHUNK)]:
         yield chunk
+
+
+def _same_length(xs: Values, ys: Values) -> None:
+    if len(xs) != len(ys):
+        raise ValueError("points: xs and ys differ in length")
 
 
 def colour(i: int) -> str:
@@ -149,42 +166,55 @@ class Chart:
 
     def points(self, xs: Values, ys: Values, fill: str, label: str = "", r: float = 3) -> None:
         """A circle per point; made when the page is written (a chart may have a mark per cut)."""
+        _same_length(xs, ys)
+        self.point_pieces(lambda: [(xs, ys)], fill, label, r)
+
+    def point_pieces(
+        self,
+        pieces: Callable[[], Iterable[tuple[Values, Values]]],
+        fill: str,
+        label: str = "",
+        r: float = 3,
+    ) -> None:
+        """Circles as `points` draws them, of the points `pieces()` gives (xs, ys) a piece at a
+        time when the page is written: none of them held before (issue 27)."""
         tip = f"<title>{html.escape(label)}</title>" if label else ""
         x, y = self.x, self.y
 
         def marks() -> Iterator[str]:
-            for start in range(0, len(xs), CHUNK):
-                yield "".join(
-                    f'<circle class="mark" cx="{x(a):.1f}" cy="{y(b):.1f}" r="{r}"'
-                    f' fill="{fill}" fill-opacity="0.7">{tip}</circle>'
-                    for a, b in zip(
-                        _floats(xs[start : start + CHUNK]),
-                        _floats(ys[start : start + CHUNK]),
-                        strict=True,
+            for xs, ys in pieces():
+                _same_length(xs, ys)
+                for start in range(0, len(xs), CHUNK):
+                    yield "".join(
+                        f'<circle class="mark" cx="{x(a):.1f}" cy="{y(b):.1f}" r="{r}"'
+                        f' fill="{fill}" fill-opacity="0.7">{tip}</circle>'
+                        for a, b in zip(
+                            _floats(xs[start : start + CHUNK]),
+                            _floats(ys[start : start + CHUNK]),
+                            strict=True,
+                        )
                     )
-                )
 
-        if len(xs) != len(ys):
-            raise ValueError("points: xs and ys differ in length")
         self.parts.append(deferred.defer(marks))
 
     def cdf(
         self,
-        ordered: Values | Iterable[float],
+        ordered: Values | Iterable[float] | Later,
         stroke: str,
         counts: Sequence[int] | None = None,
     ) -> None:
         """The empirical CDF of sorted values as a step line, each value up by its count / n
         (`counts`: how many times each distinct value was seen, decision 146; None: once each),
         as `step` draws it from ([v0, *values], [0, 1/n, ..., 1]); made when the page is
-        written."""
+        written (`ordered` a `Later`: the values too)."""
         x, y = self.x, self.y
         n = len(ordered) if counts is None else sum(counts)  # type: ignore[arg-type]
 
         def points() -> Iterator[str]:
             below = 0
             times = iter(counts) if counts is not None else itertools.repeat(1)
-            for values in _chunks(ordered):
+            values_of = ordered.make() if isinstance(ordered, Later) else ordered
+            for values in _chunks(values_of):
                 if not below:
                     yield f'<polyline class="series" points="{x(values[0]):.1f},{y(0.0):.1f}'
                 steps = []

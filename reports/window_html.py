@@ -8,7 +8,9 @@ import math
 from html import escape
 
 import numpy as np
+from markupsafe import Markup
 
+from reports.templating import ENV
 from reports.window import ModelWindow
 from rig.window.fit import describe
 
@@ -17,32 +19,14 @@ W, H, LEFT, RIGHT, TOP, BOTTOM = 560, 240, 48, 12, 12, 36
 
 def window_section(windows: list[ModelWindow]) -> str:
     """The section, or "" when no campaign used the window strategy (the page is unchanged)."""
-    if not windows:
-        return ""
-    rows = "".join(
-        f"<tr><td>{escape(w.model)}</td><td>{escape(w.cls)}</td><td>after the {w.after}</td>"
-        f"<td>{w.result.cuts}</td><td>{w.result.losses}</td>"
-        f"<td>{_quantile(w, 0.5)}</td><td>{_quantile(w, 0.99)}</td>"
-        f"<td>{escape(w.result.summary())}</td></tr>"
-        for w in windows
-    )
-    charts = "".join(_chart(w) for w in windows if w.result.cuts)
-    return f"""<h2>Window of vulnerability</h2>
-<p class="note">Each cut of a window campaign at its delay after the chosen event (the last
-completed flush, or the last acknowledgement) and whether it lost data of the class. Fit: probit
-of P(loss) on log delay; t<sub>q</sub> is the delay beyond which a share q of cuts lose nothing;
-intervals by profile likelihood (95 %), an open end where the cuts cannot bound it; no threshold
-is reported where the cuts fail the goodness-of-fit test (loss that does not fall with delay).
-</p>
-<table><tr><th>model</th><th>class</th><th>delay</th><th>cuts</th><th>losses</th>
-<th>t50 (ms)</th><th>t99 (ms)</th><th>result</th></tr>{rows}</table>
-<div class="charts">{charts}</div>
-"""
+    charts = Markup("".join(_chart(w) for w in windows if w.result.cuts))
+    template = ENV.get_template("window.html.j2")
+    return template.render(windows=windows, quantile=_quantile, charts=charts)
 
 
 def _quantile(w: ModelWindow, q: float) -> str:
     found = w.result.quantile(q)
-    return "—" if found is None else escape(describe(found))
+    return "—" if found is None else describe(found)
 
 
 def _chart(w: ModelWindow) -> str:

@@ -17,26 +17,12 @@ from typing import TYPE_CHECKING
 import argcomplete
 
 from rig import cli_json, config
-from rig.campaign.model import DriveSummary, Station
-from rig.campaign.startup import EventQueue
+from rig.campaign.model import DriveSummary
 from rig.errors import RigError, UserError
-from rig.power.base import Edge
 from rig.store import open_read_only
 
 if TYPE_CHECKING:
-    from rig.campaign.startup import EventQueue
-
-
-def _station(campaign: config.Campaign, store: EventQueue) -> Station:
-    """The campaign's station, built by its kind's row (rig/station/backends.py), its edges
-    recorded."""
-    from rig.station import build as station
-
-    def record_edge(edge: Edge) -> None:
-        detail = {"channel": edge.channel, "error_ns": edge.error_ns, "mcu_us": edge.source_us}
-        store.queue_event(None, edge.host_ns, "edge_on" if edge.powered else "edge_off", detail)
-
-    return station.build(campaign, record_edge, store.path)
+    pass
 
 
 def _print_summaries(summaries: list[DriveSummary], criteria: config.Criteria) -> None:
@@ -63,9 +49,11 @@ def _print_summaries(summaries: list[DriveSummary], criteria: config.Criteria) -
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from reports import export
+    from reports import verdict as verdicts
     from rig import demo
     from rig.campaign import runner
     from rig.campaign.progress import Progress
+    from rig.station.build import build as build_station
     from rig.station.kinds.simulated import truth_path
 
     out = Path(args.out)
@@ -77,7 +65,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         old.unlink(missing_ok=True)
     print(demo.headline(campaign))
     result = runner.run(
-        _station,
+        build_station,
+        verdicts.drive_verdict,
         campaign=campaign,
         db=str(db),
         log_path=log,
@@ -96,8 +85,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from reports import verdict as verdicts
     from rig.campaign import runner
     from rig.campaign.progress import Progress
+    from rig.station.build import build as build_station
 
     if bool(args.campaign) == bool(args.resume):
         raise UserError("rig run: give a campaign file, or --resume STORE (not both)")
@@ -105,7 +96,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError("rig run: --db is for a new campaign; --resume names the store")
     progress = Progress(live=False if args.quiet else None)
     result = runner.run(
-        _station,
+        build_station,
+        verdicts.drive_verdict,
         campaign_path=args.campaign or "",
         resume_db=args.resume or "",
         db=args.db or "",
@@ -175,8 +167,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(export.write_report(args.db, out, args.confidence, args.junit or "", args.markdown))
         return 0
     from reports import central, dataset
+    from rig.fleet.central import CentralStore
 
-    parts = [central.load(args.central)] + ([dataset.load(args.db)] if args.db else [])
+    with CentralStore(args.central) as store:
+        parts = [central.read(store)] + ([dataset.load(args.db)] if args.db else [])
     out = args.out or "fleet-report"
     data = dataset.merge(parts)
     print(export.write_dataset_report(data, out, args.confidence, args.junit or "", args.markdown))

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rig import sequential
+from rig.bus.identity import DriveIdentity
 from rig.bus.recover import DEFAULT_WAIT_S, RECOVER_MODES
-from rig.campaign.cuts import STRATEGIES
 from rig.check import failures
 from rig.errors import UserError
 from rig.io.workload import ENGINES, LAYOUTS, LBA_SKEWS, SIZE_MIXES, Workload
@@ -21,13 +21,13 @@ from rig.notify import settings as notify_settings
 from rig.notify.settings import NotifySpec
 from rig.power import shapes
 from rig.power.shapes import ShapeSpec
-from rig.schema import StationSpec, Table
+from rig.schema import KindRules, StationSpec, Table
 from rig.sequential import Plan
-from rig.station import backends
-from rig.station.backends import StationKind
-from rig.station.identity import DriveIdentity
 from rig.window import spec as window_spec
 from rig.window.spec import WindowSpec
+
+# the cut strategies a [cut] table may name (rig/campaign/cutcycle/cuts.py draws each)
+STRATEGIES = ("uniform", "during_flush", "after_ack", "idle", "window")
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class DriveSpec:
 @dataclass(frozen=True)
 class CutSpec:
     delay_ms: tuple[float, float] = (2.0, 60.0)
-    strategy: str = "uniform"  # rig.campaign.cuts.STRATEGIES
+    strategy: str = "uniform"  # STRATEGIES
     after_ms: tuple[float, float] = (0.0, 1000.0)  # after_ack / idle: cut this long after
     off_ms: float = 50.0
     # after the switch's edge the drive may still complete commands this long: the relay's
@@ -91,7 +91,7 @@ class EnduranceSpec:
     tbw_tb: float = 0.0  # the drive's rated endurance in TB written, for progress; 0 = unknown
     steady_window: int = 5  # intervals in the steady-state window (SNIA PTS: 5)
     discard: str = "none"  # trim the test region before the first interval
-    # the SNIA PTS test flow (docs/campaign.md, "PTS test flow"; rig/campaign/pts.py)
+    # the SNIA PTS test flow (docs/campaign.md, "PTS test flow"; rig/campaign/endurance/pts.py)
     purge: str = "none"  # before anything: none | PURGE_METHODS (the drive says what it supports)
     precondition: bool = False  # workload-independent: 2 x region of 128 KiB sequential writes
     max_rounds: int = 25  # rounds after which steady state is "not reached"; 0 = no limit
@@ -180,10 +180,9 @@ def _choice(table: Table, key: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-def parse(
-    text: str, where: str = "campaign", kinds: Mapping[str, StationKind] = backends.STATION_KINDS
-) -> Campaign:
-    """`kinds`: the station kinds the file may name (rig/station/backends.py)."""
+def parse(text: str, where: str = "campaign", *, kinds: Mapping[str, KindRules]) -> Campaign:
+    """`kinds`: the station kinds the file may name (rig/station/backends.py:STATION_KINDS, as
+    rig/station/campaign_file.py hands them in)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -334,11 +333,13 @@ def _size(table: Table, stem: str, default: int, low: int) -> int:
     return int(value) * scale
 
 
-def _station(table: Table, kinds: Mapping[str, StationKind]) -> tuple[StationSpec, StationKind]:
+def _station(table: Table, kinds: Mapping[str, KindRules]) -> tuple[StationSpec, KindRules]:
     """[station]: the keys every kind has here, the kind's own keys read by the kind; a key of
     another kind is named as such."""
     name = table.get("kind", str)
-    kind = backends.lookup(name, kinds)
+    kind = kinds.get(name)
+    if kind is None:
+        raise UserError(f"campaign: [station].kind must be one of {', '.join(kinds)}")
     common = StationSpec(name, _choice(table, "recover", RECOVER_MODES), _recover_waits(table))
     spec = kind.settings(table, common)
     for key in sorted(set(table.data) - table.used):
@@ -373,7 +374,7 @@ def _recover_waits(station_t: Table) -> tuple[tuple[str, float], ...]:
     return tuple(waits)
 
 
-def _endurance(table: Table, station_kind: StationKind, station: StationSpec) -> EnduranceSpec:
+def _endurance(table: Table, station_kind: KindRules, station: StationSpec) -> EnduranceSpec:
     spec = EnduranceSpec(
         intervals=table.whole("intervals", 0, 0, 100_000_000),
         interval_s=float(table.number("interval_s", 60.0, 0.05, 86400)),
@@ -464,7 +465,7 @@ def _health(data: Any) -> HealthSpec:
     return HealthSpec(every, given and every > 0, write_cache)
 
 
-def _drive(index: int, entry: Any, station_kind: StationKind) -> DriveSpec:
+def _drive(index: int, entry: Any, station_kind: KindRules) -> DriveSpec:
     table = Table(f"[[drive]] #{index + 1}", entry)
     channel = table.whole("channel", None, 0, 63)
     identity = DriveIdentity(
@@ -485,10 +486,10 @@ def _drive(index: int, entry: Any, station_kind: StationKind) -> DriveSpec:
     return spec
 
 
-def load(path: str) -> Campaign:
+def load(path: str, *, kinds: Mapping[str, KindRules]) -> Campaign:
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(f"{path}: cannot read campaign file: {error}") from error
-    return parse(text, path)
+    return parse(text, path, kinds=kinds)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import tomlkit
 
-from rig import config
 from rig.config import Campaign
+from rig.station import campaign_file
 from rig.station.kinds.simulated import SimulatedSpec
 
 DEMO_CAMPAIGN = Path(__file__).resolve().parent.parent / "fixtures" / "demo.toml"
@@ -28,7 +28,7 @@ def campaign(cycles: int = 0, in_process: bool = False) -> Campaign:
         if in_process:
             document["station"]["twin"] = "in-process"
         text = tomlkit.dumps(document)
-    return config.parse(text, str(DEMO_CAMPAIGN))
+    return campaign_file.parse(text, str(DEMO_CAMPAIGN))
 
 
 def headline(demo: Campaign) -> str:

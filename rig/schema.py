@@ -7,8 +7,9 @@ their keys through `Table` without importing rig/config.py, which imports them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from rig.errors import UserError
 
@@ -86,3 +87,20 @@ class StationSpec:
 
 def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
     return kind if isinstance(kind, tuple) else (kind,)
+
+
+class KindRules(Protocol):
+    """What reading a campaign file (rig/config.py) needs of a station kind: a row of the kinds'
+    table the caller hands in (rig/station/backends.py:STATION_KINDS, through
+    rig/station/campaign_file.py), since the kinds build stations from config's `Campaign`."""
+
+    @property
+    def settings(self) -> Callable[[Table, StationSpec], StationSpec]: ...
+
+    @property
+    def simulated_drives(self) -> bool: ...
+
+    @property
+    def cut_kinds(self) -> tuple[str, ...]: ...  # the [cut] kinds its switch can make
+
+    def own_keys(self) -> tuple[str, ...]: ...

@@ -13,8 +13,8 @@ import numpy as np
 import numpy.typing as npt
 
 from rig.bus.base import DriveNode
+from rig.bus.identity import DriveIdentity
 from rig.io.blockio import BlockTarget
-from rig.station.identity import DriveIdentity
 
 
 class RamDisk:

@@ -23,12 +23,13 @@ import numpy as np
 from fixtures import faultcore as fc
 from fixtures import sim_station
 from fixtures.virtual_drive import VirtualDrive
-from rig import config
 from rig.campaign.model import DriveSummary
+from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.check import failures, verify
 from rig.check.ledger import CycleLog
 from rig.power.base import Edge, PendingCut, PowerSwitch
+from rig.station import campaign_file
 from rig.store import Store
 
 # what the checker must report for a block, by the kind of fault the drive injected there
@@ -184,12 +185,12 @@ class UncertainPower:
 def run(
     path: Path, text: str, cut_error_ns: int = 0
 ) -> tuple[list[DriveSummary], list[VirtualDrive], Store]:
-    campaign = config.parse(text)
+    campaign = campaign_file.parse(text)
     station, drives = sim_station.build(campaign)
     if cut_error_ns:
         station.power = UncertainPower(station.power, cut_error_ns)
     store = Store(str(path))
-    summaries = run_campaign(campaign, station, store, progress=lambda line: None)
+    summaries = run_campaign(campaign, station, store, Observer())
     return summaries, drives, store
 
 

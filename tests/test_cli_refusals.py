@@ -164,9 +164,8 @@ def test_drives_lists_identity_and_safety_and_prints_a_stanza(tmp_path: Path) ->
 def test_drives_shows_transport_and_a_claimed_drive_and_the_stanza_is_a_campaign_block(
     tmp_path: Path,
 ) -> None:
-    from rig import config
-    from rig.station import locks
-    from rig.station.identity import DriveIdentity
+    from rig.bus.identity import DriveIdentity
+    from rig.station import campaign_file, locks
 
     image = tmp_path / "claimed.img"
     with image.open("wb") as handle:
@@ -178,5 +177,7 @@ def test_drives_shows_transport_and_a_claimed_drive_and_the_stanza_is_a_campaign
         assert line.split()[2] == "loop"
         assert line.endswith(f"no: claimed by a campaign (pid {os.getpid()}, campaign 'night run')")
         stanza = rig("drives", "--stanza", devnode, cwd=tmp_path).stdout
-    campaign = config.parse(f"[campaign]\nname='x'\ncycles=1\n[station]\nkind='manual'\n{stanza}")
+    campaign = campaign_file.parse(
+        f"[campaign]\nname='x'\ncycles=1\n[station]\nkind='manual'\n{stanza}"
+    )
     assert campaign.drives[0].identity == identity

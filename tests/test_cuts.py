@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from fixtures.fake_power import FakePowerSwitch
-from rig import config
-from rig.campaign import cuts
+from rig.campaign.cutcycle import cuts
 from rig.check.ledger import CycleLog, LbaState
 from rig.errors import UserError
 from rig.io.blockio import DirectTarget
 from rig.io.workload import Workload, Writer, WriterContext
+from rig.station import campaign_file
 from tests.test_sim_campaign import campaign_text, run
 
 
@@ -91,16 +91,18 @@ def test_draws_cover_sub_millisecond_delays_and_a_second_after_an_ack() -> None:
 def test_campaign_file_refuses_bad_strategies() -> None:
     base = campaign_text(["honest"], cycles=1)
     with pytest.raises(UserError, match="strategy must be one of"):
-        config.parse(base.replace("[cut]\n", '[cut]\nstrategy = "random"\n'))
+        campaign_file.parse(base.replace("[cut]\n", '[cut]\nstrategy = "random"\n'))
     with pytest.raises(UserError, match="during_flush needs a flush cadence"):
-        config.parse(
+        campaign_file.parse(
             campaign_text(["honest"], cycles=1, flush_every=0).replace(
                 "[cut]\n", '[cut]\nstrategy = "during_flush"\n'
             )
         )
     with pytest.raises(UserError, match="after_ms must be"):
-        config.parse(base.replace("[cut]\n", "[cut]\nafter_ms = [5, 1]\n"))
-    spec = config.parse(base.replace("[cut]\n", '[cut]\nstrategy = "idle"\nafter_ms = [0, 2000]\n'))
+        campaign_file.parse(base.replace("[cut]\n", "[cut]\nafter_ms = [5, 1]\n"))
+    spec = campaign_file.parse(
+        base.replace("[cut]\n", '[cut]\nstrategy = "idle"\nafter_ms = [0, 2000]\n')
+    )
     assert (spec.cut.strategy, spec.cut.after_ms) == ("idle", (0.0, 2000.0))
 
 

@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 
 from fixtures import sim_station
-from rig import config
-from rig.campaign import endurance
+from rig.campaign.endurance import endurance, intervals
+from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.check.ledger import CycleLog
 from rig.errors import UserError
+from rig.station import campaign_file
 from rig.store import Store
 from tests.test_sim_campaign import campaign_text
 
@@ -35,10 +36,10 @@ tbw_tb = 1
 
 def run(tmp_path: Path, profile: str) -> Store:
     text = campaign_text([profile], cycles=10, extra="", flush_every=2)
-    campaign = config.parse(text.replace("[cut]", ENDURANCE + "[cut]"))
+    campaign = campaign_file.parse(text.replace("[cut]", ENDURANCE + "[cut]"))
     station, _ = sim_station.build(campaign)
     store = Store(str(tmp_path / "e.sqlite"))
-    run_campaign(campaign, station, store, lambda line: None, drive_loop=endurance.drive_loop)
+    run_campaign(campaign, station, store, Observer())
     return store
 
 
@@ -95,21 +96,25 @@ def test_retention_check_finds_what_a_lying_flush_lost(tmp_path: Path) -> None:
     ],
 )
 def test_steady_state_rule(series: list[float], steady: bool) -> None:
-    assert endurance.steady_state(series, 5) is steady
+    assert intervals.steady_state(series, 5) is steady
 
 
 def test_endurance_keys_are_checked() -> None:
     base = campaign_text(["plp"], cycles=1)
     with pytest.raises(UserError, match=r"\[endurance\] needs intervals"):
-        config.parse(base.replace("[cut]", "[endurance]\ninterval_s = 1\n[cut]"))
+        campaign_file.parse(base.replace("[cut]", "[endurance]\ninterval_s = 1\n[cut]"))
     with pytest.raises(UserError, match=r"\[endurance\]\.discard"):
-        config.parse(base.replace("[cut]", "[endurance]\nintervals = 1\ndiscard = 'x'\n[cut]"))
+        campaign_file.parse(
+            base.replace("[cut]", "[endurance]\nintervals = 1\ndiscard = 'x'\n[cut]")
+        )
     with pytest.raises(UserError, match=r"\[endurance\]\.discard needs a block device"):
-        config.parse(
+        campaign_file.parse(
             base.replace("[cut]", "[endurance]\nintervals = 1\ndiscard = 'blkdiscard'\n[cut]")
         )
     with pytest.raises(UserError, match=r"\[endurance\]\.steady_window"):
-        config.parse(base.replace("[cut]", "[endurance]\nintervals = 1\nsteady_window = 1\n[cut]"))
+        campaign_file.parse(
+            base.replace("[cut]", "[endurance]\nintervals = 1\nsteady_window = 1\n[cut]")
+        )
 
 
 def _log_of(latencies_us: list[float]) -> CycleLog:
@@ -134,7 +139,7 @@ def _log_of(latencies_us: list[float]) -> CycleLog:
 def test_a_percentile_needs_the_samples_to_support_it(n: int, stated: tuple[bool, ...]) -> None:
     # one slow write in every thousand: with too few samples p99.9 would be that one write
     latencies = [5_000.0 if i % 1000 == 999 else 100.0 + i % 7 for i in range(n)]
-    p50, p99, p999, worst, samples = endurance.latency_us(_log_of(latencies))
+    p50, p99, p999, worst, samples = intervals.latency_us(_log_of(latencies))
     assert samples == n
     assert (p50 is not None, p99 is not None, p999 is not None) == stated
     if n:
@@ -146,7 +151,7 @@ def test_a_percentile_needs_the_samples_to_support_it(n: int, stated: tuple[bool
 def test_a_failed_write_is_no_latency_sample() -> None:
     log = _log_of([100.0] * 1_000)
     log.add_write(0, 1_000, 1_000, np.array([2_000], dtype=np.uint32), 0, 10**9, -5, False)
-    assert endurance.latency_us(log)[4] == 1_000
+    assert intervals.latency_us(log)[4] == 1_000
 
 
 def test_a_v9_store_gets_its_write_intervals_numbered(tmp_path: Path) -> None:
@@ -186,10 +191,10 @@ def test_a_sequential_stream_is_stored_and_a_resume_goes_on_from_it(tmp_path: Pa
     from each stripe's start."""
     text = campaign_text(["plp"], cycles=10, extra="sequential = true", flush_every=2)
     table = "[endurance]\nintervals = 3\ninterval_s = 0.2\nverify_every = 0\n"
-    campaign = config.parse(text.replace("[cut]", table + "[cut]"))
+    campaign = campaign_file.parse(text.replace("[cut]", table + "[cut]"))
     station, _ = sim_station.build(campaign)
     store = Store(str(tmp_path / "e.sqlite"))
-    run_campaign(campaign, station, store, lambda line: None, drive_loop=endurance.drive_loop)
+    run_campaign(campaign, station, store, Observer())
     details = [json.loads(r["detail"]) for r in store.query(
         "SELECT detail FROM endurance_interval WHERE kind = 'write' ORDER BY seq"
     )]  # fmt: skip

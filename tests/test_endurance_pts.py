@@ -12,17 +12,15 @@ from pathlib import Path
 import pytest
 
 from fixtures import sim_station
-from rig import config
 from rig.bus.base import DriveNode
-from rig.campaign import endurance
-from rig.campaign.drive import DriveRun
+from rig.bus.identity import DriveIdentity
+from rig.campaign.observer import CampaignEvents, Lines, Observer, ResumeReconciliation
 from rig.campaign.parallel import run_campaign
 from rig.errors import UserError
 from rig.health.errors import ToolMissing
 from rig.health.tools import ToolResult
-from rig.station import purge
+from rig.station import campaign_file, purge
 from rig.station.build import ToolDrives
-from rig.station.identity import DriveIdentity
 from rig.store import Store
 from tests.test_sim_campaign import campaign_text
 
@@ -42,17 +40,17 @@ def _with(extra: str) -> str:
 
 
 def test_pts_keys_are_checked() -> None:
-    spec = config.parse(_with(PTS)).endurance
+    spec = campaign_file.parse(_with(PTS)).endurance
     assert spec is not None and spec.precondition and spec.max_rounds == 4
     assert spec.purge == "none" and not spec.stop_at_steady
     with pytest.raises(UserError, match=r"\[endurance\]\.purge must be one of"):
-        config.parse(_with("[endurance]\nintervals = 1\npurge = 'wipe'\n"))
+        campaign_file.parse(_with("[endurance]\nintervals = 1\npurge = 'wipe'\n"))
     with pytest.raises(UserError, match="in-process virtual drives cannot"):
-        config.parse(_with("[endurance]\nintervals = 1\npurge = 'auto'\n"))
+        campaign_file.parse(_with("[endurance]\nintervals = 1\npurge = 'auto'\n"))
     with pytest.raises(UserError, match="max_rounds = 3 is shorter than steady_window = 5"):
-        config.parse(_with("[endurance]\nintervals = 1\nmax_rounds = 3\n"))
+        campaign_file.parse(_with("[endurance]\nintervals = 1\nmax_rounds = 3\n"))
     with pytest.raises(UserError, match=r"\[endurance\]\.precondition has the wrong type"):
-        config.parse(_with("[endurance]\nintervals = 1\nprecondition = 1\n"))
+        campaign_file.parse(_with("[endurance]\nintervals = 1\nprecondition = 1\n"))
 
 
 class FakeTools:
@@ -155,10 +153,10 @@ def test_purge_runs_the_tools_and_reports_a_failure() -> None:
 
 
 def test_preconditioning_then_rounds_on_the_simulated_rig(tmp_path: Path) -> None:
-    campaign = config.parse(_with(PTS))
+    campaign = campaign_file.parse(_with(PTS))
     station, _ = sim_station.build(campaign)
     store = Store(str(tmp_path / "p.sqlite"))
-    run_campaign(campaign, station, store, lambda line: None, drive_loop=endurance.drive_loop)
+    run_campaign(campaign, station, store, Observer())
     rows = store.query("SELECT * FROM endurance_interval ORDER BY seq")
     kinds = [r["kind"] for r in rows]
     assert kinds == ["precondition"] * 2 + ["write"] * 6
@@ -241,7 +239,7 @@ def test_a_resume_before_the_first_round_finishes_preconditioning_first(tmp_path
     before its first round: no round, hence no steady state, on a drive preconditioned once."""
     from rig.campaign import resume
 
-    campaign = config.parse(_with(PTS))
+    campaign = campaign_file.parse(_with(PTS))
     station, _ = sim_station.build(campaign)  # its drives live on in this process
     store = Store(str(tmp_path / "p.sqlite"))
     stop = threading.Event()
@@ -250,24 +248,19 @@ def test_a_resume_before_the_first_round_finishes_preconditioning_first(tmp_path
         if "preconditioning pass 1/" in line:
             stop.set()
 
-    run_campaign(campaign, station, store, progress, stop, drive_loop=endurance.drive_loop)
+    run_campaign(campaign, station, store, Lines(progress), stop)
     first = store.query("SELECT kind, detail FROM endurance_interval ORDER BY seq")
     assert [r["kind"] for r in first] == ["precondition"]
     resumable = resume.load(store)
 
-    def reconcile(runs: list[DriveRun]) -> None:  # as `rig run --resume` does
-        for r in runs:
-            resume.reconcile(r, resumable, store)
-
+    quiet = Observer()  # as `rig run --resume` does: each region read back as the drives start
     run_campaign(
         resumable.campaign,
         station,
         store,
-        lambda line: None,
+        CampaignEvents(ResumeReconciliation(resumable, store, quiet)),
         campaign_id=resumable.campaign_id,
         resume=resumable.points,
-        on_start=reconcile,
-        drive_loop=endurance.drive_loop,
     )
     rows = store.query("SELECT * FROM endurance_interval ORDER BY seq")
     assert [r["kind"] for r in rows] == ["precondition"] * 2 + ["write"] * 6

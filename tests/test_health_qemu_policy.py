@@ -11,11 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from rig.bus.base import DriveNode
+from rig.bus.identity import DriveIdentity
 from rig.health.delta import diff_snapshots
 from rig.health.smart import parse_smartctl_json
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import HealthTracker
-from rig.station.identity import DriveIdentity
 from tests.health.health_paths import real_file
 
 QEMU = Path(__file__).resolve().parent.parent / "fixtures" / "recorded" / "qemu"

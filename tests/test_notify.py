@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 
 from fixtures import sim_station
+from reports import verdict as verdicts
 from rig import config
+from rig.campaign import notices as campaign_notices
 from rig.campaign import runner
-from rig.campaign.model import Cycle
+from rig.campaign.model import CycleRecord
 from rig.campaign.notices import CampaignNotices
 from rig.campaign.progress import Progress
 from rig.check import verify
@@ -24,6 +26,7 @@ from rig.config import Campaign
 from rig.fleet.station_watch import StationWatch
 from rig.fleet.views import StationStatus
 from rig.notify.sender import Notice, Notifier, Service, apprise_services
+from rig.station import campaign_file
 from rig.store import Store
 from tests.cli_runner import rig
 from tests.notify_receivers import hanging_receiver, json_endpoint, smtp_server
@@ -38,7 +41,8 @@ def notify_table(*urls: str, extra: str = "") -> str:
 
 def run(tmp_path: Path, name: str, campaign: Campaign) -> runner.RunResult:
     return runner.run(
-        lambda c, store: sim_station.build(c)[0],
+        lambda c, on_edge, db: sim_station.build(c)[0],
+        verdicts.drive_verdict,
         campaign=campaign,
         db=str(tmp_path / f"{name}.sqlite"),
         progress=Progress(io.StringIO(), live=False),
@@ -72,7 +76,7 @@ def test_a_bad_url_is_one_line_and_exit_2_before_any_write(tmp_path: Path) -> No
     assert "[notify].urls[1]" in done.stderr and "nosuchservice://" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     with pytest.raises(config.UserError, match="not an event"):
-        config.parse(campaign_text(["plp"], 2) + notify_table(extra='events = ["fial"]'))
+        campaign_file.parse(campaign_text(["plp"], 2) + notify_table(extra='events = ["fial"]'))
 
 
 def test_fail_and_campaign_end_reach_a_mail_server_and_a_json_endpoint(tmp_path: Path) -> None:
@@ -82,7 +86,7 @@ def test_fail_and_campaign_end_reach_a_mail_server_and_a_json_endpoint(tmp_path:
         text = campaign_text(["plp", "lying-flush"], CYCLES, flush_every=2) + notify_table(
             mail, f"json://127.0.0.1:{http_port}/", extra=events
         )
-        result = run(tmp_path, "n", config.parse(text))
+        result = run(tmp_path, "n", campaign_file.parse(text))
     summaries = {s.channel: s for s in result.summaries}
     assert not summaries[0].failures and summaries[1].failures  # the lying drive fails
     subjects = mailbox.subjects()
@@ -109,10 +113,10 @@ def test_fail_and_campaign_end_reach_a_mail_server_and_a_json_endpoint(tmp_path:
 
 def test_a_receiver_that_hangs_changes_no_cut(tmp_path: Path) -> None:
     text = campaign_text(["lying-flush", "plp"], CYCLES, flush_every=2)
-    quiet = run(tmp_path, "quiet", config.parse(text))
+    quiet = run(tmp_path, "quiet", campaign_file.parse(text))
     with hanging_receiver() as hang:
         url = f"json://127.0.0.1:{hang.port}/"
-        loud = run(tmp_path, "loud", config.parse(text + notify_table(url)))
+        loud = run(tmp_path, "loud", campaign_file.parse(text + notify_table(url)))
         still_hanging = hang.answered == 0
     assert still_hanging and hang.accepted  # the sender reached it and got no answer
     # every cut as without notifications: the same cycles, cut delays and outcome
@@ -194,24 +198,24 @@ def test_each_event_is_told_once_when_it_happens() -> None:
     text = campaign_text(["plp", "lying-flush"], 2) + notify_table(
         "json://127.0.0.1:9/", extra="rig_error_run = 2"
     )
-    campaign = config.parse(text)
+    campaign = campaign_file.parse(text)
     told = Told()
-    notices = CampaignNotices(campaign, told)  # type: ignore[arg-type]
+    notices = CampaignNotices(campaign, told, verdicts.drive_verdict)  # type: ignore[arg-type]
     # what the notices read of a drive's run: its spec, and its sequential plan (none here)
     ch0 = SimpleNamespace(spec=campaign.drives[0], settlement=None, plan_key="")
     ch1 = SimpleNamespace(spec=campaign.drives[1], settlement=None, plan_key="")
 
     def cycle(seq: int, status: str = "ok", classes: tuple[str, ...] = (), stop: bool = False):
-        c = Cycle(seq, 0.01, status=status, error=f"{status} {seq}", stop_channel=stop)
+        c = CycleRecord(seq, 0.01, status=status, error=f"{status} {seq}", stop_channel=stop)
         c.findings = [verify.drive_finding(cls, {}) for cls in classes]
         return c
 
     for seq, status in enumerate(["error", "error", "error", "ok", "error", "error"], 1):
-        notices.cycle(ch0, cycle(seq, status))
-    notices.cycle(ch1, cycle(1, classes=(verify.LOST_DURABLE, verify.LOST_DURABLE)))
-    notices.cycle(ch1, cycle(2, classes=(verify.LOST_DURABLE,)))
-    notices.cycle(ch0, cycle(7, "error", stop=True))
-    notices.cycle(ch1, cycle(3, "dead", classes=(verify.DEAD,)))
+        notices.cycle_recorded(ch0, cycle(seq, status))
+    notices.cycle_recorded(ch1, cycle(1, classes=(verify.LOST_DURABLE, verify.LOST_DURABLE)))
+    notices.cycle_recorded(ch1, cycle(2, classes=(verify.LOST_DURABLE,)))
+    notices.cycle_recorded(ch0, cycle(7, "error", stop=True))
+    notices.cycle_recorded(ch1, cycle(3, "dead", classes=(verify.DEAD,)))
     assert told.notices == [
         ("rig_errors", "rig t: 2 rig errors in a row on ch0"),
         ("rig_errors", "rig t: 2 rig errors in a row on ch0"),
@@ -219,11 +223,11 @@ def test_each_event_is_told_once_when_it_happens() -> None:
         ("channel_stopped", "rig t: ch0 stopped"),
         ("dead", "rig t: dead drive on ch1"),
     ]
-    only_dead = config.parse(text + '\nevents = ["dead"]')
+    only_dead = campaign_file.parse(text + '\nevents = ["dead"]')
     told = Told()
-    notices = CampaignNotices(only_dead, told)  # type: ignore[arg-type]
-    notices.cycle(ch1, cycle(1, classes=(verify.LOST_DURABLE,)))
-    notices.cycle(ch1, cycle(2, "dead", classes=(verify.DEAD,)))
+    notices = CampaignNotices(only_dead, told, verdicts.drive_verdict)  # type: ignore[arg-type]
+    notices.cycle_recorded(ch1, cycle(1, classes=(verify.LOST_DURABLE,)))
+    notices.cycle_recorded(ch1, cycle(2, "dead", classes=(verify.DEAD,)))
     assert [kind for kind, _ in told.notices] == ["dead"]
 
 
@@ -237,7 +241,7 @@ def test_urls_from_an_apprise_config_file_stay_out_of_the_store(tmp_path: Path) 
         text = campaign_text(["plp"], 2) + (
             f'[notify]\nconfig = "{apprise_yml}"\nevents = ["campaign_end"]\n'
         )
-        result = run(tmp_path, "cfg", config.parse(text))
+        result = run(tmp_path, "cfg", campaign_file.parse(text))
     assert [p["title"] for p in posts] == ["rig t: campaign done"]
     store = Store(result.db, read_only=True)
     try:
@@ -249,7 +253,7 @@ def test_urls_from_an_apprise_config_file_stay_out_of_the_store(tmp_path: Path) 
     assert len(sent) == 1 and "s3cret" not in sent[0]["url"]  # Apprise masks it in the log
     missing = campaign_text(["plp"], 2) + f'[notify]\nconfig = "{tmp_path / "none.yml"}"\n'
     with pytest.raises(config.UserError, match=r"\[notify\].config: .*none.yml: no notification"):
-        config.parse(missing)
+        campaign_file.parse(missing)
 
 
 def test_serve_notify_needs_the_fleet_and_a_good_url(tmp_path: Path) -> None:
@@ -269,7 +273,7 @@ def test_a_sequential_plan_that_settles_is_told_when_it_settles(tmp_path: Path) 
     with json_endpoint() as (posts, http_port):
         text = campaign_text(["plp", "lying-flush"], 40, extra=plan, flush_every=2)
         text += notify_table(f"json://127.0.0.1:{http_port}/", extra='events = ["verdict"]')
-        result = run(tmp_path, "s", config.parse(text))
+        result = run(tmp_path, "s", campaign_file.parse(text))
     told = [p for p in posts if "plan over" in p["title"]]
     # the lying drive's plan FAILs within a few cuts and is told once, with the cuts it used;
     # the PLP drive's plan needs more cuts than 40 to PASS at p1 = 0.05: not told
@@ -277,3 +281,11 @@ def test_a_sequential_plan_that_settles_is_told_when_it_settles(tmp_path: Path) 
     assert "Sequential plan settled after" in told[0]["message"]
     stopped = {s.channel: s.stopped_by for s in result.summaries}
     assert "plan settled: FAIL" in stopped[1]
+
+
+def test_the_notices_settle_on_the_verdicts_the_report_settles_on() -> None:
+    """The notices take the report's rule handed in (rig/ does not import reports/): a verdict
+    they count as settled is one the rule settles a drive with."""
+    settled = {verdicts.PASS, verdicts.FAIL, verdicts.DEAD}
+    assert set(campaign_notices.SETTLED_VERDICTS) == settled
+    assert verdicts.NOT_YET not in settled

@@ -6,8 +6,8 @@ import pytest
 
 from fixtures import sim_station
 from fixtures.profiles import has_bus_behaviour, modifiers, profile
-from rig import config
 from rig.errors import UserError
+from rig.station import campaign_file
 
 
 def test_a_modifier_adds_its_keys_to_a_profile() -> None:
@@ -36,7 +36,7 @@ def test_unknown_names_are_one_line_errors(name: str, message: str) -> None:
 
 
 def test_the_in_process_twin_refuses_bus_behaviours() -> None:
-    campaign = config.parse(
+    campaign = campaign_file.parse(
         """
 [campaign]
 name = "b"

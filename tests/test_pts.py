@@ -1,10 +1,10 @@
-"""The PTS steady-state rule and round bookkeeping (rig/campaign/pts.py)."""
+"""The PTS steady-state rule and round bookkeeping (rig/campaign/endurance/pts.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from rig.campaign import pts
+from rig.campaign.endurance import pts
 
 
 def _round(n: int, iops: float, mb: float | None = None, lat: float | None = None) -> pts.Round:

@@ -15,9 +15,9 @@ import pytest
 
 from fixtures.simssd.fuse import FuseServer
 from rig.bus.base import DriveNode
+from rig.bus.identity import DriveIdentity
 from rig.bus.ready import NotReady, probe_once, wait_ready
 from rig.health.tools import ToolRunner
-from rig.station.identity import DriveIdentity
 from tests.loopdev import attached, loop_available
 
 BLOCK = 4096

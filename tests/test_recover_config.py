@@ -9,6 +9,7 @@ from rig import config
 from rig.bus.recover import DEFAULT_WAIT_S, RecoveringPresence
 from rig.errors import UserError
 from rig.station import build as station
+from rig.station import campaign_file
 
 CAMPAIGN = """
 [campaign]
@@ -26,7 +27,7 @@ serial = "S"
 
 
 def parse(station: str, kind: str = "manual", drive: str = "") -> config.Campaign:
-    return config.parse(CAMPAIGN.format(kind=kind, station=station, drive=drive))
+    return campaign_file.parse(CAMPAIGN.format(kind=kind, station=station, drive=drive))
 
 
 def test_recovery_is_off_unless_asked_for() -> None:

@@ -198,10 +198,11 @@ def test_a_refused_drive_never_makes_the_store(
 ) -> None:
     """The checks run before the store exists (not after, with the files removed again): the
     store's creation is never even attempted."""
-    from rig import config
+    from reports import verdict as verdicts
     from rig.campaign import runner
-    from rig.cli import _station as station_factory
     from rig.errors import UserError
+    from rig.station import campaign_file
+    from rig.station.build import build as station_factory
     from rig.store import creation
 
     created: list[str] = []
@@ -209,13 +210,20 @@ def test_a_refused_drive_never_makes_the_store(
     monkeypatch.setattr(creation, "create", lambda path: created.append(path) or real_create(path))
     drive = profile("plp")
     too_big = 2 * drive.capacity_blocks * drive.block_size // MIB
-    campaign = config.parse(sim_campaign(f"region_mib = {too_big}"))
+    campaign = campaign_file.parse(sim_campaign(f"region_mib = {too_big}"))
     with pytest.raises(UserError, match="does not fit"):
-        runner.run(station_factory, campaign=campaign, db=str(tmp_path / "s.sqlite"))
+        runner.run(
+            station_factory,
+            verdicts.drive_verdict,
+            campaign=campaign,
+            db=str(tmp_path / "s.sqlite"),
+        )
     assert created == []
     assert list(tmp_path.iterdir()) == []
-    runner.run(station_factory, campaign=config.parse(sim_campaign("region_mib = 8")),
-               db=str(tmp_path / "s.sqlite"))  # fmt: skip
+    fits = campaign_file.parse(sim_campaign("region_mib = 8"))
+    runner.run(
+        station_factory, verdicts.drive_verdict, campaign=fits, db=str(tmp_path / "s.sqlite")
+    )
     assert created == [str(tmp_path / "s.sqlite")]  # (the same path does get a store)
 
 

@@ -9,8 +9,10 @@ import pytest
 
 from fixtures import sim_station
 from rig import config
+from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.errors import UserError
+from rig.station import campaign_file
 from rig.store import Store
 from tests.test_sim_campaign import campaign_text
 
@@ -32,7 +34,7 @@ profile = "plp"
 
 
 def parse(campaign: str = "", station: str = "", tables: str = "") -> config.Campaign:
-    return config.parse(BASE.format(campaign=campaign, station=station, tables=tables))
+    return campaign_file.parse(BASE.format(campaign=campaign, station=station, tables=tables))
 
 
 def test_defaults() -> None:
@@ -132,7 +134,7 @@ def test_a_fraction_is_refused_never_truncated(keys: str, says: str) -> None:
     if "cycles" in keys:
         text = text.replace("cycles = 10\n", "")
     with pytest.raises(UserError, match=says) as error:
-        config.parse(text)
+        campaign_file.parse(text)
     assert "\n" not in str(error.value)
 
 
@@ -140,7 +142,7 @@ def test_a_region_off_the_logical_block_is_refused_at_the_drive(tmp_path: Path) 
     # the simulated drives have 4096-byte logical blocks: 512 B cannot be placed, 8 KiB can
     for keys, refused in (("region_offset_bytes = 512", True), ("region_offset_kib = 8", False)):
         text = campaign_text(["plp"], cycles=1).replace("region_mib = 4", f"region_mib = 4\n{keys}")
-        campaign = config.parse(text)
+        campaign = campaign_file.parse(text)
         station, _ = sim_station.build(campaign)
         store = Store(str(tmp_path / f"{refused}.sqlite"))
         try:
@@ -148,9 +150,9 @@ def test_a_region_off_the_logical_block_is_refused_at_the_drive(tmp_path: Path) 
                 with pytest.raises(
                     UserError, match="offset 512 B is not a multiple of its 4096-byte"
                 ):
-                    run_campaign(campaign, station, store, lambda line: None)
+                    run_campaign(campaign, station, store, Observer())
             else:
-                run_campaign(campaign, station, store, lambda line: None)
+                run_campaign(campaign, station, store, Observer())
                 drive = store.query("SELECT region_first_lba FROM drive")[0]
                 assert drive["region_first_lba"] == 2
         finally:

@@ -4,13 +4,15 @@ terminal, a redrawn table on one, stop messages folded into the table."""
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
 
 from fixtures import sim_station
-from rig import config
 from rig.campaign.drive import DriveRun
+from rig.campaign.observer import CampaignEvents, Observer
 from rig.campaign.parallel import run_campaign
 from rig.campaign.progress import Progress, _duration
+from rig.station import campaign_file
 from rig.store import Store
 from tests.test_sim_campaign import campaign_text
 
@@ -18,18 +20,16 @@ from tests.test_sim_campaign import campaign_text
 def test_plain_lines_carry_rate_and_eta(tmp_path: Path) -> None:
     out = io.StringIO()
     progress = Progress(out, live=False)
-    campaign = config.parse(campaign_text(["plp", "lying-flush"], cycles=3, flush_every=2))
+    campaign = campaign_file.parse(campaign_text(["plp", "lying-flush"], cycles=3, flush_every=2))
     station, _ = sim_station.build(campaign)
     store = Store(str(tmp_path / "p.sqlite"))
     runs: list[DriveRun] = []
 
-    def started(r: list[DriveRun]) -> None:
-        runs.extend(r)
-        progress.start(r)
+    class Runs(Observer):
+        def start(self, r: Sequence[DriveRun]) -> None:
+            runs.extend(r)
 
-    run_campaign(
-        campaign, station, store, progress.message, on_cycle=progress.cycle, on_start=started
-    )
+    run_campaign(campaign, station, store, CampaignEvents(Runs(), progress))
     store.close()
     lines = out.getvalue().splitlines()
     assert len(lines) == 6  # one per cycle, two drives x three cycles
@@ -45,17 +45,10 @@ def test_plain_lines_carry_rate_and_eta(tmp_path: Path) -> None:
 def test_live_table_redraws_in_place_and_shows_stops(tmp_path: Path) -> None:
     out = io.StringIO()
     progress = Progress(out, live=True)
-    campaign = config.parse(campaign_text(["plp"], cycles=2))
+    campaign = campaign_file.parse(campaign_text(["plp"], cycles=2))
     station, _ = sim_station.build(campaign)
     store = Store(str(tmp_path / "p.sqlite"))
-    run_campaign(
-        campaign,
-        station,
-        store,
-        progress.message,
-        on_cycle=progress.cycle,
-        on_start=progress.start,
-    )
+    run_campaign(campaign, station, store, progress)
     progress.message("ch0: stopped: 2 cycles with failures")  # drawn: the table follows it
     progress.message("rig: SIGINT: stopping")  # the table is erased, the line printed, redrawn
     progress.close()

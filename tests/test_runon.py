@@ -1,5 +1,5 @@
-"""The run-on window of a cut (rig/campaign/runon.py): [cut] hold_up_ms, lengthened where the
-switch measured the rail still up for longer; never shortened by the rail."""
+"""The run-on window of a cut (rig/campaign/cutcycle/runon.py): [cut] hold_up_ms, lengthened
+where the switch measured the rail still up for longer; never shortened by the rail."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from rig.campaign.runon import window
+from rig.campaign.cutcycle.runon import window
 from rig.power.base import RailResult
 
 FELL = RailResult(

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from rig.bus.identity import DriveIdentity
 from rig.bus.udev import UdevPresence
 from rig.config import DriveSpec
 from rig.errors import UnsafeDeviceError
 from rig.station import locks, safety
 from rig.station.build import ToolDrives
-from rig.station.identity import DriveIdentity
 from tests.cli_runner import rig
 from tests.loopdev import attached, drop_partitions, loop_available
 from tests.test_cli_refusals import assert_one_line_refusal, manual_campaign, our_sectors
@@ -151,7 +151,7 @@ def holder(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], DriveIdentit
     identity = DriveIdentity(LOOP, str(tmp_path / "claimed.img"))
     code = (
         "import sys\nfrom rig.station import locks\n"
-        "from rig.station.identity import DriveIdentity\n"
+        "from rig.bus.identity import DriveIdentity\n"
         f"with locks.claim(DriveIdentity({LOOP!r}, {identity.serial!r}), 'overnight'):\n"
         "    print('held', flush=True)\n    sys.stdin.read()\n"
     )

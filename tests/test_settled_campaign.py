@@ -14,8 +14,10 @@ from fixtures import sim_station
 from reports import export, html
 from rig import config, demo
 from rig.campaign import recording, settle
+from rig.campaign.observer import Lines, Observer
 from rig.campaign.parallel import run_campaign
 from rig.sequential import Plan
+from rig.station import campaign_file
 from rig.store import Store
 from tests.cli_runner import rig
 from tests.test_cli_refusals import assert_one_line_refusal
@@ -29,7 +31,7 @@ def settled_demo(cycles: int, when: str = "settled") -> config.Campaign:
         f"[criteria.sequential]\np0 = {PLAN.p0}\np1 = {PLAN.p1}\nalpha = {PLAN.alpha}\n"
         f"beta = {PLAN.beta}\nmax_cuts = {PLAN.max_cuts}\n[stop]\nwhen = '{when}'\n"
     )
-    campaign = config.parse(text)
+    campaign = campaign_file.parse(text)
     spec = demo.campaign(in_process=True).station
     assert campaign.criteria.sequential == PLAN and campaign.stop.when == when
     return dataclasses.replace(campaign, cycles=cycles, station=spec)
@@ -50,7 +52,7 @@ def test_settled_stops_failing_models_early_and_runs_the_plp_drive_to_its_pass(
     campaign = settled_demo(cycles=150)
     station, _ = sim_station.build(campaign)
     store = Store(str(tmp_path / "demo.sqlite"))
-    summaries = {model_of(s.label): s for s in run_campaign(campaign, station, store, print)}
+    summaries = {model_of(s.label): s for s in run_campaign(campaign, station, store, Lines())}
     plp, liar, torn = (
         summaries["RIGSIM Enterprise PLP"],
         summaries["RIGSIM Lying Flush"],
@@ -102,7 +104,7 @@ def test_without_settled_the_plan_decides_but_stops_nothing(tmp_path: Path) -> N
         station, _ = sim_station.build(campaign)
         stores.append(str(tmp_path / f"{name}.sqlite"))
         store = Store(stores[-1])
-        summaries = run_campaign(campaign, station, store, lambda line: None)
+        summaries = run_campaign(campaign, station, store, Observer())
         assert [s.cycles for s in summaries] == [6, 6, 6]
         assert {k: e["decision"] for k, e in settled_events(store).items()} == {
             "RIGSIM Lying Flush": "FAIL",
@@ -126,7 +128,7 @@ def test_a_resumed_plan_continues_from_the_recorded_cuts(tmp_path: Path) -> None
     campaign = settled_demo(cycles=10, when="cycles")
     station, _ = sim_station.build(campaign)
     store = Store(str(tmp_path / "demo.sqlite"))
-    run_campaign(campaign, station, store, lambda line: None)
+    run_campaign(campaign, station, store, Observer())
     replayed = settle.for_campaign(campaign, recording.cut_outcomes(store, 1))
     assert replayed is not None
     assert replayed.tallies["RIGSIM Enterprise PLP"] == (10, 0)
@@ -188,10 +190,10 @@ def test_a_model_plan_stops_all_its_drives_and_a_drive_plan_only_that_drive(
     only the liar stops early; the good M1 drive runs to its PASS."""
     runs, events = {}, {}
     for scope in ("model", "drive"):
-        campaign = config.parse(MIXED.format(scope=scope))
+        campaign = campaign_file.parse(MIXED.format(scope=scope))
         station, _ = sim_station.build(campaign)
         store = Store(str(tmp_path / f"{scope}.sqlite"))
-        runs[scope] = {s.channel: s for s in run_campaign(campaign, station, store, print)}
+        runs[scope] = {s.channel: s for s in run_campaign(campaign, station, store, Lines())}
         events[scope] = settled_events(store)
         store.close()
     pooled, alone = runs["model"], runs["drive"]
@@ -278,8 +280,8 @@ def test_a_plan_and_its_keys_parse() -> None:
         "[criteria.sequential]\np0 = 0.01\np1 = 0.1\nalpha = 0.05\nbeta = 0.1\nmax_cuts = 200\n"
         "scope = 'drive'\n[stop]\nwhen = 'settled'\n"
     )
-    campaign = config.parse(text)
+    campaign = campaign_file.parse(text)
     assert campaign.criteria.sequential == Plan(0.01, 0.1, 0.05, 0.1, 200)
     assert campaign.criteria.scope == "drive" and campaign.stop.when == "settled"
-    assert config.parse(BASE).criteria.as_json() == config.Criteria().as_json()
-    assert "sequential" not in config.parse(BASE).criteria.as_json()
+    assert campaign_file.parse(BASE).criteria.as_json() == config.Criteria().as_json()
+    assert "sequential" not in campaign_file.parse(BASE).criteria.as_json()

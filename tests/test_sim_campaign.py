@@ -10,10 +10,11 @@ import pytest
 
 from fixtures import sim_station
 from fixtures.virtual_drive import VirtualDrive
-from rig import config
 from rig.campaign.model import DriveSummary
+from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.check import verify
+from rig.station import campaign_file
 from rig.store import Store
 
 DRIVE = """
@@ -48,10 +49,10 @@ sample_blocks = 64
 
 
 def run(tmp_path: Path, text: str) -> tuple[list[DriveSummary], list[VirtualDrive], Store]:
-    campaign = config.parse(text)
+    campaign = campaign_file.parse(text)
     station, drives = sim_station.build(campaign)
     store = Store(str(tmp_path / "c.sqlite"))
-    summaries = run_campaign(campaign, station, store, progress=lambda line: None)
+    summaries = run_campaign(campaign, station, store, Observer())
     return summaries, drives, store
 
 
@@ -130,13 +131,13 @@ def test_a_new_campaign_never_takes_an_earlier_campaigns_records_for_its_own(
 ) -> None:
     # Two campaigns, each in a fresh store (so both are campaign row 1), on the same drives: the
     # second must judge the first one's leftovers as foreign data, never as its own generations.
-    campaign = config.parse(campaign_text(["honest", "honest"], cycles=30))
+    campaign = campaign_file.parse(campaign_text(["honest", "honest"], cycles=30))
     station, drives = sim_station.build(campaign)
     first, second = Store(str(tmp_path / "a.sqlite")), Store(str(tmp_path / "b.sqlite"))
-    run_campaign(campaign, station, first, progress=lambda line: None)
+    run_campaign(campaign, station, first, Observer())
     # old data shows through where the second campaign's unflushed writes are lost
     assert sum(e.kind == "lost_unflushed" for d in drives for e in d.core.truth) > 0
-    summaries = run_campaign(campaign, station, second, progress=lambda line: None)
+    summaries = run_campaign(campaign, station, second, Observer())
     assert all(s.cycles == 30 and not s.failures for s in summaries), summaries
     assert first.media_id(1) != second.media_id(1)
 
@@ -160,7 +161,7 @@ def test_a_drive_back_with_another_capacity_or_write_protected_is_reported_once(
 def test_each_cycle_records_where_its_time_went(tmp_path: Path) -> None:
     """Event `phase_ms`: the wall time of every phase the cycle ran; together they
     fit inside the cycle's own span."""
-    from rig.campaign.phases import PHASES
+    from rig.campaign.cutcycle.phases import PHASES
 
     _, _, store = run(tmp_path, campaign_text(["honest"], 5))
     rows = store.query(

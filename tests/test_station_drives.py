@@ -10,20 +10,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from fixtures.sim_station import in_process_station
-from rig import config
+from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
+from rig.station.campaign_file import parse
 from rig.store import Store
 from tests.inprocess_ramdrive import RamDisk
 from tests.test_sim_campaign import campaign_text
 
 
 def test_a_drive_model_of_its_own_on_the_in_process_station(tmp_path: Path) -> None:
-    campaign = config.parse(campaign_text(["honest", "honest"], 12))
+    campaign = parse(campaign_text(["honest", "honest"], 12))
     disks = [RamDisk(spec.identity) for spec in campaign.drives]
     station = in_process_station(campaign, disks)
     store = Store(str(tmp_path / "c.sqlite"))
     try:
-        summaries = run_campaign(campaign, station, store, progress=lambda line: None)
+        summaries = run_campaign(campaign, station, store, Observer())
         failures = [tuple(r) for r in store.query("SELECT class FROM finding WHERE failure = 1")]
         statuses = [tuple(r) for r in store.query("SELECT status, COUNT(*) FROM cycle GROUP BY 1")]
     finally:

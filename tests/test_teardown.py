@@ -12,10 +12,11 @@ import pytest
 
 from fixtures import rig_faults, sim_station
 from fixtures.virtual_health import VirtualHealth
-from rig import config
 from rig.campaign.drive import DriveRun
-from rig.campaign.model import Cycle
+from rig.campaign.model import CycleRecord
+from rig.campaign.observer import Lines, Observer
 from rig.campaign.parallel import run_campaign
+from rig.station import campaign_file
 from rig.store import Store
 
 TEXT = """
@@ -53,7 +54,7 @@ def test_a_fault_at_every_point_of_the_cycle_leaves_no_channel_off(tmp_path: Pat
     points = rig_faults.POINTS
     at = {point: 2 * i + 2 for i, point in enumerate(points)}  # cycles 2, 4, ..., each then one ok
     cycles = 2 * len(points) + 2
-    campaign = config.parse(TEXT.format(cycles=cycles))
+    campaign = campaign_file.parse(TEXT.format(cycles=cycles))
     station, drives = sim_station.build(campaign)
     # with health: a cut whose edge the rig never heard of still moves the drive's counters
     station = dataclasses.replace(station, health=VirtualHealth(drives).health)
@@ -61,14 +62,14 @@ def test_a_fault_at_every_point_of_the_cycle_leaves_no_channel_off(tmp_path: Pat
     power = station.power
     seen: list[tuple[int, int, str, str, bool]] = []
 
-    def on_cycle(drive: DriveRun, c: Cycle) -> None:
-        # after the record phase, before the next cycle: the channel is powered
-        seen.append((drive.spec.channel, c.seq, c.status, c.error, power.state(drive.spec.channel)))
+    class Seen(Observer):
+        def cycle_recorded(self, drive: DriveRun, c: CycleRecord) -> None:
+            # after the record phase, before the next cycle: the channel is powered
+            channel = drive.spec.channel
+            seen.append((channel, c.seq, c.status, c.error, power.state(channel)))
 
     store = Store(str(tmp_path / "t.sqlite"))
-    summaries = run_campaign(
-        campaign, station, store, progress=lambda line: None, on_cycle=on_cycle
-    )
+    summaries = run_campaign(campaign, station, store, Seen())
     assert all(powered for *_, powered in seen), [s for s in seen if not s[-1]]
     ch0 = {seq: (status, error) for channel, seq, status, error, _ in seen if channel == 0}
     assert sorted(ch0) == list(range(1, cycles + 1)), "every cycle ran"
@@ -101,7 +102,7 @@ def test_a_switch_that_never_answers_stops_the_channel_with_its_reason(
 ) -> None:
     """The teardown tries the switch again; a switch that keeps failing stops the channel with
     the reason (the board's watchdog powers the drive when the host falls silent)."""
-    campaign = config.parse(TEXT.format(cycles=4))
+    campaign = campaign_file.parse(TEXT.format(cycles=4))
     station, _ = sim_station.build(campaign)
     plan = rig_faults.FaultPlan(0, {point: 2})
     station = rig_faults.with_faults(station, campaign, plan)
@@ -117,7 +118,7 @@ def test_a_switch_that_never_answers_stops_the_channel_with_its_reason(
     station.power.on = dead_on  # type: ignore[method-assign]
     store = Store(str(tmp_path / "t.sqlite"))
     lines: list[str] = []
-    summaries = run_campaign(campaign, station, store, progress=lines.append)
+    summaries = run_campaign(campaign, station, store, Lines(lines.append))
     assert summaries[0].cycles == 2 and summaries[1].cycles == 4
     assert "power could not be restored" in summaries[0].stopped_by
     assert any("ch0: stopped: " in line and "power could not be restored" in line for line in lines)

@@ -25,15 +25,16 @@ import pytest
 
 from fixtures import loopctl
 from fixtures.fake_power import FakePowerSwitch
-from rig import config
 from rig.bus.base import DriveNode
 from rig.bus.udev import UdevPresence
-from rig.campaign.model import Station
+from rig.campaign.observer import Lines, Observer
 from rig.campaign.parallel import run_campaign
 from rig.config import DriveSpec
 from rig.health.tools import ToolRunner
 from rig.io.blockio import BlockTarget
+from rig.station import campaign_file
 from rig.station.build import ToolDrives
+from rig.station.model import Station
 from rig.store import Store
 from tests.health.health_paths import FAKEBIN
 from tests.loopdev import loop_available
@@ -189,9 +190,9 @@ def test_a_drive_returning_under_another_node_is_found_by_identity(
     drive = image(tmp_path, "drive.img")
     power = LoopPower(drive, indices, comes_back_as=drive)
     first = f"/dev/loop{power.index}"
-    campaign = config.parse(CAMPAIGN.format(cycles=3, back=10, model=LOOP, serial=drive))
+    campaign = campaign_file.parse(CAMPAIGN.format(cycles=3, back=10, model=LOOP, serial=drive))
     store = Store(str(tmp_path / "u.sqlite"))
-    [summary] = run_campaign(campaign, station(power, tmp_path), store, progress=lambda x: None)
+    [summary] = run_campaign(campaign, station(power, tmp_path), store, Observer())
     rows = store.query("SELECT status, error, gone_ns, back_ns, cut_ns FROM cycle ORDER BY seq")
     assert [(r["status"], r["error"]) for r in rows] == [("ok", "")] * 3
     assert (summary.cycles, summary.errors, summary.dead, summary.failures) == (3, 0, False, {})
@@ -218,9 +219,9 @@ def test_a_different_drive_at_the_old_node_is_never_written(
     before = hashlib.sha256(Path(stranger).read_bytes()).hexdigest()
     power = LoopPower(ours, indices, comes_back_as=stranger)
     old_node = f"/dev/loop{power.index}"
-    campaign = config.parse(CAMPAIGN.format(cycles=3, back=2, model=LOOP, serial=ours))
+    campaign = campaign_file.parse(CAMPAIGN.format(cycles=3, back=2, model=LOOP, serial=ours))
     store = Store(str(tmp_path / "u.sqlite"))
-    [summary] = run_campaign(campaign, station(power, tmp_path), store, progress=lambda x: None)
+    [summary] = run_campaign(campaign, station(power, tmp_path), store, Observer())
     # our drive never came back: a dead device after one cycle, its channel stopped
     assert summary.dead and summary.cycles == 1
     [cycle] = store.query("SELECT status, error FROM cycle")
@@ -265,10 +266,10 @@ def test_a_drive_whose_own_identity_changes_after_a_return_stops_its_channel(
     env["FAKE_SMARTCTL_OUTPUT"] = str(answer)
     runner = ToolRunner(env=env)
     power = ImpostorPower(drive, indices, answer)
-    campaign = config.parse(CAMPAIGN.format(cycles=5, back=10, model=LOOP, serial=drive))
+    campaign = campaign_file.parse(CAMPAIGN.format(cycles=5, back=10, model=LOOP, serial=drive))
     store = Store(str(tmp_path / "u.sqlite"))
     lines: list[str] = []
-    [summary] = run_campaign(campaign, station(power, tmp_path, runner), store, lines.append)
+    [summary] = run_campaign(campaign, station(power, tmp_path, runner), store, Lines(lines.append))
     assert summary.cycles == 1 and not summary.dead
     [cycle] = store.query("SELECT status, error, blocks_checked FROM cycle")
     assert cycle["status"] == "error" and cycle["blocks_checked"] == 0  # nothing read either

@@ -17,9 +17,9 @@ import sys
 
 import pytest
 
+from rig.bus.identity import DriveIdentity
 from rig.health import crosscheck
 from rig.health.smart import parse_smartctl_json
-from rig.station.identity import DriveIdentity
 from tests.health.health_paths import real_file
 
 SATA = {

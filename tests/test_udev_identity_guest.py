@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from rig.bus.identity import DriveIdentity
 from rig.health import crosscheck
 from rig.health.smart import parse_smartctl_json
-from rig.station.identity import DriveIdentity
 from tests.test_udev_identity import udev_view
 
 RECORDED = Path(__file__).resolve().parent.parent / "fixtures" / "recorded" / "qemu"

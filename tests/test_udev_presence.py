@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from fixtures import loopctl
+from rig.bus.identity import DriveIdentity
 from rig.bus.udev import UdevPresence
 from rig.config import DriveSpec
 from rig.errors import UnsafeDeviceError
 from rig.station.build import ToolDrives
-from rig.station.identity import DriveIdentity
 from tests.loopdev import loop_available
 
 pytestmark = pytest.mark.skipif(bool(loop_available()), reason=loop_available() or "ok")

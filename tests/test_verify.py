@@ -395,3 +395,61 @@ def test_a_drive_that_keeps_hanging_costs_a_bounded_number_of_timeouts() -> None
     unchecked = result.unchecked
     assert {f.detail["reason"] for f in unchecked} == {"the drive hung too often in this check"}
     assert blocks_of(unchecked) == set(range(1, 64)) and result.blocks_unchecked == 63
+
+
+def rewritten_after_flush(v0: str, survivor: str) -> verify.CheckResult:
+    """Block 9: V0 durable (an earlier cycle's, or zeros: never written), then in one cycle V1
+    written and flushed and V2 written over it unflushed; at the cut the drive keeps `survivor`
+    (the brownout-reset profile's dropped cache: V0). Decision 350."""
+    s = Scenario()
+    if v0 == "durable":
+        s.write(9, 1, issue=0, complete=1)
+        s.flush(2, 3)
+        assert classes(s.check(cut=10)) == []
+        s.new_cycle()
+    old = s.image[9 * BS : 10 * BS].copy()
+    v1 = s.write(9, 1, issue=20, complete=21, land=False)
+    s.flush(22, 23)
+    v2 = s.write(9, 1, issue=24, complete=25, land=False)  # acknowledged, no flush after it
+    s.image[9 * BS : 10 * BS] = {"V0": old, "V1": v1, "V2": v2}[survivor]
+    return s.check(cut=100)
+
+
+def test_a_flushed_version_lost_with_its_unflushed_rewrite_is_a_lost_durable_write() -> None:
+    """The rewrite's loss is allowed, not the flushed version's: a block read back older than
+    its last durable version is a lost durable write, whatever was written after it."""
+    for v0 in ("durable", "zeros"):
+        result = rewritten_after_flush(v0, "V0")
+        (finding,) = failures(result)
+        assert (finding.cls, finding.lba_first, finding.lba_count) == (verify.LOST_DURABLE, 9, 1)
+        v1_gen = 2 if v0 == "durable" else 1
+        assert (finding.expected_gen, finding.observed_gen) == (v1_gen, v1_gen - 1), v0
+        assert finding.detail["flush_to_cut_ns"] == 100 - 23
+
+
+def test_a_flushed_version_or_its_unflushed_rewrite_read_back_is_no_failure() -> None:
+    for v0 in ("durable", "zeros"):
+        for survivor in ("V1", "V2"):
+            result = rewritten_after_flush(v0, survivor)
+            assert failures(result) == [], (v0, survivor)
+            lost = [f for f in result.findings if f.cls == verify.ALLOWED_LOSS]
+            assert len(lost) == (survivor == "V1"), (v0, survivor)  # V2's loss, allowed
+
+
+def test_a_flush_issued_before_the_write_was_seen_complete_does_not_cover_it() -> None:
+    """What the host can claim: the drive may take a flush that reached it after it
+    acknowledged V1 as covering V1 (its truth log then says `lost_flushed`), but the host
+    issued that flush before it saw V1 complete, so V1 was never durable to it and its loss,
+    with the rewrite's, is allowed (ARCHITECTURE section 4; the scorer maps the truth through
+    the ledger for this reason, docs/checker.md)."""
+    s = Scenario()
+    s.write(9, 1, issue=0, complete=1)
+    s.flush(2, 3)
+    s.check(cut=10)
+    s.new_cycle()
+    s.write(9, 1, issue=20, complete=23, land=False)  # V1, seen complete after ...
+    s.flush(22, 24)  # ... this flush was issued
+    s.write(9, 1, issue=25, complete=26, land=False)  # V2, unflushed
+    result = s.check(cut=100)
+    assert failures(result) == []
+    assert sorted(f.lba_first for f in result.findings if f.cls == verify.ALLOWED_LOSS) == [9, 9]

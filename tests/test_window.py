@@ -74,8 +74,10 @@ def test_interval_covers_true_t99_in_90_percent_of_50_campaigns(name: str) -> No
 
 # Measured (2026-11-27, 50 seeds, 80 cuts): window-2ms 0.98, -2ms-jitter 0.92, -20ms 0.96,
 # -20ms-jitter 0.96, -200ms 1.0, -200ms-jitter 0.90, -2s 0.92, ack-window-20ms-jitter 0.96,
-# ack-window-200ms-jitter 0.90; window-2s-jitter 0.82 (0.88 at 120 cuts): its t99 interval
-# falls short of the truth more often than 5 %, not understood yet (docs/decisions.md 183).
+# ack-window-200ms-jitter 0.90; window-2s-jitter 0.82. Over 200 seeds (2026-11-27): the four
+# flush-window jittered profiles 0.93, 0.955, 0.915, 0.93 (SE 1.8 points): seeds 0-49 of
+# window-2s-jitter are an unlucky set (seeds 50-199: 0.967), and the profile-likelihood
+# interval undercovers its nominal 95 % a little at 80 cuts (docs/decisions.md 270).
 UNDERCOVERED = {"window-2s-jitter"}
 
 
@@ -84,7 +86,10 @@ UNDERCOVERED = {"window-2s-jitter"}
     "name",
     [
         pytest.param(
-            n, marks=pytest.mark.xfail(n in UNDERCOVERED, reason="coverage 0.82", strict=True)
+            n,
+            marks=pytest.mark.xfail(
+                n in UNDERCOVERED, reason="0.82 on seeds 0-49, decision 270", strict=True
+            ),
         )
         for n in WINDOW_PROFILES
     ],

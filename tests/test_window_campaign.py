@@ -11,9 +11,10 @@ from fixtures import sim_station
 from fixtures.faultcore import DESTAGE_TIMER
 from fixtures.profiles import load_profiles
 from fixtures.virtual_drive import VirtualDrive
-from rig import config
+from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.errors import UserError
+from rig.station import campaign_file
 from rig.store import Store
 from rig.window import fit
 from rig.window import planner as planner_module
@@ -78,10 +79,10 @@ def run(
             made.append(self)
 
     monkeypatch.setattr(planner_module, "WindowPlanner", Kept)
-    campaign = config.parse(text)
+    campaign = campaign_file.parse(text)
     station, drives = sim_station.build(campaign)
     store = Store(str(tmp_path / "w.sqlite"))
-    summaries = run_campaign(campaign, station, store, progress=lambda line: None)
+    summaries = run_campaign(campaign, station, store, Observer())
     assert all(s.errors == 0 for s in summaries)
     return made[0], drives, store
 
@@ -198,4 +199,4 @@ def test_bad_window_input_is_refused_before_any_write(
 def test_a_window_table_without_the_strategy_is_refused() -> None:
     text = BASE.replace("strategy='window'", "strategy='uniform'") + "[cut.window]\n"
     with pytest.raises(UserError, match=r"needs \[cut\].strategy"):
-        config.parse(text)
+        campaign_file.parse(text)

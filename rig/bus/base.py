@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from rig.station.identity import DriveIdentity
+from rig.bus.identity import DriveIdentity
 
 
 @dataclass(frozen=True)

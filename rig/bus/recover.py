@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rig.bus.base import DriveNode, Presence, PresenceWatch
+from rig.bus.identity import DriveIdentity
 from rig.bus.ready import read_probe
-from rig.station.identity import DriveIdentity
 
 RECOVER_MODES = ("none", "rescan")
 # Power-on to "not back by itself": a drive past this is recovered (rescan). NVMe links train and

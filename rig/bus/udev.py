@@ -23,8 +23,8 @@ import pyudev
 
 from rig.bus import proof
 from rig.bus.base import DriveNode
+from rig.bus.identity import DriveIdentity
 from rig.errors import UnsafeDeviceError
-from rig.station.identity import DriveIdentity
 
 SKIPPED_PREFIXES = ("ram", "zram", "dm-", "md", "sr", "fd", "nbd")
 POLL_S = 0.05  # wait_gone: fresh look at the node at least this often, event or not

@@ -1,5 +1,5 @@
 """One drive on one channel for the whole campaign: the context its cycles' phases work on
-(rig/campaign/phases.py) and the public API that endurance, resume, progress and the runner
+(rig/campaign/cutcycle/phases.py) and the public API that endurance, resume, progress and the runner
 use (docs/campaign.md, "Inside a campaign")."""
 
 from __future__ import annotations
@@ -7,22 +7,32 @@ from __future__ import annotations
 import random
 import threading
 from collections import deque
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from rig.bus.base import DriveNode
 from rig.campaign import preparation, recording
-from rig.campaign.cycle import run_cycle
-from rig.campaign.model import Cycle, DriveCounts, DriveSummary, ResumePoint, Station
+from rig.campaign.cutcycle.cycle import run_cycle
+from rig.campaign.model import CycleRecord, DriveCounts, DriveSummary, ResumePoint
 from rig.campaign.settle import Settlement
 from rig.check import intent
 from rig.config import Campaign, DriveSpec
+from rig.station.model import Station
 from rig.store import Store
 
 if TYPE_CHECKING:
     from rig.window.planner import WindowPlanner
+
+
+class DriveEvents(Protocol):
+    """What a drive's run tells: the campaign's observer (rig/campaign/observer.py)."""
+
+    def message(self, text: str) -> None: ...
+
+    def cycle_recorded(self, drive: DriveRun, c: CycleRecord) -> None: ...
+
+    def drive_stopped(self, drive: DriveRun, reason: str) -> None: ...
 
 
 class DriveRun:
@@ -36,9 +46,8 @@ class DriveRun:
         spec: DriveSpec,
         station: Station,
         store: Store,
-        progress: Callable[[str], None],
+        events: DriveEvents,
         resume: ResumePoint | None = None,
-        on_cycle: Callable[[DriveRun, Cycle], None] | None = None,
         settlement: Settlement | None = None,
         attachment: preparation.Attachment | None = None,
     ) -> None:
@@ -48,9 +57,8 @@ class DriveRun:
         self.media_id = recording.media_id(self)  # what the record headers carry
         self.spec = spec
         self.station = station
-        self.progress = progress
+        self.events = events
         self.rng = random.Random(campaign.seed * 7919 + spec.channel)
-        self.on_cycle = on_cycle
         self.stop = threading.Event()
         self.counts = DriveCounts.resumed(resume)
         self.next_seq = resume.next_seq if resume else 1
@@ -113,15 +121,12 @@ class DriveRun:
         finally:
             self.close()
 
-    def next_cycle(self) -> Cycle:
+    def next_cycle(self) -> CycleRecord:
         """Run and report the next cycle; a dead drive or a channel stop is recorded here."""
         seq, self.next_seq = self.next_seq, self.next_seq + 1
         c = run_cycle(self, seq)
         self.update_plan(c)  # before the observers: a decision this cut made is told with it
-        if self.on_cycle is not None:
-            self.on_cycle(self, c)
-        else:
-            self.progress(self.progress_line(c))
+        self.events.cycle_recorded(self, c)
         if c.status == "dead":
             self.dead = True
             self.stop_drive("dead device", "dead")
@@ -133,6 +138,10 @@ class DriveRun:
         self.claims.close()  # closes the target, then releases the claim
 
     # public API ---------------------------------------------------------------------------------
+    def progress(self, text: str) -> None:
+        """A line for people (the campaign's observer: progress display and run log)."""
+        self.events.message(text)
+
     def time_is_up(self) -> str:
         """The duration rule that ends this drive now, if any ("" while time is left)."""
         budgets = [b for b in (self.campaign.duration_s, self.campaign.stop.duration_s) if b]
@@ -140,7 +149,7 @@ class DriveRun:
             return f"duration of {min(budgets):g} s reached"
         return ""
 
-    def update_plan(self, c: Cycle) -> None:
+    def update_plan(self, c: CycleRecord) -> None:
         """Count the recorded cycle in the sequential plan; record the decision it makes."""
         if self.settlement is None:
             return
@@ -163,7 +172,7 @@ class DriveRun:
     def stop_drive(self, reason: str, status: str) -> None:
         """End this drive's run: why (progress and summary) and its status in the store."""
         self.stopped_by = reason
-        self.progress(f"ch{self.spec.channel}: stopped: {reason}")
+        self.events.drive_stopped(self, reason)
         recording.drive_status(self, status)
 
     def sample_older_blocks(self) -> np.ndarray:
@@ -181,7 +190,7 @@ class DriveRun:
         AWUPF goes unused (fewer tears found, none invented)."""
         return max(1, node.physical_block // block_size)
 
-    def progress_line(self, c: Cycle) -> str:
+    def progress_line(self, c: CycleRecord) -> str:
         found = sum(1 for f in c.findings if f.failure)
         extra = f" {c.status.upper()}: {c.error}" if c.status != "ok" else ""
         return (

@@ -1,46 +1,66 @@
-"""What a campaign is made of: the station it runs on, one cycle's context, where a resumed
+"""What a campaign is made of: one cycle's context, where a resumed
 drive continues, and what a drive's run sums up to (docs/campaign.md)."""
 
 from __future__ import annotations
 
+import random
 import threading
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from rig.bus.base import DriveNode, Presence, PresenceWatch
+import numpy as np
+
+from rig.bus.base import DriveNode, PresenceWatch
 from rig.check import verify
+from rig.check.intent import IntentLog
 from rig.check.ledger import CycleLog, Durability, LbaState
-from rig.config import DriveSpec
-from rig.health.tracker import HealthReader
+from rig.config import Campaign, DriveSpec
+from rig.health.tracker import HealthTracker
 from rig.io.blockio import BlockTarget
 from rig.io.workload import Writer
-from rig.power.base import Edge, PendingCut, PowerSwitch, RailResult
+from rig.power.base import Edge, PendingCut, RailResult
 from rig.power.shapes import OFF, Shape
-from rig.station.purge import DrivePurge
+from rig.station.model import Station
+from rig.store import Store
 
-TargetOpener = Callable[[DriveNode, DriveSpec], BlockTarget]
-ReadyProbe = Callable[[DriveNode, float], int]  # (node, timeout) -> host ns ready; NotReady
-WriteCacheControl = Callable[[DriveNode, bool | None], bool | None]  # set (unless None), read
-DriveClaim = Callable[[DriveNode, str], AbstractContextManager[object]]  # (node, campaign)
+if TYPE_CHECKING:
+    from rig.window.planner import WindowPlanner  # (its statistics load only when used)
 
 
-@dataclass
-class Station:
-    """The hardware a campaign runs on, wired explicitly (real or simulated)."""
+class CycleDrive(Protocol):
+    """What a cut cycle (cutcycle/), the drive's set-up (preparation.py) and the record phase
+    (recording.py) use of a drive's run: `DriveRun` (drive.py) runs them and is one, typed here
+    so that they need not import it back."""
 
-    name: str
-    power: PowerSwitch
-    presence: Presence
-    open_target: TargetOpener  # runs the safety interlocks, then opens the drive for I/O
-    # Capabilities a station's drives may lack (None: not available, e.g. in-process drives).
-    health: HealthReader | None = None  # a HealthSnapshot; raises HealthToolError
-    ready: ReadyProbe | None = None  # after a return: waits until the drive answers I/O
-    write_cache: WriteCacheControl | None = None
-    claim: DriveClaim | None = None  # holds the drive against other campaigns
-    purge: DrivePurge | None = None  # PTS purge before an endurance run (rig/station/purge.py)
+    campaign: Campaign
+    campaign_id: int
+    spec: DriveSpec
+    station: Station
+    store: Store
+    drive_id: int
+    media_id: int  # what the record headers carry
+    counts: DriveCounts
+    rng: random.Random
+    stop: threading.Event
+    node: DriveNode
+    target: BlockTarget
+    backing: str
+    seen_size_bytes: int
+    seen_read_only: bool
+    reacquire: bool
+    state: LbaState
+    recent: deque[np.ndarray]
+    tracker: HealthTracker | None
+    intent: IntentLog | None
+    window: WindowPlanner | None
+
+    def progress(self, text: str) -> None: ...
+
+    def sample_older_blocks(self) -> np.ndarray: ...
+
+    def atomic_blocks(self, node: DriveNode, block_size: int) -> int: ...
 
 
 class DeadDevice(Exception):
@@ -67,26 +87,18 @@ class ResumePoint:
 
 
 @dataclass
-class Cycle:
-    """Everything one cycle learns, filled in phase by phase."""
+class CycleRecord:
+    """One cycle as it is recorded: what the record phase hands the store (recording.py) and
+    what the campaign's observer hears (observer.py), filled in phase by phase."""
 
     seq: int
     cut_delay_s: float
-    # write phase before a triggered cut strategy arms (rig.campaign.cuts)
-    cut_warmup_s: float = 0.0
     started_at: float = field(default_factory=time.time)
-    target: BlockTarget | None = None
-    watch: PresenceWatch | None = None
     log: CycleLog = field(default_factory=CycleLog)
-    writer: Writer | None = None
-    stop: threading.Event = field(default_factory=threading.Event)
-    pending: PendingCut | None = None
     write_start_ns: int | None = None
     edge: Edge | None = None
     gone_ns: int | None = None
     back_ns: int | None = None
-    node: DriveNode | None = None
-    ready_ns: int | None = None
     durability: Durability | None = None
     result: verify.CheckResult | None = None
     findings: list[verify.Finding] = field(default_factory=list)
@@ -95,8 +107,25 @@ class Cycle:
     error: str = ""
     stop_channel: bool = False  # never write to this channel's node again (ARCHITECTURE §6)
     full_scan: bool = False
+    rail: RailResult | None = None  # the cut's rail-sense capture (rig/campaign/cutcycle/runon.py)
+
+
+@dataclass
+class Cycle(CycleRecord):
+    """A cycle while its phases run (cutcycle/): its record, and the live handles and working
+    state no record holds. Once the cycle ends (writer joined, watch closed, power back) only
+    the record is handed on."""
+
+    # write phase before a triggered cut strategy arms (rig.campaign.cutcycle.cuts)
+    cut_warmup_s: float = 0.0
+    target: BlockTarget | None = None
+    watch: PresenceWatch | None = None
+    writer: Writer | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+    pending: PendingCut | None = None
+    node: DriveNode | None = None
+    ready_ns: int | None = None
     restored: bool = False  # the restore phase switched the channel back on
-    rail: RailResult | None = None  # the cut's rail-sense capture (rig/campaign/runon.py)
     rail_asked: bool = False
     shape: Shape = OFF  # the cut's kind and drawn shape ([cut] kind, rig/power/shapes.py)
     rode_through: bool = False  # a shaped cut the drive stayed on the bus through
@@ -128,7 +157,7 @@ class DriveCounts:
             elapsed_s=point.elapsed_s,
         )
 
-    def add(self, c: Cycle) -> None:
+    def add(self, c: CycleRecord) -> None:
         """Add a recorded cycle."""
         if c.status == "interrupted":
             self.interrupted += 1

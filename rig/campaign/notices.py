@@ -6,24 +6,42 @@ and only queues a notice (rig/notify/sender.py sends it on its own thread)."""
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
+from rig.campaign.observer import Observer
 from rig.config import Campaign
 from rig.notify import settings
 from rig.notify.sender import Notifier
 
 if TYPE_CHECKING:
     from rig.campaign.drive import DriveRun
-    from rig.campaign.model import Cycle, DriveSummary
+    from rig.campaign.model import CycleRecord, DriveSummary
+
+
+# The verdicts a rule settles a drive with; any other answer is "not yet demonstrated".
+SETTLED_VERDICTS = ("PASS", "FAIL", "DEAD")
+
+
+class VerdictRule(Protocol):
+    """A drive's verdict from its counts: reports/verdict.py:drive_verdict, handed in by the
+    command (rig's library does not import reports/, decision 282)."""
+
+    def __call__(
+        self, dead: bool, failing_cuts: int, cuts: int, max_failure_rate: float, confidence: float
+    ) -> str: ...
 
 
 def _classes(counts: dict[str, int]) -> str:
     return ", ".join(f"{cls} x{n}" for cls, n in sorted(counts.items()))
 
 
-class CampaignNotices:
-    def __init__(self, campaign: Campaign, notifier: Notifier) -> None:
+class CampaignNotices(Observer):
+    """The campaign's observer that tells people, through `notifier`."""
+
+    def __init__(self, campaign: Campaign, notifier: Notifier, verdict: VerdictRule) -> None:
         self.campaign = campaign
+        self.verdict = verdict
         self.spec = campaign.notify
         self.notifier = notifier
         self._lock = threading.Lock()  # drive threads report at once
@@ -35,7 +53,7 @@ class CampaignNotices:
         if self.spec.wants(kind):
             self.notifier.notify_event(kind, f"rig {self.campaign.name}: {title}", body, level)
 
-    def cycle(self, drive: DriveRun, c: Cycle) -> None:
+    def cycle_recorded(self, drive: DriveRun, c: CycleRecord) -> None:
         """After each recorded cycle, on the drive's thread: queue what it tells, nothing more."""
         self._plan_decided(drive)
         channel, label = drive.spec.channel, drive.spec.identity.label()
@@ -80,17 +98,15 @@ class CampaignNotices:
         level = {"PASS": "success", "FAIL": "failure", "DEAD": "failure"}.get(verdict, "info")
         self._send(settings.VERDICT, f"{verdict}: {label}", f"{label}: {verdict}. {detail}", level)
 
-    def end(self, summaries: list[DriveSummary], stopped: bool) -> None:
+    def end(self, summaries: Sequence[DriveSummary], stopped: bool) -> None:
         """The campaign's end: each drive's fixed-sample verdict, a FAIL not yet told (found
         before a resume), and the summary."""
-        from reports import verdict as verdicts
-
         rate = self.campaign.criteria.max_failure_probability
         confidence = self.campaign.criteria.confidence
         lines, settled = [], []
         for s in summaries:
             cuts = s.cycles - s.errors
-            verdict = verdicts.drive_verdict(s.dead, len(s.failures), cuts, rate, confidence)
+            verdict = self.verdict(s.dead, len(s.failures), cuts, rate, confidence)
             found = _classes(s.failures) or "no failure"
             line = (
                 f"ch{s.channel} {s.label}: {verdict}; {s.cycles} cycles, {s.errors} rig errors,"
@@ -100,7 +116,7 @@ class CampaignNotices:
             if s.failures and s.channel not in self._failed:
                 self._failed.add(s.channel)
                 self._send(settings.FAIL, f"FAIL on ch{s.channel} {s.label}", line, "failure")
-            if verdict != verdicts.NOT_YET:
+            if verdict in SETTLED_VERDICTS:
                 settled.append((s.label, verdict))
         if settled:  # one notice for the drives the fixed-sample rule settled
             self._send(
@@ -108,7 +124,7 @@ class CampaignNotices:
                 "verdicts: " + ", ".join(f"{verdict} {label}" for label, verdict in settled),
                 "\n".join(f"{label}: {verdict}" for label, verdict in settled)
                 + f"\n(criteria: failure probability per cut < {rate:g} at {confidence:g})",
-                "failure" if any(v != verdicts.PASS for _, v in settled) else "success",
+                "failure" if any(v != "PASS" for _, v in settled) else "success",
             )
         status = "stopped" if stopped else "done"
         worst = "failure" if any(s.failures or s.dead for s in summaries) else "info"

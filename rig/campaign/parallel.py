@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from rig.campaign import recording, settle
 from rig.campaign.drive import DriveRun
-from rig.campaign.model import Cycle, DriveSummary, ResumePoint, Station
+from rig.campaign.endurance import endurance
+from rig.campaign.model import DriveSummary, ResumePoint
+from rig.campaign.observer import Lines, Observer
 from rig.campaign.preparation import Attachment
 from rig.config import Campaign
+from rig.station.model import Station
 from rig.store import Store
 from rig.window.spec import pool_of
 
@@ -18,25 +21,26 @@ def run_campaign(
     campaign: Campaign,
     station: Station,
     store: Store,
-    progress: Callable[[str], None] = print,
+    observer: Observer | None = None,
     stop: threading.Event | None = None,
     *,
     campaign_id: int | None = None,
     resume: dict[int, ResumePoint] | None = None,
-    on_cycle: Callable[[DriveRun, Cycle], None] | None = None,
-    on_start: Callable[[list[DriveRun]], None] | None = None,
-    drive_loop: Callable[[DriveRun, threading.Event], None] | None = None,
     attached: Mapping[int, Attachment] | None = None,
 ) -> list[DriveSummary]:
-    """Run every drive's cycles in parallel; power goes to the safe state however this ends.
+    """Run every drive's cycles (an endurance campaign: its intervals) in parallel; power goes to
+    the safe state however this ends. `observer` (rig/campaign/observer.py; lines printed if
+    none) hears the start (every drive prepared, before their threads), messages, each recorded
+    cycle, each drive stopped and the end.
 
     With `campaign_id` and `resume` (rig/campaign/resume.py) an existing campaign continues: each
-    drive from its `ResumePoint`, keyed by channel. `on_start` gets the drive runs before their
-    threads start (after resume's read-back of each region), `on_cycle` every recorded cycle.
-    `attached`: drives the caller already found, claimed and opened (by channel; the runner does
-    so before the campaign's store exists), released here if their run never starts.
+    drive from its `ResumePoint`, keyed by channel. `attached`: drives the caller already found,
+    claimed and opened (by channel; the runner does so before the campaign's store exists),
+    released here if their run never starts.
     """
+    observer = observer or Lines()
     stop = stop or threading.Event()
+    drive_loop = endurance.drive_loop if campaign.endurance else DriveRun.run
     if campaign_id is None:
         campaign_id = recording.new_campaign(store, campaign, station)
     status = "error"
@@ -44,13 +48,9 @@ def run_campaign(
         for spec in campaign.drives:
             if not station.power.state(spec.channel):
                 station.power.on(spec.channel)
-        runs = _drive_runs(
-            campaign, campaign_id, station, store, progress, resume, on_cycle, on_start, attached
-        )
+        runs = _drive_runs(campaign, campaign_id, station, store, observer, resume, attached)
         threads = [
-            threading.Thread(
-                target=drive_loop or DriveRun.run, args=(r, stop), name=f"drive-ch{r.spec.channel}"
-            )
+            threading.Thread(target=drive_loop, args=(r, stop), name=f"drive-ch{r.spec.channel}")
             for r in runs
         ]
         for thread in threads:
@@ -66,12 +66,14 @@ def run_campaign(
             status = "stopped"
             raise
         status = "stopped" if stop.is_set() else "done"
-        return [r.summary() for r in runs]
+        summaries = [r.summary() for r in runs]
     finally:
         try:
             station.power.safe()
         finally:  # a switch that stopped answering still leaves the campaign's end recorded
             recording.end_campaign(store, campaign_id, status)
+    observer.end(summaries, status == "stopped")
+    return summaries
 
 
 def _drive_runs(
@@ -79,14 +81,12 @@ def _drive_runs(
     campaign_id: int,
     station: Station,
     store: Store,
-    progress: Callable[[str], None],
+    observer: Observer,
     resume: dict[int, ResumePoint] | None,
-    on_cycle: Callable[[DriveRun, Cycle], None] | None,
-    on_start: Callable[[list[DriveRun]], None] | None,
     attached: Mapping[int, Attachment] | None,
 ) -> list[DriveRun]:
-    """Each drive's run, prepared (and handed to `on_start`); on a failure every one is closed
-    and every attachment no run took is released."""
+    """Each drive's run, prepared (and told to the observer's `start`); on a failure every one
+    is closed and every attachment no run took is released."""
     runs: list[DriveRun] = []
     # a resumed campaign's plans continue from the cuts already recorded, in their order
     resumed_plan = resume is not None and campaign.criteria.sequential is not None
@@ -101,9 +101,8 @@ def _drive_runs(
                     spec,
                     station,
                     store,
-                    progress,
+                    observer,
                     (resume or {}).get(spec.channel),
-                    on_cycle,
                     settlement=settlement,
                     attachment=(attached or {}).get(spec.channel),
                 )
@@ -115,8 +114,7 @@ def _drive_runs(
             planner = WindowPlanner(campaign.cut.window, (pool_of(r.spec.identity) for r in runs))
             for run in runs:
                 run.window = planner
-        if on_start is not None:
-            on_start(runs)
+        observer.start(runs)
     except BaseException:
         for run in runs:
             run.close()

@@ -9,16 +9,17 @@ from typing import TYPE_CHECKING, Any
 
 from rig.bus.base import DriveNode
 from rig.campaign import recording
-from rig.campaign.model import ResumePoint, Station
+from rig.campaign.model import ResumePoint
 from rig.check.ledger import LbaState
 from rig.config import Campaign, DriveSpec
 from rig.errors import RigError, UserError
 from rig.health.errors import HealthToolError, ToolMissing
 from rig.health.tracker import HealthTracker
 from rig.io.blockio import BlockTarget
+from rig.station.model import Station
 
 if TYPE_CHECKING:
-    from rig.campaign.drive import DriveRun
+    from rig.campaign.model import CycleDrive
 
 WRITE_CACHE = {"keep": None, "on": True, "off": False}  # [health] write_cache: what to set
 
@@ -98,7 +99,7 @@ def region_bounds(campaign: Campaign, spec: DriveSpec, target: BlockTarget) -> t
 
 
 def region(
-    drive: DriveRun, node: DriveNode, resume: ResumePoint | None, bounds: tuple[int, int]
+    drive: CycleDrive, node: DriveNode, resume: ResumePoint | None, bounds: tuple[int, int]
 ) -> tuple[LbaState, int]:
     """The drive's expected state and store row for its region `bounds`: a resume's, or a new
     drive row."""
@@ -115,7 +116,7 @@ def _size(n: int) -> str:
     return f"{n / (1 << 20):g} MiB ({n} B)"
 
 
-def start_health(drive: DriveRun, node: DriveNode, after_seq: int = 0) -> HealthTracker | None:
+def start_health(drive: CycleDrive, node: DriveNode, after_seq: int = 0) -> HealthTracker | None:
     """Write-cache setting and the baseline snapshot, before the first cut."""
     options, station = drive.campaign.health, drive.station
     check_station(drive.campaign, station)
@@ -139,7 +140,7 @@ def start_health(drive: DriveRun, node: DriveNode, after_seq: int = 0) -> Health
     return tracker
 
 
-def _health_unavailable(drive: DriveRun, error: HealthToolError) -> None:
+def _health_unavailable(drive: CycleDrive, error: HealthToolError) -> None:
     """A baseline that cannot be read. With [health] the campaign asked for health: refused.
     Without it the drive runs without health: one warning line and one store event. Whatever
     the tool's exit status says (real smartctl exits 1, "command line did not parse", on a
@@ -155,7 +156,7 @@ def _health_unavailable(drive: DriveRun, error: HealthToolError) -> None:
     recording.event(drive, "health_unavailable", {"error": str(error)})
 
 
-def write_cache(drive: DriveRun, node: DriveNode) -> dict[str, Any]:
+def write_cache(drive: CycleDrive, node: DriveNode) -> dict[str, Any]:
     """Apply the campaign's write-cache setting (a power cycle may reset it); the state the
     drive reports afterwards, for the record."""
     assert drive.station.write_cache is not None

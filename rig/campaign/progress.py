@@ -9,11 +9,13 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
 from rig.campaign.drive import DriveRun
-from rig.campaign.model import Cycle
+from rig.campaign.model import CycleRecord
+from rig.campaign.observer import Observer
 
 
 @dataclass
@@ -57,7 +59,9 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-class Progress:
+class Progress(Observer):
+    """The campaign's observer on a terminal or a stream: start, each cycle, messages."""
+
     def __init__(self, out: TextIO | None = None, live: bool | None = None) -> None:
         self.out = out or sys.stdout
         self.live = self.out.isatty() if live is None else live
@@ -68,7 +72,7 @@ class Progress:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self, runs: list[DriveRun]) -> None:
+    def start(self, runs: Sequence[DriveRun]) -> None:
         with self._lock:
             for run in runs:
                 rules, counts = run.campaign, run.counts
@@ -91,7 +95,7 @@ class Progress:
             self._thread = threading.Thread(target=self._redraw, name="progress", daemon=True)
             self._thread.start()
 
-    def cycle(self, run: DriveRun, c: Cycle) -> None:
+    def cycle_recorded(self, run: DriveRun, c: CycleRecord) -> None:
         with self._lock:
             d = self.drives.get(run.spec.channel)
             if d is None:

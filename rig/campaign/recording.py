@@ -11,19 +11,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rig.campaign import runon
-from rig.campaign.blocks import written_lbas
-from rig.campaign.model import Cycle, Station
+from rig.campaign.cutcycle.blocks import written_lbas
+from rig.campaign.model import CycleRecord
 from rig.check import verify
 from rig.check.ledger import uncertain
 from rig.config import Campaign
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import snapshot_fields
 from rig.power.base import RailResult
+from rig.station.model import Station
 from rig.store import CycleRow, RailSenseRow, Store
 
 if TYPE_CHECKING:
-    from rig.campaign.drive import DriveRun
+    from rig.campaign.model import CycleDrive
 
 
 # the campaign --------------------------------------------------------------------------------
@@ -52,12 +52,12 @@ def cut_outcomes(store: Store, campaign_id: int) -> list[tuple[str, int, str, li
 
 
 # a drive -------------------------------------------------------------------------------------
-def media_id(drive: DriveRun) -> int:
+def media_id(drive: CycleDrive) -> int:
     return drive.store.media_id(drive.campaign_id)
 
 
 def add_drive(
-    drive: DriveRun, identity: dict[str, str], size_bytes: int, first: int, n: int
+    drive: CycleDrive, identity: dict[str, str], size_bytes: int, first: int, n: int
 ) -> int:
     block = drive.target.block_size
     channel, profile = drive.spec.channel, drive.spec.profile
@@ -66,20 +66,20 @@ def add_drive(
     )
 
 
-def drive_status(drive: DriveRun, status: str) -> None:
+def drive_status(drive: CycleDrive, status: str) -> None:
     drive.store.set_drive_status(drive.drive_id, status)
 
 
-def event(drive: DriveRun, kind: str, detail: dict[str, Any]) -> None:
+def event(drive: CycleDrive, kind: str, detail: dict[str, Any]) -> None:
     """An event of the drive outside any cycle's record (set-up, warnings)."""
     drive.store.add_event(drive.drive_id, time.monotonic_ns(), kind, detail)
 
 
-def has_snapshot(drive: DriveRun, after_seq: int) -> bool:
+def has_snapshot(drive: CycleDrive, after_seq: int) -> bool:
     return drive.store.has_health(drive.drive_id, after_seq)
 
 
-def snapshot(drive: DriveRun, after_seq: int, taken: HealthSnapshot) -> None:
+def snapshot(drive: CycleDrive, after_seq: int, taken: HealthSnapshot) -> None:
     fields = snapshot_fields(taken)
     drive.store.add_health(
         drive.drive_id, after_seq, time.monotonic_ns(), taken.source, fields, taken.raw
@@ -87,13 +87,13 @@ def snapshot(drive: DriveRun, after_seq: int, taken: HealthSnapshot) -> None:
 
 
 # a cycle -------------------------------------------------------------------------------------
-def begin_cycle(drive: DriveRun, c: Cycle) -> None:
+def begin_cycle(drive: CycleDrive, c: CycleRecord) -> None:
     """Written before any I/O of the cycle: after a crash, resume finds this cycle and records
     it as interrupted instead of forgetting it."""
     drive.store.begin_cycle(drive.drive_id, c.seq, c.started_at, int(c.cut_delay_s * 1e9))
 
 
-def record(drive: DriveRun, c: Cycle) -> None:
+def record(drive: CycleDrive, c: CycleRecord) -> None:
     """The record phase: the cycle as it ended, whatever ended it; then the drive's counts."""
     log, result, state = c.log, c.result, drive.state
     if result is None and log.write_count:
@@ -110,7 +110,7 @@ def record(drive: DriveRun, c: Cycle) -> None:
     drive.counts.add(c)
 
 
-def _cycle_row(drive: DriveRun, c: Cycle) -> CycleRow:
+def _cycle_row(drive: CycleDrive, c: CycleRecord) -> CycleRow:
     log, result = c.log, c.result
     durability = c.durability
     if durability is None and c.edge is not None:  # the cycle ended before verify
@@ -149,10 +149,10 @@ def _cycle_row(drive: DriveRun, c: Cycle) -> CycleRow:
     )
 
 
-def _rail_sense(c: Cycle) -> RailSenseRow | None:
-    """How the rail fell after this cycle's off edge, if the switch measures it."""
-    result = runon.cut_rail(c)
-    return None if result is None else _rail_row(result)
+def _rail_sense(c: CycleRecord) -> RailSenseRow | None:
+    """How the rail fell after this cycle's off edge, if the switch measures it (asked by then:
+    cutcycle/runon.py:cut_rail)."""
+    return None if c.rail is None else _rail_row(c.rail)
 
 
 def _rail_row(r: RailResult) -> RailSenseRow:

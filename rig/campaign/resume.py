@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from rig import config
 from rig.campaign.drive import DriveRun
 from rig.campaign.model import ResumePoint
 from rig.check import intent, readback
@@ -35,6 +34,7 @@ from rig.check.ledger import UNKNOWN, LbaState, is_uncertain
 from rig.config import Campaign
 from rig.errors import UserError
 from rig.io import media
+from rig.station import campaign_file
 from rig.store import CycleRow, Store
 
 MIN_GENERATION_GAP = 1 << 16
@@ -80,7 +80,7 @@ def load(store: Store) -> Resumable:
     head = store.latest_campaign()
     if head is None:
         raise UserError(f"{store.path}: no campaign to resume")
-    campaign = config.parse(head["config"], f"{store.path} (stored campaign)")
+    campaign = campaign_file.parse(head["config"], f"{store.path} (stored campaign)")
     campaign_id = int(head["id"])
     points: dict[int, ResumePoint] = {}
     lost: dict[int, LostCycle] = {}

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import threading
@@ -18,11 +19,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
 
-from rig import config
-from rig.campaign import endurance, resume, startup
-from rig.campaign.drive import DriveRun
-from rig.campaign.model import Cycle, DriveSummary, Station
-from rig.campaign.notices import CampaignNotices
+from rig.campaign import resume, startup
+from rig.campaign.model import DriveSummary
+from rig.campaign.notices import CampaignNotices, VerdictRule
+from rig.campaign.observer import (
+    CampaignEvents,
+    EdgeRecorder,
+    ResumeReconciliation,
+    RunLogLines,
+    Started,
+)
 from rig.campaign.parallel import run_campaign
 from rig.campaign.preparation import Attachment
 from rig.campaign.progress import Progress
@@ -30,10 +36,13 @@ from rig.campaign.runlog import RunLog
 from rig.config import Campaign, Criteria
 from rig.errors import UserError
 from rig.notify.sender import Notifier, apprise_services
-from rig.station import backends
+from rig.power.base import Edge
+from rig.station import backends, campaign_file
+from rig.station.model import Station
 from rig.store import Store, open_existing
 
-StationFactory = Callable[[Campaign, startup.EventQueue], Station]
+# (campaign, where its switching edges go, its store's path) -> its station (rig/station/build.py)
+StationFactory = Callable[[Campaign, Callable[[Edge], None], str], Station]
 
 
 @dataclass(frozen=True)
@@ -95,72 +104,24 @@ def wait_for_drives(station: Station, campaign: Campaign, progress: Progress) ->
             time.sleep(0.1)
 
 
-class _Reports:
-    """Where a run's events go: its JSON-lines log, the progress display and, where the campaign
-    has `[notify]` URLs, its notices (queued only: rig/notify/sender.py sends them)."""
-
-    def __init__(self, log: RunLog, progress: Progress, campaign: Campaign) -> None:
-        self.log = log
-        self.progress = progress
-        spec = campaign.notify
-        services = apprise_services(spec.urls, spec.config) if spec.enabled else []
-        self.notifier = Notifier(services, log.write) if services else None
-        self.notices = CampaignNotices(campaign, self.notifier) if self.notifier else None
-
-    def close(self) -> None:
-        """The notices still queued get a few seconds at most, then are given up (logged)."""
-        if self.notifier is not None:
-            self.notifier.close()
-
-    def signal(self, signum: int) -> None:
-        name = signal.Signals(signum).name
-        self.log.write("signal", signal=name)
-        self.progress.message(f"rig: {name}: stopping after each drive's current phase")
-
-    def cycle(self, drive: DriveRun, c: Cycle) -> None:
-        failures: dict[str, int] = {}
-        for f in c.findings:
-            if f.failure:
-                failures[f.cls] = failures.get(f.cls, 0) + 1
-        self.log.write(
-            "cycle",
-            channel=drive.spec.channel,
-            seq=c.seq,
-            status=c.status,
-            error=c.error,
-            cut_delay_ms=round(c.cut_delay_s * 1000, 3),
-            writes=c.log.write_count,
-            failures=failures,
-            counted=drive.counts.cycles,
-            target=drive.campaign.cycles,
-        )
-        self.progress.cycle(drive, c)
-        if self.notices is not None:
-            self.notices.cycle(drive, c)
-
-    def message(self, text: str) -> None:
-        self.log.write("message", text=text)
-        self.progress.message(text)
-
-    def end(self, summaries: list[DriveSummary], stopped: bool) -> None:
-        self.log.write(
-            "end",
-            status="stopped" if stopped else "done",
-            drives=[
-                {
-                    "channel": s.channel,
-                    "cycles": s.cycles,
-                    "errors": s.errors,
-                    "interrupted": s.interrupted,
-                    "dead": s.dead,
-                    "failures": s.failures,
-                    "stopped_by": s.stopped_by,
-                }
-                for s in summaries
-            ],
-        )
-        if self.notices is not None:
-            self.notices.end(summaries, stopped)
+def _observer(
+    events: CampaignEvents,
+    log: RunLog,
+    progress: Progress,
+    campaign: Campaign,
+    verdict: VerdictRule,
+) -> Notifier | None:
+    """The run's subscribers after the edge recorder and the start flag, in the order they
+    hear each event: the run log, the progress display and, where the campaign has `[notify]`
+    URLs, its notices (queued only: rig/notify/sender.py sends them). Returns the notifier."""
+    spec = campaign.notify
+    services = apprise_services(spec.urls, spec.config) if spec.enabled else []
+    notifier = Notifier(services, log.write) if services else None
+    events.subscribe(RunLogLines(log))
+    events.subscribe(progress)
+    if notifier is not None:
+        events.subscribe(CampaignNotices(campaign, notifier, verdict))
+    return notifier
 
 
 def _open_resume(resume_db: str) -> tuple[Store, resume.Resumable]:
@@ -206,6 +167,7 @@ def _begin(
 
 def run(
     station_factory: StationFactory,
+    verdict: VerdictRule,
     *,
     campaign_path: str = "",
     campaign: Campaign | None = None,
@@ -216,7 +178,8 @@ def run(
 ) -> RunResult:
     """Run a campaign file (`campaign_path`), a campaign already read (`campaign`: `rig demo`'s,
     adjusted by its command line), or resume a store (`resume_db`). A new campaign's store and
-    log are made only once every check that can refuse it has passed (rig/campaign/startup.py)."""
+    log are made only once every check that can refuse it has passed (rig/campaign/startup.py).
+    `verdict`: a drive's verdict from its counts, for the end-of-campaign notice."""
     if sum(map(bool, (campaign_path, campaign, resume_db))) != 1:
         raise UserError("rig run: give a campaign file, or --resume STORE (not both)")
     progress = progress or Progress()
@@ -227,31 +190,31 @@ def run(
         store, resumable = _open_resume(resume_db)
         campaign, db = resumable.campaign, resume_db
     else:
-        campaign = campaign or config.load(campaign_path)
+        campaign = campaign or campaign_file.load(campaign_path)
         db = db or f"{campaign.name}.sqlite"
     log_path = log_path or default_log_path(db)
     if store is None:
         unmade = startup.Unmade(db, log_path)  # (their folders checked: before any file)
     edges = startup.EdgeSink(db)
+    started = Started()  # every drive prepared: from here on, a record
+    events = CampaignEvents(EdgeRecorder(edges), started)  # the run's one observer
     attached: dict[int, Attachment] = {}
-    started: list[bool] = []  # every drive prepared: from here on, a record
     refused = False
     try:
-        station = station_factory(campaign, edges)
+        station = station_factory(campaign, events.edge, db)
         try:
             if store is None:
                 attached = startup.acquire_drives(campaign, station)
                 store = Store(db)
             edges.attach(store)
-            return _run(
-                campaign, db, station, store, log_path, resumable, attached, progress, started
-            )
+            run = _Run(campaign, db, station, store, log_path, events, progress, verdict)
+            return run.go(resumable, attached)
         finally:
             for attachment in attached.values():
                 attachment.release()  # (those no drive's run took)
             station.power.close()
     except UserError:
-        refused = unmade is not None and not started
+        refused = unmade is not None and not started.started
         raise
     finally:
         progress.close()
@@ -261,59 +224,55 @@ def run(
             unmade.remove()  # refused at the start: no store and no log left behind
 
 
-def _run(
-    campaign: Campaign,
-    db: str,
-    station: Station,
-    store: Store,
-    log_path: str,
-    resumable: resume.Resumable | None,
-    attached: dict[int, Attachment],
-    progress: Progress,
-    started: list[bool],
-) -> RunResult:
+@dataclass
+class _Run:
     """The campaign on its open store and log, under SIGINT/SIGTERM handling."""
-    log = RunLog(log_path)
-    reports = _Reports(log, progress, campaign)
-    stop = threading.Event()
-    summaries: list[DriveSummary] = []
-    finished = resumable.finished if resumable else []
-    try:
-        with stop_on_signals(stop, reports.signal) as received:
-            _begin(station, store, log, campaign, db, resumable, progress)
 
-            def on_start(runs: list[DriveRun]) -> None:
-                started.append(True)
-                for drive in runs:
-                    if resumable is None:
-                        continue
-                    scanned = resume.reconcile(drive, resumable, store)
-                    lost = resumable.lost.get(drive.spec.channel)
-                    reports.message(
-                        f"ch{drive.spec.channel}: resumed at cycle {drive.next_seq}"
-                        f" ({drive.counts.cycles}/{campaign.cycles} done"
-                        + (f"; cycle {lost.seq} was interrupted" if lost else "")
-                        + f"); region read back: {scanned.as_json()}"
-                    )
-                progress.start(runs)
+    campaign: Campaign
+    db: str
+    station: Station
+    store: Store
+    log_path: str
+    events: CampaignEvents
+    progress: Progress
+    verdict: VerdictRule
 
-            summaries = run_campaign(
-                campaign,
-                station,
-                store,
-                reports.message,
-                stop,
-                campaign_id=resumable.campaign_id if resumable else None,
-                resume=resumable.points if resumable else None,
-                on_cycle=reports.cycle,
-                on_start=on_start,
-                drive_loop=endurance.drive_loop if campaign.endurance else None,
-                attached=attached,
+    def go(self, resumable: resume.Resumable | None, attached: dict[int, Attachment]) -> RunResult:
+        campaign, events = self.campaign, self.events
+        log = RunLog(self.log_path)
+        if resumable is not None:  # first: its messages reach the log and progress below
+            events.subscribe(ResumeReconciliation(resumable, self.store, events))
+        notifier = _observer(events, log, self.progress, campaign, self.verdict)
+        stop = threading.Event()
+        summaries: list[DriveSummary] = []
+        finished = resumable.finished if resumable else []
+        try:
+            with stop_on_signals(stop, functools.partial(self.signal, log)) as received:
+                _begin(self.station, self.store, log, campaign, self.db, resumable, self.progress)
+                summaries = run_campaign(
+                    campaign,
+                    self.station,
+                    self.store,
+                    events,
+                    stop,
+                    campaign_id=resumable.campaign_id if resumable else None,
+                    resume=resumable.points if resumable else None,
+                    attached=attached,
+                )
+            return RunResult(
+                self.db,
+                log.path,
+                summaries,
+                finished,
+                received[0] if received else 0,
+                campaign.criteria,
             )
-        reports.end(summaries, bool(received))
-        return RunResult(
-            db, log.path, summaries, finished, received[0] if received else 0, campaign.criteria
-        )
-    finally:
-        reports.close()
-        log.close()
+        finally:
+            if notifier is not None:  # queued notices get a few seconds at most (then logged)
+                notifier.close()
+            log.close()
+
+    def signal(self, log: RunLog, signum: int) -> None:
+        name = signal.Signals(signum).name
+        log.write("signal", signal=name)
+        self.progress.message(f"rig: {name}: stopping after each drive's current phase")

@@ -12,9 +12,9 @@ import os
 import threading
 from typing import Any, Protocol
 
-from rig.campaign.model import Station
 from rig.campaign.preparation import Attachment, check_station
 from rig.config import Campaign
+from rig.station.model import Station
 from rig.store import creation
 
 

@@ -21,6 +21,7 @@ from rig import config
 from rig.errors import UserError
 from rig.fleet import freshness
 from rig.fleet.central import CentralStore, drive_key, with_link_options
+from rig.station import campaign_file
 
 START_TASK = "rig.fleet.start_campaign"
 STOP_TASK = "rig.fleet.stop_campaign"
@@ -77,7 +78,7 @@ class Submitted:
 
 def campaign_drive_keys(text: str, where: str) -> tuple[config.Campaign, list[str]]:
     """The campaign file, checked as `rig run` checks it, and its drives' fleet-wide keys."""
-    campaign = config.parse(text, where)
+    campaign = campaign_file.parse(text, where)
     keys = [drive_key(d.identity.model, d.identity.serial, d.identity.wwn) for d in campaign.drives]
     if len(set(keys)) != len(keys):
         raise UserError(f"{where}: a drive is named twice")

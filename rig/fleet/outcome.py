@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rig import config
 from rig.errors import UserError
+from rig.station import campaign_file
 from rig.store import Store
 
 
@@ -48,7 +48,7 @@ def shortfalls(store: Store) -> str:
         return "no campaign recorded in its store"
     if head["status"] != "done":
         return f"its campaign ended '{head['status']}', not done"
-    campaign = config.parse(head["config"], f"{store.path} (stored campaign)")
+    campaign = campaign_file.parse(head["config"], f"{store.path} (stored campaign)")
     short = []
     for spec in campaign.drives:
         drive = store.drive_on_channel(int(head["id"]), spec.channel)

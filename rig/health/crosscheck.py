@@ -19,11 +19,11 @@ import os
 import re
 from typing import NamedTuple
 
+from rig.bus.identity import DriveIdentity, normalise_wwn
 from rig.health.errors import HealthToolError
 from rig.health.nvme import nvme_id_ctrl
 from rig.health.scsi import sg_inq, sg_vpd_wwn
 from rig.health.tools import Runner, smartctl_identity
-from rig.station.identity import DriveIdentity, normalise_wwn
 
 
 class IdentityUnavailable(Exception):

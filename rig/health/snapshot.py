@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from rig.station.identity import DriveIdentity
+from rig.bus.identity import DriveIdentity
 
 
 class SmartctlExit(enum.IntFlag):

@@ -21,18 +21,14 @@ rig/io/workload_native.py and rig/io/workload_threads.py; this module is the `Wr
 
 from __future__ import annotations
 
-import ctypes
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
-from rig.check.ledger import CycleLog, LbaState
 from rig.errors import RigError
-from rig.io.blockio import BlockTarget
 from rig.io.workload_native import NativeRun
 from rig.io.workload_plan import (
     ENGINES,
@@ -52,6 +48,7 @@ from rig.io.workload_plan import (
     block_sizes,
 )
 from rig.io.workload_threads import SlotRun, Stream, TimerFlush
+from rig.io.writer_context import DescriptorTarget, Live, WriterContext
 
 __all__ = [
     "ENGINES",
@@ -74,80 +71,6 @@ __all__ = [
     "WriterContext",
     "block_sizes",
 ]
-
-
-class Live:
-    """What the writer is doing right now, for cut strategies (rig.campaign.cuts): acknowledgements
-    seen, the host time of the last one, flushes in flight and done, writes issued. The native
-    engine updates the same int64 words from C while it runs (and a sixth, its completions read
-    from the AIO ring without a system call: a diagnostic)."""
-
-    WORDS = 6  # engine.c LIVE_N
-
-    def __init__(self) -> None:
-        self.words = (ctypes.c_int64 * self.WORDS)()
-        self._lock = threading.Lock()
-
-    @property
-    def acks(self) -> int:
-        return int(self.words[0])
-
-    @property
-    def last_ack_ns(self) -> int:
-        return int(self.words[1])
-
-    @property
-    def flushes_in_flight(self) -> int:
-        return int(self.words[2])
-
-    @property
-    def flushes_done(self) -> int:
-        return int(self.words[3])
-
-    @property
-    def writes_issued(self) -> int:
-        """Writes sent to the device so far (failed ones included: they reached it)."""
-        return int(self.words[4])
-
-    @property
-    def ring_reaped(self) -> int:
-        """Native engine: completions it read from the AIO ring without calling io_getevents."""
-        return int(self.words[5])
-
-    def issued(self) -> None:
-        with self._lock:
-            self.words[4] += 1
-
-    def acked(self, at_ns: int) -> None:
-        with self._lock:
-            self.words[1] = at_ns
-            self.words[0] += 1
-
-    def flush_started(self) -> None:
-        with self._lock:
-            self.words[2] += 1
-
-    def flush_ended(self, ok: bool) -> None:
-        with self._lock:
-            self.words[2] -= 1
-            self.words[3] += int(ok)
-
-
-@runtime_checkable
-class DescriptorTarget(Protocol):
-    """A target with an O_DIRECT file descriptor the native engine can drive."""
-
-    def fileno(self) -> int: ...
-
-
-@dataclass(frozen=True)
-class WriterContext:
-    campaign: int
-    target: BlockTarget
-    state: LbaState
-    log: CycleLog
-    stop: threading.Event
-    intent: IntentSink | None = None  # told every write's range before it can be issued
 
 
 class Writer:

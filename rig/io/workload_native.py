@@ -25,7 +25,7 @@ from rig.io.workload_plan import (
 from rig.native import AioContext, BatchRing, EngineResult, engine_loop
 
 if TYPE_CHECKING:
-    from rig.io.workload import DescriptorTarget, Live, WriterContext
+    from rig.io.writer_context import DescriptorTarget, Live, WriterContext
 
 STUCK: list[npt.NDArray[np.uint8]] = []  # buffers of requests that never came back
 

@@ -16,7 +16,7 @@ from rig.io import media
 from rig.io.workload_plan import FLUSH, TIMER_WORKER, WRITE, Plan, SlotPlanner, Workload
 
 if TYPE_CHECKING:
-    from rig.io.workload import Live, WriterContext
+    from rig.io.writer_context import Live, WriterContext
 
 
 class SlotRun:

@@ -5,7 +5,8 @@ A kind is one module in rig/station/kinds/ (its `StationSpec` subclass, `setting
 constructor) plus one row below. Kinds on the real bus give a power backend (`power`):
 rig/station/build.py wires it to udev presence and the real tools. A kind that brings its whole
 station (the simulated rig) gives `station` instead. Nothing registers itself: a test passes its own
-copy of the table to `config.parse` and `station.build` (decision 81).
+copy of the table to `config.parse` and `station.build` (decision 81); the commands read campaign
+files through rig/station/campaign_file.py, which hands this table to `config.parse`.
 """
 
 from __future__ import annotations
@@ -22,21 +23,13 @@ from rig.schema import StationSpec, Table
 from rig.station.kinds import manual, relay_board, scpi_supply, simulated
 
 if TYPE_CHECKING:
-    from rig.campaign.model import Station
     from rig.config import Campaign
-
-
-@dataclass(frozen=True)
-class Wiring:
-    """What the rig hands a station constructor besides the campaign."""
-
-    on_edge: Callable[[Edge], None] | None = None  # every switching edge, for the store
-    store_path: str = ""  # the campaign's store; a station may keep its own files beside it
+    from rig.station.model import Station, Wiring
 
 
 Settings = Callable[[Table, StationSpec], StationSpec]
 PowerFactory = Callable[["Campaign", Callable[[Edge], None] | None], PowerSwitch]
-StationFactory = Callable[["Campaign", Wiring], "Station"]
+StationFactory = Callable[["Campaign", "Wiring"], "Station"]
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,10 @@ from contextlib import AbstractContextManager
 
 from rig.bus import proof
 from rig.bus.base import DriveNode
+from rig.bus.identity import DriveIdentity
 from rig.bus.ready import wait_ready
 from rig.bus.recover import RecoveringPresence
 from rig.bus.udev import UdevPresence
-from rig.campaign.model import Station
 from rig.config import Campaign, DriveSpec
 from rig.errors import UnsafeDeviceError
 from rig.health import crosscheck
@@ -23,8 +23,8 @@ from rig.health.wcache import CacheTool, read_write_cache, set_write_cache
 from rig.io.blockio import BlockTarget, DirectTarget
 from rig.power.base import Edge, PowerSwitch
 from rig.station import backends, locks, purge, safety
-from rig.station.backends import StationKind, Wiring
-from rig.station.identity import DriveIdentity
+from rig.station.backends import StationKind
+from rig.station.model import Station, Wiring
 
 
 class ToolDrives:

@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from rig.bus.base import PresenceWatch
-from rig.campaign.model import Station
+from rig.bus.identity import DriveIdentity
 from rig.config import Campaign, DriveSpec
 from rig.errors import RigError, UserError
 from rig.power.base import RailResult, RailSensedCut
 from rig.power.relay import BoardIdentity
 from rig.station.busrecord import BusChange, BusDevice, BusRecorder
-from rig.station.identity import DriveIdentity
 from rig.station.kinds.relay_board import RailSenseSpec, RelayBoardSpec
+from rig.station.model import Station
 
 SCHEMA = "rig.station-check/1"
 EDGE_TIMEOUT_S = 10.0  # the switch reports its off edge

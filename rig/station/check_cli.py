@@ -12,7 +12,7 @@ import os
 import tempfile
 from typing import Any
 
-from rig import config
+from rig.station import campaign_file
 from rig.station.check import ChannelCheck, StationCheck, run_check
 
 
@@ -38,7 +38,7 @@ def _schema() -> str:
 def cmd_station_check(args: argparse.Namespace) -> int:
     from rig.station import build
 
-    campaign = config.load(args.campaign)
+    campaign = campaign_file.load(args.campaign)
     # No store: edges are not recorded. (A simulated twin keeps its ground truth beside the
     # store path it is given: a directory of the check's own, removed after it.)
     with tempfile.TemporaryDirectory(prefix="rig-station-check-") as scratch:

@@ -19,8 +19,8 @@ import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
+from rig.bus.identity import DriveIdentity, normalise_wwn
 from rig.errors import UserError
-from rig.station.identity import DriveIdentity, normalise_wwn
 
 LOCK_DIR = "/run/lock/rig"
 

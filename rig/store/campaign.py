@@ -1,5 +1,5 @@
 """The campaign's own writes and reads beside the record phase (rig/campaign/recording.py,
-rig/campaign/endurance.py, rig/campaign/resume.py): criteria, begun cycles, endurance intervals,
+campaign/endurance/endurance.py, campaign/resume.py): criteria, begun cycles, endurance intervals,
 resume reads."""
 
 from __future__ import annotations

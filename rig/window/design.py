@@ -27,7 +27,7 @@ from rig.window import fit
 
 EXPLORE_EVERY = 5  # every 5th cut log-uniform over the whole range
 GOF_FROM = 30  # the goodness of fit is tested from this many cuts on ...
-GOF_EVERY = 10  # ... every this many cuts
+GOF_EVERY = 10  # ... every this many cuts, or 10 % more where that is more (a refit costs n)
 CANDIDATES = 80
 MU_POINTS = 140
 SIGMA_POINTS = 25
@@ -57,6 +57,7 @@ class WindowDesign:
         self.delays_ms: list[float] = []
         self.lost: list[bool] = []
         self.spread = False  # the cuts failed the goodness of fit: log-uniform from now on
+        self._next_check = GOF_FROM
 
     def observe(self, delay_ms: float, lost: bool) -> None:
         """One cut's response at the delay it really had (measured, not planned)."""
@@ -66,13 +67,8 @@ class WindowDesign:
         self.delays_ms.append(delay_ms)
         self.lost.append(lost)
         n = len(self.lost)
-        if (
-            self.checks_fit
-            and not self.spread
-            and n >= GOF_FROM
-            and n % GOF_EVERY == 0
-            and any(self.lost)
-        ):
+        if self.checks_fit and not self.spread and n >= self._next_check and any(self.lost):
+            self._next_check = max(n + GOF_EVERY, int(n * 1.1))
             current = fit.fit(self.delays_ms, self.lost, qs=())
             self.spread = current.verdict == "poor_fit"
 

@@ -104,46 +104,71 @@ def describe(x: Quantile) -> str:
     return f"{x.estimate_ms:.3g} ms [{low}, {high}]"
 
 
-def loglik(mu: Floats | float, sigma: Floats | float, x: Floats, y: Floats) -> Floats:
-    """Log-likelihood of (mu, sigma) (broadcast over leading axes) for ln delays x, losses y."""
-    z = (np.asarray(mu)[..., None] - x) / np.asarray(sigma)[..., None]
-    return np.asarray((y * special.log_ndtr(z) + (1 - y) * special.log_ndtr(-z)).sum(axis=-1))
+@dataclass(frozen=True)
+class Cuts:
+    """Cuts grouped by delay: at each distinct ln delay `x`, `lost` of `cuts` lost. Exact (the
+    likelihood is a binomial per distinct delay), and the fit's cost grows with the distinct
+    delays, not the cuts."""
+
+    x: Floats
+    lost: Floats
+    cuts: Floats
+
+    @classmethod
+    def of(cls, delays_ms: Sequence[float], lost: Sequence[bool]) -> Cuts:
+        x, where = np.unique(np.log(np.asarray(delays_ms, dtype=float)), return_inverse=True)
+        k = np.bincount(where, weights=np.asarray(lost, dtype=float), minlength=x.size).astype(
+            float
+        )
+        n = np.bincount(where, minlength=x.size).astype(float)
+        return cls(x, k, n)
+
+
+def loglik(mu: Floats | float, sigma: Floats | float, c: Cuts) -> Floats:
+    """Log-likelihood of (mu, sigma) (broadcast over leading axes) for the cuts."""
+    z = (np.asarray(mu)[..., None] - c.x) / np.asarray(sigma)[..., None]
+    terms = c.lost * special.log_ndtr(z) + (c.cuts - c.lost) * special.log_ndtr(-z)
+    return np.asarray(terms.sum(axis=-1))
 
 
 def fit(
     delays_ms: Sequence[float], lost: Sequence[bool], qs: Sequence[float] = (0.5, 0.99)
 ) -> WindowFit:
     """The window's fit from cuts (delay ms, lost)."""
-    x = np.log(np.asarray(delays_ms, dtype=float))
-    y = np.asarray(lost, dtype=float)
-    n, k = len(y), int(y.sum())
-    low = float(np.exp(x.min())) if n else math.nan
-    high = float(np.exp(x.max())) if n else math.nan
+    return fit_cuts(Cuts.of(delays_ms, lost), qs)
+
+
+def fit_cuts(c: Cuts, qs: Sequence[float] = (0.5, 0.99)) -> WindowFit:
+    """The window's fit from cuts grouped by delay."""
+    n, k = int(c.cuts.sum()), int(c.lost.sum())
+    low = float(np.exp(c.x[0])) if n else math.nan
+    high = float(np.exp(c.x[-1])) if n else math.nan
     if k == 0:
         return WindowFit(n, k, low, high, "none")
     if n < 3:
         return WindowFit(n, k, low, high, "too_few")
-    mu, sigma, best = _mle(x, y)
-    gof = goodness_of_fit(x, y, mu, sigma)
+    mu, sigma, best = _mle(c)
+    gof = goodness_of_fit(c, mu, sigma)
     if gof < GOF_ALPHA:
         return WindowFit(n, k, low, high, "poor_fit", mu, sigma, gof)
-    quantiles = tuple(_quantile(x, y, q, mu, sigma, best) for q in qs)
+    quantiles = tuple(_quantile(c, q, mu, sigma, best) for q in qs)
     return WindowFit(n, k, low, high, "window", mu, sigma, gof, quantiles)
 
 
-def _mle(x: Floats, y: Floats) -> tuple[float, float, float]:
+def _mle(c: Cuts) -> tuple[float, float, float]:
     """Maximum likelihood (mu, sigma) and its log-likelihood. No gradient method: under
     separation the optimum is a step (sigma on its bound) inside a gap between two cuts, which
-    a coarse start never sees. So every mu between two neighbouring cuts of which one lost is
-    tried (up to MAX_GAPS of them: more mean the cuts overlap, and a coarse grid finds the
-    optimum) with the best sigma of a grid, then the best point is refined around it."""
-    order = np.argsort(x, kind="stable")
-    xs, ys = x[order], y[order]
-    turns = np.flatnonzero(ys[1:] != ys[:-1])  # neighbours of which one lost, one did not
-    gaps = (xs[turns] + xs[turns + 1]) / 2 if len(turns) <= MAX_GAPS else np.empty(0)
-    mus = np.concatenate([np.linspace(x.min() - 1, x.max() + 1, 100), gaps])
+    a coarse start never sees. So every mu between two neighbouring delays of which one lost
+    and the other did not is tried (up to MAX_GAPS of them: more mean the cuts overlap, and a
+    coarse grid finds the optimum) with the best sigma of a grid, then the best point is
+    refined around it."""
+    x, some_lost, some_kept = c.x, c.lost > 0, c.lost < c.cuts
+    turn = (some_lost[:-1] & some_kept[1:]) | (some_kept[:-1] & some_lost[1:])
+    turns = np.flatnonzero(turn)
+    gaps = (x[turns] + x[turns + 1]) / 2 if len(turns) <= MAX_GAPS else np.empty(0)
+    mus = np.concatenate([np.linspace(x[0] - 1, x[-1] + 1, 100), gaps])
     sigmas = _SIGMA_GRID[::3]
-    grid = _grid(mus, sigmas, x, y)
+    grid = _grid(mus, sigmas, c)
     i, j = np.unravel_index(int(np.argmax(grid)), grid.shape)
     mu, ls, best = float(mus[i]), math.log(sigmas[j]), float(grid[i, j])
     dm, dl = 0.1, 0.3
@@ -152,7 +177,7 @@ def _mle(x: Floats, y: Floats) -> tuple[float, float, float]:
         fine_ls = np.clip(
             np.linspace(ls - dl, ls + dl, 21), math.log(SIGMA_MIN), math.log(SIGMA_MAX)
         )
-        fine = _grid(fine_mu, np.exp(fine_ls), x, y)
+        fine = _grid(fine_mu, np.exp(fine_ls), c)
         a, b = np.unravel_index(int(np.argmax(fine)), fine.shape)
         if fine[a, b] > best:
             mu, ls, best = float(fine_mu[a]), float(fine_ls[b]), float(fine[a, b])
@@ -160,33 +185,31 @@ def _mle(x: Floats, y: Floats) -> tuple[float, float, float]:
     return mu, math.exp(ls), best
 
 
-def _grid(mus: Floats, sigmas: Floats, x: Floats, y: Floats) -> Floats:
+def _grid(mus: Floats, sigmas: Floats, c: Cuts) -> Floats:
     """loglik over the grid mus x sigmas, a few mus at a time (bounded memory at any n)."""
-    step = max(1, 2_000_000 // max(1, len(sigmas) * len(x)))
-    parts = [
-        loglik(mus[i : i + step, None], sigmas[None, :], x, y) for i in range(0, len(mus), step)
-    ]
+    step = max(1, 2_000_000 // max(1, len(sigmas) * len(c.x)))
+    parts = [loglik(mus[i : i + step, None], sigmas[None, :], c) for i in range(0, len(mus), step)]
     return np.concatenate(parts, axis=0)
 
 
-def profile(x: Floats, y: Floats, xq: Floats, zq: float) -> Floats:
+def profile(c: Cuts, xq: Floats, zq: float) -> Floats:
     """Profile log-likelihood of ln t_q = xq: the best sigma (mu = xq - zq sigma) for each."""
     xq = np.atleast_1d(np.asarray(xq, dtype=float))
     mus = xq[:, None] - zq * _SIGMA_GRID[None, :]
-    return np.asarray(loglik(mus, np.broadcast_to(_SIGMA_GRID, mus.shape), x, y).max(axis=1))
+    return np.asarray(loglik(mus, np.broadcast_to(_SIGMA_GRID, mus.shape), c).max(axis=1))
 
 
-def _quantile(x: Floats, y: Floats, q: float, mu: float, sigma: float, best: float) -> Quantile:
+def _quantile(c: Cuts, q: float, mu: float, sigma: float, best: float) -> Quantile:
     zq = float(stats.norm.ppf(q))
     centre = mu + zq * sigma
     limit = float(stats.chi2.ppf(LEVEL, 1)) / 2  # allowed drop of the log-likelihood
-    top = max(best, float(profile(x, y, np.array([centre]), zq)[0]))
+    top = max(best, float(profile(c, np.array([centre]), zq)[0]))
 
     def excess(v: float) -> float:
-        return top - float(profile(x, y, np.array([v]), zq)[0]) - limit
+        return top - float(profile(c, np.array([v]), zq)[0]) - limit
 
-    low = _edge(excess, centre, x.min() - 3, -1)
-    high = _edge(excess, centre, x.max() + 3, +1)
+    low = _edge(excess, centre, c.x[0] - 3, -1)
+    high = _edge(excess, centre, c.x[-1] + 3, +1)
     return Quantile(
         q,
         math.exp(centre),
@@ -209,22 +232,27 @@ def _edge(
     return None
 
 
-def goodness_of_fit(x: Floats, y: Floats, mu: float, sigma: float) -> float:
+def goodness_of_fit(c: Cuts, mu: float, sigma: float) -> float:
     """p-value of the fitted probit against one loss probability per bin of delay (bins of
-    equal counts, at least GOF_MIN_BIN cuts each): deviance on bins - 2 degrees of freedom.
-    1.0 when there are too few cuts for three bins."""
-    bins = min(10, len(y) // GOF_MIN_BIN)
+    about equal counts, at least GOF_MIN_BIN cuts each; the cuts at one delay share a bin):
+    deviance on bins - 2 degrees of freedom. 1.0 when there are too few cuts for three bins."""
+    total = int(c.cuts.sum())
+    bins = min(10, total // GOF_MIN_BIN)
     if bins < 3:
         return 1.0
-    order = np.argsort(x, kind="stable")
-    model = float(loglik(mu, sigma, x, y))
-    saturated = 0.0
-    for part in np.array_split(order, bins):
-        n, k = len(part), float(y[part].sum())
-        for count, share in ((k, k / n), (n - k, 1 - k / n)):
-            if count > 0:
-                saturated += count * math.log(share)
-    deviance = max(0.0, 2 * (saturated - model))
+    # the bin of each delay: that of its last cut in delay order, bins sized as array_split's
+    sizes = np.full(bins, total // bins)
+    sizes[: total % bins] += 1
+    which = np.searchsorted(np.cumsum(sizes), np.cumsum(c.cuts) - 1, side="right")
+    n = np.bincount(which, weights=c.cuts, minlength=bins)
+    k = np.bincount(which, weights=c.lost, minlength=bins)
+    n, k = n[n > 0], k[n > 0]
+    share = k / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        saturated = np.where(k > 0, k * np.log(share), 0.0) + np.where(
+            n > k, (n - k) * np.log1p(-share), 0.0
+        )
+    deviance = max(0.0, 2 * (float(saturated.sum()) - float(loglik(mu, sigma, c))))
     return float(stats.chi2.sf(deviance, bins - 2))
 
 
@@ -233,11 +261,10 @@ def band(
 ) -> tuple[Floats, Floats]:
     """Pointwise band of P(loss) at `at_ms`: the range of the curve over every (mu, sigma)
     inside the 95 % joint likelihood region (chi-square(2) of the deviance)."""
-    x = np.log(np.asarray(delays_ms, dtype=float))
-    y = np.asarray(lost, dtype=float)
-    mus = np.linspace(x.min() - 2, x.max() + 2, 160)
-    grid = _grid(mus, _SIGMA_GRID, x, y)
-    best = max(float(grid.max()), float(loglik(fitted.mu, fitted.sigma, x, y)))
+    c = Cuts.of(delays_ms, lost)
+    mus = np.linspace(c.x[0] - 2, c.x[-1] + 2, 160)
+    grid = _grid(mus, _SIGMA_GRID, c)
+    best = max(float(grid.max()), float(loglik(fitted.mu, fitted.sigma, c)))
     inside = grid >= best - float(stats.chi2.ppf(LEVEL, 2)) / 2
     m, s = np.meshgrid(mus, _SIGMA_GRID, indexing="ij")
     m, s = m[inside], s[inside]

@@ -13,7 +13,7 @@ from typing import Any
 
 from rig import cli
 from rig.campaign.drive import DriveRun
-from rig.campaign.model import Cycle
+from rig.campaign.model import CycleRecord
 from rig.store import Store
 
 FAULT = "RIG_TEST_FAULT"
@@ -30,7 +30,7 @@ def _inject(fault: str) -> None:
         last = int(fault.split(":", 1)[1])
         real = DriveRun.next_cycle
 
-        def next_cycle(self: DriveRun) -> Cycle:
+        def next_cycle(self: DriveRun) -> CycleRecord:
             if self.next_seq > last:
                 raise RuntimeError(f"injected: ch{self.spec.channel}'s thread dies")
             return real(self)

@@ -15,13 +15,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from fixtures import sim_station
 from fixtures.pgcluster import Cluster
-from rig import config
+from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.fleet import metrics
 from rig.fleet.central import CentralStore
 from rig.fleet.dashboard import create_app
 from rig.fleet.replicator import replicate_store
 from rig.fleet.views import CentralView, StoreView
+from rig.station import campaign_file
 from rig.store import Store
 from tests.prometheus_server import available, free_port, prometheus
 from tests.test_sim_campaign import campaign_text
@@ -29,10 +30,10 @@ from tests.test_sim_campaign import campaign_text
 
 def make_store(path: Path) -> dict[str, int]:
     """A campaign on an honest and a lying drive; what the store says, by plain SQL."""
-    campaign = config.parse(campaign_text(["plp", "lying-flush"], 6, flush_every=2))
+    campaign = campaign_file.parse(campaign_text(["plp", "lying-flush"], 6, flush_every=2))
     station, _ = sim_station.build(campaign)
     store = Store(str(path))
-    run_campaign(campaign, station, store, progress=lambda line: None)
+    run_campaign(campaign, station, store, Observer())
     q = store.query
     facts = {
         "cuts": q("SELECT COUNT(*) FROM cycle WHERE status IN ('ok', 'dead')")[0][0],

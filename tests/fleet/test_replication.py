@@ -13,13 +13,13 @@ import pytest
 
 from fixtures.pgcluster import Cluster
 from reports import analysis, dataset
-from reports import central as report_central
 from rig.errors import UserError
 from rig.fleet import dispatch
 from rig.fleet.central import CentralStore
 from rig.fleet.replicator import next_batch, replicate_store
 from rig.store import Store
 from tests.cli_runner import rig
+from tests.fleet.central_helpers import central_dataset
 
 
 @pytest.fixture(scope="module")
@@ -79,11 +79,11 @@ def test_replication_is_exact_idempotent_and_reports_the_same(
     finally:
         db.close()
     from_store = _report(dataset.load([str(demo_store)]))
-    from_central = _report(report_central.load(pg.dsn("viewer", "pw-viewer", "127.0.0.1")))
+    from_central = _report(central_dataset(pg.dsn("viewer", "pw-viewer", "127.0.0.1")))
     assert from_central == from_store
     # the same campaign from both sources is refused, not counted twice
     with pytest.raises(UserError, match="give each once"):
-        dataset.merge([report_central.load(pg.dsn()), dataset.load([str(demo_store)])])
+        dataset.merge([central_dataset(pg.dsn()), dataset.load([str(demo_store)])])
 
 
 def test_a_lost_commit_and_a_restart_resume_from_the_central_cursor(

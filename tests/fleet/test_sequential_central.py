@@ -9,11 +9,12 @@ from pathlib import Path
 from fixtures import sim_station
 from fixtures.pgcluster import Cluster
 from reports import analysis, dataset
-from reports import central as report_central
+from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.fleet.central import CentralStore
 from rig.fleet.replicator import replicate_store
 from rig.store import Store
+from tests.fleet.central_helpers import central_dataset
 from tests.test_settled_campaign import settled_demo
 
 
@@ -23,7 +24,7 @@ def _store(path: Path, seed_offset: int) -> Path:
     station, _ = sim_station.build(campaign)
     store = Store(str(path))
     try:
-        run_campaign(campaign, station, store, lambda line: None)
+        run_campaign(campaign, station, store, Observer())
     finally:
         store.close()
     return path
@@ -48,14 +49,14 @@ def test_the_central_database_gives_the_stores_sequential_verdict(
             assert replicate_store(store, central, "alpha", ledgers=False) == 18
     finally:
         store.close()
-    from_central = _sequential(report_central.load(pg.dsn("viewer", "pw-viewer", "127.0.0.1")))
+    from_central = _sequential(central_dataset(pg.dsn("viewer", "pw-viewer", "127.0.0.1")))
     from_store = _sequential(dataset.load([str(alpha)]))
     assert from_central == from_store and len(from_store) == 3
     # beta's store beside the central database: the PLP model's plan pools both stations' cuts
     pooled = _sequential(
         dataset.merge(
             [
-                report_central.load(pg.dsn("viewer", "pw-viewer", "127.0.0.1")),
+                central_dataset(pg.dsn("viewer", "pw-viewer", "127.0.0.1")),
                 dataset.load([str(beta)]),
             ]
         )

@@ -12,11 +12,12 @@ import pytest
 
 from fixtures import sim_station
 from fixtures.virtual_health import VirtualHealth
-from rig import config
 from rig.campaign.model import DriveSummary
+from rig.campaign.observer import Lines, Observer
 from rig.campaign.parallel import run_campaign
 from rig.check import verify
 from rig.errors import UserError
+from rig.station import campaign_file
 from rig.store import Store
 
 TEXT = """
@@ -47,12 +48,12 @@ profile = "plp"
 def run(
     tmp_path: Path, cycles: int, health: str = "", **virtual: object
 ) -> tuple[list[DriveSummary], Store, VirtualHealth]:
-    campaign = config.parse(TEXT.format(cycles=cycles, health=health))
+    campaign = campaign_file.parse(TEXT.format(cycles=cycles, health=health))
     station, drives = sim_station.build(campaign)
     shim = VirtualHealth(drives, **virtual)  # type: ignore[arg-type]
     station = dataclasses.replace(station, health=shim.health)
     store = Store(str(tmp_path / "h.sqlite"))
-    return run_campaign(campaign, station, store, progress=lambda line: None), store, shim
+    return run_campaign(campaign, station, store, Observer()), store, shim
 
 
 def anomalies(store: Store) -> list[tuple[int, dict[str, object]]]:
@@ -127,25 +128,25 @@ def test_every_zero_reads_no_health(tmp_path: Path) -> None:
 
 
 def test_a_station_without_health_refuses_a_campaign_that_asks_for_it(tmp_path: Path) -> None:
-    campaign = config.parse(TEXT.format(cycles=1, health="[health]\nevery = 1"))
+    campaign = campaign_file.parse(TEXT.format(cycles=1, health="[health]\nevery = 1"))
     station, _ = sim_station.build(campaign)  # in-process drives: no health capability
     assert station.health is None
     store = Store(str(tmp_path / "h.sqlite"))
     with pytest.raises(UserError, match="cannot read drive health"):
-        run_campaign(campaign, station, store, progress=lambda line: None)
+        run_campaign(campaign, station, store, Observer())
     assert store.query("SELECT COUNT(*) FROM cycle")[0][0] == 0
 
 
 def test_write_cache_option_needs_a_station_that_can_set_it(tmp_path: Path) -> None:
-    campaign = config.parse(TEXT.format(cycles=1, health='[health]\nwrite_cache = "off"'))
+    campaign = campaign_file.parse(TEXT.format(cycles=1, health='[health]\nwrite_cache = "off"'))
     station, _ = sim_station.build(campaign)
     store = Store(str(tmp_path / "h.sqlite"))
     with pytest.raises(UserError, match="cannot set a drive's write cache"):
-        run_campaign(campaign, station, store, progress=lambda line: None)
+        run_campaign(campaign, station, store, Observer())
 
 
 def test_write_cache_is_set_and_recorded_every_cycle(tmp_path: Path) -> None:
-    campaign = config.parse(TEXT.format(cycles=3, health='[health]\nwrite_cache = "off"'))
+    campaign = campaign_file.parse(TEXT.format(cycles=3, health='[health]\nwrite_cache = "off"'))
     station, _ = sim_station.build(campaign)
     asked: list[bool | None] = []
 
@@ -155,7 +156,7 @@ def test_write_cache_is_set_and_recorded_every_cycle(tmp_path: Path) -> None:
 
     station = dataclasses.replace(station, write_cache=cache)
     store = Store(str(tmp_path / "h.sqlite"))
-    run_campaign(campaign, station, store, progress=lambda line: None)
+    run_campaign(campaign, station, store, Observer())
     assert asked == [False] * 4  # before the first cut and after every return
     rows = store.query(
         "SELECT e.cycle_id, e.detail FROM event e WHERE e.kind = 'write_cache' ORDER BY e.id"
@@ -167,7 +168,7 @@ def test_write_cache_is_set_and_recorded_every_cycle(tmp_path: Path) -> None:
 @pytest.mark.parametrize("text", ["every = -1", "write_cache = 'maybe'", "evrey = 1"])
 def test_bad_health_options_are_one_line_errors(text: str) -> None:
     with pytest.raises(UserError, match=r"\[health\]"):
-        config.parse(TEXT.format(cycles=1, health=f"[health]\n{text}"))
+        campaign_file.parse(TEXT.format(cycles=1, health=f"[health]\n{text}"))
 
 
 def test_a_refused_drive_releases_its_claim(tmp_path: Path) -> None:
@@ -175,7 +176,7 @@ def test_a_refused_drive_releases_its_claim(tmp_path: Path) -> None:
 
     from rig.station import locks
 
-    campaign = config.parse(TEXT.format(cycles=1, health="[health]\nevery = 1"))
+    campaign = campaign_file.parse(TEXT.format(cycles=1, health="[health]\nevery = 1"))
     station, drives = sim_station.build(campaign)
     lock_dir = str(tmp_path / "locks")
 
@@ -185,7 +186,7 @@ def test_a_refused_drive_releases_its_claim(tmp_path: Path) -> None:
     station = dataclasses.replace(station, claim=claim)
     store = Store(str(tmp_path / "h.sqlite"))
     with pytest.raises(UserError, match="cannot read drive health"):
-        run_campaign(campaign, station, store, progress=lambda line: None)
+        run_campaign(campaign, station, store, Observer())
     with locks.claim(drives[0].identity, "next", lock_dir):  # free again
         pass
 
@@ -193,7 +194,7 @@ def test_a_refused_drive_releases_its_claim(tmp_path: Path) -> None:
 def test_a_health_tool_that_is_not_installed_refuses_the_campaign(tmp_path: Path) -> None:
     from rig.health.errors import ToolMissing
 
-    campaign = config.parse(TEXT.format(cycles=1, health=""))
+    campaign = campaign_file.parse(TEXT.format(cycles=1, health=""))
     station, _ = sim_station.build(campaign)
 
     def no_smartctl(node: object) -> object:
@@ -202,13 +203,13 @@ def test_a_health_tool_that_is_not_installed_refuses_the_campaign(tmp_path: Path
     station = dataclasses.replace(station, health=no_smartctl)
     store = Store(str(tmp_path / "h.sqlite"))
     with pytest.raises(UserError, match="health: smartctl: not found on PATH"):
-        run_campaign(campaign, station, store, progress=lambda line: None)
+        run_campaign(campaign, station, store, Observer())
 
 
 def test_a_drive_that_cannot_answer_health_runs_without_it_and_says_so(tmp_path: Path) -> None:
     from rig.health.errors import ToolFailed
 
-    campaign = config.parse(TEXT.format(cycles=2, health=""))
+    campaign = campaign_file.parse(TEXT.format(cycles=2, health=""))
     station, _ = sim_station.build(campaign)
 
     def cannot(node: object) -> object:
@@ -216,7 +217,7 @@ def test_a_drive_that_cannot_answer_health_runs_without_it_and_says_so(tmp_path:
 
     station = dataclasses.replace(station, health=cannot)
     store = Store(str(tmp_path / "h.sqlite"))
-    [summary] = run_campaign(campaign, station, store, progress=lambda line: None)
+    [summary] = run_campaign(campaign, station, store, Observer())
     assert summary.cycles == 2 and summary.errors == 0
     rows = store.query("SELECT detail FROM event WHERE kind = 'health_unavailable'")
     assert [json.loads(r["detail"])["error"] for r in rows] == [
@@ -237,7 +238,7 @@ def test_smartctl_that_cannot_type_the_device_refuses_only_with_health(
     runs without health (one warning line, one event); with [health] it is refused, as asked."""
     from rig.health.errors import ToolUsageError
 
-    campaign = config.parse(TEXT.format(cycles=2, health=health))
+    campaign = campaign_file.parse(TEXT.format(cycles=2, health=health))
     station, _ = sim_station.build(campaign)
 
     def untypable(node: object) -> object:
@@ -248,10 +249,10 @@ def test_smartctl_that_cannot_type_the_device_refuses_only_with_health(
     lines: list[str] = []
     if health:
         with pytest.raises(UserError, match="health: smartctl rejected the command line"):
-            run_campaign(campaign, station, store, progress=lines.append)
+            run_campaign(campaign, station, store, Lines(lines.append))
         assert store.query("SELECT COUNT(*) FROM cycle")[0][0] == 0
         return
-    [summary] = run_campaign(campaign, station, store, progress=lines.append)
+    [summary] = run_campaign(campaign, station, store, Lines(lines.append))
     assert summary.cycles == 2 and summary.errors == 0
     warnings = [line for line in lines if "warning" in line]
     assert len(warnings) == 1 and "running without health" in warnings[0], lines

@@ -22,6 +22,7 @@ from health_mutations import replace_at
 from health_paths import RECORDED, real_file
 
 from rig.bus.base import DriveNode
+from rig.bus.identity import DriveIdentity
 from rig.health.counters import as_uint
 from rig.health.delta import diff_snapshots
 from rig.health.errors import HealthToolError, ToolOutputError
@@ -31,7 +32,6 @@ from rig.health.snapshot import HealthSnapshot, SmartctlExit
 from rig.health.tools import ToolRunner
 from rig.health.tracker import HealthTracker, snapshot_fields
 from rig.station.build import ToolDrives
-from rig.station.identity import DriveIdentity
 from rig.store import Store
 
 NVME = "INTEL_SSDPE2KX080T8_1.json"

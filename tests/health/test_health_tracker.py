@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rig.bus.base import DriveNode
+from rig.bus.identity import DriveIdentity
 from rig.health.errors import ToolTimeout
 from rig.health.snapshot import HealthSnapshot, SmartIdentity
 from rig.health.tracker import HealthTracker, snapshot_fields
-from rig.station.identity import DriveIdentity
 
 NODE = DriveNode(DriveIdentity("M", "S"), "/dev/nvme0n1", 1 << 30)
 IDENT = SmartIdentity(model="M", serial="S", protocol="NVMe")

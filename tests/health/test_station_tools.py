@@ -10,6 +10,7 @@ import pytest
 from health_paths import real_file
 
 from rig.bus.base import DriveNode
+from rig.bus.identity import DriveIdentity
 from rig.bus.ready import NotReady, probe_once, wait_ready
 from rig.config import DriveSpec
 from rig.errors import UnsafeDeviceError
@@ -17,7 +18,6 @@ from rig.health import crosscheck
 from rig.health.errors import ToolMissing
 from rig.health.tools import ToolRunner
 from rig.station.build import ToolDrives
-from rig.station.identity import DriveIdentity
 
 SAS = DriveIdentity("HITACHI H109060SESUN600G", "SYNTH0001", "0x5000cca0123456a7", "A31A")
 NVME = DriveIdentity("INTEL SSDPE2KX080T8", "SYNTHPHLJ000000008P0I", "", "VDV10170")

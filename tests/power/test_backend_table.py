@@ -10,7 +10,7 @@ from rig import config
 from rig.bus.recover import RecoveringPresence
 from rig.errors import UserError
 from rig.power.base import Edge
-from rig.station import backends
+from rig.station import backends, campaign_file
 from rig.station import build as station
 from rig.station.backends import StationKind
 from tests.power import fake_pdu
@@ -86,7 +86,7 @@ def test_the_shipped_table_has_no_pdu_and_was_not_changed_by_the_import() -> Non
     with pytest.raises(
         UserError, match=r"kind must be one of simulated, relay-board, manual, scpi-supply$"
     ):
-        config.parse(campaign_text("pdu", 'address = "p:1"'))
+        campaign_file.parse(campaign_text("pdu", 'address = "p:1"'))
 
 
 def test_a_row_gives_a_power_backend_or_a_whole_station_not_both() -> None:

@@ -14,7 +14,10 @@ from fixtures import faultcore
 from fixtures.profiles import profile
 from fixtures.rail import RailFollower
 from fixtures.virtual_drive import VirtualDrive, VirtualTarget
-from rig.station.identity import DriveIdentity
+from rig.bus.identity import DriveIdentity
+from rig.check import verify
+from rig.check.ledger import CycleLog, LbaState
+from rig.io import media
 
 
 class Recorder:
@@ -112,3 +115,38 @@ def test_a_hung_drive_answers_nothing_until_power_is_cut() -> None:
     time.sleep(drive.profile.boot_s + 0.2)
     VirtualTarget(drive).read(0, 1)  # answers again
     assert [e.kind for e in drive.core.events(1)] == [faultcore.HUNG]
+
+
+def test_the_truth_says_lost_flushed_where_the_drive_saw_a_flush_the_host_cannot_claim() -> None:
+    """The truth log is the drive's view: a flush that reached the drive after it acknowledged
+    V1 covers V1 there, though the host stamped that flush before it saw V1 complete (its
+    thread ran late), so V1 was never durable to the host. V2 written over V1, a reset drops
+    both: the truth says `lost_flushed`, the checker rightly an allowed loss. Hence the
+    brownout tests read the truth through the ledger, as the scorer does (decision 350)."""
+    drive, _ = _drive("brownout-reset")
+    core, state, log = drive.core, LbaState(0, 64), CycleLog()
+
+    def data(gens: np.ndarray) -> np.ndarray:
+        return media.build(media.WriteRecord(7, 5, gens.astype(np.uint64), 0, 1, 1), 4096)
+
+    v1_gens = state.next_generations(5, 1)
+    core.write(5, data(v1_gens), fua=False)
+    core.acknowledge(5, 1, data(v1_gens))  # the drive acknowledged V1 ...
+    core.begin_flush()  # ... before the flush reached it
+    core.complete_flush()
+    log.add_write(0, 1, 5, v1_gens, 10, 30, 0, False)  # host: V1 seen complete at 30 ...
+    log.add_flush(1, 20, 40, 0)  # ... after it issued the flush at 20
+    v2_gens = state.next_generations(5, 1)
+    core.write(5, data(v2_gens), fua=False)
+    core.acknowledge(5, 1, data(v2_gens))
+    log.add_write(0, 2, 5, v2_gens, 50, 60, 0, False)  # acknowledged, no flush after it
+    drive.brownout("reset")
+    (event,) = core.events(1, [faultcore.LOST_FLUSHED])
+    assert (event.lba, event.detail["tag"]) == (5, 0)  # the drive dropped a flushed version
+    durability = log.durability(100, 0)
+    assert not durability.durable.any()  # the host never saw V1 durable
+    result = verify.check(
+        7, state, log, durability, np.array([], np.int64), lambda lba, n: core.read(lba, n), 4096
+    )
+    assert [f.cls for f in result.findings if f.failure] == []
+    assert [f.cls for f in result.findings] == [verify.ALLOWED_LOSS] * 2

@@ -20,13 +20,15 @@ from fixtures.profiles import profile
 from fixtures.virtual_drive import VirtualDrive, VirtualTarget
 from rig import config
 from rig.bus.base import DriveNode
-from rig.campaign.model import Station
+from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.config import DriveSpec
 from rig.io.blockio import BlockTarget
 from rig.power.base import Edge
 from rig.power.relay import RelayBoard
 from rig.station import build as station
+from rig.station import campaign_file
+from rig.station.model import Station
 from rig.store import Store
 from tests.power.twins import Pin, Proxy, Twin
 
@@ -41,7 +43,7 @@ def _campaign(port: str) -> config.Campaign:
         f'[[drive]]\nchannel = {ch}\nmodel = "TWIN {ch}"\nserial = "TWIN{ch}"\n'
         for ch in CAMPAIGN_CHANNELS
     )
-    return config.parse(f"""
+    return campaign_file.parse(f"""
 [campaign]
 name = "board"
 cycles = {CYCLES}
@@ -123,7 +125,7 @@ def test_noise_and_an_mcu_reset_mid_campaign_switch_nothing_unasked(
     resetter = threading.Thread(target=reset_mid_campaign, daemon=True)
     try:
         resetter.start()
-        summaries = run_campaign(campaign, rig, store, progress=lambda line: None)
+        summaries = run_campaign(campaign, rig, store, Observer())
         resetter.join(5)
         time.sleep(0.2)
         stats = board.stats

@@ -11,6 +11,7 @@ import pytest
 from rig import config
 from rig.errors import UserError
 from rig.power import shapes
+from rig.station import campaign_file
 from rig.station.backends import StationKind
 from tests.cli_runner import rig
 
@@ -40,9 +41,9 @@ def test_each_kind_reads_its_own_keys() -> None:
     assert sag.cut.shape == shapes.ShapeSpec("sag", None, (40.0, 80.0), (1.0, 20.0), None)
     ramp = config.parse(campaign_text('kind = "ramp"\nslew_v_per_ms = 0.5'), kinds=_all_kinds())
     assert ramp.cut.shape == shapes.ShapeSpec("ramp", slew_v_per_ms=(0.5, 0.5))
-    glitch = config.parse(campaign_text('kind = "glitch"\nduration_ms = [0.1, 2]'))
+    glitch = campaign_file.parse(campaign_text('kind = "glitch"\nduration_ms = [0.1, 2]'))
     assert glitch.cut.shape.kind == "glitch" and glitch.cut.shape.duration_ms == (0.1, 2.0)
-    assert config.parse(campaign_text("")).cut.shape == shapes.ShapeSpec()
+    assert campaign_file.parse(campaign_text("")).cut.shape == shapes.ShapeSpec()
 
 
 def _all_kinds() -> dict[str, StationKind]:
@@ -115,7 +116,7 @@ def test_a_station_that_cannot_make_the_kind_refuses_it(
     )
     text = campaign_text(f'kind = "{kind}"\n{keys}', station).replace('profile = "honest"\n', "")
     with pytest.raises(UserError, match=f"makes {makes}"):
-        config.parse(text)
+        campaign_file.parse(text)
 
 
 def test_rig_run_refuses_a_sag_on_the_relay_board_before_any_write(tmp_path: Path) -> None:

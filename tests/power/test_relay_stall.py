@@ -97,7 +97,7 @@ def _channel_cycles(
             outcomes.append("complete")
         except PowerError as e:
             outcomes.append(f"interrupted: {e}")
-            for _ in range(3):  # the campaign's teardown (rig/campaign/cycle.py)
+            for _ in range(3):  # the campaign's teardown (rig/campaign/cutcycle/cycle.py)
                 try:
                     board.on(channel)
                     break

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from fixtures.scpi_supply import SimSupply, SupplyServer
-from rig import config
 from rig.errors import PowerError, PowerTimeoutError, UserError
 from rig.power.base import Edge
 from rig.power.scpi import ScpiSupply
 from rig.power.scpi_families import FAMILIES
 from rig.power.shapes import Shape
 from rig.station import build as station
+from rig.station import campaign_file
 from rig.station.kinds.scpi_supply import ScpiSupplySpec, open_resource
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,7 +79,7 @@ def connect(server: SupplyServer, edges: list[Edge] | None = None) -> ScpiSupply
 
 def test_settings_are_read_and_bad_ones_refused_in_one_line() -> None:
     lines = 'resource = "TCPIP::10.0.0.5::5025::SOCKET"\nfamily = "rigol-dp8"\nmodel = "DP832"'
-    spec = config.parse(campaign_text(lines + "\nvolts = 12\noutputs = [1, 2]")).station
+    spec = campaign_file.parse(campaign_text(lines + "\nvolts = 12\noutputs = [1, 2]")).station
     assert spec == ScpiSupplySpec(
         "scpi-supply", "none", (), "TCPIP::10.0.0.5::5025::SOCKET", "rigol-dp8", "DP832", 12.0,
         3.0, 2000, (1, 2),
@@ -92,7 +92,7 @@ def test_settings_are_read_and_bad_ones_refused_in_one_line() -> None:
         (lines + "\nvolts = 12\nport = 3", "applies to relay-board stations only"),
     ]:
         with pytest.raises(UserError, match=message) as error:
-            config.parse(campaign_text(bad))
+            campaign_file.parse(campaign_text(bad))
         assert "\n" not in str(error.value)
 
 
@@ -202,7 +202,7 @@ def test_cuts_the_supply_cannot_make_are_refused_before_anything_switches(
     server = SupplyServer(SimSupply("keysight-e36", "E36312A", on_rail=rails))
     try:
         lines = f'resource = "{server.resource}"\nfamily = "keysight-e36"\nmodel = "E36312A"'
-        campaign = config.parse(campaign_text(lines + "\nvolts = 12\noutputs = [2, 3]", cut))
+        campaign = campaign_file.parse(campaign_text(lines + "\nvolts = 12\noutputs = [2, 3]", cut))
         with pytest.raises(UserError, match=message) as error:
             station.build(campaign, None)
         assert "\n" not in str(error.value)

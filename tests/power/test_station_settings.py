@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from rig import config
 from rig.errors import UserError
 from rig.power.relay import RelayBoard, SerialPendingCut
 from rig.station import build as station
+from rig.station import campaign_file
 from rig.station.kinds.relay_board import RailSenseSpec
 from tests.power.raw_session import raw_session
 from tests.power.twins import Twin
@@ -30,11 +30,13 @@ wwn = "0x5000000000000001"
 
 
 def test_watchdog_and_rail_sense_are_parsed() -> None:
-    spec = config.parse(campaign_text("watchdog_ms = 1500\nrail_sense = {hi = 600, lo = 100}"))
+    spec = campaign_file.parse(
+        campaign_text("watchdog_ms = 1500\nrail_sense = {hi = 600, lo = 100}")
+    )
     assert spec.station.watchdog_ms == 1500
     rail = spec.station.rail_sense
     assert rail == RailSenseSpec(hi=600, lo=100, window_ms=50, samples=0)
-    default = config.parse(campaign_text(""))
+    default = campaign_file.parse(campaign_text(""))
     assert default.station.watchdog_ms == 5000 and default.station.rail_sense is None
 
 
@@ -57,7 +59,7 @@ def test_watchdog_and_rail_sense_are_parsed() -> None:
 )
 def test_bad_station_settings_are_refused(lines: str, kind: str, message: str) -> None:
     with pytest.raises(UserError, match=message):
-        config.parse(campaign_text(lines, kind))
+        campaign_file.parse(campaign_text(lines, kind))
 
 
 def test_station_applies_watchdog_and_rail_sense_at_connect(host_twin: Twin) -> None:
@@ -65,7 +67,7 @@ def test_station_applies_watchdog_and_rail_sense_at_connect(host_twin: Twin) -> 
         "watchdog_ms = 1500\nrail_sense = {hi = 600, lo = 100, window_ms = 30, samples = 6}",
         port=host_twin.pty,
     )
-    built = station.build(config.parse(text))
+    built = station.build(campaign_file.parse(text))
     board = built.power
     try:
         assert isinstance(board, RelayBoard)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from fixtures import sim_station
 from reports import analysis, dataset, export, html
-from rig import config
-from rig.campaign import endurance
+from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
+from rig.station import campaign_file
 from rig.store import Store
 from tests.test_sim_campaign import campaign_text
 
@@ -30,10 +30,10 @@ tbw_tb = 1
 
 def test_endurance_intervals_become_a_table_and_charts(tmp_path: Path) -> None:
     text = campaign_text(["plp"], cycles=10, extra="", flush_every=2)
-    campaign = config.parse(text.replace("[cut]", ENDURANCE + "[cut]"))
+    campaign = campaign_file.parse(text.replace("[cut]", ENDURANCE + "[cut]"))
     station, _ = sim_station.build(campaign)
     store = Store(str(tmp_path / "e.sqlite"))
-    run_campaign(campaign, station, store, lambda line: None, drive_loop=endurance.drive_loop)
+    run_campaign(campaign, station, store, Observer())
     rows = store.query("SELECT * FROM endurance_interval ORDER BY seq")
     store.close()
     writes = [r for r in rows if r["kind"] == "write"]
@@ -63,11 +63,11 @@ def test_endurance_intervals_become_a_table_and_charts(tmp_path: Path) -> None:
 
 def test_a_percentile_without_enough_samples_is_never_a_number(tmp_path: Path) -> None:
     text = campaign_text(["plp"], cycles=10, extra="", flush_every=2)
-    campaign = config.parse(text.replace("[cut]", ENDURANCE.replace("5", "2", 1) + "[cut]"))
+    campaign = campaign_file.parse(text.replace("[cut]", ENDURANCE.replace("5", "2", 1) + "[cut]"))
     station, _ = sim_station.build(campaign)
     path = str(tmp_path / "e.sqlite")
     store = Store(path)
-    run_campaign(campaign, station, store, lambda line: None, drive_loop=endurance.drive_loop)
+    run_campaign(campaign, station, store, Observer())
     ids = [r["id"] for r in store.query("SELECT id FROM endurance_interval WHERE kind = 'write'")]
     store.close()
     assert len(ids) == 2

@@ -12,8 +12,9 @@ from typing import Any
 from junitparser import Failure, JUnitXml, Properties, Skipped
 
 from fixtures import sim_station
-from rig import config
+from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
+from rig.station import campaign_file
 from rig.store import Store
 from tests.cli_runner import rig
 from tests.test_sim_campaign import campaign_text
@@ -27,10 +28,10 @@ def properties(element: Any) -> dict[str, str]:
 def test_junit_xml_says_the_report_verdicts(tmp_path: Path) -> None:
     # a drive that passes too few cuts (not yet), one that loses flushed data, one that dies
     text = campaign_text(["plp", "lying-flush", "brick"], 8, flush_every=2)
-    campaign = config.parse(text.replace("off_ms = 1", "off_ms = 1\nreturn_timeout_s = 1"))
+    campaign = campaign_file.parse(text.replace("off_ms = 1", "off_ms = 1\nreturn_timeout_s = 1"))
     station, _ = sim_station.build(campaign)
     store = Store(str(tmp_path / "j.sqlite"))
-    run_campaign(campaign, station, store, progress=lambda line: None)
+    run_campaign(campaign, station, store, Observer())
     store.close()
     own = tmp_path / "ci" / "verdicts.xml"
     own.parent.mkdir()
@@ -82,10 +83,10 @@ def test_junit_xml_says_the_report_verdicts(tmp_path: Path) -> None:
 
 
 def test_the_report_folder_has_junit_xml_by_default(tmp_path: Path) -> None:
-    campaign = config.parse(campaign_text(["plp"], 2))
+    campaign = campaign_file.parse(campaign_text(["plp"], 2))
     station, _ = sim_station.build(campaign)
     store = Store(str(tmp_path / "d.sqlite"))
-    run_campaign(campaign, station, store, progress=lambda line: None)
+    run_campaign(campaign, station, store, Observer())
     store.close()
     done = rig("report", "d.sqlite", "--out", "rep", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -1,6 +1,6 @@
 """The report's PTS, write-cliff and TRIM sections (reports/endurance.py, endurance_html.py) from
-drive runs with known series: rounds judged by the rig's own rule (rig/campaign/pts.py), a cliff at
-a known capacity multiple, cuts and retention checks at known places."""
+drive runs with known series: rounds judged by the rig's own rule (campaign/endurance/pts.py),
+a cliff at a known capacity multiple, cuts and retention checks at known places."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from reports import analysis, csv_tables, endurance, html, json_out
 from reports.dataset import Campaign, Cut, Dataset, DriveRun
-from rig.campaign import pts
+from rig.campaign.endurance import pts
 
 REGION = 64 << 20
 T0 = 1_700_000_000.0

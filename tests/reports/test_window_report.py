@@ -12,8 +12,9 @@ from fixtures import sim_station
 from fixtures.profiles import profile
 from reports import dataset, window
 from reports.export import write_report
-from rig import config
+from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
+from rig.station import campaign_file
 from rig.store import Store
 from tests.test_window_campaign import DRIVE, campaign_text, window_of
 
@@ -26,10 +27,10 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     paths = []
     for seed in (1, 2):
         where = tmp_path_factory.mktemp(f"station{seed}")
-        campaign = config.parse(campaign_text([NAME], 25, window_of(NAME), seed=seed))
+        campaign = campaign_file.parse(campaign_text([NAME], 25, window_of(NAME), seed=seed))
         station, _ = sim_station.build(campaign)
         store = Store(str(where / "s.sqlite"))
-        run_campaign(campaign, station, store, progress=lambda line: None)
+        run_campaign(campaign, station, store, Observer())
         store.close()
         paths.append(str(where / "s.sqlite"))
     return paths
@@ -64,10 +65,10 @@ def test_the_section_and_its_json_are_in_the_report(stores: list[str], tmp_path:
 
 def test_a_drive_that_never_loses_says_so(tmp_path: Path) -> None:
     text = campaign_text(["honest"], 12, 'after = "flush"\nmin_ms = 0.5\nmax_ms = 50')
-    campaign = config.parse(text)
+    campaign = campaign_file.parse(text)
     station, _ = sim_station.build(campaign)
     store = Store(str(tmp_path / "h.sqlite"))
-    run_campaign(campaign, station, store, progress=lambda line: None)
+    run_campaign(campaign, station, store, Observer())
     store.close()
     (w,) = window.analyse(dataset.load([str(tmp_path / "h.sqlite")]))
     assert w.result.summary().startswith("no window found up to ")

@@ -20,9 +20,10 @@ from fixtures import sim_station
 from fixtures.profiles import profile
 from reports import analysis, dataset, html
 from reports.endurance import EnduranceSeries
-from rig import config
-from rig.campaign import endurance, pts
+from rig.campaign.endurance import pts
+from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
+from rig.station import campaign_file
 from rig.store import Store
 from tests.sim.twin_helpers import campaign_text as twin_campaign_text
 from tests.sim.twin_helpers import run_twin
@@ -58,11 +59,11 @@ def _in_process(tmp_path: Path, name: str, table: str, sequential: bool) -> Endu
     layout = '\nsequential = true\nlayout = "stream"' if sequential else ""
     text = text.replace("write_blocks = [1, 2, 4]", "write_blocks = [8]" + layout)
     text = text.replace("workers = 4", "workers = 16")
-    campaign = config.parse(text.replace("[cut]", table + "[cut]"))
+    campaign = campaign_file.parse(text.replace("[cut]", table + "[cut]"))
     station, _ = sim_station.build(campaign)
     path = tmp_path / f"{name}.sqlite"
     store = Store(str(path))
-    run_campaign(campaign, station, store, lambda line: None, drive_loop=endurance.drive_loop)
+    run_campaign(campaign, station, store, Observer())
     store.close()
     [series] = analysis.analyse(dataset.load([str(path)])).models[0].endurance
     return series

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from fixtures.simssd import smartctl
+from rig.bus.identity import DriveIdentity
 from rig.health.smart import parse_smartctl_json
-from rig.station.identity import DriveIdentity
 
 
 def state(**changes: Any) -> dict[str, Any]:

@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 from fixtures.sim_station import WIRING_ENV
-from rig import config
-from rig.station import build
+from rig.bus.identity import DriveIdentity
+from rig.station import build, campaign_file
 from rig.station.check import run_check
-from rig.station.identity import DriveIdentity
 from tests.cli_runner import rig
 from tests.sim.twin_helpers import campaign_text, image_writes
 
@@ -25,7 +24,7 @@ PROFILES = ["honest", "plp", "honest"]
 def _campaign(tmp_path: Path, label: str) -> tuple[Path, list[DriveIdentity]]:
     path = tmp_path / "check.toml"
     path.write_text(campaign_text("station-check", PROFILES, 1, 0, label=label))
-    campaign = config.load(str(path))
+    campaign = campaign_file.load(str(path))
     return path, [d.identity for d in sorted(campaign.drives, key=lambda d: d.channel)]
 
 
@@ -66,7 +65,7 @@ def test_a_miswired_twin_names_the_channel_and_both_drives(twin: None, tmp_path:
 
 def test_the_check_writes_nothing(twin: None, tmp_path: Path) -> None:
     path, _ = _campaign(tmp_path, "checkrw")
-    campaign = config.load(str(path))
+    campaign = campaign_file.load(str(path))
     station = build.build(campaign, store_path=str(tmp_path / "twin.sqlite"))
     try:
         result = run_check(campaign, station)

@@ -12,9 +12,9 @@ import pytest
 from fixtures.perfmodel import FRESH, GC, CliffSpec, WriteCliff
 from fixtures.profiles import profile
 from fixtures.virtual_drive import VirtualDrive, VirtualTarget
+from rig.bus.identity import DriveIdentity
 from rig.io import discard, media
 from rig.io.blockio import DirectTarget
-from rig.station.identity import DriveIdentity
 from tests.sim.conftest import twin_unavailable
 from tests.sim.twin_drive import twin_drive
 

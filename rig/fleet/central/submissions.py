@@ -15,7 +15,7 @@ LIVE = ("queued", "running")  # submission states that hold their drives' claims
 
 def drive_key(model: str, serial: str, wwn: str) -> str:
     """A physical drive across the fleet: its WWN where it has one, else model and serial."""
-    from rig.station.identity import normalise_wwn
+    from rig.bus.identity import normalise_wwn
 
     return f"wwn:{normalise_wwn(wwn)}" if wwn else f"sn:{model}|{serial}"
 

@@ -14,9 +14,8 @@ from rig.errors import UserError
 from rig.schema import StationSpec, Table
 
 if TYPE_CHECKING:
-    from rig.campaign.model import Station
     from rig.config import Campaign
-    from rig.station.backends import Wiring
+    from rig.station.model import Station, Wiring
 
 TWINS = ("in-process", "simavr")  # fixtures/: virtual drives, or the full-system twin
 

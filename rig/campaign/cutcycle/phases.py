@@ -4,7 +4,8 @@ context and the cycle, each filling in what it learns (docs/campaign.md, "Inside
     arm -> write -> cut -> observe_loss -> restore -> observe_return -> identify -> health
     -> verify
 
-A phase that raises ends the cycle (rig/campaign/cycle.py); the record phase always follows.
+A phase that raises ends the cycle (rig/campaign/cutcycle/cycle.py); the record phase always
+follows.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import numpy as np
 
 from rig.bus.base import DriveNode
 from rig.bus.ready import NotReady
-from rig.campaign import cuts, preparation, recording, runon
-from rig.campaign.blocks import blocks_to_check, unchecked_detail, written_lbas
+from rig.campaign import preparation, recording
+from rig.campaign.cutcycle import cuts, runon
+from rig.campaign.cutcycle.blocks import blocks_to_check, unchecked_detail, written_lbas
 from rig.campaign.model import Cycle, DeadDevice
 from rig.check import verify as checker
 from rig.errors import RigError, UnsafeDeviceError
@@ -30,13 +32,13 @@ from rig.power.shapes import ShapedCuts
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from rig.campaign.drive import DriveRun
+    from rig.campaign.model import CycleDrive
 
 REACQUIRE_PROBE_S = 1.0  # one readiness probe while the drive is found again after a rig error
 REACQUIRE_PAUSE_S = 0.1
 
 
-def arm(drive: DriveRun, c: Cycle) -> None:
+def arm(drive: CycleDrive, c: Cycle) -> None:
     power = drive.station.power
     if not power.state(drive.spec.channel):
         raise RigError(f"channel {drive.spec.channel} is off at the start of a cycle")
@@ -49,7 +51,7 @@ def arm(drive: DriveRun, c: Cycle) -> None:
     c.watch = drive.station.presence.watch(drive.spec.identity)
 
 
-def write(drive: DriveRun, c: Cycle) -> None:
+def write(drive: CycleDrive, c: Cycle) -> None:
     assert c.target is not None
     sink = drive.intent.add if drive.intent is not None else None
     context = WriterContext(drive.media_id, c.target, drive.state, c.log, c.stop, sink)
@@ -68,13 +70,13 @@ def write(drive: DriveRun, c: Cycle) -> None:
         c.events.append((time.monotonic_ns(), "cut_shape", c.shape.detail()))
 
 
-def cut(drive: DriveRun, c: Cycle) -> None:
+def cut(drive: CycleDrive, c: Cycle) -> None:
     assert c.pending is not None
     c.edge = c.pending.wait(c.cut_delay_s + 10.0)
     c.events.append((c.edge.host_ns, "power_off", {"error_ns": c.edge.error_ns}))
 
 
-def observe_loss(drive: DriveRun, c: Cycle) -> None:
+def observe_loss(drive: CycleDrive, c: Cycle) -> None:
     assert c.watch is not None and c.writer is not None
     c.stop.set()
     if not c.writer.join(drive.campaign.cut.gone_timeout_s):
@@ -94,14 +96,14 @@ def observe_loss(drive: DriveRun, c: Cycle) -> None:
     c.events.append((c.gone_ns, "bus_gone", {}))
 
 
-def restore(drive: DriveRun, c: Cycle) -> None:
+def restore(drive: CycleDrive, c: Cycle) -> None:
     time.sleep(drive.campaign.cut.off_ms / 1000)
     edge = drive.station.power.on(drive.spec.channel)
     c.restored = True
     c.events.append((edge.host_ns, "power_on", {"error_ns": edge.error_ns}))
 
 
-def observe_return(drive: DriveRun, c: Cycle) -> None:
+def observe_return(drive: CycleDrive, c: Cycle) -> None:
     assert c.watch is not None
     timeout = drive.campaign.cut.return_timeout_s
     still = drive.station.presence.find(drive.spec.identity) if c.rode_through else None
@@ -121,14 +123,14 @@ def observe_return(drive: DriveRun, c: Cycle) -> None:
         c.events.append((c.ready_ns, "ready", {"devnode": node.devnode}))
 
 
-def identify(drive: DriveRun, c: Cycle) -> None:
+def identify(drive: CycleDrive, c: Cycle) -> None:
     assert c.node is not None
     _open_proven(drive, c, c.node)
     if c.rode_through and not _answers_io(drive, c):
         _power_cycle_hung(drive, c)
 
 
-def _answers_io(drive: DriveRun, c: Cycle) -> bool:
+def _answers_io(drive: CycleDrive, c: Cycle) -> bool:
     """After a shaped cut the drive stayed on the bus through: does it still answer a read? (A
     drive hung by a brownout stays on the bus and answers nothing until power is cut.)"""
     assert c.target is not None
@@ -147,7 +149,7 @@ def _answers_io(drive: DriveRun, c: Cycle) -> bool:
     return answered and not any(e.errno in (errno.ETIMEDOUT, errno.EIO) for e in failed)
 
 
-def _power_cycle_hung(drive: DriveRun, c: Cycle) -> None:
+def _power_cycle_hung(drive: CycleDrive, c: Cycle) -> None:
     """The hang class: the drive is power-cycled (off, the campaign's off time, on), found
     and proven again as after any cut; then the cycle is checked as usual."""
     assert c.watch is not None
@@ -168,7 +170,7 @@ def _power_cycle_hung(drive: DriveRun, c: Cycle) -> None:
     _open_proven(drive, c, node)
 
 
-def health(drive: DriveRun, c: Cycle) -> None:
+def health(drive: CycleDrive, c: Cycle) -> None:
     """Write-cache setting re-applied, then a health snapshot when one is due (tracker)."""
     assert c.node is not None
     if drive.station.write_cache is not None:
@@ -188,7 +190,7 @@ def health(drive: DriveRun, c: Cycle) -> None:
         )
 
 
-def verify(drive: DriveRun, c: Cycle) -> None:
+def verify(drive: CycleDrive, c: Cycle) -> None:
     """The verify phase: this cycle's writes and the blocks at risk, read back and judged."""
     assert c.edge is not None and c.target is not None
     c.durability = durability = c.log.durability(c.edge.host_ns, c.edge.error_ns)
@@ -244,7 +246,7 @@ def verify(drive: DriveRun, c: Cycle) -> None:
         c.events.append((time.monotonic_ns(), "unchecked", unchecked_detail(c.result)))
 
 
-PHASES: tuple[Callable[[DriveRun, Cycle], None], ...] = (
+PHASES: tuple[Callable[[CycleDrive, Cycle], None], ...] = (
     arm,
     write,
     cut,
@@ -258,7 +260,7 @@ PHASES: tuple[Callable[[DriveRun, Cycle], None], ...] = (
 
 
 # finding the drive again --------------------------------------------------------------------
-def _reacquire(drive: DriveRun, c: Cycle) -> None:
+def _reacquire(drive: CycleDrive, c: Cycle) -> None:
     """After a cycle that ended between the cut and identify: find the drive on the bus as it
     is now, wait until it answers, prove it and open it (the identify phase's checks), before
     this cycle writes anything."""
@@ -279,7 +281,7 @@ def _reacquire(drive: DriveRun, c: Cycle) -> None:
         time.sleep(REACQUIRE_PAUSE_S)
 
 
-def _answers(drive: DriveRun, node: DriveNode, deadline: float) -> bool:
+def _answers(drive: CycleDrive, node: DriveNode, deadline: float) -> bool:
     """Whether the drive at `node` answers I/O (a node that lost power does not)."""
     if drive.station.ready is None:
         return True
@@ -290,7 +292,7 @@ def _answers(drive: DriveRun, node: DriveNode, deadline: float) -> bool:
     return True
 
 
-def _open_proven(drive: DriveRun, c: Cycle, node: DriveNode) -> None:
+def _open_proven(drive: CycleDrive, c: Cycle, node: DriveNode) -> None:
     """Open the drive at `node` once it is proven to be this channel's drive as it is now:
     its identity, the backing file it had when the campaign started (a loop device), the
     same attachment read fresh again just before the open (the ready probe may have taken
@@ -323,7 +325,7 @@ def _open_proven(drive: DriveRun, c: Cycle, node: DriveNode) -> None:
     drive.reacquire = False
 
 
-def _bus_changes(drive: DriveRun, node: DriveNode) -> list[checker.Finding]:
+def _bus_changes(drive: CycleDrive, node: DriveNode) -> list[checker.Finding]:
     """A drive that returns with another capacity or write-protected lost metadata
     (ARCHITECTURE §4, read error / metadata loss); each change is reported once."""
     found = []

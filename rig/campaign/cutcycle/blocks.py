@@ -11,10 +11,10 @@ from rig.check import verify
 from rig.check.ledger import CycleLog
 
 if TYPE_CHECKING:
-    from rig.campaign.drive import DriveRun
+    from rig.campaign.model import CycleDrive
 
 
-def blocks_to_check(drive: DriveRun, c: Cycle) -> np.ndarray:
+def blocks_to_check(drive: CycleDrive, c: Cycle) -> np.ndarray:
     """Beyond this cycle's writes: recent cycles' writes, a sample of older blocks, and on
     schedule the whole region. O(writes at risk) except for the scheduled full scans."""
     written = c.log.column("first_lba"), c.log.column("nblocks")

@@ -1,6 +1,6 @@
 """Steady state after the SNIA Solid State Storage Performance Test Specification (PTS).
 
-Pure bookkeeping, no I/O: the endurance loop (rig/campaign/endurance.py) feeds one `Round` per
+Pure bookkeeping, no I/O: the endurance loop (campaign/endurance/endurance.py) feeds one `Round` per
 measured write interval after preconditioning; `SteadyState` says whether the drive has reached
 steady state, is still being tracked, or has not reached it within `max_rounds`.
 

@@ -1,5 +1,5 @@
-"""One power-cut cycle: its phases in order (rig/campaign/phases.py), then the record phase,
-which always runs; power goes back on every exit path (ARCHITECTURE §6)."""
+"""One power-cut cycle: its phases in order (rig/campaign/cutcycle/phases.py), then the record
+phase, which always runs; power goes back on every exit path (ARCHITECTURE §6)."""
 
 from __future__ import annotations
 
@@ -8,21 +8,22 @@ import random
 import time
 from typing import TYPE_CHECKING
 
-from rig.campaign import cuts, phases, recording
-from rig.campaign.model import Cycle, DeadDevice, Interrupted
+from rig.campaign import recording
+from rig.campaign.cutcycle import cuts, phases, runon
+from rig.campaign.model import Cycle, CycleRecord, DeadDevice, Interrupted
 from rig.check import verify
 from rig.errors import RigError, UnsafeDeviceError
 from rig.power import shapes
 from rig.window.spec import pool_of
 
 if TYPE_CHECKING:
-    from rig.campaign.drive import DriveRun
+    from rig.campaign.model import CycleDrive
 
 RESTORE_ATTEMPTS = 3  # the teardown's tries to switch a channel back on (a serial timeout)
 RESTORE_RETRY_S = 1.0
 
 
-def run_cycle(drive: DriveRun, seq: int) -> Cycle:
+def run_cycle(drive: CycleDrive, seq: int) -> CycleRecord:
     """Cycle `seq` of the drive, recorded; a phase that fails ends it as ERROR or DEAD."""
     # Each cycle's randomness derives from (seed, channel, seq) alone, so a resumed campaign
     # draws the same cut delays and writes as one that never stopped.
@@ -31,7 +32,7 @@ def run_cycle(drive: DriveRun, seq: int) -> Cycle:
     model = pool_of(drive.spec.identity)  # the window design of the drive's model
     planned = drive.window.next_delay_ms(model, drive.rng) if drive.window else None
     draw = cuts.draw(spec.strategy, spec.delay_ms, spec.after_ms, drive.rng, planned)
-    c = Cycle(seq, draw.delay_s, draw.warmup_s)
+    c = Cycle(seq, draw.delay_s, cut_warmup_s=draw.warmup_s)
     c.shape = shapes.draw(spec.shape, drive.rng)  # after the delay: "off" draws nothing
     name = ""
     phase_ms: dict[str, float] = {}  # where the cycle's time went (event `phase_ms`)
@@ -76,6 +77,7 @@ def run_cycle(drive: DriveRun, seq: int) -> Cycle:
         c.findings = [f for f in c.findings if f.cls != verify.COUNTER_ANOMALY]
         if drive.tracker is not None:
             drive.tracker.cycle_failed_after_cut()
+    runon.cut_rail(c)  # the rail capture, if not asked yet: the record holds it
     recording.record(drive, c)
     if drive.window is not None and c.status not in ("error", "interrupted"):
         context = next((d for _, kind, d in c.events if kind == "cut_context"), None)
@@ -84,7 +86,7 @@ def run_cycle(drive: DriveRun, seq: int) -> Cycle:
     return c
 
 
-def restore_after_fault(drive: DriveRun, c: Cycle, writers_done: bool) -> None:
+def restore_after_fault(drive: CycleDrive, c: Cycle, writers_done: bool) -> None:
     """The teardown guarantee (ARCHITECTURE §6): the cycle ended after a cut was scheduled and
     before the restore phase switched the channel on (a writer crash, a serial timeout, an
     exception, a stop). Power goes back as the campaign says (after its off time), whatever

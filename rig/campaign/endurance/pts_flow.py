@@ -1,26 +1,58 @@
 """The SNIA PTS test flow of an endurance run (docs/campaign.md, "PTS test flow"): the purge,
 workload-independent preconditioning, and each write interval as a steady-state round (the rule
-itself is rig/campaign/pts.py). Functions of the drive's EnduranceRun
-(rig/campaign/endurance.py)."""
+itself is rig/campaign/endurance/pts.py). Functions of the drive's EnduranceRun
+(rig/campaign/endurance/endurance.py)."""
 
 from __future__ import annotations
 
 import random
 import threading
 import time
-from typing import Any
+from typing import Any, Protocol
 
-from rig.campaign import endurance, pts
+from rig.campaign.drive import DriveRun
+from rig.campaign.endurance import intervals, pts
+from rig.campaign.endurance.intervals import Latency
 from rig.check.ledger import CycleLog
 from rig.config import EnduranceSpec
 from rig.errors import RigError
 from rig.io.workload import Workload, Writer, WriterContext
+from rig.store import IntervalRow
 
 PRECONDITION_WRITE_BYTES = 128 * 1024  # PTS workload-independent preconditioning: 128 KiB SEQ
 PRECONDITION_PASSES = 2  # ... twice the tested capacity
 
 
-def purge(e: endurance.EnduranceRun) -> None:
+class IntervalRun(Protocol):
+    """What the PTS flow uses of a drive's endurance run (endurance.py:EnduranceRun, which
+    calls the flow: a Protocol here, so the two files do not import each other)."""
+
+    run: DriveRun
+    spec: EnduranceSpec
+    rounds: pts.SteadyState
+    seq: int  # the last interval's number
+    host_bytes: int  # written by the host so far
+    write_intervals: int  # write intervals so far
+
+    def discard_region(self, kind: str) -> None: ...
+
+    def store_row(
+        self,
+        started_at: float,
+        seconds: float,
+        log: CycleLog,
+        written: int,
+        mb_per_s: float,
+        latency: Latency,
+        steady: bool,
+        verified: int,
+        failures: int,
+        kind: str,
+        detail: dict[str, Any],
+    ) -> IntervalRow: ...
+
+
+def purge(e: IntervalRun) -> None:
     """Purge before anything else, as the drive says it can; refused with the reason (the
     drive's run stops: a PTS run without its purge would not be one)."""
     wanted = e.spec.purge
@@ -39,7 +71,7 @@ def purge(e: endurance.EnduranceRun) -> None:
     run.progress(f"ch{run.spec.channel}: purged ({method})")
 
 
-def precondition(e: endurance.EnduranceRun, stop: threading.Event) -> None:
+def precondition(e: IntervalRun, stop: threading.Event) -> None:
     """Workload-independent preconditioning: PRECONDITION_PASSES x the region in 128 KiB
     sequential writes, one `precondition` row per pass (they take no interval number and
     are no round: rounds start after it). A resumed run does the passes not yet complete (one a
@@ -75,7 +107,7 @@ def precondition(e: endurance.EnduranceRun, stop: threading.Event) -> None:
 
 
 def _precondition_pass(
-    e: endurance.EnduranceRun, load: Workload, number: int, writes: int, stop: threading.Event
+    e: IntervalRun, load: Workload, number: int, writes: int, stop: threading.Event
 ) -> bool:
     """One pass; whether it wrote the whole region (a stop, or slots that failed, cut it
     short: recorded as what it was, with `complete: false`)."""
@@ -99,7 +131,7 @@ def _precondition_pass(
     ok = log.column("status") == 0
     written = int(log.column("nblocks")[ok].sum()) * run.target.block_size
     e.host_bytes += written
-    endurance.commit_flushed(run, log)
+    intervals.commit_flushed(run, log)
     mb_per_s = written / seconds / 1e6 if seconds > 0 else 0.0
     complete = int(ok.sum()) >= writes
     detail: dict[str, Any] = {
@@ -107,7 +139,7 @@ def _precondition_pass(
         "write_bytes": PRECONDITION_WRITE_BYTES,
         "complete": complete,
     }
-    latency = endurance.latency_us(log)
+    latency = intervals.latency_us(log)
     row = e.store_row(
         started_at, seconds, log, written, mb_per_s, latency, False, 0, 0, "precondition", detail
     )
@@ -121,7 +153,7 @@ def _precondition_pass(
 
 
 def track_round(
-    e: endurance.EnduranceRun, mb_per_s: float, iops: float, mean_us: float, detail: dict[str, Any]
+    e: IntervalRun, mb_per_s: float, iops: float, mean_us: float, detail: dict[str, Any]
 ) -> bool:
     """Feed this write interval to the steady-state bookkeeping as a round; True once steady
     state is reached. The verdict's turn (reached / not reached) is an event."""

@@ -31,7 +31,6 @@ from rig.check.ledger import NOT_DONE, CycleLog
 from rig.io.workload import Writer
 from rig.power.base import PendingCut
 
-STRATEGIES = ("uniform", "during_flush", "after_ack", "idle", "window")
 POLL_S = 0.0001  # how often a trigger looks at the writer's live signals
 
 

@@ -1,0 +1,12 @@
+"""The report's dataset from a central database, as `rig report --central DSN` reads it."""
+
+from __future__ import annotations
+
+from reports import central as report_central
+from reports.dataset import Dataset
+from rig.fleet.central import CentralStore
+
+
+def central_dataset(dsn: str) -> Dataset:
+    with CentralStore(dsn) as store:
+        return report_central.read(store)
