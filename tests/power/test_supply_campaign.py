@@ -15,7 +15,7 @@ import pytest
 from fixtures import faultcore
 from fixtures.scpi_supply import SimSupply, SupplyServer
 from fixtures.supply_station import supply_station
-from rig import config
+from rig import campaign_spec
 from rig.campaign.observer import Lines, Observer
 from rig.campaign.parallel import run_campaign
 from rig.check import verify
@@ -27,7 +27,7 @@ from tests import scoring
 
 def campaign(
     resource: str, cut: str, models: list[str], cycles: int, strategy: str = "uniform"
-) -> config.Campaign:
+) -> campaign_spec.Campaign:
     drives = "".join(
         f'[[drive]]\nchannel = {ch}\nmodel = "{model}"\nserial = "SUP{ch}"\n'
         for ch, model in enumerate(models)
