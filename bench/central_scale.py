@@ -8,12 +8,13 @@
    replicator (`replicate_store`) under the station's role.
 3. Then by SQL: each station's cycles and findings copied (new seq, ended a day further back per
    copy round, so the cuts spread over `--days` days) up to `--cuts` cycles in all, and the
-   summaries rebuilt by the real code (`CentralStore.rebuild_summaries`, the v4 backfill).
+   summaries rebuilt by the real code (`CentralStore.rebuild_summaries`, the v4 and v5 backfill).
 4. On it: `rig report --central` in a child (wall time, peak RSS by wait4, killed after
    `--report-timeout`); the dashboard (`rig serve --central`) overview and a model page, p50 and
    p95 over `--requests` requests each from a small client (urllib, one at a time); the EXPLAIN of
-   a model's year; and replication lag with every station recording at `--rate` cycles per second
-   (its full cut rate) in a process of its own while its replicator loop (the agent's) ships.
+   a model's year (with `--baseline DIR`, the dashboard of another tree served beside this one,
+   requests taken in turn); and replication lag with every station recording at `--rate` cycles
+   per second (its full cut rate) in a process of its own while its replicator loop ships.
 
 Run: .venv/bin/python bench/central_scale.py [--cuts 10000000] [--stations 50] (as root)
 The bench database is dropped with its server at the end.
@@ -191,6 +192,14 @@ def main() -> None:
     parser.add_argument("--report-timeout", type=float, default=600)
     parser.add_argument("--rate", type=float, default=8.0, help="cycles/s per live station")
     parser.add_argument("--lag-seconds", type=float, default=30)
+    parser.add_argument(
+        "--only-dashboard", action="store_true", help="no lag, no report: the dashboard alone"
+    )
+    parser.add_argument(
+        "--baseline",
+        help="a tree of another version (git archive main | tar -x -C DIR): its dashboard"
+        " served beside this one's, their requests taken in turn",
+    )
     args = parser.parse_args()
     print(f"load before: {os.getloadavg()}, {os.cpu_count()} cores")
     work = Path(tempfile.mkdtemp(prefix="rig-bench-central-", dir="/var/tmp"))
@@ -237,6 +246,8 @@ def run(pg: pgcluster.Cluster, args: argparse.Namespace, rows: list, stores: lis
             " (SELECT count(*) FROM fleet.finding) AS findings,"
             " (SELECT sum(rows) FROM fleet.day_cycles) AS summed,"
             " (SELECT count(*) FROM fleet.day_class) AS class_rows,"
+            " (SELECT count(*) FROM fleet.drive_cycles) AS drive_rows,"
+            " (SELECT count(*) FROM fleet.drive_class) AS drive_class_rows,"
             " pg_size_pretty(pg_database_size('rig')) AS size"
         )
     print(f"summaries rebuilt in {time.perf_counter() - t:.1f} s: {counts}", flush=True)
@@ -247,6 +258,9 @@ def run(pg: pgcluster.Cluster, args: argparse.Namespace, rows: list, stores: lis
     print("EXPLAIN of a model's year:\n  " + plan.replace("\n", "\n  "), flush=True)
     if args.split:
         split_report(viewer, args.report_timeout)
+        return
+    if args.only_dashboard:
+        dashboard(viewer, args)
         return
     lag(pg, args, rows, stores)
     out = work / "report"
@@ -286,34 +300,65 @@ def split_report(dsn: str, timeout: float) -> None:
     print(f"report split: {done.stdout.strip() or done.stderr.strip()[-500:]}", flush=True)
 
 
-def dashboard(dsn: str, args: argparse.Namespace) -> None:
+def start_server(dsn: str, code: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """`rig serve --central` run from the tree `code` (this one, or a baseline's export), once
+    it answers."""
     port = pgcluster.free_port()
+    env = dict(os.environ, PYTHONPATH=str(code))  # (ahead of the venv's own rig)
     serve = subprocess.Popen(
         [sys.executable, "-m", "rig.cli", "serve", "--central", dsn, "--port", str(port)],
-        cwd=REPO,
+        cwd=code,
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(base + "/api/overview", timeout=600).read()
+            break
+        except OSError:
+            time.sleep(0.5)
+    return serve, base
+
+
+def alternating(urls: list[str], requests: int, budget_s: float) -> list[list[float]]:
+    """Seconds per GET of each url, taken in turn (one request of each per round, so both see
+    the same load), each until `requests` or its own `budget_s` of requests is spent."""
+    out: list[list[float]] = [[] for _ in urls]
+    spent = [0.0 for _ in urls]
+    while True:
+        asked = False
+        for i, url in enumerate(urls):
+            if len(out[i]) >= requests or spent[i] >= budget_s:
+                continue
+            found = latencies(url, 1, budget_s)
+            out[i] += found
+            spent[i] += found[0]
+            asked = True
+        if not asked:
+            return out
+
+
+def dashboard(dsn: str, args: argparse.Namespace) -> None:
+    trees = [("this tree", REPO)] + ([("baseline", Path(args.baseline))] if args.baseline else [])
+    servers = [start_server(dsn, code) for _, code in trees]
     try:
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(base + "/api/overview", timeout=600).read()
-                break
-            except OSError:
-                time.sleep(0.5)
         for name, path in (
             ("overview", "/"),
             ("overview fragment", "/fragment/overview"),
             ("model page", f"/model/{quote('MODEL-1')}"),
         ):
-            first = latencies(base + path, 1, args.first_budget)
-            print(f"dashboard {name}: first request {first[0]:.2f} s", flush=True)
-            found = latencies(base + path, args.requests, args.page_budget)
-            print(f"dashboard {name}: {quantiles(found)}", flush=True)
+            for (tree, _), (_, base) in zip(trees, servers, strict=True):
+                first = latencies(base + path, 1, args.first_budget)
+                print(f"dashboard {name} ({tree}): first request {first[0]:.2f} s", flush=True)
+            found = alternating([b + path for _, b in servers], args.requests, args.page_budget)
+            for (tree, _), times in zip(trees, found, strict=True):
+                print(f"dashboard {name} ({tree}): {quantiles(times)}", flush=True)
     finally:
-        serve.terminate()
-        serve.wait(30)
+        for serve, _ in servers:
+            serve.terminate()
+            serve.wait(30)
 
 
 def lag(pg: pgcluster.Cluster, args: argparse.Namespace, rows: list, stores: list) -> None:

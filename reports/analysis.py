@@ -168,7 +168,9 @@ def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts)
         rail=[s for s in (_rail(r) for r in runs) if s is not None],
         criteria=criteria,
         criteria_note=note,
-        verdict=_verdict(criteria, crit, dead, drives),
+        verdict=model_verdict(
+            criteria, crit, dead, [(d.serial or d.wwn, d.cuts.trials) for d in drives]
+        ),
         endurance=(series := endurance_series(runs)),
         trim_pairs=trim_pairs(series),
         sequential=analyse_sequential(runs, criteria.classes),
@@ -389,9 +391,13 @@ def _bins(delays: DelayPoints, column: str, confidence: float) -> list[DelayBin]
     ]
 
 
-def _verdict(criteria: Criteria, crit: Proportion, dead: int, drives: list[DriveStat]) -> Verdict:
-    """PASS: the pooled upper bound is below the claim, every drive has its cuts, no dead drive
-    (where dead drives count). FAIL: a dead drive, or failures enough that even the lower bound
+def model_verdict(
+    criteria: Criteria, crit: Proportion, dead: int, drive_cuts: Sequence[tuple[str, int]]
+) -> Verdict:
+    """A model's verdict from its counts: the criteria-failing cuts (`crit`), its dead drives
+    and each drive's (name, cuts); the same from the cuts or from the fleet's summaries. PASS:
+    the pooled upper bound is below the claim, every drive has its cuts, no dead drive (where
+    dead drives count). FAIL: a dead drive, or failures enough that even the lower bound
     lies above the claim (the rate is shown to be too high). Otherwise NOT YET DEMONSTRATED, with
     the failure-free cuts still needed to reach the claim."""
     reasons: list[str] = []
@@ -429,12 +435,12 @@ def _verdict(criteria: Criteria, crit: Proportion, dead: int, drives: list[Drive
     if dead and criteria.counts_dead:
         failed = True
         reasons.append(f"{dead} dead drive(s): a drive that died fails the model")
-    short = [d for d in drives if d.cuts.trials < criteria.min_cycles]
+    short = [(name, n) for name, n in drive_cuts if n < criteria.min_cycles]
     if short:
-        needed = max(needed, sum(criteria.min_cycles - d.cuts.trials for d in short))
+        needed = max(needed, sum(criteria.min_cycles - n for _, n in short))
         reasons.append(
             f"{len(short)} drive(s) with fewer than the {criteria.min_cycles} cuts each drive"
-            f" needs: {', '.join(f'{d.serial or d.wwn} ({d.cuts.trials})' for d in short)}"
+            f" needs: {', '.join(f'{name} ({n})' for name, n in short)}"
         )
     if failed:
         return Verdict(False, verdicts.FAIL, reasons, 0)

@@ -68,20 +68,7 @@ def read(
     for row in central.campaign_rows():
         if campaign is not None and not campaign(row):
             continue
-        config = decode_config(row["config"])
-        criteria = decode(row["criteria"])
-        c = Campaign(
-            f"{label}:{row['station']}",
-            row["local_id"],
-            row["name"],
-            f"{row['station']}: {row['board']}",
-            row["status"],
-            row["started_at"],
-            row["ended_at"],
-            row["seed"],
-            config,
-            criteria if isinstance(criteria, dict) else {},
-        )
+        c = campaign_of(row, label)
         campaigns[(row["station"], row["uid"])] = c
         data.campaigns.append(c)
     for row in central.drive_rows():
@@ -102,6 +89,23 @@ def read(
         _fill(central, run, row["station"], row["campaign_uid"], row["channel"])
         data.runs.append(run)
     return data
+
+
+def campaign_of(row: Any, label: str = "central") -> Campaign:
+    """A campaign row of the central database as the report's Campaign."""
+    criteria = decode(row["criteria"])
+    return Campaign(
+        f"{label}:{row['station']}",
+        row["local_id"],
+        row["name"],
+        f"{row['station']}: {row['board']}",
+        row["status"],
+        row["started_at"],
+        row["ended_at"],
+        row["seed"],
+        decode_config(row["config"]),
+        criteria if isinstance(criteria, dict) else {},
+    )
 
 
 def decode_config(text: str) -> dict[str, Any]:

@@ -12,8 +12,8 @@ DEFAULT_CRITERIA = Criteria(1e-3, 0.95, (), 0, False, "rig default")
 
 
 def criteria_of(campaign: Campaign) -> Criteria | None:
-    """Pass criteria a campaign states: the `campaign.criteria` column (rig.config.Criteria as
-    JSON, store v5) where the store has it, else the campaign file's `[criteria]` table. Keys:
+    """Pass criteria a campaign states: the `campaign.criteria` column (rig.campaign_spec.Criteria
+    as JSON, store v5) where the store has it, else the campaign file's `[criteria]` table. Keys:
     max_failure_probability, confidence, classes, min_cycles. The rig fills the column with its
     defaults when the file has no `[criteria]`: such a campaign states none."""
     if not isinstance(campaign.config.get("criteria"), dict):

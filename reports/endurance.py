@@ -12,7 +12,7 @@ from reports.dataset import DriveRun
 from rig.campaign.endurance import pts
 from rig.config import SIZE_UNITS
 
-DEFAULT_REGION_BYTES = 64 << 20  # rig/config.py: the region when the campaign names none
+DEFAULT_REGION_BYTES = 64 << 20  # rig/campaign_spec.py: the region when the campaign names none
 SERIES_KINDS = ("precondition", "write")  # rows that wrote data (retention rows only read)
 
 

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from reports.dataset import Dataset, DriveRun
+from rig.config import Table
 from rig.errors import UserError
-from rig.schema import Table
 from rig.window import fit
 from rig.window import spec as window_spec
 from rig.window.spec import CONTEXT_KEY, TIME_AXES, WindowSpec

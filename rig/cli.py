@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import argcomplete
 
-from rig import cli_json, config
+from rig import campaign_spec, cli_json
 from rig.campaign.model import DriveSummary
 from rig.errors import RigError, UserError
 from rig.store import open_read_only
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     pass
 
 
-def _print_summaries(summaries: list[DriveSummary], criteria: config.Criteria) -> None:
+def _print_summaries(summaries: list[DriveSummary], criteria: campaign_spec.Criteria) -> None:
     """Each drive's counts and its verdict by the report's per-drive rule (reports/verdict.py):
     failure-free cuts are PASS only once they demonstrate the campaign's criteria."""
     from reports import verdict as verdicts

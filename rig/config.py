@@ -1,319 +1,114 @@
-"""Campaign files (TOML): parsed and validated into typed settings, with one-line errors.
+"""Reading campaign files (TOML): the text read and parsed, typed access to one table, and the
+helpers every section's reader shares, each with its one-line error.
 
-See docs/campaign.md for every key. Unknown keys are errors (a typo must not silently fall back
-to a default in a destructive tool).
+A leaf (it imports nothing of the rig but rig.errors): each package reads its own section with
+these (rig/io/workload.py `settings`, rig/window/spec.py, rig/power/shapes.py, ...), and
+rig/campaign_spec.py assembles the sections into a `Campaign`. See docs/campaign.md for every key.
+Unknown keys are errors (a typo must not silently fall back to a default in a destructive tool).
 """
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from rig import sequential
-from rig.bus.identity import DriveIdentity
-from rig.bus.recover import DEFAULT_WAIT_S, RECOVER_MODES
-from rig.check import failures
 from rig.errors import UserError
-from rig.io.workload import ENGINES, LAYOUTS, LBA_SKEWS, SIZE_MIXES, Workload
-from rig.notify import settings as notify_settings
-from rig.notify.settings import NotifySpec
-from rig.power import shapes
-from rig.power.shapes import ShapeSpec
-from rig.schema import KindRules, StationSpec, Table
-from rig.sequential import Plan
-from rig.window import spec as window_spec
-from rig.window.spec import WindowSpec
-
-# the cut strategies a [cut] table may name (rig/campaign/cutcycle/cuts.py draws each)
-STRATEGIES = ("uniform", "during_flush", "after_ack", "idle", "window")
 
 
-@dataclass(frozen=True)
-class DriveSpec:
-    channel: int
-    identity: DriveIdentity
-    profile: str = ""  # simulated drives: a profile name from fixtures.profiles
-    allow_wipe: bool = False  # write over signatures/partitions on this exact identity
-
-
-@dataclass(frozen=True)
-class CutSpec:
-    delay_ms: tuple[float, float] = (2.0, 60.0)
-    strategy: str = "uniform"  # STRATEGIES
-    after_ms: tuple[float, float] = (0.0, 1000.0)  # after_ack / idle: cut this long after
-    off_ms: float = 50.0
-    # after the switch's edge the drive may still complete commands this long: the relay's
-    # release time plus the drive's own hold-up on its capacitance (docs/campaign.md)
-    hold_up_ms: float = 10.0
-    gone_timeout_s: float = 5.0
-    return_timeout_s: float = 30.0
-    sample_blocks: int = 256  # older blocks read back per cut to catch collateral damage
-    recent_cycles: int = 1  # blocks written in this many earlier cycles are still at risk
-    full_scan_every: int = 0  # every Nth cycle checks the whole region (0 = never)
-    read_timeout_s: float = 30.0  # a check read not answered by then is a hang
-    read_budget: int = 2048  # extra reads a check may spend locating bad blocks (then unchecked)
-    window: WindowSpec | None = None  # [cut.window]: the window strategy's keys (rig/window/)
-    shape: ShapeSpec = field(
-        default_factory=ShapeSpec
-    )  # kind and its ranges: off, sag, ramp, glitch (rig/power/)
-
-
-@dataclass(frozen=True)
-class HealthSpec:
-    every: int = 1  # a health snapshot after every Nth cut (and one before the first); 0 = none
-    required: bool = False  # [health].every given: a station that cannot read health refuses
-    write_cache: str = "keep"  # keep (read and record only) | on | off (set after every return)
-
-
-DISCARD_KINDS = ("none", "blkdiscard", "sg_unmap", "nvme")
-PURGE_METHODS = (
-    "auto",
-    "discard",
-    "nvme_sanitize",
-    "nvme_format",
-    "ata_secure_erase",
-    "scsi_sanitize",
-)  # as rig/station/purge.py METHODS
-
-
-@dataclass(frozen=True)
-class EnduranceSpec:
-    """Endurance mode (docs/campaign.md, "Endurance"): sustained writes in measured intervals."""
-
-    intervals: int = 0  # measured intervals per drive; 0 = until the campaign's duration_s
-    interval_s: float = 60.0  # length of one interval of sustained writes
-    verify_every: int = 1  # read back what an interval wrote after every Nth; 0 = never
-    cut_every: int = 0  # a power-cut cycle after every Nth interval; 0 = none
-    retention_every: int = 0  # a retention check after every Nth interval; 0 = none
-    retention_off_s: float = 60.0  # how long the drive stays off in a retention check
-    tbw_tb: float = 0.0  # the drive's rated endurance in TB written, for progress; 0 = unknown
-    steady_window: int = 5  # intervals in the steady-state window (SNIA PTS: 5)
-    discard: str = "none"  # trim the test region before the first interval
-    # the SNIA PTS test flow (docs/campaign.md, "PTS test flow"; rig/campaign/endurance/pts.py)
-    purge: str = "none"  # before anything: none | PURGE_METHODS (the drive says what it supports)
-    precondition: bool = False  # workload-independent: 2 x region of 128 KiB sequential writes
-    max_rounds: int = 25  # rounds after which steady state is "not reached"; 0 = no limit
-    stop_at_steady: bool = False  # end the drive's run at steady state (or at max_rounds)
-
-
-@dataclass(frozen=True)
-class StopRules:
-    """When a drive's channel stops before its cycle count (the other channels go on)."""
-
-    max_failures: int = 0  # cycles with a drive failure before the drive stops; 0 = never
-    max_consecutive_errors: int = 5  # rig errors in a row before the channel stops
-    duration_s: float = 0.0  # time in cycles per drive (summed across resumes); 0 = none
-    when: str = "cycles"  # STOP_WHEN; "settled": a drive stops once its sequential plan decides
-
-
-STOP_WHEN = ("cycles", "settled")
-SEQUENTIAL_SCOPES = sequential.SCOPES
-
-
-@dataclass(frozen=True)
-class Criteria:
-    """The pass criteria stored with the campaign; reports compute the verdict from them
-    (docs/schema.md, `campaign.criteria`)."""
-
-    max_failure_probability: float = 1e-3  # per cut, the upper bound must stay below this
-    confidence: float = 0.95  # one-sided confidence of that bound
-    classes: tuple[str, ...] = ()  # failure classes that count; empty = every failure class
-    min_cycles: int = 0  # judged cycles a drive needs before it can pass; 0 = from the above
-    sequential: Plan | None = None  # [criteria.sequential] (rig/sequential.py)
-    scope: str = "model"  # SEQUENTIAL_SCOPES: what one plan runs over
-
-    def as_json(self) -> dict[str, object]:
-        stated: dict[str, object] = {
-            "max_failure_probability": self.max_failure_probability,
-            "confidence": self.confidence,
-            "classes": list(self.classes),
-            "min_cycles": self.min_cycles,
-        }
-        if self.sequential is not None:
-            stated["sequential"] = {**self.sequential.as_json(), "scope": self.scope}
-        return stated
-
-
-@dataclass(frozen=True)
-class Campaign:
-    name: str
-    cycles: int
-    seed: int
-    station: StationSpec
-    workload: Workload
-    cut: CutSpec
-    drives: tuple[DriveSpec, ...]
-    region_bytes: int  # size of the test region ([campaign].region_mib / _kib / _bytes)
-    region_offset_bytes: int  # where it starts on the drive
-    source: str  # the file's text, kept in the store
-    health: HealthSpec = HealthSpec()
-    stop: StopRules = StopRules()
-    criteria: Criteria = Criteria()
-    duration_s: float = 0.0  # with cycles: whichever comes first; 0 = cycles only
-    endurance: EnduranceSpec | None = None  # endurance mode when the file has [endurance]
-    notify: NotifySpec = field(default_factory=NotifySpec)  # [notify]: where events are sent
-    # the file names the region's size: a drive it does not fit is refused (the default, 64 MiB,
-    # is shortened to a smaller drive; each drive's row records the region really tested)
-    region_given: bool = False
-
-
-def _range_ms(table: Table, key: str, default: list[float]) -> tuple[float, float]:
-    value = table.get(key, list, default)
-    if (
-        len(value) != 2
-        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
-        or not (0 <= value[0] <= value[1] <= 3_600_000)
-    ):
-        raise UserError(
-            f"campaign: {table.where}.{key} must be [low, high] milliseconds, low <= high"
-        )
-    return float(value[0]), float(value[1])
-
-
-def _choice(table: Table, key: str, choices: tuple[str, ...]) -> str:
-    """A string key from a fixed list; the first choice is the default."""
-    value: str = table.get(key, str, choices[0])
-    if value not in choices:
-        raise UserError(f"campaign: {table.where}.{key} must be one of {', '.join(choices)}")
-    return value
-
-
-def parse(text: str, where: str = "campaign", *, kinds: Mapping[str, KindRules]) -> Campaign:
-    """`kinds`: the station kinds the file may name (rig/station/backends.py:STATION_KINDS, as
-    rig/station/campaign_file.py hands them in)."""
+def read_text(path: str) -> str:
     try:
-        data = tomllib.loads(text)
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(f"{path}: cannot read campaign file: {error}") from error
+
+
+def parse_toml(text: str, where: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise UserError(f"{where}: not valid TOML: {error}") from error
-    root = Table("file", data)
-    head = Table("[campaign]", root.get("campaign", dict))
-    name = head.get("name", str)
-    cycles = head.whole("cycles", None, 1, 10_000_000)
-    duration_s = float(head.number("duration_s", 0.0, 0, 10 * 365 * 86400))
-    seed = head.whole("seed", 1, 0, 2**31)
-    region_bytes = _size(head, "region", 64 << 20, 1)
-    region_given = any(f"region_{unit}" in head.data for unit, _ in SIZE_UNITS)
-    region_offset_bytes = _size(head, "region_offset", 0, 0)
-    head.done()
 
-    station, kind = _station(Table("[station]", root.get("station", dict)), kinds)
 
-    workload = _workload(Table("[workload]", root.get("workload", dict, {})))
-    cut = _cut(Table("[cut]", root.get("cut", dict, {})), workload)
-    if cut.shape.kind not in kind.cut_kinds:  # before anything is written
-        raise UserError(
-            f'campaign: [cut].kind = "{cut.shape.kind}" is more than a {station.kind} station'
-            f" can do (it makes {', '.join(kind.cut_kinds)})"
-        )
+class Table:
+    """Typed access to one TOML table that remembers which keys were used."""
 
-    health = _health(root.get("health", dict, {}))
-    stop = _stop_rules(Table("[stop]", root.get("stop", dict, {})))
-    criteria = _criteria(Table("[criteria]", root.get("criteria", dict, {})))
-    notify = notify_settings.parse(Table("[notify]", root.get("notify", dict, {})))
-    if stop.when == "settled" and criteria.sequential is None:
-        raise UserError('campaign: [stop].when = "settled" needs a [criteria.sequential] plan')
-    endurance = None
-    if "endurance" in root.data:
-        endurance_t = Table("[endurance]", root.get("endurance", dict))
-        endurance = _endurance(endurance_t, kind, station)
-        if not endurance.intervals and not duration_s:
-            raise UserError("campaign: [endurance] needs intervals, or [campaign].duration_s")
-        if stop.when == "settled":
+    def __init__(self, where: str, data: Any) -> None:
+        if not isinstance(data, dict):
+            raise UserError(f"campaign: {where} must be a table")
+        self.where = where
+        self.data: dict[str, Any] = data
+        self.used: set[str] = set()
+
+    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
+        self.used.add(key)
+        if key not in self.data:
+            if default is None:
+                raise UserError(f"campaign: {self.where} needs '{key}'")
+            return default
+        value = self.data[key]
+        bad_bool = isinstance(value, bool) and bool not in _as_tuple(kind)
+        if bad_bool or not isinstance(value, kind):
+            raise UserError(f"campaign: {self.where}.{key} has the wrong type ({value!r})")
+        return value
+
+    def number(self, key: str, default: float | None, low: float, high: float) -> Any:
+        value = self.get(key, (int, float), default)
+        if not low <= value <= high:
+            raise UserError(f"campaign: {self.where}.{key} = {value} is outside {low}..{high}")
+        return value
+
+    def whole(self, key: str, default: int | None, low: int, high: int) -> int:
+        """A whole number: 0.5 is refused, never truncated."""
+        value = self.number(key, default, low, high)
+        if isinstance(value, float) and not value.is_integer():
+            raise UserError(f"campaign: {self.where}.{key} = {value} is not a whole number")
+        return int(value)
+
+    def done(self) -> None:
+        unknown = sorted(set(self.data) - self.used)
+        if unknown:
+            raise UserError(f"campaign: {self.where} has unknown key '{unknown[0]}'")
+
+    def integer(self, key: str, default: int | None, low: int, high: int) -> int:
+        """An integer as written: 1000.5 and 1000.0 are both refused."""
+        value = self.number(key, default, low, high)
+        if not isinstance(value, int):
+            raise UserError(f"campaign: {self.where}.{key} must be a whole number")
+        return value
+
+    def table(self, key: str) -> Table:
+        """A sub-table (`[station.rail_sense]`), with its own unknown-key check."""
+        return Table(f"{self.where[:-1]}.{key}]", self.get(key, dict))
+
+    def choice(self, key: str, choices: tuple[str, ...]) -> str:
+        """A string key from a fixed list; the first choice is the default."""
+        value: str = self.get(key, str, choices[0])
+        if value not in choices:
+            raise UserError(f"campaign: {self.where}.{key} must be one of {', '.join(choices)}")
+        return value
+
+    def range_ms(self, key: str, default: list[float]) -> tuple[float, float]:
+        value = self.get(key, list, default)
+        if (
+            len(value) != 2
+            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+            or not (0 <= value[0] <= value[1] <= 3_600_000)
+        ):
             raise UserError(
-                'campaign: [stop].when = "settled" is for cut campaigns, not [endurance]'
+                f"campaign: {self.where}.{key} must be [low, high] milliseconds, low <= high"
             )
-
-    drive_list = root.get("drive", list)
-    drives = tuple(_drive(i, entry, kind) for i, entry in enumerate(drive_list))
-    if not drives:
-        raise UserError("campaign: name at least one [[drive]]")
-    channels = [d.channel for d in drives]
-    if len(set(channels)) != len(channels):
-        raise UserError("campaign: two drives on the same channel")
-    root.done()
-    return Campaign(
-        name,
-        cycles,
-        seed,
-        station,
-        workload,
-        cut,
-        drives,
-        region_bytes,
-        region_offset_bytes,
-        text,
-        health,
-        stop,
-        criteria,
-        duration_s,
-        endurance,
-        notify,
-        region_given,
-    )
+        return float(value[0]), float(value[1])
 
 
-def _workload(load_t: Table) -> Workload:
-    """The [workload] table."""
-    sizes = load_t.get("write_blocks", list, [1, 2, 8, 32])
-    if not sizes or not all(isinstance(s, int) and 1 <= s <= 4096 for s in sizes):
-        raise UserError("campaign: [workload].write_blocks must be whole numbers from 1 to 4096")
-    workload = Workload(
-        workers=load_t.whole("workers", 8, 1, 256),
-        write_blocks=tuple(sizes),
-        size_mix=_choice(load_t, "size_mix", SIZE_MIXES),
-        lba_skew=_choice(load_t, "lba_skew", LBA_SKEWS),
-        flush_every=load_t.whole("flush_every", 16, 0, 1_000_000),
-        flush_every_ms=float(load_t.number("flush_every_ms", 0.0, 0, 3_600_000)),
-        durable_writes=load_t.get("durable_writes", bool, False),
-        sequential=load_t.get("sequential", bool, False),
-        layout=_choice(load_t, "layout", LAYOUTS),
-        engine=_choice(load_t, "engine", ENGINES),
-    )
-    load_t.done()
-    return workload
-
-
-def _cut(cut_t: Table, workload: Workload) -> CutSpec:
-    """The [cut] table (a during_flush strategy needs the workload's flush cadence)."""
-    delay = cut_t.get("delay_ms", list, [2.0, 60.0])
-    if (
-        len(delay) != 2
-        or not all(isinstance(d, int | float) for d in delay)
-        or not (0 <= delay[0] <= delay[1] <= 3_600_000)
-    ):
-        raise UserError("campaign: [cut].delay_ms must be [low, high] milliseconds, low <= high")
-    after = _range_ms(cut_t, "after_ms", [0.0, 1000.0])
-    strategy = _choice(cut_t, "strategy", STRATEGIES)
-    if strategy == "during_flush" and not (workload.flush_every or workload.flush_every_ms):
-        raise UserError("campaign: [cut].strategy during_flush needs a flush cadence in [workload]")
-    flush_cadence = bool(workload.flush_every or workload.flush_every_ms)
-    window = window_spec.for_strategy(cut_t, strategy, flush_cadence)
-    cut = CutSpec(
-        delay_ms=(float(delay[0]), float(delay[1])),
-        strategy=strategy,
-        after_ms=after,
-        off_ms=float(cut_t.number("off_ms", 50.0, 0, 3_600_000)),
-        hold_up_ms=float(cut_t.number("hold_up_ms", 10.0, 0, 10_000)),
-        gone_timeout_s=float(cut_t.number("gone_timeout_s", 5.0, 0.01, 3600)),
-        return_timeout_s=float(cut_t.number("return_timeout_s", 30.0, 0.01, 3600)),
-        sample_blocks=cut_t.whole("sample_blocks", 256, 0, 1 << 30),
-        recent_cycles=cut_t.whole("recent_cycles", 1, 0, 1000),
-        full_scan_every=cut_t.whole("full_scan_every", 0, 0, 10_000_000),
-        read_timeout_s=float(cut_t.number("read_timeout_s", 30.0, 0.001, 3600)),
-        read_budget=int(cut_t.number("read_budget", 2048, 0, 1 << 24)),
-        window=window,
-        shape=shapes.settings(cut_t),
-    )
-    cut_t.done()
-    return cut
+def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
 
 
 SIZE_UNITS = (("mib", 1 << 20), ("kib", 1 << 10), ("bytes", 1))
 
 
-def _size(table: Table, stem: str, default: int, low: int) -> int:
+def size(table: Table, stem: str, default: int, low: int) -> int:
     """A size in bytes from exactly one of `<stem>_mib`, `<stem>_kib`, `<stem>_bytes`, each a
     whole number of its unit (alignment needs offsets finer than a MiB: a 512-byte offset is
     `<stem>_bytes = 512`, never `<stem>_mib = 0.0005` rounded)."""
@@ -331,165 +126,3 @@ def _size(table: Table, stem: str, default: int, low: int) -> int:
         hint = f" (give {finer[0]})" if finer else ""
         raise UserError(f"campaign: {table.where}.{key} = {value} is not a whole number{hint}")
     return int(value) * scale
-
-
-def _station(table: Table, kinds: Mapping[str, KindRules]) -> tuple[StationSpec, KindRules]:
-    """[station]: the keys every kind has here, the kind's own keys read by the kind; a key of
-    another kind is named as such."""
-    name = table.get("kind", str)
-    kind = kinds.get(name)
-    if kind is None:
-        raise UserError(f"campaign: [station].kind must be one of {', '.join(kinds)}")
-    common = StationSpec(name, _choice(table, "recover", RECOVER_MODES), _recover_waits(table))
-    spec = kind.settings(table, common)
-    for key in sorted(set(table.data) - table.used):
-        owners = [other for other, k in kinds.items() if key in k.own_keys()]
-        if owners:
-            raise UserError(
-                f"campaign: [station].{key} applies to {' or '.join(owners)} stations only"
-            )
-    table.done()
-    return spec, kind
-
-
-def _recover_waits(station_t: Table) -> tuple[tuple[str, float], ...]:
-    """[station].recover_wait_s: seconds after power-on before a drive that is not back is
-    recovered; one number for every transport, or a table of them (nvme, sata, sas, scsi)."""
-    if "recover_wait_s" not in station_t.data:
-        return ()
-    value = station_t.get("recover_wait_s", (int, float, dict))
-    table = value if isinstance(value, dict) else dict.fromkeys(DEFAULT_WAIT_S, value)
-    waits = []
-    for transport, seconds in table.items():
-        if transport not in DEFAULT_WAIT_S:
-            raise UserError(
-                f"campaign: [station].recover_wait_s: '{transport}' is not a transport"
-                f" ({', '.join(DEFAULT_WAIT_S)})"
-            )
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float):
-            raise UserError(f"campaign: [station].recover_wait_s.{transport} must be seconds")
-        if not 0 <= seconds <= 3600:
-            raise UserError(f"campaign: [station].recover_wait_s.{transport} is outside 0..3600")
-        waits.append((transport, float(seconds)))
-    return tuple(waits)
-
-
-def _endurance(table: Table, station_kind: KindRules, station: StationSpec) -> EnduranceSpec:
-    spec = EnduranceSpec(
-        intervals=table.whole("intervals", 0, 0, 100_000_000),
-        interval_s=float(table.number("interval_s", 60.0, 0.05, 86400)),
-        verify_every=table.whole("verify_every", 1, 0, 1_000_000),
-        cut_every=table.whole("cut_every", 0, 0, 1_000_000),
-        retention_every=table.whole("retention_every", 0, 0, 1_000_000),
-        retention_off_s=float(table.number("retention_off_s", 60.0, 0, 365 * 86400)),
-        tbw_tb=float(table.number("tbw_tb", 0.0, 0, 1e9)),
-        steady_window=table.whole("steady_window", 5, 2, 1000),
-        discard=table.get("discard", str, "none"),
-        purge=table.get("purge", str, "none"),
-        precondition=table.get("precondition", bool, False),
-        max_rounds=table.whole("max_rounds", 25, 0, 1_000_000),
-        stop_at_steady=table.get("stop_at_steady", bool, False),
-    )
-    if spec.purge not in ("none", *PURGE_METHODS):
-        raise UserError(
-            f"campaign: [endurance].purge must be one of none, {', '.join(PURGE_METHODS)}"
-        )
-    # (simulated drives can be block devices: the full twin's are loop devices)
-    simulated = station_kind.simulated_drives and not station.simulated_block_devices()
-    if spec.purge != "none" and simulated:
-        raise UserError(
-            "campaign: [endurance].purge needs drives that can be purged: the in-process"
-            ' virtual drives cannot (use [station] twin = "simavr", whose drives take discard)'
-        )
-    if spec.max_rounds and spec.max_rounds < spec.steady_window:
-        raise UserError(
-            f"campaign: [endurance].max_rounds = {spec.max_rounds} is shorter than"
-            f" steady_window = {spec.steady_window} (0 = no limit)"
-        )
-    if spec.discard not in DISCARD_KINDS:
-        raise UserError(f"campaign: [endurance].discard must be one of {', '.join(DISCARD_KINDS)}")
-    if spec.discard != "none" and simulated:
-        raise UserError("campaign: [endurance].discard needs a block device (not simulated)")
-    table.done()
-    return spec
-
-
-def _stop_rules(table: Table) -> StopRules:
-    rules = StopRules(
-        max_failures=table.whole("max_failures", 0, 0, 10_000_000),
-        max_consecutive_errors=table.whole("max_consecutive_errors", 5, 1, 1_000_000),
-        duration_s=float(table.number("duration_s", 0.0, 0, 10 * 365 * 86400)),
-        when=_choice(table, "when", STOP_WHEN),
-    )
-    table.done()
-    return rules
-
-
-def _criteria(table: Table) -> Criteria:
-    classes = table.get("classes", list, [])
-    for cls in classes:
-        if cls not in failures.failure_names():
-            raise UserError(
-                f"campaign: [criteria].classes: '{cls}' is not a failure class"
-                f" ({', '.join(failures.failure_names())})"
-            )
-    probability = float(table.number("max_failure_probability", 1e-3, 0, 1))
-    if not 0 < probability < 1:
-        raise UserError("campaign: [criteria].max_failure_probability must lie strictly in 0..1")
-    confidence = float(table.number("confidence", 0.95, 0, 1))
-    if not 0 < confidence < 1:
-        raise UserError("campaign: [criteria].confidence must lie strictly in 0..1")
-    plan, scope = (None, "")
-    if "sequential" in table.data:
-        plan, scope = sequential.from_table(table.table("sequential"))
-    criteria = Criteria(
-        probability,
-        confidence,
-        tuple(classes),
-        table.whole("min_cycles", 0, 0, 100_000_000),
-        plan,
-        scope or "model",
-    )
-    table.done()
-    return criteria
-
-
-def _health(data: Any) -> HealthSpec:
-    table = Table("[health]", data)
-    given = "every" in table.data
-    every = table.whole("every", 1, 0, 1_000_000)
-    write_cache = table.get("write_cache", str, "keep")
-    if write_cache not in ("keep", "on", "off"):
-        raise UserError("campaign: [health].write_cache must be keep, on or off")
-    table.done()
-    return HealthSpec(every, given and every > 0, write_cache)
-
-
-def _drive(index: int, entry: Any, station_kind: KindRules) -> DriveSpec:
-    table = Table(f"[[drive]] #{index + 1}", entry)
-    channel = table.whole("channel", None, 0, 63)
-    identity = DriveIdentity(
-        model=table.get("model", str, ""),
-        serial=table.get("serial", str, ""),
-        wwn=table.get("wwn", str, ""),
-        firmware=table.get("firmware", str, ""),
-    )
-    if not identity.wwn and not (identity.serial and identity.model):
-        raise UserError(f"campaign: {table.where} must name the drive by wwn or serial + model")
-    profile = table.get("profile", str, "")
-    if station_kind.simulated_drives and not profile:
-        raise UserError(f"campaign: {table.where} on a simulated station needs a profile")
-    if not station_kind.simulated_drives and profile:
-        raise UserError(f"campaign: {table.where}: profile is for simulated drives only")
-    spec = DriveSpec(channel, identity, profile, table.get("allow_wipe", bool, False))
-    table.done()
-    return spec
-
-
-def load(path: str, *, kinds: Mapping[str, KindRules]) -> Campaign:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as error:
-        raise UserError(f"{path}: cannot read campaign file: {error}") from error
-    return parse(text, path, kinds=kinds)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import tomlkit
 
-from rig.config import Campaign
+from rig.campaign_spec import Campaign
 from rig.station import campaign_file
 from rig.station.kinds.simulated import SimulatedSpec
 

@@ -1,69 +1,15 @@
-"""The building blocks of campaign-file schemas, shared by rig/config.py and every station kind
-(rig/station/kinds/): typed access to one TOML table, and what every station has.
-
-A leaf module (nothing of the rig's above it): the station kinds subclass `StationSpec` and read
-their keys through `Table` without importing rig/config.py, which imports them.
+"""What every station has in a campaign file, shared by rig/campaign_spec.py and every station
+kind (rig/station/kinds/): the kinds subclass `StationSpec` and read their keys through
+rig/config.py's `Table` without importing rig/campaign_spec.py, which is handed them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-from rig.errors import UserError
-
-
-class Table:
-    """Typed access to one TOML table that remembers which keys were used."""
-
-    def __init__(self, where: str, data: Any) -> None:
-        if not isinstance(data, dict):
-            raise UserError(f"campaign: {where} must be a table")
-        self.where = where
-        self.data: dict[str, Any] = data
-        self.used: set[str] = set()
-
-    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
-        self.used.add(key)
-        if key not in self.data:
-            if default is None:
-                raise UserError(f"campaign: {self.where} needs '{key}'")
-            return default
-        value = self.data[key]
-        bad_bool = isinstance(value, bool) and bool not in _as_tuple(kind)
-        if bad_bool or not isinstance(value, kind):
-            raise UserError(f"campaign: {self.where}.{key} has the wrong type ({value!r})")
-        return value
-
-    def number(self, key: str, default: float | None, low: float, high: float) -> Any:
-        value = self.get(key, (int, float), default)
-        if not low <= value <= high:
-            raise UserError(f"campaign: {self.where}.{key} = {value} is outside {low}..{high}")
-        return value
-
-    def whole(self, key: str, default: int | None, low: int, high: int) -> int:
-        """A whole number: 0.5 is refused, never truncated."""
-        value = self.number(key, default, low, high)
-        if isinstance(value, float) and not value.is_integer():
-            raise UserError(f"campaign: {self.where}.{key} = {value} is not a whole number")
-        return int(value)
-
-    def done(self) -> None:
-        unknown = sorted(set(self.data) - self.used)
-        if unknown:
-            raise UserError(f"campaign: {self.where} has unknown key '{unknown[0]}'")
-
-    def integer(self, key: str, default: int | None, low: int, high: int) -> int:
-        """An integer as written: 1000.5 and 1000.0 are both refused."""
-        value = self.number(key, default, low, high)
-        if not isinstance(value, int):
-            raise UserError(f"campaign: {self.where}.{key} must be a whole number")
-        return value
-
-    def table(self, key: str) -> Table:
-        """A sub-table (`[station.rail_sense]`), with its own unknown-key check."""
-        return Table(f"{self.where[:-1]}.{key}]", self.get(key, dict))
+from rig.config import Table
 
 
 @dataclass(frozen=True)
@@ -85,14 +31,10 @@ class StationSpec:
         return False
 
 
-def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kind if isinstance(kind, tuple) else (kind,)
-
-
 class KindRules(Protocol):
-    """What reading a campaign file (rig/config.py) needs of a station kind: a row of the kinds'
-    table the caller hands in (rig/station/backends.py:STATION_KINDS, through
-    rig/station/campaign_file.py), since the kinds build stations from config's `Campaign`."""
+    """What reading a campaign file (rig/campaign_spec.py) needs of a station kind: a row of the
+    kinds' table the caller hands in (rig/station/backends.py:STATION_KINDS, through
+    rig/station/campaign_file.py), since the kinds build stations from its `Campaign`."""
 
     @property
     def settings(self) -> Callable[[Table, StationSpec], StationSpec]: ...

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from rig.config import Table
 from rig.errors import UserError
-from rig.schema import Table
 
 PASS, FAIL, CONTINUE = "PASS", "FAIL", "CONTINUE"
 CODES = (CONTINUE, PASS, FAIL)  # the codes `Plan.status` returns: 0, 1, 2
@@ -66,7 +66,7 @@ class Plan:
         return math.log((1 - self.p1) / (1 - self.p0))  # < 0
 
     def problem(self) -> str:
-        """Why the plan cannot be run ("" when it can): the config's one-line refusal."""
+        """Why the plan cannot be run ("" when it can): the campaign file's one-line refusal."""
         if not (0 < self.p0 < 1 and 0 < self.p1 < 1):
             return "p0 and p1 must lie strictly between 0 and 1"
         if self.p0 >= self.p1:

@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("reports",),  # the report generator: reads the store, uses the rig's tables and statistics
     ("rig.campaign",),  # cycles, drives, campaigns, resume, the run's observer
     ("rig.station",),  # a station and its wiring: kinds, interlocks, locks, purge, check
-    ("rig.config",),  # campaign files: every section's keys, the station kinds handed in
+    ("rig.campaign_spec",),  # campaign files: the sections assembled, the station kinds handed in
     ("rig.window",),  # the window of vulnerability's keys, design and fit
     ("rig.bus", "rig.health"),  # a drive on the bus (presence, identity proof) and its health
     ("rig.power",),  # the power switch and its backends
@@ -40,7 +40,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rig.native",),  # the C kernels of io and check
     ("rig.notify",),  # notifications: the [notify] table and the sender
     ("rig.sequential",),  # the sequential plans' statistics
-    ("rig.schema",),  # typed TOML tables, what every station has
+    ("rig.schema",),  # what every station has in a campaign file
+    ("rig.config",),  # reading campaign files: the TOML, typed tables and their shared helpers
     ("rig.errors",),
 )
 
@@ -231,6 +232,13 @@ def test_no_import_against_the_layer_order() -> None:
     assert not new, "imports against the layer order (docs/architecture.md):\n" + "\n".join(new)
     stale = sorted(AGAINST_ORDER_ALLOWED.keys() - found.keys())
     assert not stale, "allowed imports that are gone (remove them):\n" + "\n".join(stale)
+
+
+def test_config_imports_only_errors() -> None:
+    """Issue 28: each package reads its own campaign-file section; rig/config.py, the reading of
+    the file and the shared table helpers, stands on rig.errors alone (decision 390)."""
+    imported = {imp.imported for imp in all_imports() if imp.importer == "rig.config"}
+    assert imported == {"rig.errors"}
 
 
 def test_no_import_cycle_at_run_time() -> None:

@@ -15,14 +15,14 @@ import pytest
 
 from fixtures import sim_station
 from reports import verdict as verdicts
-from rig import config
+from rig import campaign_spec
 from rig.campaign import notices as campaign_notices
 from rig.campaign import runner
 from rig.campaign.model import CycleRecord
 from rig.campaign.notices import CampaignNotices
 from rig.campaign.progress import Progress
+from rig.campaign_spec import Campaign
 from rig.check import verify
-from rig.config import Campaign
 from rig.fleet.station_watch import StationWatch
 from rig.fleet.views import StationStatus
 from rig.notify.sender import Notice, Notifier, Service, apprise_services
@@ -75,7 +75,7 @@ def test_a_bad_url_is_one_line_and_exit_2_before_any_write(tmp_path: Path) -> No
     assert done.stderr.count("\n") == 1
     assert "[notify].urls[1]" in done.stderr and "nosuchservice://" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == before
-    with pytest.raises(config.UserError, match="not an event"):
+    with pytest.raises(campaign_spec.UserError, match="not an event"):
         campaign_file.parse(campaign_text(["plp"], 2) + notify_table(extra='events = ["fial"]'))
 
 
@@ -252,7 +252,9 @@ def test_urls_from_an_apprise_config_file_stay_out_of_the_store(tmp_path: Path) 
     sent = log_lines(result, "notify_sent")
     assert len(sent) == 1 and "s3cret" not in sent[0]["url"]  # Apprise masks it in the log
     missing = campaign_text(["plp"], 2) + f'[notify]\nconfig = "{tmp_path / "none.yml"}"\n'
-    with pytest.raises(config.UserError, match=r"\[notify\].config: .*none.yml: no notification"):
+    with pytest.raises(
+        campaign_spec.UserError, match=r"\[notify\].config: .*none.yml: no notification"
+    ):
         campaign_file.parse(missing)
 
 

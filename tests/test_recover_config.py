@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rig import config
+from rig import campaign_spec
 from rig.bus.recover import DEFAULT_WAIT_S, RecoveringPresence
 from rig.errors import UserError
 from rig.station import build as station
@@ -26,7 +26,7 @@ serial = "S"
 """
 
 
-def parse(station: str, kind: str = "manual", drive: str = "") -> config.Campaign:
+def parse(station: str, kind: str = "manual", drive: str = "") -> campaign_spec.Campaign:
     return campaign_file.parse(CAMPAIGN.format(kind=kind, station=station, drive=drive))
 
 

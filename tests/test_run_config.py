@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fixtures import sim_station
-from rig import config
+from rig import campaign_spec
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.errors import UserError
@@ -33,13 +33,13 @@ profile = "plp"
 """
 
 
-def parse(campaign: str = "", station: str = "", tables: str = "") -> config.Campaign:
+def parse(campaign: str = "", station: str = "", tables: str = "") -> campaign_spec.Campaign:
     return campaign_file.parse(BASE.format(campaign=campaign, station=station, tables=tables))
 
 
 def test_defaults() -> None:
     c = parse()
-    assert c.stop == config.StopRules()
+    assert c.stop == campaign_spec.StopRules()
     assert c.criteria.max_failure_probability == 1e-3 and c.criteria.confidence == 0.95
     assert c.duration_s == 0
 
@@ -61,8 +61,10 @@ min_cycles = 300
 """,
     )
     assert c.duration_s == 3600
-    assert c.stop == config.StopRules(3, 9, 7200)
-    assert c.criteria == config.Criteria(0.01, 0.9, ("lost_durable_write", "shorn_write"), 300)
+    assert c.stop == campaign_spec.StopRules(3, 9, 7200)
+    assert c.criteria == campaign_spec.Criteria(
+        0.01, 0.9, ("lost_durable_write", "shorn_write"), 300
+    )
     assert c.criteria.as_json()["classes"] == ["lost_durable_write", "shorn_write"]
 
 

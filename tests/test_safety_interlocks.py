@@ -17,7 +17,7 @@ import pytest
 
 from rig.bus.identity import DriveIdentity
 from rig.bus.udev import UdevPresence
-from rig.config import DriveSpec
+from rig.campaign_spec import DriveSpec
 from rig.errors import UnsafeDeviceError
 from rig.station import locks, safety
 from rig.station.build import ToolDrives

@@ -12,7 +12,7 @@ import pytest
 
 from fixtures import sim_station
 from reports import export, html
-from rig import config, demo
+from rig import campaign_spec, demo
 from rig.campaign import recording, settle
 from rig.campaign.observer import Lines, Observer
 from rig.campaign.parallel import run_campaign
@@ -25,7 +25,7 @@ from tests.test_cli_refusals import assert_one_line_refusal
 PLAN = Plan(0.01, 0.1, 0.05, 0.1, 100)
 
 
-def settled_demo(cycles: int, when: str = "settled") -> config.Campaign:
+def settled_demo(cycles: int, when: str = "settled") -> campaign_spec.Campaign:
     """The demo's campaign file with a plan (and the stop rule), on in-process drives."""
     text = demo.DEMO_CAMPAIGN.read_text() + (
         f"[criteria.sequential]\np0 = {PLAN.p0}\np1 = {PLAN.p1}\nalpha = {PLAN.alpha}\n"
@@ -136,7 +136,7 @@ def test_a_resumed_plan_continues_from_the_recorded_cuts(tmp_path: Path) -> None
     events = settled_events(store)
     assert decided == {k: (e["decision"], e["cuts"]) for k, e in events.items()}
     assert set(decided) == {"RIGSIM Lying Flush", "RIGSIM Torn Writer"}
-    unplanned = dataclasses.replace(campaign, criteria=config.Criteria())
+    unplanned = dataclasses.replace(campaign, criteria=campaign_spec.Criteria())
     assert settle.for_campaign(unplanned, recording.cut_outcomes(store, 1)) is None
     store.close()
 
@@ -283,5 +283,5 @@ def test_a_plan_and_its_keys_parse() -> None:
     campaign = campaign_file.parse(text)
     assert campaign.criteria.sequential == Plan(0.01, 0.1, 0.05, 0.1, 200)
     assert campaign.criteria.scope == "drive" and campaign.stop.when == "settled"
-    assert campaign_file.parse(BASE).criteria.as_json() == config.Criteria().as_json()
+    assert campaign_file.parse(BASE).criteria.as_json() == campaign_spec.Criteria().as_json()
     assert "sequential" not in campaign_file.parse(BASE).criteria.as_json()

@@ -29,7 +29,7 @@ from rig.bus.base import DriveNode
 from rig.bus.udev import UdevPresence
 from rig.campaign.observer import Lines, Observer
 from rig.campaign.parallel import run_campaign
-from rig.config import DriveSpec
+from rig.campaign_spec import DriveSpec
 from rig.health.tools import ToolRunner
 from rig.io.blockio import BlockTarget
 from rig.station import campaign_file

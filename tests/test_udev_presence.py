@@ -12,7 +12,7 @@ import pytest
 from fixtures import loopctl
 from rig.bus.identity import DriveIdentity
 from rig.bus.udev import UdevPresence
-from rig.config import DriveSpec
+from rig.campaign_spec import DriveSpec
 from rig.errors import UnsafeDeviceError
 from rig.station.build import ToolDrives
 from tests.loopdev import loop_available

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rig.config import Table
+from rig.errors import UserError
+
 
 @dataclass(frozen=True)
 class DriveIdentity:
@@ -37,3 +40,16 @@ def normalise_wwn(wwn: str) -> str:
     for prefix in ("0x", "naa.", "eui.", "wwn-"):
         text = text.removeprefix(prefix)
     return text.replace(" ", "")
+
+
+def settings(drive_t: Table) -> DriveIdentity:
+    """A [[drive]] entry's identity keys: wwn, or serial and model (firmware optional)."""
+    identity = DriveIdentity(
+        model=drive_t.get("model", str, ""),
+        serial=drive_t.get("serial", str, ""),
+        wwn=drive_t.get("wwn", str, ""),
+        firmware=drive_t.get("firmware", str, ""),
+    )
+    if not identity.wwn and not (identity.serial and identity.model):
+        raise UserError(f"campaign: {drive_t.where} must name the drive by wwn or serial + model")
+    return identity

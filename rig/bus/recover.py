@@ -32,6 +32,8 @@ from typing import Any
 from rig.bus.base import DriveNode, Presence, PresenceWatch
 from rig.bus.identity import DriveIdentity
 from rig.bus.ready import read_probe
+from rig.config import Table
+from rig.errors import UserError
 
 RECOVER_MODES = ("none", "rescan")
 # Power-on to "not back by itself": a drive past this is recovered (rescan). NVMe links train and
@@ -386,3 +388,27 @@ class RecoveringPresence:
         transport = transport_of(location, node) if node is not None else ""
         wait_s = self.waits.get(transport, OTHER_WAIT_S)
         return RecoveringWatch(inner, self, identity, node, location, self.mode, wait_s, self.probe)
+
+
+def settings(station_t: Table) -> tuple[str, tuple[tuple[str, float], ...]]:
+    """[station].recover (RECOVER_MODES) and [station].recover_wait_s: seconds after power-on
+    before a drive that is not back is recovered; one number for every transport, or a table of
+    them (nvme, sata, sas, scsi)."""
+    mode = station_t.choice("recover", RECOVER_MODES)
+    if "recover_wait_s" not in station_t.data:
+        return mode, ()
+    value = station_t.get("recover_wait_s", (int, float, dict))
+    table = value if isinstance(value, dict) else dict.fromkeys(DEFAULT_WAIT_S, value)
+    waits = []
+    for transport, seconds in table.items():
+        if transport not in DEFAULT_WAIT_S:
+            raise UserError(
+                f"campaign: [station].recover_wait_s: '{transport}' is not a transport"
+                f" ({', '.join(DEFAULT_WAIT_S)})"
+            )
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+            raise UserError(f"campaign: [station].recover_wait_s.{transport} must be seconds")
+        if not 0 <= seconds <= 3600:
+            raise UserError(f"campaign: [station].recover_wait_s.{transport} is outside 0..3600")
+        waits.append((transport, float(seconds)))
+    return mode, tuple(waits)

@@ -16,8 +16,8 @@ from rig.campaign import preparation, recording
 from rig.campaign.cutcycle.cycle import run_cycle
 from rig.campaign.model import CycleRecord, DriveCounts, DriveSummary, ResumePoint
 from rig.campaign.settle import Settlement
+from rig.campaign_spec import Campaign, DriveSpec
 from rig.check import intent
-from rig.config import Campaign, DriveSpec
 from rig.station.model import Station
 from rig.store import Store
 

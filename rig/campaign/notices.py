@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from rig.campaign.observer import Observer
-from rig.config import Campaign
+from rig.campaign_spec import Campaign
 from rig.notify import settings
 from rig.notify.sender import Notifier
 

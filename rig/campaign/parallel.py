@@ -11,7 +11,7 @@ from rig.campaign.endurance import endurance
 from rig.campaign.model import DriveSummary, ResumePoint
 from rig.campaign.observer import Lines, Observer
 from rig.campaign.preparation import Attachment
-from rig.config import Campaign
+from rig.campaign_spec import Campaign
 from rig.station.model import Station
 from rig.store import Store
 from rig.window.spec import pool_of

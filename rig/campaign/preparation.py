@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from rig.bus.base import DriveNode
 from rig.campaign import recording
 from rig.campaign.model import ResumePoint
+from rig.campaign_spec import Campaign, DriveSpec
 from rig.check.ledger import LbaState
-from rig.config import Campaign, DriveSpec
 from rig.errors import RigError, UserError
 from rig.health.errors import HealthToolError, ToolMissing
 from rig.health.tracker import HealthTracker

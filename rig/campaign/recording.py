@@ -13,9 +13,9 @@ import numpy as np
 
 from rig.campaign.cutcycle.blocks import written_lbas
 from rig.campaign.model import CycleRecord
+from rig.campaign_spec import Campaign
 from rig.check import verify
 from rig.check.ledger import uncertain
-from rig.config import Campaign
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import snapshot_fields
 from rig.power.base import RailResult

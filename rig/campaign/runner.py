@@ -33,7 +33,7 @@ from rig.campaign.parallel import run_campaign
 from rig.campaign.preparation import Attachment
 from rig.campaign.progress import Progress
 from rig.campaign.runlog import RunLog
-from rig.config import Campaign, Criteria
+from rig.campaign_spec import Campaign, Criteria
 from rig.errors import UserError
 from rig.notify.sender import Notifier, apprise_services
 from rig.power.base import Edge

@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
+from rig.campaign_spec import Campaign, Criteria
 from rig.check import failures
-from rig.config import Campaign, Criteria
 from rig.sequential import CONTINUE, Plan, Settled
 
 CUT_STATUSES = ("ok", "dead")  # a cycle whose cut reached the drive (as reports/cuts.py)

@@ -2,7 +2,7 @@
 
 Every layer that names a class reads it here: the checker (`rig.check.verify`) takes the constants
 and resolves a block that several rules claim by `precedence`; the store derives a finding's
-`failure` column from `failure`; config validates `[criteria].classes` against `failure_names()`;
+`failure` column from `failure`; `classes_setting` reads `[criteria].classes` against them;
 reports list classes in table order; the fault scorer (tests/scoring.py) scores the failure classes
 of block and cut scope. Adding a class is one row here, its rule in the checker and their tests.
 """
@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
+
+from rig.config import Table
+from rig.errors import UserError
 
 Scope = Literal["block", "cut", "drive"]  # what one finding of the class is about
 
@@ -112,3 +115,15 @@ def ordered(present: Iterable[str]) -> list[str]:
 def by_precedence(classes: Iterable[str]) -> list[str]:
     """Classes strongest first: the checker applies them in this order."""
     return sorted(classes, key=lambda name: row(name).precedence)
+
+
+def classes_setting(criteria_t: Table) -> tuple[str, ...]:
+    """[criteria].classes: failure classes that count (empty = every failure class)."""
+    classes = criteria_t.get("classes", list, [])
+    for cls in classes:
+        if cls not in failure_names():
+            raise UserError(
+                f"campaign: [criteria].classes: '{cls}' is not a failure class"
+                f" ({', '.join(failure_names())})"
+            )
+    return tuple(classes)

@@ -30,6 +30,7 @@ from reports import analysis
 from reports import html as report_html
 from rig.errors import UserError
 from rig.fleet import station_watch
+from rig.fleet.model_summary import ModelSummary
 from rig.fleet.verdicts import VerdictBoard
 from rig.fleet.views import CampaignProgress, CentralView, FleetView, Overview, StoreView
 from rig.notify import settings
@@ -141,6 +142,13 @@ def overview_fragment(view: Overview, verdicts: VerdictBoard | None = None) -> s
 def campaign_fragment(c: CampaignProgress, verdicts: VerdictBoard | None = None) -> str:
     campaign_verdicts = {c.key: verdicts.campaign(c)} if verdicts else {}
     return PAGES.get_template("campaign.html.j2").render(c=c, verdicts=campaign_verdicts)
+
+
+def model_fragment(m: ModelSummary | None) -> str:
+    """A model's verdict, counts and drives from the summaries (its per-cut charts: the report)."""
+    if m is None or not m.cuts:
+        return "<p class='note'>No cut has been recorded yet.</p>"
+    return PAGES.get_template("model.html.j2").render(m=m, classes=m.classes)
 
 
 def report_fragment(data: Any) -> str:
@@ -262,16 +270,15 @@ def _add_pages(app: Flask, view: FleetView) -> None:
     def model(model: str) -> str:
         return _page(
             f"Model {model}",
-            _live(
-                f"/fragment/model/{quote(model, safe='')}",
-                report_fragment(view.model_dataset(model)),
-                REPORT_EVERY_MS,
-            ),
+            _live(f"/fragment/model/{quote(model, safe='')}", model_live(model), REPORT_EVERY_MS),
         )
 
     @app.get("/fragment/model/<path:model>")
     def model_live(model: str) -> str:
-        return report_fragment(view.model_dataset(model))
+        summaries = view.model_summaries(model)
+        if summaries is None:  # a station's stores: the report itself
+            return report_fragment(view.model_dataset(model))
+        return model_fragment(summaries.get(model))
 
 
 def _add_api(app: Flask, view: FleetView, dispatch_dsn: str, token: str) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import procrastinate
 
-from rig import config
+from rig import campaign_spec
 from rig.errors import UserError
 from rig.fleet import freshness
 from rig.fleet.central import CentralStore, drive_key, with_link_options
@@ -76,7 +76,7 @@ class Submitted:
     warning: str = ""  # what the submitter should know (a campaign that cannot survive a crash)
 
 
-def campaign_drive_keys(text: str, where: str) -> tuple[config.Campaign, list[str]]:
+def campaign_drive_keys(text: str, where: str) -> tuple[campaign_spec.Campaign, list[str]]:
     """The campaign file, checked as `rig run` checks it, and its drives' fleet-wide keys."""
     campaign = campaign_file.parse(text, where)
     keys = [drive_key(d.identity.model, d.identity.serial, d.identity.wwn) for d in campaign.drives]

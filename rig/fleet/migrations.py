@@ -356,9 +356,9 @@ CREATE INDEX day_lost_after_drive ON fleet.day_lost_after (station, campaign_uid
 """
 
 
-def _summary_grants() -> str:
+def _summary_grants(tables: tuple[str, ...] = SUMMARY_TABLES) -> str:
     parts = []
-    for table in SUMMARY_TABLES:
+    for table in tables:
         parts += [
             f"GRANT SELECT ON fleet.{table} TO rig_reader, rig_dispatch, rig_station;",
             f"GRANT INSERT, UPDATE ON fleet.{table} TO rig_station;",
@@ -372,13 +372,61 @@ def _summary_grants() -> str:
     return "\n".join(parts)
 
 
+# v5 (issue 27): per-drive running totals beside the day tables, added to by the same
+# transaction: the overview sums a row per drive, not one per drive and day, and a model's
+# verdict reads its drives' rows (`drive_failing`: cuts per set of failure classes, exact for any
+# criteria's classes). Backfilled from the cycle rows and `day_class` (DRIVE_BACKFILL).
+DRIVE_TABLES = ("drive_cycles", "drive_class", "drive_failing")
+_V5 = """
+CREATE TABLE fleet.drive_cycles (           -- cycle counts per drive (campaign and channel)
+    station text NOT NULL,
+    campaign_uid bigint NOT NULL,
+    channel integer NOT NULL,
+    model text NOT NULL,
+    rows bigint NOT NULL,
+    cycles bigint NOT NULL,                 -- less interrupted ones
+    cuts bigint NOT NULL,                   -- status ok or dead
+    dead bigint NOT NULL,                   -- cuts with status dead
+    rig_errors bigint NOT NULL,
+    interrupted bigint NOT NULL,
+    failing bigint NOT NULL,                -- cycles with a failure finding
+    last_ended double precision NOT NULL,
+    PRIMARY KEY (station, campaign_uid, channel)
+);
+CREATE TABLE fleet.drive_class (            -- findings per class per drive
+    station text NOT NULL,
+    campaign_uid bigint NOT NULL,
+    channel integer NOT NULL,
+    model text NOT NULL,
+    class text NOT NULL,
+    failure integer NOT NULL,
+    findings bigint NOT NULL,
+    blocks bigint NOT NULL,
+    PRIMARY KEY (station, campaign_uid, channel, class, failure)
+);
+CREATE TABLE fleet.drive_failing (          -- cuts per set of failure classes per drive
+    station text NOT NULL,
+    campaign_uid bigint NOT NULL,
+    channel integer NOT NULL,
+    model text NOT NULL,
+    classes text NOT NULL,                  -- the cycle's failure_classes
+    cuts bigint NOT NULL,
+    PRIMARY KEY (station, campaign_uid, channel, classes)
+);
+CREATE INDEX drive_cycles_model ON fleet.drive_cycles (model);
+CREATE INDEX drive_class_model ON fleet.drive_class (model);
+CREATE INDEX drive_failing_model ON fleet.drive_failing (model);
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _ROLES + _V1 + _grants_and_policies(),
     _V2,
     _V3,
     _V4 + _summary_grants(),
+    _V5 + _summary_grants(DRIVE_TABLES),
 )
 # versions whose SQL is followed, in the same transaction, by a backfill from the rows already
-# there (rig/fleet/central/summaries.py: rebuild)
+# there (rig/fleet/central/summaries.py: rebuild_days, rebuild_drives)
 SUMMARY_BACKFILL = 4
+DRIVE_BACKFILL = 5
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -3,9 +3,12 @@ report of all the sources states it) and per campaign (each model on that campai
 They come from the report's own analysis (reports/analysis.py, whose per-drive rule is
 reports/verdict.py), so the overview never claims more than the report does.
 
-An analysis reads a whole dataset, too much for every two-second refresh of a live page: a
-verdict is computed again when its campaigns' progress has changed, at most every `refresh_s`
-(the report part of a page refreshes as often), and kept otherwise.
+A view that keeps per-drive totals (the central database, schema v5) gives each model's verdict
+from them (rig/fleet/model_summary.py: the same rule on the same counts, a few rows per drive);
+a station's stores have none, and there the analysis reads a whole dataset, too much for every
+two-second refresh of a live page: a verdict is computed again when its campaigns' progress has
+changed, at most every `refresh_s` (the report part of a page refreshes as often), and kept
+otherwise (the summaries' verdicts are kept the same way).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 
 from reports import analysis
 from reports.dataset import Dataset
+from rig.fleet.model_summary import ModelSummary
 from rig.fleet.views import CampaignProgress, FleetView, Overview
 
 REFRESH_S = 10.0
@@ -46,6 +50,14 @@ def _judge(read: Callable[[], Dataset]) -> list[ModelVerdict]:
     return verdicts_of(read())
 
 
+def _from_summaries(summaries: dict[str, ModelSummary]) -> list[ModelVerdict]:
+    return [
+        ModelVerdict(m.model, m.verdict.label, m.verdict.css, m.cuts, len(m.drives))
+        for m in summaries.values()
+        if m.drives
+    ]
+
+
 class VerdictBoard:
     """The verdicts of a view's campaigns and models, kept between refreshes (thread-safe)."""
 
@@ -59,21 +71,30 @@ class VerdictBoard:
     def campaign(self, c: CampaignProgress) -> list[ModelVerdict]:
         if not c.cycles:  # queued, or no cycle recorded yet: nothing to judge
             return []
-        return self._get(
-            f"campaign {c.key}",
-            (c.cycles, c.status),
-            lambda: verdicts_of(self._view.campaign_dataset(c.key)),
-        )
+        return self._get(f"campaign {c.key}", (c.cycles, c.status), lambda: self._judged(c.key))
+
+    def _judged(self, key: str) -> list[ModelVerdict]:
+        summaries = self._view.model_summaries(campaign=key)
+        if summaries is not None:
+            return _from_summaries(summaries)
+        return verdicts_of(self._view.campaign_dataset(key))
 
     def models(self, view: Overview) -> dict[str, ModelVerdict]:
         """Per model, pooled over every campaign of the view."""
         progress = tuple((c.key, c.cycles, c.status) for c in view.campaigns)
+        summarised = self._get("models", progress, self._summarised)
+        if summarised:
+            return {v.model: v for v in summarised}
         found: dict[str, ModelVerdict] = {}
         for model in view.models:
             read = functools.partial(self._view.model_dataset, model)
             kept = self._get(f"model {model}", progress, functools.partial(_judge, read))
             found.update((v.model, v) for v in kept)
         return found
+
+    def _summarised(self) -> list[ModelVerdict]:
+        summaries = self._view.model_summaries()
+        return [] if summaries is None else _from_summaries(summaries)
 
     def _get(
         self, key: str, progress: Hashable, compute: Callable[[], list[ModelVerdict]]

@@ -27,6 +27,7 @@ from rig.fleet.freshness import (
     process_bound,
     station_statuses,
 )
+from rig.fleet.model_summary import read_summaries  # per model, from the per-drive totals
 
 RATE_WINDOW_S = 900.0  # cycles per hour: over the last 15 minutes (or the campaign's age)
 
@@ -111,6 +112,8 @@ class FleetView(Protocol):
     def campaign_dataset(self, key: str) -> Dataset: ...
 
     def model_dataset(self, model: str) -> Dataset: ...
+
+    def model_summaries(self, model: str | None = None, campaign: str | None = None) -> Any: ...
 
     def close(self) -> None: ...
 
@@ -229,6 +232,9 @@ class CentralView:
             lambda central: report_central.read(central, drive=lambda row: row["model"] == model)
         )
 
+    def model_summaries(self, model: str | None = None, campaign: str | None = None) -> Any:
+        return self._retried(lambda central: read_summaries(central, model, campaign))
+
     def close(self) -> None:
         self._central.close()
 
@@ -248,9 +254,7 @@ def _freshen(
         kind = effective_kind(station.kind if station else "", sub["config"])
         progress.process_bound = process_bound(kind)
     progress.state = campaign_state(progress.status, held_rows, progress.final_rows)
-    progress.lagging = progress.state in REPORTING and (
-        station is None or station.state != "online"
-    )
+    progress.lagging = progress.state in REPORTING and getattr(station, "state", "") != "online"
     if progress.lagging:
         progress.eta_s = None  # its rate is what reached us, not what the station does
     return _paced(progress)
@@ -266,7 +270,7 @@ def _paced(progress: CampaignProgress) -> CampaignProgress:
 
 
 def _int_or_none(value: Any) -> int | None:
-    return int(value) if value is not None else None
+    return None if value is None else int(value)
 
 
 def _central_campaign(
@@ -480,6 +484,9 @@ class StoreView:
 
     def model_dataset(self, model: str) -> Dataset:
         return _only(self._dataset(), lambda run: run.model == model)
+
+    def model_summaries(self, model: str | None = None, campaign: str | None = None) -> Any:
+        return None  # a station's stores: the report's own analysis (small)
 
     def close(self) -> None:
         pass

@@ -11,6 +11,8 @@ import numpy as np
 import numpy.typing as npt
 
 from rig.check.ledger import LbaState
+from rig.config import Table
+from rig.errors import UserError
 
 # JESD219A (JEDEC SSD endurance workloads, 2012), enterprise workload: transfer sizes in bytes and
 # their share of requests ...
@@ -209,3 +211,24 @@ IntentSink = Callable[[npt.NDArray[np.int64], npt.NDArray[np.int64]], None]
 
 TIMER_WORKER = 0xFFFF  # the worker id of flushes issued by the every-T-ms cadence
 NOT_SUBMITTED = -2  # issue time of a planned entry the engine never submitted
+
+
+def settings(load_t: Table) -> Workload:
+    """The campaign file's [workload] table."""
+    sizes = load_t.get("write_blocks", list, [1, 2, 8, 32])
+    if not sizes or not all(isinstance(s, int) and 1 <= s <= 4096 for s in sizes):
+        raise UserError("campaign: [workload].write_blocks must be whole numbers from 1 to 4096")
+    workload = Workload(
+        workers=load_t.whole("workers", 8, 1, 256),
+        write_blocks=tuple(sizes),
+        size_mix=load_t.choice("size_mix", SIZE_MIXES),
+        lba_skew=load_t.choice("lba_skew", LBA_SKEWS),
+        flush_every=load_t.whole("flush_every", 16, 0, 1_000_000),
+        flush_every_ms=float(load_t.number("flush_every_ms", 0.0, 0, 3_600_000)),
+        durable_writes=load_t.get("durable_writes", bool, False),
+        sequential=load_t.get("sequential", bool, False),
+        layout=load_t.choice("layout", LAYOUTS),
+        engine=load_t.choice("engine", ENGINES),
+    )
+    load_t.done()
+    return workload

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rig.config import Table
 from rig.errors import UserError
-from rig.schema import Table
 
 # The events a campaign (and a fleet) can send, in the order docs/campaign.md lists them.
 VERDICT = "verdict"  # a drive's verdict is settled (fixed-sample at the end; sequential plans)

@@ -20,9 +20,9 @@ import random
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from rig.config import Table
 from rig.errors import UserError
 from rig.power.base import PendingCut, PowerSwitch
-from rig.schema import Table
 
 CUT_KINDS = ("off", "sag", "ramp", "glitch")
 RANGE_KEYS = ("depth_v", "depth_pct", "duration_ms", "slew_v_per_ms")

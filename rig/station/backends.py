@@ -5,8 +5,9 @@ A kind is one module in rig/station/kinds/ (its `StationSpec` subclass, `setting
 constructor) plus one row below. Kinds on the real bus give a power backend (`power`):
 rig/station/build.py wires it to udev presence and the real tools. A kind that brings its whole
 station (the simulated rig) gives `station` instead. Nothing registers itself: a test passes its own
-copy of the table to `config.parse` and `station.build` (decision 81); the commands read campaign
-files through rig/station/campaign_file.py, which hands this table to `config.parse`.
+copy of the table to `campaign_spec.parse` and `station.build` (decision 81); the commands read
+campaign files through rig/station/campaign_file.py, which hands this table to
+`campaign_spec.parse`.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rig.config import Table
 from rig.errors import UserError
 from rig.power.base import Edge, PowerSwitch
 from rig.power.shapes import CUT_KINDS
-from rig.schema import StationSpec, Table
+from rig.schema import StationSpec
 from rig.station.kinds import manual, relay_board, scpi_supply, simulated
 
 if TYPE_CHECKING:
-    from rig.config import Campaign
+    from rig.campaign_spec import Campaign
     from rig.station.model import Station, Wiring
 
 

@@ -12,7 +12,7 @@ from rig.bus.identity import DriveIdentity
 from rig.bus.ready import wait_ready
 from rig.bus.recover import RecoveringPresence
 from rig.bus.udev import UdevPresence
-from rig.config import Campaign, DriveSpec
+from rig.campaign_spec import Campaign, DriveSpec
 from rig.errors import UnsafeDeviceError
 from rig.health import crosscheck
 from rig.health.errors import HealthToolError, ToolFailed

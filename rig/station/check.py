@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from rig.bus.base import PresenceWatch
 from rig.bus.identity import DriveIdentity
-from rig.config import Campaign, DriveSpec
+from rig.campaign_spec import Campaign, DriveSpec
 from rig.errors import RigError, UserError
 from rig.power.base import RailResult, RailSensedCut
 from rig.power.relay import BoardIdentity

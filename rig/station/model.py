@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from rig.bus.base import DriveNode, Presence
-from rig.config import DriveSpec
+from rig.campaign_spec import DriveSpec
 from rig.health.tracker import HealthReader
 from rig.io.blockio import BlockTarget
 from rig.power.base import Edge, PowerSwitch

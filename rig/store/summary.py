@@ -21,7 +21,8 @@ class SummaryReads(StoreConnection):
         return self.query("SELECT * FROM drive ORDER BY campaign_id, channel")
 
     def criteria_of_campaign(self, campaign_id: int) -> dict[str, Any]:
-        """The campaign's stored pass criteria (rig.config.Criteria as JSON; {} where none)."""
+        """The campaign's stored pass criteria (rig.campaign_spec.Criteria as JSON; {} where
+        none)."""
         rows = self.query("SELECT criteria FROM campaign WHERE id = ?", (campaign_id,))
         value = json.loads(rows[0]["criteria"]) if rows and rows[0]["criteria"] else {}
         return value if isinstance(value, dict) else {}

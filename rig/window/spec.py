@@ -10,8 +10,8 @@ from typing import Any
 
 from rig.bus.identity import DriveIdentity
 from rig.check.failures import ALLOWED_LOSS, LOST_DURABLE, UNSERIALIZABLE
+from rig.config import Table
 from rig.errors import UserError
-from rig.schema import Table
 
 LOST_WRITE = "lost_write"  # an acknowledged write that did not survive (allowed or not)
 # the classes with a time axis, and the event their delay is measured from

@@ -1,6 +1,7 @@
-"""The stations' summaries in the central database (schema v4): shipped with their cycles, added
-once per cycle however often a batch is shipped or fails mid-way, equal to the station's own,
-made again from the rows of an older database, and a model's figures read through its index."""
+"""The stations' summaries in the central database (schema v4; v5's per-drive totals): shipped
+with their cycles, added once per cycle however often a batch is shipped or fails mid-way, equal
+to the station's own, made again from the rows of an older database, and a model's figures read
+through its index."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 from fixtures.pgcluster import Cluster
 from rig.fleet.central import CentralStore, Cursors
-from rig.fleet.migrations import SCHEMA_VERSION, SUMMARY_TABLES
+from rig.fleet.migrations import DRIVE_TABLES, SCHEMA_VERSION, SUMMARY_TABLES
 from rig.fleet.replicator import next_batch, replicate_store
 from rig.store import Store
 from tests.cli_runner import rig
@@ -165,10 +166,17 @@ def _back_to_v3(pg: Cluster) -> None:
     """The database as a rig before the summaries left it: no summary tables, cycles without
     their classes, schema v3."""
     with psycopg.connect(pg.dsn()) as db:
-        for table in SUMMARY_TABLES:
+        for table in (*SUMMARY_TABLES, *DRIVE_TABLES):
             db.execute(f"DROP TABLE fleet.{table}")
         db.execute("ALTER TABLE fleet.cycle DROP COLUMN failure_classes")
         db.execute("DELETE FROM fleet.schema_version WHERE version > 3")
+
+
+def _drive_totals(db: psycopg.Connection[tuple[object, ...]]) -> dict[str, list[object]]:
+    return {
+        t: db.execute(f"SELECT * FROM fleet.{t} ORDER BY 1, 2, 3, 4, 5").fetchall()
+        for t in DRIVE_TABLES
+    }
 
 
 def test_an_older_database_is_upgraded_with_its_summaries(pg: Cluster, demo_store: Path) -> None:
@@ -182,6 +190,8 @@ def test_an_older_database_is_upgraded_with_its_summaries(pg: Cluster, demo_stor
         store.close()
     with psycopg.connect(pg.dsn()) as db:
         days = db.execute("SELECT * FROM fleet.day_cycles ORDER BY 1, 2, 3, 4, 5").fetchall()
+        drives = _drive_totals(db)
+    assert all(drives.values())
     _back_to_v3(pg)
     with CentralStore(pg.dsn()) as admin:
         assert admin.schema_version() == 3
@@ -192,6 +202,8 @@ def test_an_older_database_is_upgraded_with_its_summaries(pg: Cluster, demo_stor
         assert (
             db.execute("SELECT * FROM fleet.day_cycles ORDER BY 1, 2, 3, 4, 5").fetchall() == days
         )
+        # the per-drive totals (v5) backfilled equal those added as the cycles were shipped
+        assert _drive_totals(db) == drives
         # the classes of each cycle came back as the station wrote them
         classes = db.execute(
             "SELECT channel, seq, failure_classes FROM fleet.cycle WHERE station = 'alpha'"

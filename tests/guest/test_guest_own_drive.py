@@ -38,6 +38,10 @@ def own_drive_station(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gues
         station.close()
 
 
+# its own guest boot (1-2 min under TCG, several on a loaded host): the long target; the short
+# tier shows the same protocol with the RAM disk in tests/test_guest_nbd.py and
+# tests/test_station_drives.py
+@pytest.mark.slow
 def test_a_drive_model_of_its_own_in_the_guest(own_drive_station: GuestStation) -> None:
     station = own_drive_station
     assert all(station.drives[spec.channel].model is model for spec, model in DRIVES)

@@ -12,7 +12,7 @@ from health_paths import real_file
 from rig.bus.base import DriveNode
 from rig.bus.identity import DriveIdentity
 from rig.bus.ready import NotReady, probe_once, wait_ready
-from rig.config import DriveSpec
+from rig.campaign_spec import DriveSpec
 from rig.errors import UnsafeDeviceError
 from rig.health import crosscheck
 from rig.health.errors import ToolMissing

@@ -8,10 +8,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rig.config import Campaign
+from rig.campaign_spec import Campaign
+from rig.config import Table
 from rig.errors import UserError
 from rig.power.base import Edge
-from rig.schema import StationSpec, Table
+from rig.schema import StationSpec
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rig import config
+from rig import campaign_spec
 from rig.bus.recover import RecoveringPresence
 from rig.errors import UserError
 from rig.power.base import Edge
@@ -39,7 +39,7 @@ def test_a_pdu_kind_parses_its_own_keys_and_builds_its_power() -> None:
     text = campaign_text(
         "pdu", 'address = "10.0.0.9:23"\noutlets = 4\nswitch_s = 0.25\nrecover = "rescan"'
     )
-    campaign = config.parse(text, kinds=WITH_PDU)
+    campaign = campaign_spec.parse(text, kinds=WITH_PDU)
     spec = campaign.station
     assert spec == fake_pdu.PduSpec("pdu", "rescan", (), "10.0.0.9:23", 4, 0.25)
     edges: list[Edge] = []
@@ -71,12 +71,14 @@ def test_a_pdu_kind_parses_its_own_keys_and_builds_its_power() -> None:
 )
 def test_bad_pdu_settings_are_refused_in_one_line(kind: str, lines: str, message: str) -> None:
     with pytest.raises(UserError, match=message) as error:
-        config.parse(campaign_text(kind, lines), kinds=WITH_PDU)
+        campaign_spec.parse(campaign_text(kind, lines), kinds=WITH_PDU)
     assert "\n" not in str(error.value)
 
 
 def test_the_pdu_checks_its_outlets_against_the_campaign() -> None:
-    campaign = config.parse(campaign_text("pdu", 'address = "p:1"\noutlets = 2'), kinds=WITH_PDU)
+    campaign = campaign_spec.parse(
+        campaign_text("pdu", 'address = "p:1"\noutlets = 2'), kinds=WITH_PDU
+    )
     with pytest.raises(UserError, match="has 2 outlets; campaign uses 3"):
         station.build(campaign, kinds=WITH_PDU)
 

@@ -18,11 +18,11 @@ from pathlib import Path
 from fixtures.fake_presence import FakePresence
 from fixtures.profiles import profile
 from fixtures.virtual_drive import VirtualDrive, VirtualTarget
-from rig import config
+from rig import campaign_spec
 from rig.bus.base import DriveNode
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
-from rig.config import DriveSpec
+from rig.campaign_spec import DriveSpec
 from rig.io.blockio import BlockTarget
 from rig.power.base import Edge
 from rig.power.relay import RelayBoard
@@ -38,7 +38,7 @@ CAMPAIGN_CHANNELS = (0, 2)  # channels 1 and 3 are never asked to switch
 RESET_AFTER_CUTS = 5  # the MCU resets once this many cut edges happened
 
 
-def _campaign(port: str) -> config.Campaign:
+def _campaign(port: str) -> campaign_spec.Campaign:
     drives = "".join(
         f'[[drive]]\nchannel = {ch}\nmodel = "TWIN {ch}"\nserial = "TWIN{ch}"\n'
         for ch in CAMPAIGN_CHANNELS

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rig import config
+from rig import campaign_spec
 from rig.errors import UserError
 from rig.power import shapes
 from rig.station import campaign_file
@@ -34,12 +34,14 @@ profile = "honest"
 
 
 def test_each_kind_reads_its_own_keys() -> None:
-    sag = config.parse(
+    sag = campaign_spec.parse(
         campaign_text('kind = "sag"\ndepth_pct = [40, 80]\nduration_ms = [1, 20]'),
         kinds=_all_kinds(),
     )
     assert sag.cut.shape == shapes.ShapeSpec("sag", None, (40.0, 80.0), (1.0, 20.0), None)
-    ramp = config.parse(campaign_text('kind = "ramp"\nslew_v_per_ms = 0.5'), kinds=_all_kinds())
+    ramp = campaign_spec.parse(
+        campaign_text('kind = "ramp"\nslew_v_per_ms = 0.5'), kinds=_all_kinds()
+    )
     assert ramp.cut.shape == shapes.ShapeSpec("ramp", slew_v_per_ms=(0.5, 0.5))
     glitch = campaign_file.parse(campaign_text('kind = "glitch"\nduration_ms = [0.1, 2]'))
     assert glitch.cut.shape.kind == "glitch" and glitch.cut.shape.duration_ms == (0.1, 2.0)
@@ -80,7 +82,7 @@ def _all_kinds() -> dict[str, StationKind]:
 )
 def test_bad_kind_keys_are_refused_in_one_line(lines: str, message: str) -> None:
     with pytest.raises(UserError, match=message) as error:
-        config.parse(campaign_text(lines), kinds=_all_kinds())
+        campaign_spec.parse(campaign_text(lines), kinds=_all_kinds())
     assert "\n" not in str(error.value)
 
 

@@ -20,7 +20,7 @@ from fixtures.virtual_drive import VirtualDrive, VirtualTarget
 from rig.bus.base import DriveNode
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
-from rig.config import DriveSpec
+from rig.campaign_spec import DriveSpec
 from rig.io.blockio import BlockTarget
 from rig.power.relay import RelayBoard
 from rig.station import build as station

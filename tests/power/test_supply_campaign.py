@@ -15,7 +15,7 @@ import pytest
 from fixtures import faultcore
 from fixtures.scpi_supply import SimSupply, SupplyServer
 from fixtures.supply_station import supply_station
-from rig import config
+from rig import campaign_spec
 from rig.campaign.observer import Lines, Observer
 from rig.campaign.parallel import run_campaign
 from rig.check import verify
@@ -27,7 +27,7 @@ from tests import scoring
 
 def campaign(
     resource: str, cut: str, models: list[str], cycles: int, strategy: str = "uniform"
-) -> config.Campaign:
+) -> campaign_spec.Campaign:
     drives = "".join(
         f'[[drive]]\nchannel = {ch}\nmodel = "{model}"\nserial = "SUP{ch}"\n'
         for ch, model in enumerate(models)
@@ -82,6 +82,23 @@ def truth(core: faultcore.FaultCore, cut: int, kind: str) -> set[int]:
     return {e.lba for e in core.events(cut, [kind])}
 
 
+def unseen_garbles(core: faultcore.FaultCore, cut: int) -> set[int]:
+    """Blocks garbled at `cut` whose garble no checker can see through the ledger: every sector
+    noise, on a block that the last earlier cut writing it left damaged (tag -1: read back
+    damaged then, so uncertain since; a block no cut wrote keeps its media on this drive)."""
+    sectors = core.profile.block_size // faultcore.SECTOR
+    last: dict[int, int] = {}
+    for earlier in range(1, cut):
+        last.update(core.persisted.get(earlier, {}))
+    return {
+        e.lba
+        for e in core.events(cut, [faultcore.CORRUPTED_IN_FLIGHT])
+        if e.detail["first_sector"] == 0
+        and e.detail["sectors"] == sectors
+        and last.get(e.lba) == -1
+    }
+
+
 def test_sags_into_the_band_find_each_profiles_truth_per_class_and_lba(tmp_path: Path) -> None:
     server = SupplyServer(SimSupply("keysight-e36", "E36312A"))
     profiles = {0: "brownout-reset", 1: "brownout-corrupt", 2: "brownout-hang"}
@@ -103,7 +120,8 @@ def test_sags_into_the_band_find_each_profiles_truth_per_class_and_lba(tmp_path:
         server.close()
     assert statuses == ["ok"] * 18 and [s.cycles for s in summaries] == [6, 6, 6]
     assert all(s["kind"] == "sag" and 55 <= s["depth"] <= 70 for s in shapes)
-    for cycle in range(1, 7):  # one dip per cycle: truth cut N is cycle N
+    cuts = range(1, 7)
+    for cycle in cuts:  # one dip per cycle: truth cut N is cycle N
         core = drives[0].core
         lost = set().union(*(lbas for cls, lbas in reset[cycle].items() if cls != "allowed_loss"))
         truth_lost = truth(core, cycle, faultcore.LOST_FLUSHED)
@@ -122,7 +140,13 @@ def test_sags_into_the_band_find_each_profiles_truth_per_class_and_lba(tmp_path:
         failed = set().union(
             *(lbas for cls, lbas in corrupt[cycle].items() if cls != "allowed_loss")
         )
-        assert garbled <= failed, dict(corrupt[cycle])  # each garbled block is a failure found
+        # each garbled block is a failure found, but one the host cannot see: all its sectors
+        # noise (nothing of this cycle's write shows) on a block an earlier garble left damaged
+        # (uncertain in the ledger: its old damage may be what reads back, and the unflushed
+        # write's loss is allowed; docs/checker.md, uncertain blocks; decision 380)
+        unseen = unseen_garbles(drives[1].core, cycle)
+        assert garbled - unseen <= failed, dict(corrupt[cycle])
+        assert unseen <= corrupt[cycle]["allowed_loss"] | failed, (unseen, dict(corrupt[cycle]))
         assert set(hang[cycle]) >= {"hang"}  # found, and the drive power-cycled back
     # brownout-reset: the checker's findings equal the truth exactly, block by block and cut by
     # cut, where the truth of a dropped block is read through the ledger as the contract says
@@ -131,7 +155,14 @@ def test_sags_into_the_band_find_each_profiles_truth_per_class_and_lba(tmp_path:
     assert reset_score.perfect, (reset_score.table(), reset_score.examples)
     assert reset_score.tp[verify.LOST_DURABLE] > 20 and set(reset_score.tp) == {verify.LOST_DURABLE}
     assert any(reset[c]["lost_durable_write"] for c in reset)
-    assert any(corrupt[c].get("bit_corruption") for c in corrupt)
+    # a dip finds the cache empty when a flush completed after the last write (about half the
+    # cuts here; all six in about 1 run in 20-40): bit corruption is found exactly when a cut
+    # garbled a block the host can see (decision 380)
+    core = drives[1].core
+    visible = [
+        truth(core, c, faultcore.CORRUPTED_IN_FLIGHT) - unseen_garbles(core, c) for c in cuts
+    ]
+    assert any(corrupt[c].get("bit_corruption") for c in cuts) == any(visible)
     hung = [e for e in drives[2].core.truth if e.kind == faultcore.HUNG]
     assert len(hung) == 6 and not drives[2].hung
 

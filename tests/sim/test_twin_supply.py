@@ -1,7 +1,8 @@
 """`rig run` with `[station] kind = "scpi-supply"`, end to end: the production command talks SCPI
 through PyVISA's socket resource (pyvisa-py) to the simulated supply, whose outputs are the rails
 of the full-system twin's drives (FUSE-served loop devices found through udev): sags and ramps
-on an honest and a PLP drive, no failure, every cut's shape recorded."""
+on an honest and a PLP drive, no failure, every cut's shape recorded; and a supply that stops
+answering at a set switch, between cuts (the drive left powered) or inside one (left off)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from fixtures.simssd.runtime import TwinDrive
 from fixtures.simssd.twin import SHIM_DIR, SimTwin
@@ -108,53 +110,67 @@ def test_rig_run_sags_and_ramps_through_pyvisa_against_the_simulated_supply(
         assert station.startswith("scpi-supply E36312A TCPIP::127.0.0.1::")
 
 
-def test_rig_run_meets_a_supply_that_stops_answering_mid_campaign(
-    tmp_path: Path, twin: None
-) -> None:
-    import signal
-    import subprocess
-    import sys
-    import time
-
+def run_until_the_supply_freezes(tmp_path: Path, acted: bool) -> dict[str, Any]:
+    """`rig run` (40 cuts of one honest drive) against a supply that stops answering at its
+    third switch off (`acted`: after switching the output off, inside the third cut; else
+    before, the output still on): the command's exit, its stderr, the cycles' statuses and
+    errors, the campaign's status, and whether the drive is still on the bus at the end."""
     drives = [TwinDrive(0, "SUPPLY FREEZE", "SUPF0", "", "honest", 7)]
+    freeze = {"on": False, "nth": 3, "acted": acted}
     sim = SimTwin(
         drives,
         tmp_path / "truth.jsonl",
-        {"family": "keysight-e36", "model": "E36312A", "volts": 5.0},
+        {"family": "keysight-e36", "model": "E36312A", "volts": 5.0, "freeze_at_switch": freeze},
     )
-    env = {**os.environ, "PATH": f"{SHIM_DIR}{os.pathsep}{os.environ.get('PATH', os.defpath)}"}
+    path = {"PATH": f"{SHIM_DIR}{os.pathsep}{os.environ.get('PATH', os.defpath)}"}
     text = campaign(sim.resource, 'kind = "off"').replace("cycles = 5", "cycles = 40")
     text = text.replace('\n[[drive]]\nchannel = 1\nmodel = "SUPPLY PLP"\nserial = "SUPP1"\n', "")
     text = text.replace("SUPPLY HONEST", "SUPPLY FREEZE").replace("SUPH0", "SUPF0")
     text = text.replace("volts = 5.0", "volts = 5.0\ntimeout_ms = 500")
     (tmp_path / "c.toml").write_text(text)
-    db = tmp_path / "s.sqlite"
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "rig.cli", "run", "c.toml", "--db", "s.sqlite"],
-            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:  # (read-only: never the one who creates the store)
-                with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as store:
-                    done = store.execute("SELECT count(*) FROM cycle").fetchone()[0]
-            except sqlite3.Error:
-                done = 0
-            if done >= 2:
-                break
-            time.sleep(0.1)
-        os.kill(sim.proc.pid, signal.SIGUSR1)  # the supply stops answering, its output on
-        _, stderr = proc.communicate(timeout=300)
+        result = rig("run", "c.toml", "--db", "s.sqlite", cwd=tmp_path, timeout_s=300, env=path)
         node_still_there = os.path.exists(sim.nodes["SUPF0"])
     finally:
         sim.close()
-    lines = stderr.strip().splitlines()
-    assert proc.returncode == 3 and len(lines) == 1, stderr
-    assert "the supply did not answer" in lines[0]
-    with sqlite3.connect(db) as store:
-        statuses = [r[0] for r in store.execute("SELECT status FROM cycle ORDER BY id")]
+    with sqlite3.connect(tmp_path / "s.sqlite") as store:
+        rows = list(store.execute("SELECT status, error FROM cycle ORDER BY seq"))
         ended = store.execute("SELECT status FROM campaign").fetchone()[0]
-    assert statuses[:2] == ["ok", "ok"] and statuses.count("error") >= 1 and len(statuses) < 40
-    assert ended == "done"  # the campaign's end recorded all the same
-    assert node_still_there  # the drive stayed powered: its output was on when it froze
+    return {
+        "returncode": result.returncode,
+        "stderr": result.stderr,
+        "statuses": [r[0] for r in rows],
+        "errors": [r[1] for r in rows if r[0] == "error"],
+        "ended": ended,
+        "node_still_there": node_still_there,
+    }
+
+
+def test_rig_run_meets_a_supply_that_stops_answering_between_cuts(
+    tmp_path: Path, twin: None
+) -> None:
+    # the supply freezes before it acts on the third cut: its output was last told on
+    got = run_until_the_supply_freezes(tmp_path, acted=False)
+    lines = got["stderr"].strip().splitlines()
+    assert got["returncode"] == 3 and len(lines) == 1, got["stderr"]
+    assert "the supply did not answer" in lines[0]
+    # two cuts made, the third a rig ERROR naming the silence; the channel stopped there
+    assert got["statuses"] == ["ok", "ok", "error"], got
+    assert all("did not answer" in e for e in got["errors"]), got["errors"]
+    assert got["ended"] == "done"  # the campaign's end recorded all the same
+    assert got["node_still_there"]  # the drive stayed powered: its output was on
+
+
+def test_rig_run_meets_a_supply_that_stops_answering_inside_a_cut(
+    tmp_path: Path, twin: None
+) -> None:
+    # the supply freezes once it has switched the third cut's output off: nothing can switch
+    # it back, and the rig says so in its one line (decision 342)
+    got = run_until_the_supply_freezes(tmp_path, acted=True)
+    lines = got["stderr"].strip().splitlines()
+    assert got["returncode"] == 3 and len(lines) == 1, got["stderr"]
+    assert "the supply did not answer" in lines[0]
+    assert got["statuses"] == ["ok", "ok", "error"], got
+    assert all("did not answer" in e for e in got["errors"]), got["errors"]
+    assert got["ended"] == "done"
+    assert not got["node_still_there"]  # its output stayed off: the drive is unpowered

@@ -9,7 +9,7 @@ from psycopg import sql
 from rig.errors import UserError
 from rig.fleet.central import summaries
 from rig.fleet.central.connection import CentralConnection
-from rig.fleet.migrations import MIGRATIONS, SCHEMA_VERSION, SUMMARY_BACKFILL
+from rig.fleet.migrations import DRIVE_BACKFILL, MIGRATIONS, SCHEMA_VERSION, SUMMARY_BACKFILL
 
 STATION_NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 
@@ -57,7 +57,10 @@ class SchemaAdmin(CentralConnection):
                 db.execute(MIGRATIONS[number])
                 if number + 1 == SUMMARY_BACKFILL:  # from the rows an older database holds
                     with db.cursor() as cur:
-                        summaries.rebuild(cur)
+                        summaries.rebuild_days(cur)
+                if number + 1 == DRIVE_BACKFILL:
+                    with db.cursor() as cur:
+                        summaries.rebuild_drives(cur)
                 db.execute("INSERT INTO fleet.schema_version (version) VALUES (%s)", (number + 1,))
         self._commit()
         return self.schema_version()

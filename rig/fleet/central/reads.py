@@ -56,13 +56,11 @@ class ReadQueries(CentralConnection):
         """Per drive of every campaign: cycle rows, cycles (less those a crash cut short: the
         campaign runs them again), cuts, rig errors, failing cycles (from the summaries), and
         cycles ended within the last `recent_s` seconds (for the rate: the recent end of the
-        cycle table's `ended_at` index)."""
+        cycle table's `ended_at` index). A row per drive (`drive_cycles`, schema v5)."""
         return self._read(
-            "SELECT s.*, coalesce(r.recent, 0) AS recent FROM (SELECT station, campaign_uid,"
-            " channel, sum(rows)::bigint AS rows, sum(cycles)::bigint AS cycles,"
-            " sum(cuts)::bigint AS cuts, sum(rig_errors)::bigint AS rig_errors,"
-            " sum(failing)::bigint AS failing, max(last_ended) AS last_ended"
-            " FROM fleet.day_cycles GROUP BY station, campaign_uid, channel) s"
+            "SELECT s.station, s.campaign_uid, s.channel, s.rows, s.cycles, s.cuts,"
+            " s.rig_errors, s.failing, s.last_ended, coalesce(r.recent, 0) AS recent"
+            " FROM fleet.drive_cycles s"
             " LEFT JOIN (SELECT station, campaign_uid, channel, count(*) AS recent"
             " FROM fleet.cycle WHERE ended_at > %s GROUP BY station, campaign_uid, channel) r"
             " USING (station, campaign_uid, channel)",
@@ -72,8 +70,38 @@ class ReadQueries(CentralConnection):
     def finding_counts(self) -> list[Row]:
         """Failure findings per class, per campaign (from the summaries)."""
         return self._read(
-            "SELECT station, campaign_uid, class, sum(findings)::bigint AS n FROM fleet.day_class"
+            "SELECT station, campaign_uid, class, sum(findings)::bigint AS n FROM fleet.drive_class"
             " WHERE failure = 1 GROUP BY station, campaign_uid, class"
+        )
+
+    def model_drive_totals(self, model: str | None = None) -> list[Row]:
+        """Per drive of a model (or of every model): its identity and cycle counts (from the
+        per-drive totals: a row per drive)."""
+        return self._read(
+            "SELECT d.station, d.campaign_uid, d.channel, d.model, d.serial, d.wwn,"
+            " coalesce(s.cuts, 0) AS cuts, coalesce(s.dead, 0) AS dead,"
+            " coalesce(s.rig_errors, 0) AS rig_errors,"
+            " coalesce(s.interrupted, 0) AS interrupted FROM fleet.drive d"
+            " LEFT JOIN fleet.drive_cycles s USING (station, campaign_uid, channel)"
+            " WHERE %(model)s::text IS NULL OR d.model = %(model)s",
+            {"model": model},
+        )
+
+    def model_failing_sets(self, model: str | None = None) -> list[Row]:
+        """Per drive of a model (or of every model): cuts per set of failure classes."""
+        return self._read(
+            "SELECT station, campaign_uid, channel, model, classes, cuts FROM fleet.drive_failing"
+            " WHERE %(model)s::text IS NULL OR model = %(model)s",
+            {"model": model},
+        )
+
+    def model_class_totals(self, model: str) -> list[Row]:
+        """A model's findings and blocks per class (from the per-drive totals)."""
+        return self._read(
+            "SELECT class, failure, sum(findings)::bigint AS findings,"
+            " sum(blocks)::bigint AS blocks FROM fleet.drive_class WHERE model = %s"
+            " GROUP BY class, failure",
+            (model,),
         )
 
     def cycles_of(self, station: str, uid: int, channel: int) -> list[Row]:

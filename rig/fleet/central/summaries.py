@@ -97,6 +97,43 @@ GROUP BY 1, 2, 3, 4, 5, 6, 7
 ON CONFLICT (model, day, station, campaign_uid, channel, since, ms) DO UPDATE SET
     n = t.n + excluded.n
 """
+_DRIVE_CYCLES = """
+INSERT INTO fleet.drive_cycles AS t (station, campaign_uid, channel, model, rows, cycles, cuts,
+    dead, rig_errors, interrupted, failing, last_ended)
+SELECT c.station, c.campaign_uid, c.channel, d.model, count(*),
+    count(*) FILTER (WHERE c.status <> 'interrupted'),
+    count(*) FILTER (WHERE c.status IN ('ok', 'dead')),
+    count(*) FILTER (WHERE c.status = 'dead'),
+    count(*) FILTER (WHERE c.status = 'error'),
+    count(*) FILTER (WHERE c.status = 'interrupted'),
+    count(*) FILTER (WHERE c.failures > 0), max(c.ended_at)
+FROM {cycles} c JOIN fleet.drive d USING (station, campaign_uid, channel)
+GROUP BY 1, 2, 3, 4
+ON CONFLICT (station, campaign_uid, channel) DO UPDATE SET
+    rows = t.rows + excluded.rows, cycles = t.cycles + excluded.cycles,
+    cuts = t.cuts + excluded.cuts, dead = t.dead + excluded.dead,
+    rig_errors = t.rig_errors + excluded.rig_errors,
+    interrupted = t.interrupted + excluded.interrupted, failing = t.failing + excluded.failing,
+    last_ended = greatest(t.last_ended, excluded.last_ended)
+"""
+_DRIVE_FAILING = """
+INSERT INTO fleet.drive_failing AS t (station, campaign_uid, channel, model, classes, cuts)
+SELECT c.station, c.campaign_uid, c.channel, d.model, c.failure_classes, count(*)
+FROM {cycles} c JOIN fleet.drive d USING (station, campaign_uid, channel)
+WHERE c.failure_classes IS NOT NULL AND c.status IN ('ok', 'dead')
+GROUP BY 1, 2, 3, 4, 5
+ON CONFLICT (station, campaign_uid, channel, classes) DO UPDATE SET cuts = t.cuts + excluded.cuts
+"""
+_DRIVE_CLASS = """
+INSERT INTO fleet.drive_class AS t (station, campaign_uid, channel, model, class, failure,
+    findings, blocks)
+SELECT c.station, c.campaign_uid, c.channel, d.model, s.class, s.failure, sum(s.n), sum(s.blocks)
+FROM {totals} s JOIN {cycles} c USING (station, campaign_uid, channel, seq)
+JOIN fleet.drive d USING (station, campaign_uid, channel)
+GROUP BY 1, 2, 3, 4, 5, 6
+ON CONFLICT (station, campaign_uid, channel, class, failure) DO UPDATE SET
+    findings = t.findings + excluded.findings, blocks = t.blocks + excluded.blocks
+"""
 
 
 def _sql(template: str, cycles: str, totals: str = "stage_cycle_total") -> sql.SQL:
@@ -136,6 +173,8 @@ def add_new(
     _stage(cur, "stage_cycle_lost", station, lost)
     cur.execute(_sql(_DAY_CYCLES, "new_cycle"))
     cur.execute(_sql(_DAY_CLASS, "new_cycle"))
+    for drive_totals in (_DRIVE_CYCLES, _DRIVE_FAILING, _DRIVE_CLASS):
+        cur.execute(_sql(drive_totals, "new_cycle"))
     if lost:
         cur.execute(_sql(_DAY_LOST, "new_cycle"))
 
@@ -151,7 +190,30 @@ def _stage(
 
 
 def rebuild(cur: psycopg.Cursor[Row]) -> None:
-    """Every summary made again from the cycle and finding rows (inside the caller's
+    """Every summary made again from the cycle and finding rows: the day tables, then the
+    per-drive totals."""
+    rebuild_days(cur)
+    rebuild_drives(cur)
+
+
+def rebuild_drives(cur: psycopg.Cursor[Row]) -> None:
+    """The per-drive totals made again (the v5 migration's backfill): the counts from the cycle
+    rows, the findings per class from `day_class` (the same sums, a row per drive and day)."""
+    for table in ("drive_cycles", "drive_class", "drive_failing"):
+        cur.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier("fleet", table)))
+    cur.execute(_sql(_DRIVE_CYCLES, "fleet.cycle"))
+    cur.execute(_sql(_DRIVE_FAILING, "fleet.cycle"))
+    cur.execute(
+        "INSERT INTO fleet.drive_class (station, campaign_uid, channel, model, class, failure,"
+        " findings, blocks) SELECT station, campaign_uid, channel, model, class, failure,"
+        " sum(findings), sum(blocks) FROM fleet.day_class WHERE findings > 0"
+        " GROUP BY 1, 2, 3, 4, 5, 6"
+    )
+    cur.execute("ANALYZE fleet.drive_cycles, fleet.drive_class, fleet.drive_failing")
+
+
+def rebuild_days(cur: psycopg.Cursor[Row]) -> None:
+    """Every day summary made again from the cycle and finding rows (inside the caller's
     transaction, as the database owner): the cycles' classes where a cycle has none (shipped by
     an older rig), the counts in SQL, the lost-after times rounded by the station's own rounding
     (rig.store.lost_after_ms) in one pass over the lost durable writes."""

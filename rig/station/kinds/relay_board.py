@@ -7,13 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rig.config import Table
 from rig.errors import UserError
 from rig.power.base import Edge, PowerSwitch
 from rig.power.relay import RelayBoard, find_port
-from rig.schema import StationSpec, Table
+from rig.schema import StationSpec
 
 if TYPE_CHECKING:
-    from rig.config import Campaign
+    from rig.campaign_spec import Campaign
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rig.config import Table
 from rig.errors import UserError
 from rig.power import shapes
 from rig.power.base import Edge, PowerSwitch
 from rig.power.scpi import ScpiSupply, Timeout
 from rig.power.scpi_families import FAMILIES
-from rig.schema import StationSpec, Table
+from rig.schema import StationSpec
 
 if TYPE_CHECKING:
-    from rig.config import Campaign
+    from rig.campaign_spec import Campaign
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rig.config import Table
 from rig.errors import UserError
-from rig.schema import StationSpec, Table
+from rig.schema import StationSpec
 
 if TYPE_CHECKING:
-    from rig.config import Campaign
+    from rig.campaign_spec import Campaign
     from rig.station.model import Station, Wiring
 
 TWINS = ("in-process", "simavr")  # fixtures/: virtual drives, or the full-system twin
