@@ -20,6 +20,7 @@ from rig.check.ledger import CycleLog
 from rig.errors import UserError
 from rig.station import campaign_file
 from rig.store import Store
+from tests.older_stores import downgrade_to_v10
 from tests.test_sim_campaign import campaign_text
 
 ENDURANCE = """
@@ -163,10 +164,8 @@ def test_a_v9_store_gets_its_write_intervals_numbered(tmp_path: Path) -> None:
     ident = {"model": "m", "serial": "s", "wwn": "", "firmware": ""}
     did = store.add_drive(cid, 0, ident, 1 << 30, 4096, (0, 100))
     store.close()
+    downgrade_to_v10(path)
     db = sqlite3.connect(path)  # back to the v9 shape of the store
-    db.execute("ALTER TABLE cycle DROP COLUMN failure_classes")  # v11
-    db.execute("DROP TABLE finding_total")
-    db.execute("DROP TABLE lost_after")
     db.execute("ALTER TABLE endurance_interval DROP COLUMN interval_no")  # v10
     db.execute("ALTER TABLE endurance_interval DROP COLUMN lat_samples")
     db.execute("PRAGMA user_version = 9")
