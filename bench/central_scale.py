@@ -200,8 +200,22 @@ def main() -> None:
         help="a tree of another version (git archive main | tar -x -C DIR): its dashboard"
         " served beside this one's, their requests taken in turn",
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="the database's folder (e.g. /var/tmp/central10m-db), kept after the run; a folder"
+        " that holds one from an earlier run is used as it is (no fill, no lag: the report and"
+        " the dashboard timed again). Remove it with rm -r when done",
+    )
+    parser.add_argument("--only-report", action="store_true", help="no lag, no dashboard")
     args = parser.parse_args()
     print(f"load before: {os.getloadavg()}, {os.cpu_count()} cores")
+    if args.keep is not None and (args.keep / "data" / "PG_VERSION").exists():
+        with pgcluster.cluster(listen="127.0.0.1", fsync=True, keep=args.keep) as pg:
+            print(f"reusing the database in {args.keep}", flush=True)
+            measure(pg, args, Path(tempfile.mkdtemp(prefix="rig-bench-central-", dir="/var/tmp")))
+        print(f"load after: {os.getloadavg()}")
+        return
     work = Path(tempfile.mkdtemp(prefix="rig-bench-central-", dir="/var/tmp"))
     try:
         rows = fr.templates(work)
@@ -212,7 +226,7 @@ def main() -> None:
         for s in range(args.stations):
             stores.append(work / f"st{s}.sqlite")
             station_store(stores[-1], rows, args.sample, s, args.models)
-        with pgcluster.cluster(listen="127.0.0.1", fsync=True) as pg:
+        with pgcluster.cluster(listen="127.0.0.1", fsync=True, keep=args.keep) as pg:
             run(pg, args, rows, stores, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -251,6 +265,14 @@ def run(pg: pgcluster.Cluster, args: argparse.Namespace, rows: list, stores: lis
             " pg_size_pretty(pg_database_size('rig')) AS size"
         )
     print(f"summaries rebuilt in {time.perf_counter() - t:.1f} s: {counts}", flush=True)
+    if not (args.split or args.only_dashboard or args.only_report):
+        lag(pg, args, rows, stores)
+    measure(pg, args, work)
+
+
+def measure(pg: pgcluster.Cluster, args: argparse.Namespace, work: Path) -> None:
+    """On the filled database: the EXPLAIN of a model's year, then the report (whole, or its
+    read and the rest apart: `--split`) and the dashboard, as the options say."""
     viewer = pg.dsn("viewer", "x", "127.0.0.1")
     with CentralStore(viewer) as reader:
         today = datetime.date.today()
@@ -262,15 +284,16 @@ def run(pg: pgcluster.Cluster, args: argparse.Namespace, rows: list, stores: lis
     if args.only_dashboard:
         dashboard(viewer, args)
         return
-    lag(pg, args, rows, stores)
     out = work / "report"
     wall, rss, code = timed_child(
         [sys.executable, "-m", "rig.cli", "report", "--central", viewer, "--out", str(out)],
         args.report_timeout,
     )
     print(f"rig report --central: {wall:.1f} s, peak RSS {rss:.0f} MiB, exit {code}", flush=True)
+    print(f"load: {os.getloadavg()}", flush=True)
     shutil.rmtree(out, ignore_errors=True)
-    dashboard(viewer, args)
+    if not args.only_report:
+        dashboard(viewer, args)
 
 
 SPLIT = """

@@ -4,11 +4,14 @@ same. A campaign's source is `central:<station>`; its station reads `<station>: 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import math
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
+from reports import binned
+from reports.analysis import DELAY_BINS_MS
 from reports.counted import add_counts
-from reports.cuts import CutTable, TableBuilder
+from reports.cuts import CUT_STATUSES, CutTable, TableBuilder
 from reports.dataset import (
     CHUNK,
     EXAMPLES_PER_DRIVE,
@@ -19,6 +22,7 @@ from reports.dataset import (
     HealthRow,
     decode,
 )
+from reports.run_parts import RunPart, SummarisedCuts
 from rig.check.failures import COUNTER_ANOMALY
 
 Filter = Callable[[dict[str, Any]], bool]
@@ -29,11 +33,19 @@ class CentralReads(Protocol):
     """What the report reads from the fleet's central database: reports/ sits below rig/fleet/
     (decision 282), so the fleet's `CentralStore` (rig/fleet/central/reads.py) is handed in."""
 
+    @property
+    def closed(self) -> bool: ...
+    def reopened(self) -> CentralReads: ...
+    def close(self) -> None: ...
     def campaign_rows(self) -> list[Row]: ...
     def drive_rows(self) -> list[Row]: ...
     def cut_columns(
         self, station: str, uid: int, channel: int, chunk: int
     ) -> Iterator[list[tuple[Any, ...]]]: ...
+    def cut_aggregates(
+        self, bins_per_e: float, floor_ms: float, delay_edges: Sequence[float]
+    ) -> list[Row]: ...
+    def cuts_through(self, station: str, uid: int, channel: int, seq: int) -> int: ...
     def drive_class_totals(self, station: str, uid: int, channel: int) -> list[Row]: ...
     def drive_lost_after(self, station: str, uid: int, channel: int) -> list[Row]: ...
     def health_of(self, station: str, uid: int, channel: int) -> list[Row]: ...
@@ -71,6 +83,7 @@ def read(
         c = campaign_of(row, label)
         campaigns[(row["station"], row["uid"])] = c
         data.campaigns.append(c)
+    aggregates = _aggregates(central)
     for row in central.drive_rows():
         owner = campaigns.get((row["station"], row["campaign_uid"]))
         if owner is None or (drive is not None and not drive(row)):
@@ -86,7 +99,9 @@ def read(
             row["profile"],
             row["status"],
         )
-        _fill(central, run, row["station"], row["campaign_uid"], row["channel"])
+        key = (row["station"], row["campaign_uid"], row["channel"])
+        _fill(central, run, *key)
+        run.cuts = _summarised(central, key, aggregates.get(key, []))
         data.runs.append(run)
     return data
 
@@ -131,6 +146,66 @@ def _cut_table(central: CentralReads, station: str, uid: int, channel: int) -> C
     return builder.done()
 
 
+def _aggregates(central: CentralReads) -> dict[tuple[str, int, int], list[Row]]:
+    """The server's aggregates of every drive's cycles (one pass over the cycle table), by
+    drive."""
+    by_drive: dict[tuple[str, int, int], list[Row]] = {}
+    edges = [e for e in DELAY_BINS_MS if math.isfinite(e)]
+    for r in central.cut_aggregates(binned.BINS_PER_E, binned.FLOOR_MS, edges):
+        by_drive.setdefault((r["station"], r["campaign_uid"], r["channel"]), []).append(r)
+    return by_drive
+
+
+def _summarised(central: CentralReads, key: tuple[str, int, int], rows: list[Row]) -> Any:
+    """A drive's cuts as its aggregates (reports.run_parts.SummarisedCuts): the counts, sums
+    and place of death of its RunPart, its return-time bins and delay bins."""
+    part = RunPart(0, {}, [frozenset()], {}, None, 0, 0, 0, 0, 0)
+    returns, delays = binned.LogHistogram(), binned.DelayCounts()
+    first_dead = None
+    bins = len(DELAY_BINS_MS) - 1
+    for r in rows:
+        n = int(r["n"])
+        if r["kind"] == "status":
+            status, text = r["status"], r["failure_classes"]
+            part.statuses[status] = part.statuses.get(status, 0) + n
+            part.bytes_written += int(r["bytes_written"] or 0)
+            if status not in CUT_STATUSES:
+                continue
+            classes = frozenset(text.split(",")) if text is not None else frozenset()
+            if classes not in part.class_sets:
+                part.class_sets.append(classes)
+            part.class_counts[classes] = part.class_counts.get(classes, 0) + n
+            part.cuts += n
+            part.blocks_checked += int(r["blocks_checked"] or 0)
+            part.full_scans += int(r["full_scans"] or 0)
+            part.blocks_unchecked += int(r["blocks_unchecked"] or 0)
+            if r["first_dead"] is not None:
+                first_dead = r["first_dead"]
+        elif r["kind"] == "return" and r["rbin"] is not None:
+            returns.add_bin(r["rbin"], n, r["low"], r["high"], r["total"])
+        else:
+            ack = r["kind"] == "ack"
+            k, column = (r["abin"], "ack_to_cut_ms") if ack else (r["fbin"], "flush_to_cut_ms")
+            if k is not None:
+                delays.add(column, int(k) - 1, bins, n, bool(r["failed"]))
+    part.returns = returns.n
+    if first_dead is not None:
+        part.dead_at = central.cuts_through(*key, first_dead)
+    return SummarisedCuts(part, returns, delays, lambda: _rows_of(central, key))
+
+
+def _rows_of(central: CentralReads, key: tuple[str, int, int]) -> CutTable:
+    """A drive's cut rows, read when an analysis asks for them one by one (after the read's
+    connection was closed, on a new one)."""
+    if not central.closed:
+        return _cut_table(central, *key)
+    again = central.reopened()
+    try:
+        return _cut_table(again, *key)
+    finally:
+        again.close()
+
+
 def _fill(central: CentralReads, run: DriveRun, station: str, uid: int, channel: int) -> None:
     """A drive's figures from the central summaries (never from its finding rows, but the first
     failure findings and the counter anomalies, which the report lists one by one)."""
@@ -156,7 +231,6 @@ def _fill(central: CentralReads, run: DriveRun, station: str, uid: int, channel:
             detail = decode(f["detail"])
             if isinstance(detail, dict):
                 run.anomalies.append(dict(detail, seq=f["seq"]))
-    run.cuts = _cut_table(central, station, uid, channel)
     for h in central.health_of(station, uid, channel):
         fields = decode(h["fields"])
         if isinstance(fields, dict):

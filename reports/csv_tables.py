@@ -24,6 +24,7 @@ from reports.cuts import SpilledCuts, column_chunks, table_of
 from reports.dataset import Dataset, DriveRun
 from reports.endurance import EnduranceSeries, WindowFit
 from reports.record import NOT_ENOUGH_DATA, Report
+from reports.run_parts import SummarisedCuts
 
 Row = Sequence[object]
 
@@ -164,6 +165,8 @@ def _cut_lines(run: DriveRun) -> Iterator[str]:
     """cuts.csv's rows of the run, as csv.writer writes them, made a chunk at a time from its
     columns (read a piece at a time: issue 27): the run's own cells once, a status or class
     set once per kind, a float by repr."""
+    if isinstance(run.cuts, SummarisedCuts):  # the central report: no row per cut (decision 420)
+        return
     source = run.cuts if isinstance(run.cuts, SpilledCuts) else table_of(run.cuts)
     head = "".join(
         _csv_cell(v) + ","

@@ -7,12 +7,13 @@ import dataclasses
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
 from fixtures.pgcluster import Cluster
-from reports import analysis, dataset
+from reports import analysis, binned, dataset, export
 from rig.errors import UserError
 from rig.fleet import dispatch
 from rig.fleet.central import CentralStore
@@ -45,6 +46,31 @@ def _report(data: dataset.Dataset) -> dict[str, object]:
             example.pop("id", None)
             example.pop("cycle_id", None)
     return json.loads(json.dumps(body, default=str))
+
+
+def assert_the_same_but_binned(central: dict[str, Any], station: dict[str, Any]) -> None:
+    """The central report's analysis is the station's but for what it keeps binned (decision
+    420, docs/reports.md): no per-cut list (return_ms, delays), and the return-time p50, p90,
+    p99 and each drive's median within the bins' stated error (min, max and mean exact)."""
+    assert len(central["models"]) == len(station["models"])
+    for c, s in zip(central["models"], station["models"], strict=True):
+        assert s["return_ms"] and c["return_ms"] == "[]"  # (a BinnedReturns lists none)
+        assert c["delays"]["ack_to_cut_ms"] == "[]" != s["delays"]["ack_to_cut_ms"]
+        for key in ("return_ms", "delays"):
+            c.pop(key), s.pop(key)
+        cq, sq = c.pop("return_quantiles"), s.pop("return_quantiles")
+        assert cq.keys() == sq.keys()
+        for k in ("min", "max"):
+            assert cq[k] == sq[k]
+        assert cq["mean"] == pytest.approx(sq["mean"], rel=1e-12)
+        for k in ("p50", "p90", "p99"):
+            assert cq[k] == pytest.approx(sq[k], rel=binned.RELATIVE_ERROR)
+        for cd, sd in zip(c["drives"], s["drives"], strict=True):
+            cm, sm = cd.pop("median_return_ms"), sd.pop("median_return_ms")
+            assert (cm is None) == (sm is None)
+            if sm is not None:
+                assert cm == pytest.approx(sm, rel=binned.RELATIVE_ERROR)
+    assert central == station  # every count, interval, bin and verdict
 
 
 def test_replication_is_exact_idempotent_and_reports_the_same(
@@ -80,7 +106,22 @@ def test_replication_is_exact_idempotent_and_reports_the_same(
         db.close()
     from_store = _report(dataset.load([str(demo_store)]))
     from_central = _report(central_dataset(pg.dsn("viewer", "pw-viewer", "127.0.0.1")))
-    assert from_central == from_store
+    assert_the_same_but_binned(from_central, from_store)
+    # and its files: bins instead of per-cut lists, no cut rows (docs/reports.md)
+    export.write_dataset_report(central_dataset(pg.dsn()), str(tmp_path / "central"))
+    export.write_dataset_report(dataset.load([str(demo_store)]), str(tmp_path / "station"))
+    body = json.loads((tmp_path / "central" / "report.json").read_text())
+    listed = json.loads((tmp_path / "station" / "report.json").read_text())
+    for model, own in zip(body["models"], listed["models"], strict=True):
+        assert model["return_ms"] == [] and model["delays"] == []
+        assert len(own["delays"]) == own["cuts"] > 0
+        bins = model["return_histogram"]["bins"]
+        assert sum(c for _, c in bins) == len(own["return_ms"]) > 0
+    assert len((tmp_path / "central" / "cuts.csv").read_text().splitlines()) == 1  # its header
+    assert len((tmp_path / "station" / "cuts.csv").read_text().splitlines()) == 37
+    page = (tmp_path / "central" / "report.html").read_text()
+    assert "keeps the delays as cuts and failing cuts per delay bin" in page
+    assert "(bins of +-2.2%)" in page  # the return-time curve's legend
     # the same campaign from both sources is refused, not counted twice
     with pytest.raises(UserError, match="give each once"):
         dataset.merge([central_dataset(pg.dsn()), dataset.load([str(demo_store)])])
