@@ -179,8 +179,8 @@ def _summarised(central: CentralReads, key: tuple[str, int, int], rows: list[Row
             part.blocks_checked += int(r["blocks_checked"] or 0)
             part.full_scans += int(r["full_scans"] or 0)
             part.blocks_unchecked += int(r["blocks_unchecked"] or 0)
-            if r["first_dead"] is not None:
-                first_dead = r["first_dead"]
+            if r["first_dead"] is not None:  # (a group per set of classes: the first of all)
+                first_dead = min(first_dead or r["first_dead"], r["first_dead"])
         elif r["kind"] == "return" and r["rbin"] is not None:
             returns.add_bin(r["rbin"], n, r["low"], r["high"], r["total"])
         else:

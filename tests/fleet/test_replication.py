@@ -83,6 +83,11 @@ def test_replication_is_exact_idempotent_and_reports_the_same(
         source.backup(target)
     with sqlite3.connect(copy) as db:
         db.execute("UPDATE cycle SET blocks_unchecked = seq % 3")
+        # a drive that died at its 9th cycle after a rig error at its 4th, and one with an
+        # interrupted cycle: the place of death and the statuses the aggregates count
+        db.execute("UPDATE cycle SET status = 'error' WHERE drive_id = 2 AND seq = 4")
+        db.execute("UPDATE cycle SET status = 'dead' WHERE drive_id = 2 AND seq >= 9")
+        db.execute("UPDATE cycle SET status = 'interrupted' WHERE drive_id = 3 AND seq = 5")
     demo_store = copy
     store = Store(str(demo_store))
     try:
