@@ -27,20 +27,37 @@ FROM (SELECT *, status IN ('ok', 'dead') AS cut,
     CASE WHEN last_flush_to_cut_ns >= 0 THEN last_flush_to_cut_ns{MS} END AS flush
     FROM fleet.cycle) c
 """
+# per drive and combination of keys first (hashed in parallel workers over a sequential scan: a
+# few thousand groups), then the four groupings of those few rows
 AGGREGATES = f"""
 SELECT station, campaign_uid, channel,
     CASE GROUPING(status, failure_classes, rbin, abin, fbin, failed)
         WHEN 15 THEN 'status' WHEN 55 THEN 'return' WHEN 58 THEN 'ack' ELSE 'flush' END AS kind,
-    status, failure_classes, rbin, abin, fbin, failed, count(*) AS n,
+    status, failure_classes, rbin, abin, fbin, failed, sum(n) AS n,
+    sum(bytes_written) AS bytes_written, sum(blocks_checked) AS blocks_checked,
+    sum(full_scans) AS full_scans, sum(blocks_unchecked) AS blocks_unchecked,
+    min(first_dead) AS first_dead, min(low) AS low, max(high) AS high, sum(total) AS total
+FROM (SELECT station, campaign_uid, channel, status, failure_classes, rbin, abin, fbin,
+    bool_or(failed) AS failed, count(*) AS n,
     sum(bytes_written) AS bytes_written, sum(blocks_checked) AS blocks_checked,
     count(*) FILTER (WHERE full_scan <> 0) AS full_scans,
     sum(blocks_unchecked) AS blocks_unchecked,
     min(seq) FILTER (WHERE status = 'dead') AS first_dead,
     min(ret) AS low, max(ret) AS high, sum(ret) AS total
-FROM ({_PER_CUT}) p
+    FROM ({_PER_CUT}) p
+    GROUP BY station, campaign_uid, channel, status, failure_classes, rbin, abin, fbin) g
 GROUP BY station, campaign_uid, channel,
     GROUPING SETS ((status, failure_classes), (rbin), (abin, failed), (fbin, failed))
 """
+# The planner's estimate of the groups is millions (it cannot know that a drive's cycles fall in
+# a few combinations), so left alone it sorts 10 M rows along the primary key (47 s at 10 M
+# cuts, docs/performance.md section 7); hashing over a parallel scan takes 5.5 s. Set for the
+# aggregates' transaction only.
+HASHED = (
+    "SET LOCAL work_mem = '64MB'",
+    *(f"SET LOCAL enable_{plan} = off" for plan in ("sort", "incremental_sort", "indexscan")),
+    *(f"SET LOCAL enable_{plan} = off" for plan in ("indexonlyscan", "bitmapscan")),
+)
 # (`kind`, by the set's GROUPING(...): a bit per column left out, status the highest:
 # 0b001111 = 15 status and classes, 0b110111 = 55 return bin, 0b111010 = 58 ack bin and outcome,
 # 0b111100 = 60 flush bin and outcome)
@@ -63,6 +80,8 @@ class CutAggregates(CentralConnection):
             "floor": floor_ms,
             "edges": list(delay_edges),
         }
+        for setting in HASHED:
+            self._all(setting)
         return self._read(AGGREGATES, params)
 
     def cuts_through(self, station: str, uid: int, channel: int, seq: int) -> int:
