@@ -208,6 +208,9 @@ def main() -> None:
         " the dashboard timed again). Remove it with rm -r when done",
     )
     parser.add_argument("--only-report", action="store_true", help="no lag, no dashboard")
+    parser.add_argument(
+        "--cut-rows", action="store_true", help="the report with --cut-rows (cuts.csv listed)"
+    )
     args = parser.parse_args()
     print(f"load before: {os.getloadavg()}, {os.cpu_count()} cores")
     if args.keep is not None and (args.keep / "data" / "PG_VERSION").exists():
@@ -286,7 +289,8 @@ def measure(pg: pgcluster.Cluster, args: argparse.Namespace, work: Path) -> None
         return
     out = work / "report"
     wall, rss, code = timed_child(
-        [sys.executable, "-m", "rig.cli", "report", "--central", viewer, "--out", str(out)],
+        [sys.executable, "-m", "rig.cli", "report", "--central", viewer, "--out", str(out)]
+        + (["--cut-rows"] if args.cut_rows else []),
         args.report_timeout,
     )
     print(f"rig report --central: {wall:.1f} s, peak RSS {rss:.0f} MiB, exit {code}", flush=True)

@@ -70,10 +70,15 @@ EXAMPLE_COLUMNS = (
 
 
 def read(
-    central: CentralReads, *, campaign: Filter | None = None, drive: Filter | None = None
+    central: CentralReads,
+    *,
+    campaign: Filter | None = None,
+    drive: Filter | None = None,
+    cut_rows: bool = False,
 ) -> Dataset:
     """Every replicated campaign (or those `campaign` accepts) and their drives (or those
-    `drive` accepts, given a drive row)."""
+    `drive` accepts, given a drive row); `cut_rows`: cuts.csv lists their cycles, streamed
+    from the server a chunk at a time when it is written (decision 423)."""
     label = "central"
     data = Dataset(sources=[label], campaigns=[], runs=[])
     campaigns: dict[tuple[str, int], Campaign] = {}
@@ -101,7 +106,7 @@ def read(
         )
         key = (row["station"], row["campaign_uid"], row["channel"])
         _fill(central, run, *key)
-        run.cuts = _summarised(central, key, aggregates.get(key, []))
+        run.cuts = _summarised(central, key, aggregates.get(key, []), cut_rows)
         data.runs.append(run)
     return data
 
@@ -132,18 +137,23 @@ def decode_config(text: str) -> dict[str, Any]:
         return {}
 
 
-def _cut_table(central: CentralReads, station: str, uid: int, channel: int) -> CutTable:
+def _tables(
+    central: CentralReads, key: tuple[str, int, int], per_chunk: bool
+) -> Iterator[CutTable]:
     """The drive's cycles as columns, read a chunk at a time (ms computed by the server), with
-    the failure classes the station recorded in each."""
-    builder = TableBuilder()
-    codes: dict[str | None, int] = {None: 0}
-    for rows in central.cut_columns(station, uid, channel, CHUNK):
+    the failure classes the station recorded in each: one table, or one per chunk."""
+    builder, codes = TableBuilder(), {None: 0}
+    for rows in central.cut_columns(*key, CHUNK):
         columns = list(zip(*rows, strict=True))
         values = dict(zip(("seq", *ROW_COLUMNS), columns[:1] + columns[2:12], strict=True))
         for text in set(columns[12]) - codes.keys():
             codes[text] = builder.code_of_classes(frozenset(str(text).split(",")))
         builder.add(values, columns[1], [codes[t] for t in columns[12]])
-    return builder.done()
+        if per_chunk:
+            yield builder.done()
+            builder, codes = TableBuilder(), {None: 0}
+    if not per_chunk:
+        yield builder.done()
 
 
 def _aggregates(central: CentralReads) -> dict[tuple[str, int, int], list[Row]]:
@@ -156,9 +166,12 @@ def _aggregates(central: CentralReads) -> dict[tuple[str, int, int], list[Row]]:
     return by_drive
 
 
-def _summarised(central: CentralReads, key: tuple[str, int, int], rows: list[Row]) -> Any:
+def _summarised(
+    central: CentralReads, key: tuple[str, int, int], rows: list[Row], cut_rows: bool
+) -> Any:
     """A drive's cuts as its aggregates (reports.run_parts.SummarisedCuts): the counts, sums
-    and place of death of its RunPart, its return-time bins and delay bins."""
+    and place of death of its RunPart, its return-time bins and delay bins (and its rows
+    streamed for cuts.csv, `cut_rows`)."""
     part = RunPart(0, {}, [frozenset()], {}, None, 0, 0, 0, 0, 0)
     returns, delays = binned.LogHistogram(), binned.DelayCounts()
     first_dead = None
@@ -191,17 +204,33 @@ def _summarised(central: CentralReads, key: tuple[str, int, int], rows: list[Row
     part.returns = returns.n
     if first_dead is not None:
         part.dead_at = central.cuts_through(*key, first_dead)
-    return SummarisedCuts(part, returns, delays, lambda: _rows_of(central, key))
+    return SummarisedCuts(
+        part,
+        returns,
+        delays,
+        lambda: _whole(central, key),
+        (lambda: _rows_of(central, key, True)) if cut_rows else None,
+    )
 
 
-def _rows_of(central: CentralReads, key: tuple[str, int, int]) -> CutTable:
-    """A drive's cut rows, read when an analysis asks for them one by one (after the read's
+def _whole(central: CentralReads, key: tuple[str, int, int]) -> CutTable:
+    """A drive's cut rows as one table (read to the end: its cursor and any new connection
+    closed)."""
+    [table] = _rows_of(central, key, False)
+    return table
+
+
+def _rows_of(
+    central: CentralReads, key: tuple[str, int, int], per_chunk: bool
+) -> Iterator[CutTable]:
+    """A drive's cut rows, read when something asks for them one by one (after the read's
     connection was closed, on a new one)."""
     if not central.closed:
-        return _cut_table(central, *key)
+        yield from _tables(central, key, per_chunk)
+        return
     again = central.reopened()
     try:
-        return _cut_table(again, *key)
+        yield from _tables(again, key, per_chunk)
     finally:
         again.close()
 

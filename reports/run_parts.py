@@ -107,8 +107,10 @@ class SummarisedCuts(Sequence[Cut]):
         returns: LogHistogram,
         delays: DelayCounts,
         load: Callable[[], CutTable],
+        listed: Callable[[], Iterator[CutTable]] | None = None,
     ) -> None:
         self.part, self.returns, self.delays, self._load = part, returns, delays, load
+        self.listed = listed  # its rows a chunk at a time for cuts.csv (None: not listed)
 
     def table(self) -> CutTable:
         return self._load()

@@ -8,12 +8,14 @@ import json
 import sqlite3
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import psycopg
 import pytest
 
 from fixtures.pgcluster import Cluster
 from reports import analysis, binned, dataset, export
+from reports import central as report_central
 from rig.errors import UserError
 from rig.fleet import dispatch
 from rig.fleet.central import CentralStore
@@ -124,6 +126,13 @@ def test_replication_is_exact_idempotent_and_reports_the_same(
         assert sum(c for _, c in bins) == len(own["return_ms"]) > 0
     assert len((tmp_path / "central" / "cuts.csv").read_text().splitlines()) == 1  # its header
     assert len((tmp_path / "station" / "cuts.csv").read_text().splitlines()) == 37
+    # --cut-rows: the same rows as the station's cuts.csv, streamed from the server in chunks
+    with CentralStore(pg.dsn()) as store, mock.patch.object(report_central, "CHUNK", 5):
+        data = report_central.read(store, cut_rows=True)
+        export.write_dataset_report(data, str(tmp_path / "rows"))
+    streamed = (tmp_path / "rows" / "cuts.csv").read_text().splitlines()
+    own = (tmp_path / "station" / "cuts.csv").read_text().splitlines()
+    assert [r.split(",", 1)[1] for r in streamed] == [r.split(",", 1)[1] for r in own]
     page = (tmp_path / "central" / "report.html").read_text()
     assert "keeps the delays as cuts and failing cuts per delay bin" in page
     assert "(bins of +-2.2%)" in page  # the return-time curve's legend
@@ -214,3 +223,10 @@ def test_a_station_cannot_write_or_see_another_stations_rows(pg: Cluster, demo_s
         assert viewer.execute("SELECT count(*) FROM fleet.cycle").fetchone()[0] >= 36
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             viewer.execute("UPDATE fleet.cycle SET status = 'ok'")
+
+
+def test_cut_rows_without_the_central_database_is_refused(demo_store: Path, tmp_path: Path) -> None:
+    done = rig("report", "--cut-rows", str(demo_store), "--out", str(tmp_path / "r"), cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "--cut-rows" in done.stderr
+    assert not (tmp_path / "r").exists()  # before any write
