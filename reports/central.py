@@ -23,6 +23,7 @@ from reports.dataset import (
     decode,
 )
 from reports.run_parts import RunPart, SummarisedCuts
+from rig.check import failures
 from rig.check.failures import COUNTER_ANOMALY
 
 Filter = Callable[[dict[str, Any]], bool]
@@ -43,7 +44,11 @@ class CentralReads(Protocol):
         self, station: str, uid: int, channel: int, chunk: int
     ) -> Iterator[list[tuple[Any, ...]]]: ...
     def cut_aggregates(
-        self, bins_per_e: float, floor_ms: float, delay_edges: Sequence[float]
+        self,
+        bins_per_e: float,
+        floor_ms: float,
+        delay_edges: Sequence[float],
+        drives: Sequence[tuple[str, int, int]] | None = None,
     ) -> list[Row]: ...
     def cuts_through(self, station: str, uid: int, channel: int, seq: int) -> int: ...
     def drive_class_totals(self, station: str, uid: int, channel: int) -> list[Row]: ...
@@ -88,11 +93,15 @@ def read(
         c = campaign_of(row, label)
         campaigns[(row["station"], row["uid"])] = c
         data.campaigns.append(c)
-    aggregates = _aggregates(central)
-    for row in central.drive_rows():
-        owner = campaigns.get((row["station"], row["campaign_uid"]))
-        if owner is None or (drive is not None and not drive(row)):
-            continue
+    rows = [
+        row
+        for row in central.drive_rows()
+        if (row["station"], row["campaign_uid"]) in campaigns and (drive is None or drive(row))
+    ]
+    keys = [(r["station"], r["campaign_uid"], r["channel"]) for r in rows]
+    aggregates = _aggregates(central, None if campaign is None and drive is None else keys)
+    for row in rows:
+        owner = campaigns[(row["station"], row["campaign_uid"])]
         run = DriveRun(
             owner,
             row["channel"],
@@ -156,12 +165,16 @@ def _tables(
         yield builder.done()
 
 
-def _aggregates(central: CentralReads) -> dict[tuple[str, int, int], list[Row]]:
-    """The server's aggregates of every drive's cycles (one pass over the cycle table), by
-    drive."""
+def _aggregates(
+    central: CentralReads, keys: list[tuple[str, int, int]] | None
+) -> dict[tuple[str, int, int], list[Row]]:
+    """The server's aggregates of every drive's cycles (one pass over the cycle table), or of
+    those drives' only (`keys`: a campaign's or a model's page), by drive."""
     by_drive: dict[tuple[str, int, int], list[Row]] = {}
+    if keys is not None and not keys:
+        return by_drive
     edges = [e for e in DELAY_BINS_MS if math.isfinite(e)]
-    for r in central.cut_aggregates(binned.BINS_PER_E, binned.FLOOR_MS, edges):
+    for r in central.cut_aggregates(binned.BINS_PER_E, binned.FLOOR_MS, edges, keys):
         by_drive.setdefault((r["station"], r["campaign_uid"], r["channel"]), []).append(r)
     return by_drive
 
@@ -202,6 +215,7 @@ def _summarised(
             if k is not None:
                 delays.add(column, int(k) - 1, bins, n, bool(r["failed"]))
     part.returns = returns.n
+    part.class_sets.sort(key=lambda s: (len(s), failures.ordered(s)))  # (not the rows' order)
     if first_dead is not None:
         part.dead_at = central.cuts_through(*key, first_dead)
     return SummarisedCuts(

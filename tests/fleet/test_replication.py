@@ -130,6 +130,14 @@ def test_replication_is_exact_idempotent_and_reports_the_same(
     with CentralStore(pg.dsn()) as store, mock.patch.object(report_central, "CHUNK", 5):
         data = report_central.read(store, cut_rows=True)
         export.write_dataset_report(data, str(tmp_path / "rows"))
+        # a page's drives only (their rows through the key): the same aggregates as in the whole
+        whole = {r.key: r.cuts for r in data.runs}
+        one = report_central.read(store, drive=lambda row: row["serial"] == data.runs[1].serial)
+        assert [r.key for r in one.runs] == [data.runs[1].key]
+        found = one.runs[0].cuts
+        assert vars(found.part) == vars(whole[data.runs[1].key].part)  # type: ignore[attr-defined]
+        assert found.returns == whole[data.runs[1].key].returns  # type: ignore[attr-defined]
+        assert found.part.dead_at == 8  # (the drive made to die above)
     streamed = (tmp_path / "rows" / "cuts.csv").read_text().splitlines()
     own = (tmp_path / "station" / "cuts.csv").read_text().splitlines()
     assert [r.split(",", 1)[1] for r in streamed] == [r.split(",", 1)[1] for r in own]

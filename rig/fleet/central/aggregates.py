@@ -25,7 +25,7 @@ FROM (SELECT *, status IN ('ok', 'dead') AS cut,
     CASE WHEN status = 'ok' AND back_ns >= cut_ns THEN (back_ns - cut_ns){MS} END AS ret,
     CASE WHEN last_ack_to_cut_ns >= 0 THEN last_ack_to_cut_ns{MS} END AS ack,
     CASE WHEN last_flush_to_cut_ns >= 0 THEN last_flush_to_cut_ns{MS} END AS flush
-    FROM fleet.cycle) c
+    FROM fleet.cycle {{where}}) c
 """
 # per drive and combination of keys first (hashed in parallel workers over a sequential scan: a
 # few thousand groups), then the four groupings of those few rows
@@ -51,12 +51,15 @@ GROUP BY station, campaign_uid, channel,
 """
 # The planner's estimate of the groups is millions (it cannot know that a drive's cycles fall in
 # a few combinations), so left alone it sorts 10 M rows along the primary key (47 s at 10 M
-# cuts, docs/performance.md section 7); hashing over a parallel scan takes 5.5 s. Set for the
-# aggregates' transaction only.
-HASHED = (
-    "SET LOCAL work_mem = '64MB'",
-    *(f"SET LOCAL enable_{plan} = off" for plan in ("sort", "incremental_sort", "indexscan")),
-    *(f"SET LOCAL enable_{plan} = off" for plan in ("indexonlyscan", "bitmapscan")),
+# cuts, docs/performance.md section 7); hashing over a parallel sequential scan (SCANNED) takes
+# 5.5 s. Some drives only (a dashboard page's): their rows through the primary key, hashed
+# too. Set for the aggregates' transaction only.
+HASHED: tuple[str, ...] = ("SET LOCAL work_mem = '64MB'", "SET LOCAL enable_sort = off")
+HASHED += ("SET LOCAL enable_incremental_sort = off",)
+SCANNED = tuple(f"SET LOCAL enable_{p} = off" for p in ("indexscan", "indexonlyscan", "bitmapscan"))
+SOME = (
+    "WHERE (station, campaign_uid, channel) IN (SELECT * FROM"
+    " unnest(%(stations)s::text[], %(uids)s::bigint[], %(channels)s::integer[]))"
 )
 # (`kind`, by the set's GROUPING(...): a bit per column left out, status the highest:
 # 0b001111 = 15 status and classes, 0b110111 = 55 return bin, 0b111010 = 58 ack bin and outcome,
@@ -67,22 +70,31 @@ class CutAggregates(CentralConnection):
     """The report's per-drive aggregates of the cycle table."""
 
     def cut_aggregates(
-        self, bins_per_e: float, floor_ms: float, delay_edges: Sequence[float]
+        self,
+        bins_per_e: float,
+        floor_ms: float,
+        delay_edges: Sequence[float],
+        drives: Sequence[tuple[str, int, int]] | None = None,
     ) -> list[Row]:
         """Every drive's rows of the four groupings (`kind`: status, return, ack, flush): its
         cycles per status and failure classes (NULL: none), with their sums and the first dead
         cycle; its ok cuts' return times per bin, with their min, max and sum; its cuts per
         delay bin (ack, flush) and outcome (`failed`). Return bins are
         floor(ln(max(ms, floor_ms)) * bins_per_e); delay bins width_bucket over the finite
-        `delay_edges` (1: the first edge up to the second)."""
+        `delay_edges` (1: the first edge up to the second). `drives`: (station, campaign
+        uid, channel) of the drives wanted, None for all."""
         params: dict[str, Any] = {
             "per_e": bins_per_e,
             "floor": floor_ms,
             "edges": list(delay_edges),
         }
-        for setting in HASHED:
+        if drives is not None:
+            params["stations"], params["uids"], params["channels"] = (
+                [d[i] for d in drives] for i in range(3)
+            )
+        for setting in HASHED + (SCANNED if drives is None else ()):
             self._all(setting)
-        return self._read(AGGREGATES, params)
+        return self._read(AGGREGATES.replace("{where}", SOME if drives is not None else ""), params)
 
     def cuts_through(self, station: str, uid: int, channel: int, seq: int) -> int:
         """The drive's cuts (status ok or dead) up to and with cycle `seq` (its primary key's
