@@ -14,18 +14,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import argcomplete
-
-from rig import campaign_spec, cli_json
-from rig.campaign.model import DriveSummary
+from rig import cli_json
 from rig.errors import RigError, UserError
-from rig.store import open_read_only
 
+# Every command pays for what this module imports: each command imports its own modules inside
+# its function (`rig status` needs no numpy or scipy, decision 430); these only for the types
 if TYPE_CHECKING:
-    pass
+    from rig.campaign.model import DriveSummary
+    from rig.criteria import Criteria
 
 
-def _print_summaries(summaries: list[DriveSummary], criteria: campaign_spec.Criteria) -> None:
+def _print_summaries(summaries: list[DriveSummary], criteria: Criteria) -> None:
     """Each drive's counts and its verdict by the report's per-drive rule (reports/verdict.py):
     failure-free cuts are PASS only once they demonstrate the campaign's criteria."""
     from reports import verdict as verdicts
@@ -141,6 +140,7 @@ def cmd_drives(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from reports import summary
     from reports import verdict as verdicts
+    from rig.store import open_read_only
 
     store = open_read_only(args.db)  # never created, upgraded or written (issue 25)
     try:
@@ -305,7 +305,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    argcomplete.autocomplete(parser)  # answers a completing shell and exits; else nothing
+    if "_ARGCOMPLETE" in os.environ:  # a completing shell asks (argcomplete's own variable)
+        import argcomplete
+
+        argcomplete.autocomplete(parser)  # answers the shell and exits
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)
