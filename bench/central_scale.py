@@ -214,9 +214,13 @@ def main() -> None:
     args = parser.parse_args()
     print(f"load before: {os.getloadavg()}, {os.cpu_count()} cores")
     if args.keep is not None and (args.keep / "data" / "PG_VERSION").exists():
-        with pgcluster.cluster(listen="127.0.0.1", fsync=True, keep=args.keep) as pg:
-            print(f"reusing the database in {args.keep}", flush=True)
-            measure(pg, args, Path(tempfile.mkdtemp(prefix="rig-bench-central-", dir="/var/tmp")))
+        work = Path(tempfile.mkdtemp(prefix="rig-bench-central-", dir="/var/tmp"))
+        try:
+            with pgcluster.cluster(listen="127.0.0.1", fsync=True, keep=args.keep) as pg:
+                print(f"reusing the database in {args.keep}", flush=True)
+                measure(pg, args, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
         print(f"load after: {os.getloadavg()}")
         return
     work = Path(tempfile.mkdtemp(prefix="rig-bench-central-", dir="/var/tmp"))
