@@ -95,17 +95,22 @@ def test_settled_stops_failing_models_early_and_runs_the_plp_drive_to_its_pass(
         assert f"decided after {seq['model']['cuts']} cuts" in page
 
 
+CYCLES = 10
+
+
 def test_without_settled_the_plan_decides_but_stops_nothing(tmp_path: Path) -> None:
-    """...and the report pools the plan over two stations' stores."""
+    """...and the report pools the plan over two stations' stores. (The torn writer needs two
+    torn cuts to decide FAIL; a loaded host tears fewer writes in flight, so each store runs 10
+    cycles, still short of the 24 clean cuts that decide PASS for the PLP drive.)"""
     stores = []
     for name in ("alpha", "beta"):
-        campaign = settled_demo(cycles=6, when="cycles")
+        campaign = settled_demo(cycles=CYCLES, when="cycles")
         campaign = dataclasses.replace(campaign, seed=campaign.seed + len(stores))
         station, _ = sim_station.build(campaign)
         stores.append(str(tmp_path / f"{name}.sqlite"))
         store = Store(stores[-1])
         summaries = run_campaign(campaign, station, store, Observer())
-        assert [s.cycles for s in summaries] == [6, 6, 6]
+        assert [s.cycles for s in summaries] == [CYCLES] * 3
         assert {k: e["decision"] for k, e in settled_events(store).items()} == {
             "RIGSIM Lying Flush": "FAIL",
             "RIGSIM Torn Writer": "FAIL",
@@ -115,11 +120,18 @@ def test_without_settled_the_plan_decides_but_stops_nothing(tmp_path: Path) -> N
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     seq = {m["model"]: m["sequential"] for m in report["models"]}
     plp = seq["RIGSIM Enterprise PLP"]
-    assert plp["model"] == {"decision": "continuing", "cuts": 12, "failing": 0, "cuts_seen": 12}
-    assert [d["decision"]["cuts_seen"] for d in plp["drives"]] == [12]  # one drive, two stores
+    assert plp["model"] == {
+        "decision": "continuing",
+        "cuts": 2 * CYCLES,
+        "failing": 0,
+        "cuts_seen": 2 * CYCLES,
+    }
+    assert [d["decision"]["cuts_seen"] for d in plp["drives"]] == [
+        2 * CYCLES
+    ]  # one drive, two stores
     assert not plp["stopped_when_settled"]
     liar = seq["RIGSIM Lying Flush"]["model"]
-    assert liar["decision"] == "FAIL" and liar["cuts"] < liar["cuts_seen"] == 12
+    assert liar["decision"] == "FAIL" and liar["cuts"] < liar["cuts_seen"] == 2 * CYCLES
 
 
 def test_a_resumed_plan_continues_from_the_recorded_cuts(tmp_path: Path) -> None:
