@@ -20,6 +20,10 @@ The target: a loop device (`losetup --direct-io=on`, 4 KiB sectors) over a preal
 the host disk (default, under /work) or on tmpfs (`--tmpfs`: no device time, so the CPU cost of
 the writer shows fully). Only the loop device and file this script creates are touched.
 
+Each round also prints, on stderr, both sides' figures and their involuntary context switches
+(rusage `ru_nivcsw`: the times the scheduler took a CPU away; the rig runs two busy threads,
+its engine and its planner, fio one).
+
 Beside the medians, the per-round ratio of the rig's CPU per GB to fio's (min / median / max):
 the figure ARCHITECTURE §7 bounds (<= 1.2x). `--code DIR` runs another checkout's rig (its
 `rig/` and built native library) under this script, for before/after runs alternated in the
@@ -187,11 +191,22 @@ def main() -> None:
                     "native": [],
                     "threads": [],
                 }
-                for _ in range(opts.rounds):
+                for n in range(1, opts.rounds + 1):
+                    loadavg = os.getloadavg()[0]
+                    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_nivcsw
                     runs["fio"].append(fio_mb_s(devnode, rw, block, opts.seconds))
+                    f_switches = resource.getrusage(resource.RUSAGE_CHILDREN).ru_nivcsw - before
+                    before = resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
                     runs["native"].append(rig_mb_s(devnode, load, "native", opts.seconds))
+                    r_switches = resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw - before
                     if not opts.no_threads:
                         runs["threads"].append(rig_mb_s(devnode, load, "threads", opts.seconds))
+                    (f_mbs, f_cpu), (r_mbs, r_cpu, *_) = runs["fio"][-1], runs["native"][-1]
+                    print(f"# {name} round {n} (load {loadavg:.1f}): fio {f_mbs:.0f} MB/s"
+                          f" {f_cpu:.3f} s/GB, native {r_mbs:.0f} MB/s {r_cpu:.3f} s/GB:"
+                          f" throughput {r_mbs / f_mbs:.2f}, CPU {r_cpu / f_cpu:.2f};"
+                          f" involuntary context switches fio {f_switches}, rig {r_switches}",
+                          file=sys.stderr, flush=True)  # fmt: skip
                 print(f"| {name} | {row(runs)} |", flush=True)
         finally:
             subprocess.run(["losetup", "-d", devnode], check=False)

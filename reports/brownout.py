@@ -2,24 +2,25 @@
 docs/reports.md, "Brownout map"). A grid of depth (percent of nominal, or volts, as the campaign
 drew them) against duration, each cell with its cuts, failing cuts, failures per class and the
 same verdict a drive gets (reports/verdict.py) against the campaign's criteria; drawn as an SVG
-grid whose cells are shaded by their share of failing cuts. Empty where no campaign sagged."""
+grid whose cells are shaded by their share of failing cuts. Empty where no campaign sagged.
+
+Each cut's shape comes with its drive's run (`DriveRun.shapes`, reports/cut_shapes.py), which
+the station loader fills; the central database's loader does not yet, so the section says which
+sag campaigns it could not map (`not_mapped`) rather than drawing them as unshaped."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from html import escape
-from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
 
 from reports import verdict
-from reports.dataset import Dataset
+from reports.dataset import Campaign, Dataset
 from reports.templating import ENV
-from rig.store import StoreReader
 
 DURATION_EDGES_MS = (0.0, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, math.inf)
 DEPTH_BINS = 10  # per unit: percent in tenths of nominal; volts over the range drawn
@@ -64,36 +65,32 @@ class ModelMap:
         }
 
 
-def _shapes(data: Dataset) -> dict[tuple[str, int, int], dict[str, Any]]:
-    """(store, drive_id, seq) -> the cut's shape, for every store of the dataset."""
-    shapes = {}
-    for source in data.sources:
-        if not Path(source).is_file():  # the central database's label: its sags are not mapped
-            continue
-        db = StoreReader(source)
-        try:
-            if "event" in db.tables():
-                for row in db.cut_shapes():
-                    shapes[(source, row["drive_id"], row["seq"])] = json.loads(row["detail"])
-        finally:
-            db.close()
-    return shapes
-
-
 def analyse(data: Dataset, confidence: float = 0.95) -> list[ModelMap]:
-    shapes = _shapes(data)
-    if not shapes:
-        return []
     sags: dict[tuple[str, str], list[tuple[float, float, frozenset[str], float]]] = {}
     for run in data.runs:
+        shapes = run.shapes.of_kind("sag") if run.shapes is not None else {}
+        if not shapes:
+            continue
         rate = float(run.campaign.criteria.get("max_failure_probability", 1e-3))
         for cut in run.cuts:
-            shape = shapes.get((run.campaign.source, run.drive_id, cut.seq))
-            if cut.is_cut and shape is not None and shape.get("kind") == "sag":
-                key = (run.model, str(shape["unit"]))
-                point = (float(shape["depth"]), float(shape["duration_ms"]))
-                sags.setdefault(key, []).append((*point, cut.failure_classes, rate))
+            shape = shapes.get(cut.seq)
+            if cut.is_cut and shape is not None and not math.isnan(shape[0] + shape[1]):
+                depth, duration_ms, unit = shape
+                sags.setdefault((run.model, unit), []).append(
+                    (depth, duration_ms, cut.failure_classes, rate)
+                )
     return [_map(model, unit, cuts, confidence) for (model, unit), cuts in sorted(sags.items())]
+
+
+def not_mapped(data: Dataset) -> list[str]:
+    """The sag campaigns ([cut] kind = "sag") of drives whose source carries no cut shapes (the
+    central database: not on --central yet), by name."""
+    return sorted({r.campaign.name for r in data.runs if r.shapes is None and _sags(r.campaign)})
+
+
+def _sags(campaign: Campaign) -> bool:
+    cut = campaign.config.get("cut")
+    return isinstance(cut, dict) and cut.get("kind") == "sag"
 
 
 def _map(
@@ -163,10 +160,12 @@ def _grid(m: ModelMap) -> str:
     return "".join(parts)
 
 
-def section(maps: list[ModelMap]) -> str:
-    """The report's section, or "" when no campaign sagged (the page is unchanged)."""
+def section(maps: list[ModelMap], unmapped: list[str] | None = None) -> str:
+    """The report's section, or "" when no campaign sagged (the page is unchanged); `unmapped`:
+    sag campaigns whose cuts' shapes the dataset does not carry (`not_mapped`)."""
     return ENV.get_template("brownout.html.j2").render(
         maps=maps,
+        not_mapped=unmapped or [],
         grid=lambda m: Markup(_grid(m)),
         duration=_duration_label,
         classes=lambda c: ", ".join(f"{k} {v}" for k, v in sorted(c.classes.items())),

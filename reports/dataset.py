@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from reports import cut_shapes
 from reports.counted import add_counts
 from reports.cuts import Cut, CutTable, SpillBuilder, SpillFolder, TableBuilder
 from rig.check.failures import COUNTER_ANOMALY
@@ -82,6 +83,9 @@ class DriveRun:
     lost_flush: dict[float, int] = field(default_factory=dict)
     intervals: list[dict[str, Any]] = field(default_factory=list)  # endurance intervals, if any
     rail: list[dict[str, Any]] = field(default_factory=list)  # rail fall measurements, if any
+    # each shaped cut's drawn shape (reports/cut_shapes.py); None: its source does not carry
+    # them (the central database, not yet: docs/reports.md "Brownout map")
+    shapes: cut_shapes.CutShapes | None = None
 
     @property
     def key(self) -> str:
@@ -186,6 +190,10 @@ def _load_store(
         _attach_finding_totals(db, [r for r in data.runs if r.campaign.source == path])
     if "rail_sense" in tables:
         _attach_rail_sense(db, [r for r in data.runs if r.campaign.source == path])
+    runs = [r for r in data.runs if r.campaign.source == path]
+    shapes = cut_shapes.read(db, [r.drive_id for r in runs])
+    for run in runs:
+        run.shapes = shapes[run.drive_id]
     data.unread_tables[path] = extra
 
 

@@ -54,7 +54,8 @@ def write_dataset_report(
     extra_json = {"window": window.to_json(windows)} if windows else {}
     sags = brownout.analyse(data, confidence)  # the brownout map (sag campaigns only)
     extra_json.update({"brownout": [m.to_json() for m in sags]} if sags else {})
-    extra_html = window_html.window_section(windows) + brownout.section(sags)
+    unmapped = brownout.not_mapped(data)  # sags of the central database: not mapped yet
+    extra_html = window_html.window_section(windows) + brownout.section(sags, unmapped)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     now = time.time()

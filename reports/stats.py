@@ -18,8 +18,6 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import special
-
 
 def betainc(a: float, b: float, x: float) -> float:
     """Regularized incomplete beta function I_x(a, b) for a, b > 0 and 0 <= x <= 1."""
@@ -27,6 +25,8 @@ def betainc(a: float, b: float, x: float) -> float:
         raise ValueError("betainc needs a > 0 and b > 0")
     if not 0.0 <= x <= 1.0:
         raise ValueError("betainc needs 0 <= x <= 1")
+    from scipy import special  # here: `rig status` and the end table need none (decision 430)
+
     return float(special.betainc(a, b, x))
 
 
@@ -34,6 +34,8 @@ def beta_ppf(q: float, a: float, b: float) -> float:
     """The beta distribution's quantile: the x with I_x(a, b) = q."""
     if not 0.0 <= q <= 1.0:
         raise ValueError("beta_ppf needs 0 <= q <= 1")
+    from scipy import special
+
     return float(special.betaincinv(a, b, q))  # = scipy.stats.beta.ppf, without its import
 
 

@@ -6,7 +6,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from reports import verdict as verdicts
-from rig.campaign_spec import Criteria
+from rig.criteria import Criteria
 from rig.store import Store
 
 

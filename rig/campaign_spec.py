@@ -22,6 +22,7 @@ from rig.bus import recover
 from rig.bus.identity import DriveIdentity
 from rig.check import failures
 from rig.config import Table
+from rig.criteria import Criteria  # its own module: readers of stored criteria (decision 430)
 from rig.errors import UserError
 from rig.io import workload_plan
 from rig.io.workload_plan import Workload
@@ -30,7 +31,6 @@ from rig.notify.settings import NotifySpec
 from rig.power import shapes
 from rig.power.shapes import ShapeSpec
 from rig.schema import KindRules, StationSpec
-from rig.sequential import Plan
 from rig.window import spec as window_spec
 from rig.window.spec import WindowSpec
 
@@ -121,30 +121,6 @@ SEQUENTIAL_SCOPES = sequential.SCOPES
 
 
 @dataclass(frozen=True)
-class Criteria:
-    """The pass criteria stored with the campaign; reports compute the verdict from them
-    (docs/schema.md, `campaign.criteria`)."""
-
-    max_failure_probability: float = 1e-3  # per cut, the upper bound must stay below this
-    confidence: float = 0.95  # one-sided confidence of that bound
-    classes: tuple[str, ...] = ()  # failure classes that count; empty = every failure class
-    min_cycles: int = 0  # judged cycles a drive needs before it can pass; 0 = from the above
-    sequential: Plan | None = None  # [criteria.sequential] (rig/sequential.py)
-    scope: str = "model"  # SEQUENTIAL_SCOPES: what one plan runs over
-
-    def as_json(self) -> dict[str, object]:
-        stated: dict[str, object] = {
-            "max_failure_probability": self.max_failure_probability,
-            "confidence": self.confidence,
-            "classes": list(self.classes),
-            "min_cycles": self.min_cycles,
-        }
-        if self.sequential is not None:
-            stated["sequential"] = {**self.sequential.as_json(), "scope": self.scope}
-        return stated
-
-
-@dataclass(frozen=True)
 class Campaign:
     name: str
     cycles: int
@@ -158,7 +134,7 @@ class Campaign:
     source: str  # the file's text, kept in the store
     health: HealthSpec = HealthSpec()
     stop: StopRules = StopRules()
-    criteria: Criteria = Criteria()
+    criteria: Criteria = field(default_factory=Criteria)
     duration_s: float = 0.0  # with cycles: whichever comes first; 0 = cycles only
     endurance: EnduranceSpec | None = None  # endurance mode when the file has [endurance]
     notify: NotifySpec = field(default_factory=NotifySpec)  # [notify]: where events are sent

@@ -14,18 +14,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import argcomplete
-
-from rig import campaign_spec, cli_json
-from rig.campaign.model import DriveSummary
+from rig import cli_json
 from rig.errors import RigError, UserError
-from rig.store import open_read_only
 
+# Every command pays for what this module imports: each command imports its own modules inside
+# its function (`rig status` needs no numpy or scipy, decision 430); these only for the types
 if TYPE_CHECKING:
-    pass
+    from rig.campaign.model import DriveSummary
+    from rig.criteria import Criteria
 
 
-def _print_summaries(summaries: list[DriveSummary], criteria: campaign_spec.Criteria) -> None:
+def _print_summaries(summaries: list[DriveSummary], criteria: Criteria) -> None:
     """Each drive's counts and its verdict by the report's per-drive rule (reports/verdict.py):
     failure-free cuts are PASS only once they demonstrate the campaign's criteria."""
     from reports import verdict as verdicts
@@ -141,6 +140,7 @@ def cmd_drives(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from reports import summary
     from reports import verdict as verdicts
+    from rig.store import open_read_only
 
     store = open_read_only(args.db)  # never created, upgraded or written (issue 25)
     try:
@@ -162,6 +162,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UserError(f"--confidence {args.confidence}: must lie in [0.5, 1)")
     if not args.db and not args.central:
         raise UserError("rig report: give stores, --central DSN, or both")
+    if args.cut_rows and not args.central:
+        raise UserError("rig report: --cut-rows is for --central (a store's cuts are listed)")
     if not args.central:
         out = args.out or os.path.splitext(args.db[0])[0] + "-report"
         print(export.write_report(args.db, out, args.confidence, args.junit or "", args.markdown))
@@ -170,10 +172,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     from rig.fleet.central import CentralStore
 
     with CentralStore(args.central) as store:
-        parts = [central.read(store)] + ([dataset.load(args.db)] if args.db else [])
-    out = args.out or "fleet-report"
-    data = dataset.merge(parts)
-    print(export.write_dataset_report(data, out, args.confidence, args.junit or "", args.markdown))
+        parts = [central.read(store, cut_rows=args.cut_rows)]
+        parts += [dataset.load(args.db)] if args.db else []
+        out = args.out or "fleet-report"
+        data = dataset.merge(parts)  # (written while the store is open: --cut-rows reads it)
+        made = export.write_dataset_report(
+            data, out, args.confidence, args.junit or "", args.markdown
+        )
+    print(made)
     return 0
 
 
@@ -277,6 +283,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--junit", metavar="FILE", help="the verdicts as JUnit XML (default: junit.xml in --out)"
     )
     report.add_argument("--markdown", metavar="FILE", help="a Markdown summary of the verdicts")
+    report.add_argument(
+        "--cut-rows",
+        action="store_true",
+        help="with --central: cuts.csv lists the central database's cycles too, streamed from"
+        " the server (time and file grow with the cuts; without it the report reads none)",
+    )
     report.set_defaults(func=cmd_report)
     from rig.fleet import cli as fleet_cli
     from rig.station import check_cli
@@ -293,7 +305,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    argcomplete.autocomplete(parser)  # answers a completing shell and exits; else nothing
+    if "_ARGCOMPLETE" in os.environ:  # a completing shell asks (argcomplete's own variable)
+        import argcomplete
+
+        argcomplete.autocomplete(parser)  # answers the shell and exits
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)

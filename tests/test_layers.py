@@ -31,7 +31,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("reports",),  # the report generator: reads the store, uses the rig's tables and statistics
     ("rig.campaign",),  # cycles, drives, campaigns, resume, the run's observer
     ("rig.station",),  # a station and its wiring: kinds, interlocks, locks, purge, check
-    ("rig.campaign_spec",),  # campaign files: the sections assembled, the station kinds handed in
+    # campaign files: the sections assembled, the station kinds handed in; the pass criteria
+    ("rig.campaign_spec", "rig.criteria"),
     ("rig.window",),  # the window of vulnerability's keys, design and fit
     ("rig.bus", "rig.health"),  # a drive on the bus (presence, identity proof) and its health
     ("rig.power",),  # the power switch and its backends

@@ -270,3 +270,35 @@ def test_a_drive_gone_under_the_queue_stops_the_check_as_before(tmp_path: Path) 
         assert direct.value.errno == errno.ENODEV
     finally:
         target.close()
+
+
+class _CountingReader(readback.SerialReader):
+    """A reader that counts the windows started (`read_ahead`), reading as SerialReader does."""
+
+    def __init__(self, image: np.ndarray) -> None:
+        super().__init__(lambda first, count: image[first * BS : (first + count) * BS], None)
+        self.started = 0
+
+    def read_ahead(
+        self, ranges: readback.Ranges, out: np.ndarray, offsets: list[int]
+    ) -> readback.Window:
+        self.started += 1
+        return super().read_ahead(ranges, out, offsets)
+
+
+def test_entering_a_read_back_starts_a_window_in_every_buffer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing is parsed yet on entering, so every buffer gets a window (decision 432); then one
+    window is started per window taken, and every window is read."""
+    monkeypatch.setattr(verify_reads, "WINDOW_BYTES", 8 * BS)  # 64 blocks: 8 windows
+    image = np.zeros(64 * BS, dtype=np.uint8)
+    reader = _CountingReader(image)
+    checked = np.arange(64, dtype=np.int64)
+    policy = verify.ReadPolicy()
+    budget = verify_reads.Budget(policy.max_reads, policy.max_hangs)
+    with verify_reads.ReadBack(checked, reader, BS, 8, policy, budget) as reading:
+        assert reader.started == readback.BUFFERS
+        reads = reading.collect()
+    assert reader.started == 8
+    assert reads.readable.all()

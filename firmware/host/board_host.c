@@ -290,5 +290,6 @@ int main(void)
 		if (ready > 0 && (p.revents & POLLIN))
 			receive_pending();
 	}
+	flush_pin_log(); /* a stop between a switch and its loop's print still logs the switch */
 	return 0;
 }

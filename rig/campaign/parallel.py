@@ -68,10 +68,14 @@ def run_campaign(
         status = "stopped" if stop.is_set() else "done"
         summaries = [r.summary() for r in runs]
     finally:
+        not_safe = ""
         try:
             station.power.safe()
+        except Exception as error:  # raised as it is, and said in the store's end record too
+            not_safe = str(error)
+            raise
         finally:  # a switch that stopped answering still leaves the campaign's end recorded
-            recording.end_campaign(store, campaign_id, status)
+            recording.end_campaign(store, campaign_id, status, not_safe)
     observer.end(summaries, status == "stopped")
     return summaries
 

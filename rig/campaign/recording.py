@@ -33,8 +33,8 @@ def new_campaign(store: Store, campaign: Campaign, station: Station) -> int:
     return campaign_id
 
 
-def end_campaign(store: Store, campaign_id: int, status: str) -> None:
-    store.end_campaign(campaign_id, status)
+def end_campaign(store: Store, campaign_id: int, status: str, power_not_safe: str = "") -> None:
+    store.end_campaign(campaign_id, status, power_not_safe)
 
 
 def cut_outcomes(store: Store, campaign_id: int) -> list[tuple[str, int, str, list[str]]]:

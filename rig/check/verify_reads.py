@@ -78,8 +78,10 @@ class ReadBack:
     range by range in order with the budget, then parsed in one pass on a helper thread (the C
     parse's per-block summaries, `Sectors`). While window n is taken, window n + 1 is being read and
     windows n - 1 and n - 2 parsed; once n is taken, n + 2 is started: the reader's queue never
-    waits for the checker (`readback.BUFFERS` window buffers). The first windows are started on
-    entering, so the caller's own work before `collect` overlaps their reads."""
+    waits for the checker (`readback.BUFFERS` window buffers). On entering, nothing is parsed
+    yet, so a window is started into every buffer (decision 432): the caller's own work before
+    `collect` overlaps their reads, and a checking thread that waits for a CPU meanwhile leaves
+    the device four windows to read instead of two."""
 
     def __init__(
         self,
@@ -105,7 +107,7 @@ class ReadBack:
         self.ahead: collections.deque[_Started] = collections.deque()
 
     def __enter__(self) -> ReadBack:
-        self._start(readback.BUFFERS - PARSE_THREADS)
+        self._start(readback.BUFFERS)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -135,7 +137,9 @@ class ReadBack:
             done = parsing.start(functools.partial(_parse_landed, *args), len(current.data))
             rows = slice(current.row0, current.row0 + len(current.data) // bs)
             parsed.append((rows, done))
-            self._start(1)
+            # window n + 2 into the buffer of n - 2, whose parse `make_room` saw done; after the
+            # start's deeper read-ahead, nothing until the ahead count is back to that depth
+            self._start(max(0, readback.BUFFERS - PARSE_THREADS - len(self.ahead)))
             while judge and parsed and (parsed[0][1] is None or parsed[0][1].is_set()):
                 judge(parsed.popleft()[0], reads)
         parsing.join()

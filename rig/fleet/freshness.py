@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rig.fleet.station_states import StationStates, Transition
+
 STALE_AFTER_BEATS = 3
 ENDED = ("done", "stopped", "failed", "error")
 REPORTING = ("running", "shipping")  # states whose numbers come from a station still at work
@@ -101,34 +103,14 @@ PROCESS_BOUND_WARNING = (
 # -- the notifier's hook -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Transition:
-    """A station changed state: `before` -> `after` (online, stale, never seen)."""
-
-    station: str
-    before: str
-    after: str
-    last_seen_s: float | None
-
-
-def transitions(before: Mapping[str, str], stations: Iterable[StationStatus]) -> list[Transition]:
-    """What changed since `before` (station -> state); a station not in `before` is new and
-    changes nothing."""
-    return [
-        Transition(s.name, before[s.name], s.state, s.last_seen_s)
-        for s in stations
-        if s.name in before and before[s.name] != s.state
-    ]
-
-
 class StaleWatch:
     """Station states polled from the central database (a reader role is enough): each `poll()`
     returns the stations that went stale or came back since the last one. The first poll only
-    learns the states."""
+    learns the states (a station new to it changes nothing: rig/fleet/station_states.py)."""
 
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn
-        self.states: dict[str, str] | None = None
+        self.states = StationStates(assumed=None)
 
     def poll(self) -> list[Transition]:
         from rig.fleet.central import CentralStore
@@ -138,6 +120,4 @@ class StaleWatch:
         return self.update(stations)
 
     def update(self, stations: list[StationStatus]) -> list[Transition]:
-        changed = transitions(self.states, stations) if self.states is not None else []
-        self.states = {s.name: s.state for s in stations}
-        return changed
+        return self.states.look(stations)

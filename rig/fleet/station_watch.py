@@ -9,6 +9,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from rig.fleet.station_states import StationStates
 from rig.fleet.views import FleetView, StationStatus
 from rig.notify import settings
 from rig.notify.sender import Notifier
@@ -19,25 +20,25 @@ CHECK_EVERY_S = 2.0  # a station is stale after 3 missed 2 s heartbeats
 
 class StationWatch:
     """Which stations fell silent since the last look (a station seen silent at the first look
-    is told too: nobody was told before)."""
+    is told too: nobody was told before, so each station is taken to have been online)."""
 
     def __init__(self, notify: Callable[[str, str, str], None]) -> None:
         self.notify = notify
-        self.online: dict[str, bool] = {}
+        self.states = StationStates(assumed="online")
 
     def look(self, stations: list[StationStatus]) -> list[str]:
+        drives = {s.name: s.drives for s in stations}
         fell = []
-        for s in stations:
-            online = s.state == "online"
-            if not online and self.online.get(s.name, True) and s.last_seen_s is not None:
-                fell.append(s.name)
-                self.notify(
-                    settings.STATION_OFFLINE,
-                    f"rig: station {s.name} offline",
-                    f"station {s.name}: no heartbeat from its agent for"
-                    f" {s.last_seen_s:.0f} s ({s.drives} drives)",
-                )
-            self.online[s.name] = online
+        for t in self.states.look(stations):
+            if t.before != "online" or t.last_seen_s is None:  # (never seen: no fall)
+                continue
+            fell.append(t.station)
+            self.notify(
+                settings.STATION_OFFLINE,
+                f"rig: station {t.station} offline",
+                f"station {t.station}: no heartbeat from its agent for"
+                f" {t.last_seen_s:.0f} s ({drives[t.station]} drives)",
+            )
         return fell
 
 

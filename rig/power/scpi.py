@@ -14,7 +14,9 @@ rig/power/scpi_families.py).
   reported at the middle of round trip (write, then *OPC? answered) plus fall, with half of each
   as its error bound.
 - An instrument that stops answering raises `PowerTimeoutError` (the cycle is a rig ERROR; its
-  output keeps whatever it was last told, which for every switch but a cut is on).
+  output keeps whatever it was last told, which for every switch but a cut is on). The driver
+  keeps which outputs the instrument last confirmed on; `safe()` tries every output and, if one
+  fails, its error names each output not confirmed on ("output N may be off: check the supply").
 
 Channel N of the campaign is the supply's output `outputs[N]` ([station].outputs; N + 1 unless
 given).
@@ -48,6 +50,15 @@ class Instrument(Protocol):
 
 class Timeout(Exception):
     """Raised by an `Instrument` adapter when the instrument did not answer in time."""
+
+
+def may_be_off(outputs: list[int]) -> str:
+    """What an operator must check by hand after the supply could not be brought to safe."""
+    if not outputs:
+        return "every output was last read back on"
+    if len(outputs) == 1:
+        return f"output {outputs[0]} may be off: check the supply"
+    return f"outputs {', '.join(map(str, outputs))} may be off: check the supply"
 
 
 class _HostTimedCut:
@@ -91,6 +102,8 @@ class ScpiSupply:
         self._outputs = outputs  # the supply's output (from 1) of each channel
         channels = len(outputs)
         self._cancel: dict[int, tuple[threading.Event, threading.Thread]] = {}
+        # channels whose output the instrument read back on, with no switch sent since
+        self._confirmed_on: set[int] = set()
         self.identity = self._identify()
         self.fall_v_per_ms = family.fall_v_per_ms[model]
         self.max_v = {ch: float(self._ask("volts_max", ch)) for ch in range(channels)}
@@ -201,15 +214,17 @@ class ScpiSupply:
         with self._lock:
             if "seq_stop" in self.family.commands:  # a sequence the instrument runs ends here
                 self._send("seq_stop", channel)
-            self._send("set_current", channel)
+            self._send("set_current", channel)  # (nothing of an `on` can take power away)
             self._send("set_volts", channel, self.volts)
             at = self._timed("output_on", channel)
             self._checked(channel, True, self.volts)
+            self._confirmed_on.add(channel)
         return self._edge(channel, True, at)
 
     def off(self, channel: int) -> Edge:
         self._stop_pending(channel)
         with self._lock:
+            self._confirmed_on.discard(channel)
             at = self._timed("output_off", channel)
             self._checked(channel, False, self.volts)
         return self._edge(channel, False, at, self.volts)
@@ -219,9 +234,20 @@ class ScpiSupply:
             return self._ask("output_query", channel) in self.family.on_replies
 
     def safe(self) -> None:
-        """Every output on at nominal: a drive is left powered."""
+        """Every output on at nominal: a drive is left powered. Every output is tried; if one
+        fails, the first error is raised with the outputs the instrument has not confirmed on
+        (a supply has no watchdog: an output cut when it went silent stays off)."""
+        errors: list[PowerError] = []
         for channel in range(len(self._outputs)):
-            self.on(channel)
+            try:
+                self.on(channel)
+            except PowerError as error:
+                errors.append(error)
+        if errors:
+            doubtful = [o for ch, o in enumerate(self._outputs) if ch not in self._confirmed_on]
+            timed_out = any(isinstance(e, PowerTimeoutError) for e in errors)
+            kind = PowerTimeoutError if timed_out else PowerError
+            raise kind(f"{errors[0]}; {may_be_off(doubtful)}") from errors[0]
 
     def close(self) -> None:
         for channel in list(self._cancel):
@@ -230,6 +256,7 @@ class ScpiSupply:
 
     def cut(self, channel: int, delay_s: float, off_s: float | None = None) -> _HostTimedCut:
         def run(pending: _HostTimedCut, cancel: threading.Event) -> None:
+            self._confirmed_on.discard(channel)
             at = self._timed("output_off", channel)
             pending.edge = self._edge(channel, False, at, self.volts)
             if off_s is not None and not cancel.wait(off_s):
@@ -271,6 +298,7 @@ class ScpiSupply:
 
             def timed(pending: _HostTimedCut, cancel: threading.Event) -> None:
                 with self._lock:
+                    self._confirmed_on.discard(channel)
                     self._send("seq_setup", channel, depth, seconds)
                     at = self._timed("seq_start", channel)
                 pending.edge = self._edge(channel, False, at, self.volts - depth)
@@ -292,6 +320,7 @@ class ScpiSupply:
         supply goes), until cancelled (the rig switched the channel meanwhile); returns when
         the first step was sent, when the last was answered, and the last step's size."""
         start, end = span
+        self._confirmed_on.discard(ch)
         steps = 1
         if slew_v_per_s > 0:
             steps = max(1, min(MAX_STEPS, int(abs(end - start) / slew_v_per_s / STEP_S)))

@@ -10,10 +10,11 @@ import argparse
 import json
 import os
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rig.station import campaign_file
-from rig.station.check import ChannelCheck, StationCheck, run_check
+# The parser is built for every `rig` command: what the check runs is imported when it runs
+if TYPE_CHECKING:
+    from rig.station.check import ChannelCheck, StationCheck
 
 
 def add_parsers(sub: Any) -> None:
@@ -25,18 +26,16 @@ def add_parsers(sub: Any) -> None:
         " bus and return (times), rail sense on and off; writes nothing",
     )
     check.add_argument("campaign", help="campaign file (docs/campaign.md)")
-    check.add_argument("--json", action="store_true", help=f"one JSON document ({_schema()})")
+    check.add_argument("--json", action="store_true", help=f"one JSON document ({SCHEMA})")
     check.set_defaults(func=cmd_station_check)
 
 
-def _schema() -> str:
-    from rig.station.check import SCHEMA
-
-    return SCHEMA
+SCHEMA = "rig.station-check/1"  # = rig.station.check.SCHEMA (tests/test_cli_imports.py)
 
 
 def cmd_station_check(args: argparse.Namespace) -> int:
-    from rig.station import build
+    from rig.station import build, campaign_file
+    from rig.station.check import run_check
 
     campaign = campaign_file.load(args.campaign)
     # No store: edges are not recorded. (A simulated twin keeps its ground truth beside the

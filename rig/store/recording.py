@@ -37,12 +37,20 @@ class RecordWrites(StoreConnection):
             raise UserError(f"store has no campaign {campaign_id}")
         return int(rows[0]["media_id"])
 
-    def end_campaign(self, campaign_id: int, status: str) -> None:
+    def end_campaign(self, campaign_id: int, status: str, power_not_safe: str = "") -> None:
+        """The campaign's end; `power_not_safe`: the power switch's error when it could not
+        be brought to its safe state at the end, kept as a `power_not_safe` event beside it."""
         with self.transaction() as db:
             db.execute(
                 "UPDATE campaign SET ended_at = ?, status = ? WHERE id = ?",
                 (time.time(), status, campaign_id),
             )
+            if power_not_safe:
+                detail = {"campaign_id": campaign_id, "error": power_not_safe}
+                db.execute(
+                    "INSERT INTO event (drive_id, host_ns, kind, detail) VALUES (?,?,?,?)",
+                    (None, time.monotonic_ns(), "power_not_safe", json.dumps(detail)),
+                )
 
     def add_drive(
         self,

@@ -61,8 +61,11 @@ def _replies_until_marker(raw: RawSession, timeout_s: float = 30.0) -> list[byte
 
 
 def _pins_after_boot(twin: Twin) -> list[Pin]:
-    """Pin changes after the first boot: the twin logs the boot levels of all 4 channels first."""
-    return twin.pins[4:]
+    """Every pin change after the first boot, the twin stopped first so that its log is whole
+    (`Twin.final_pins`): the twin logs the boot levels of all 4 channels first."""
+    pins = twin.final_pins()
+    assert sorted((p.channel, p.on) for p in pins[:4]) == [(ch, True) for ch in range(4)], pins
+    return pins[4:]
 
 
 def test_cut_pin_edge_lands_at_the_scheduled_time(twin: Twin) -> None:
@@ -77,7 +80,7 @@ def test_cut_pin_edge_lands_at_the_scheduled_time(twin: Twin) -> None:
     # Only channel 0 moved: once per cut and once per power-on.
     pins = _pins_after_boot(twin)
     assert {p.channel for p in pins} == {0}
-    assert len(pins) == 2 * (3 * 7 + 2)
+    assert [p.on for p in pins] == [False, True] * (3 * 7 + 2), pins
 
 
 @pytest.mark.parametrize("width_us", [30, 100, 1000])
@@ -157,7 +160,7 @@ def test_garbage_never_switches_a_channel(twin: Twin, board: RelayBoard) -> None
     states = board.states()
     assert states.on == states.safe == (True,) * 4 and states.pending == (0,) * 4
     assert board.identity.watchdog_ms == 5000
-    assert _pins_after_boot(twin) == []
+    assert _pins_after_boot(twin) == []  # (the twin stopped: its log is whole)
 
 
 def test_mcu_reset_mid_cuts_switches_only_the_cut_channel(twin: Twin, board: RelayBoard) -> None:
@@ -177,6 +180,7 @@ def test_mcu_reset_mid_cuts_switches_only_the_cut_channel(twin: Twin, board: Rel
     time.sleep(0.2)
     assert resets_seen == 1 and len(twin.resets) == 1
     assert board.last_boot is not None and board.last_boot.reset_cause == "external"
+    assert board.states().on == (True,) * 4
     pins = _pins_after_boot(twin)
     assert {p.channel for p in pins} == {0}, pins
-    assert pins[-1].on and board.states().on == (True,) * 4
+    assert pins[-1].on

@@ -16,8 +16,16 @@ from fixtures.pgcluster import Cluster
 from rig.cli_json import fleet_status
 from rig.fleet import dashboard
 from rig.fleet.central import CentralStore
-from rig.fleet.freshness import StaleWatch, Transition, effective_kind, process_bound
+from rig.fleet.freshness import (
+    StaleWatch,
+    StationStatus,
+    Transition,
+    effective_kind,
+    process_bound,
+)
 from rig.fleet.replicator import next_batch, replicate_store
+from rig.fleet.station_states import StationStates
+from rig.fleet.station_watch import StationWatch
 from rig.fleet.status import overview_text
 from rig.fleet.views import CampaignProgress, CentralView, StoreView
 from rig.store import Store
@@ -70,6 +78,43 @@ def test_a_station_is_stale_after_three_missed_heartbeats_and_the_hook_sees_it(
         back = watch.poll()
         assert [(t.station, t.before, t.after) for t in back] == [("alpha", "stale", "online")]
         assert isinstance(back[0], Transition) and back[0].last_seen_s is not None
+
+
+def test_both_station_watchers_take_their_transitions_from_one_memory() -> None:
+    """StaleWatch (the notifier's hook) and StationWatch (`station_offline` notices) see one
+    sequence of looks through rig/fleet/station_states.py: the hook every change after its
+    first poll, the notices each fall from online, a station silent at the first look and one
+    missing from a look (its last state kept) included."""
+    alpha = {
+        "up": StationStatus("alpha", 4, 2.0, "a"),
+        "down": StationStatus("alpha", 4, 95.0, "a"),
+    }
+    beta = {"up": StationStatus("beta", 2, 1.0, "b"), "down": StationStatus("beta", 2, 40.0, "b")}
+    never = StationStatus("gamma", 1, None, "")
+    looks = [
+        [alpha["up"], beta["down"], never],  # beta silent at the first look
+        [alpha["down"], beta["down"], never],  # alpha falls
+        [beta["up"]],  # alpha missing from this look
+        [alpha["down"], beta["up"], StationStatus("gamma", 1, 3.0, "g")],  # gamma first seen
+        [alpha["up"], beta["down"], StationStatus("gamma", 1, 30.0, "g")],
+    ]
+    stale = StaleWatch("")
+    told: list[str] = []
+    notices = StationWatch(lambda kind, title, body: told.append(title))
+    hook, fell = [], []
+    for look in looks:
+        hook.append([(t.station, t.before, t.after) for t in stale.update(look)])
+        fell.append(notices.look(look))
+    assert isinstance(stale.states, StationStates) and isinstance(notices.states, StationStates)
+    assert hook == [
+        [],  # the first poll learns
+        [("alpha", "online", "stale")],
+        [("beta", "stale", "online")],
+        [("gamma", "never seen", "online")],  # alpha: stale when last seen, stale now
+        [("alpha", "stale", "online"), ("beta", "online", "stale"), ("gamma", "online", "stale")],
+    ]
+    assert fell == [["beta"], ["alpha"], [], [], ["beta", "gamma"]]
+    assert told == [f"rig: station {name} offline" for name in ("beta", "alpha", "beta", "gamma")]
 
 
 def _campaign(pg: Cluster, submission_id: int) -> CampaignProgress:

@@ -179,6 +179,31 @@ def test_an_instrument_that_stops_answering_is_a_timeout(
         supply.close()
 
 
+def test_a_supply_frozen_inside_a_cut_names_the_output_left_off_when_made_safe(
+    served: tuple[SupplyServer, Rails],
+) -> None:
+    server, _ = served
+    outputs = OUTPUTS[server.supply.family]
+    supply = connect(server)
+    try:
+        supply.on(0)
+        supply.on(1)
+        server.supply.freeze_at_switch(False, 1, acted=True)  # silent once channel 0 is off
+        with pytest.raises(PowerTimeoutError, match="did not answer"):
+            supply.off(0)
+        assert server.supply.rail(outputs[0] - 1) == 0.0
+        assert server.supply.rail(outputs[1] - 1) == 12.0
+        with pytest.raises(PowerTimeoutError) as raised:
+            supply.safe()
+        # the first error as it was, then only the output not confirmed on: channel 1's
+        # output was read back on and nothing was switched there since
+        message = str(raised.value)
+        assert message.startswith("the supply did not answer"), message
+        assert message.endswith(f"; output {outputs[0]} may be off: check the supply"), message
+    finally:
+        supply.close()
+
+
 def test_another_model_than_named_is_refused(served: tuple[SupplyServer, Rails]) -> None:
     server, rails = served
     server.supply.idn_model = "DP821" if server.supply.family == "rigol-dp8" else "E36313A"

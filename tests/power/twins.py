@@ -123,6 +123,20 @@ class Twin:
             time.sleep(0.005)
         return self.pins_since(since_ns)
 
+    def final_pins(self, timeout_s: float = 60.0) -> list[Pin]:
+        """Every pin change of the run: the twin is stopped (SIGTERM: it writes out what it
+        logged, then exits) and its log read to the end. The log is another process's pipe,
+        read by a thread of ours, and a pin line may follow the reply to the request that made
+        it (the host build prints pins from its main loop after the reply), so a log read while
+        the twin runs may lack the last pin changes, under load for milliseconds or more."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout_s)
+        self._reader.join(timeout_s)
+        assert not self._reader.is_alive(), "the twin's log was not read to its end"
+        with self._lock:
+            return list(self.pins)
+
     def reset(self) -> int:
         """Simulated MCU reset (SIGUSR1 to the twin); returns the host time it was asked."""
         now = time.monotonic_ns()

@@ -32,6 +32,8 @@ class DriveSpec:
     health: Sequence[tuple[int, dict[str, object]]] = field(default_factory=list)
     # rail-sense captures of the first cycles: hi_us, lo_us, end, dt_us, samples, thresholds
     rail: Sequence[dict[str, Any]] = field(default_factory=list)
+    # the drawn shapes of the first cycles, as the cut phase records them (`cut_shape` events)
+    shapes: Sequence[dict[str, Any]] = field(default_factory=list)
 
 
 def healthy_plp_drive() -> DriveSpec:
@@ -193,7 +195,9 @@ def build(
                         last_flush_to_cut_ns=delays[1],
                     ),
                     findings if status != "error" else [],
-                    [],
+                    [(cut_ns, "cut_shape", spec.shapes[seq - 1])]
+                    if seq <= len(spec.shapes)
+                    else [],
                     ledger.to_bytes() if ledger is not None else None,
                     None,
                     _rail(spec, seq, cut_ns),

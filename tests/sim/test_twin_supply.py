@@ -114,7 +114,8 @@ def run_until_the_supply_freezes(tmp_path: Path, acted: bool) -> dict[str, Any]:
     """`rig run` (40 cuts of one honest drive) against a supply that stops answering at its
     third switch off (`acted`: after switching the output off, inside the third cut; else
     before, the output still on): the command's exit, its stderr, the cycles' statuses and
-    errors, the campaign's status, and whether the drive is still on the bus at the end."""
+    errors, the campaign's status and its end record's `power_not_safe` errors, and whether the
+    drive is still on the bus at the end."""
     drives = [TwinDrive(0, "SUPPLY FREEZE", "SUPF0", "", "honest", 7)]
     freeze = {"on": False, "nth": 3, "acted": acted}
     sim = SimTwin(
@@ -136,12 +137,15 @@ def run_until_the_supply_freezes(tmp_path: Path, acted: bool) -> dict[str, Any]:
     with sqlite3.connect(tmp_path / "s.sqlite") as store:
         rows = list(store.execute("SELECT status, error FROM cycle ORDER BY seq"))
         ended = store.execute("SELECT status FROM campaign").fetchone()[0]
+        not_safe = [json.loads(r[0]) for r in store.execute(
+            "SELECT detail FROM event WHERE kind = 'power_not_safe'")]  # fmt: skip
     return {
         "returncode": result.returncode,
         "stderr": result.stderr,
         "statuses": [r[0] for r in rows],
         "errors": [r[1] for r in rows if r[0] == "error"],
         "ended": ended,
+        "not_safe": not_safe,
         "node_still_there": node_still_there,
     }
 
@@ -154,10 +158,13 @@ def test_rig_run_meets_a_supply_that_stops_answering_between_cuts(
     lines = got["stderr"].strip().splitlines()
     assert got["returncode"] == 3 and len(lines) == 1, got["stderr"]
     assert "the supply did not answer" in lines[0]
+    # the rig cannot tell this from a freeze inside the cut (an off sent, never answered)
+    assert lines[0].endswith("output 1 may be off: check the supply"), lines[0]
     # two cuts made, the third a rig ERROR naming the silence; the channel stopped there
     assert got["statuses"] == ["ok", "ok", "error"], got
     assert all("did not answer" in e for e in got["errors"]), got["errors"]
     assert got["ended"] == "done"  # the campaign's end recorded all the same
+    assert got["not_safe"] == [{"campaign_id": 1, "error": lines[0].split("rig fault: ", 1)[1]}]
     assert got["node_still_there"]  # the drive stayed powered: its output was on
 
 
@@ -170,7 +177,10 @@ def test_rig_run_meets_a_supply_that_stops_answering_inside_a_cut(
     lines = got["stderr"].strip().splitlines()
     assert got["returncode"] == 3 and len(lines) == 1, got["stderr"]
     assert "the supply did not answer" in lines[0]
+    assert lines[0].endswith("output 1 may be off: check the supply"), lines[0]
     assert got["statuses"] == ["ok", "ok", "error"], got
     assert all("did not answer" in e for e in got["errors"]), got["errors"]
     assert got["ended"] == "done"
+    # the store's end record says the same as the line
+    assert got["not_safe"] == [{"campaign_id": 1, "error": lines[0].split("rig fault: ", 1)[1]}]
     assert not got["node_still_there"]  # its output stayed off: the drive is unpowered

@@ -1,0 +1,36 @@
+"""A campaign's pass criteria as stored with it: a value every layer above the campaign file
+reads (the run's end table, the report, `rig status`). Its own module, beside
+rig/campaign_spec.py which parses it, so that a reader of the stored criteria pays for none of
+the campaign file's sections (`rig status` imports no numpy or scipy: decision 430)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rig.sequential import Plan
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """The pass criteria stored with the campaign; reports compute the verdict from them
+    (docs/schema.md, `campaign.criteria`)."""
+
+    max_failure_probability: float = 1e-3  # per cut, the upper bound must stay below this
+    confidence: float = 0.95  # one-sided confidence of that bound
+    classes: tuple[str, ...] = ()  # failure classes that count; empty = every failure class
+    min_cycles: int = 0  # judged cycles a drive needs before it can pass; 0 = from the above
+    sequential: Plan | None = None  # [criteria.sequential] (rig/sequential.py)
+    scope: str = "model"  # rig.sequential.SCOPES: what one plan runs over
+
+    def as_json(self) -> dict[str, object]:
+        stated: dict[str, object] = {
+            "max_failure_probability": self.max_failure_probability,
+            "confidence": self.confidence,
+            "classes": list(self.classes),
+            "min_cycles": self.min_cycles,
+        }
+        if self.sequential is not None:
+            stated["sequential"] = {**self.sequential.as_json(), "scope": self.scope}
+        return stated
