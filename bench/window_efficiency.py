@@ -13,6 +13,10 @@ sees at most LATTICE distinct delays however many cuts it has (`fit.Cuts`, an ex
 likelihood per delay), which lets a baseline run to millions of cuts.
 
     PYTHONPATH=. .venv/bin/python bench/window_efficiency.py [--seeds 5] [--cap 20000000]
+        [--placement window --placement uniform ...] [--profile NAME ...]
+
+The baselines do not depend on the design: `--placement window` reruns only the window column
+(a column not run prints "."; their seeds give the same draws at every run).
 """
 
 from __future__ import annotations
@@ -83,12 +87,24 @@ def log_uniform(rng: np.random.Generator, n: int) -> np.ndarray:
     return np.exp(rng.uniform(math.log(RANGE[0]), math.log(RANGE[1]), n))
 
 
+PLACEMENTS = ("window", "uniform", "log-uniform")
+
+
+def needed_by(placement: str, drive: Profile, cap: int, seed: int, step: float) -> float:
+    if placement == "window":
+        return window_needed(drive, cap, seed, step)
+    draw = uniform if placement == "uniform" else log_uniform
+    return placement_needed(drive, draw, cap, seed, step)
+
+
 def _show(v: float, cap: int) -> str:
+    if math.isnan(v):
+        return "."
     return f"> {cap}" if math.isinf(v) else f"{v:.0f}"
 
 
 def _ratio(v: float, win: float, cap: int) -> str:
-    if math.isinf(win):
+    if math.isinf(win) or math.isnan(win) or math.isnan(v):
         return "-"
     return f"> {cap / win:.0f}x" if math.isinf(v) else f"{v / win:.1f}x"
 
@@ -99,6 +115,12 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=20_000_000)
     parser.add_argument("--step", type=float, default=1.25, help="refit after this factor more")
     parser.add_argument("--profile", action="append", help="only these profiles")
+    parser.add_argument(
+        "--placement",
+        action="append",
+        choices=PLACEMENTS,
+        help="only these placements (default: all three)",
+    )
     args = parser.parse_args()
     profiles = {n: p for n, p in load_profiles().items() if p.destage_window_ms > 0}
     names = args.profile or sorted(profiles, key=lambda n: (profiles[n].destage_window_ms, n))
@@ -107,27 +129,23 @@ def main() -> None:
         f"seeds, cap {args.cap} cuts, refit every x{args.step:g}\n"
     )
     columns = ("true t99 ms", "window", "uniform", "log-unif", "unif/win", "log/win", "s")
-    print(f"{'profile':24} " + " ".join(f"{c:>11}" for c in columns))
+    chosen = set(args.placement or PLACEMENTS)
+    print(f"{'profile':24} " + " ".join(f"{c:>11}" for c in columns) + "  window per seed")
     for name in names:
         drive, started = profiles[name], time.monotonic()
-        seeds = range(args.seeds)
-        medians = {
-            "window": statistics.median(
-                window_needed(drive, args.cap, s, args.step) for s in seeds
-            ),
-            "uniform": statistics.median(
-                placement_needed(drive, uniform, args.cap, s, args.step) for s in seeds
-            ),
-            "log-uniform": statistics.median(
-                placement_needed(drive, log_uniform, args.cap, s, args.step) for s in seeds
-            ),
+        needed = {
+            k: [needed_by(k, drive, args.cap, s, args.step) for s in range(args.seeds)]
+            for k in PLACEMENTS
+            if k in chosen
         }
+        medians = {k: statistics.median(needed[k]) if k in needed else math.nan for k in PLACEMENTS}
         win = medians["window"]
         cells = [f"{drive.true_quantile_ms(0.99):.4g}"]
         cells += [_show(v, args.cap) for v in medians.values()]
         cells += [_ratio(medians[k], win, args.cap) for k in ("uniform", "log-uniform")]
         cells.append(f"{time.monotonic() - started:.0f}")
-        print(f"{name:24} " + " ".join(f"{c:>11}" for c in cells), flush=True)
+        each = ", ".join(_show(v, args.cap) for v in needed.get("window", []))
+        print(f"{name:24} " + " ".join(f"{c:>11}" for c in cells) + f"  {each}", flush=True)
 
 
 if __name__ == "__main__":
