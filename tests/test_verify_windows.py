@@ -216,9 +216,9 @@ def random_cycle(draw: st.DrawFn) -> RandomCycle:
 
 
 @settings(max_examples=300, deadline=None)
-@given(random_cycle(), st.integers(1, 8), st.integers(1, 4))
+@given(random_cycle(), st.integers(1, 8), st.integers(1, 4), st.integers(1, 2 * N))
 def test_rules_per_window_judge_like_one_pass_over_the_region(
-    c: RandomCycle, chunk: int, window: int
+    c: RandomCycle, chunk: int, window: int, group: int
 ) -> None:
     s = c.scenario
     everything = np.arange(N, dtype=np.int64)
@@ -230,6 +230,7 @@ def test_rules_per_window_judge_like_one_pass_over_the_region(
     with (
         patch.object(verify_reads, "WINDOW_BYTES", window * chunk * BS),
         patch.object(verify_reads, "PARSE_THREAD_BYTES", BS),
+        patch.object(verify_windows, "JUDGE_ROWS", group),
     ):
         windowed = verify.check(
             CAMPAIGN, s.state, s.log, durability, c.extra, s.read, BS, chunk,
@@ -262,6 +263,7 @@ def test_a_check_stopped_by_a_vanished_drive_leaves_the_state_as_it_found_it() -
 
     with (
         patch.object(verify_reads, "WINDOW_BYTES", 8 * BS),
+        patch.object(verify_windows, "JUDGE_ROWS", 8),
         patch.object(verify_windows.Judging, "window", window),
         pytest.raises(verify.DriveGone),
     ):
