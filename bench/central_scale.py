@@ -200,8 +200,29 @@ def main() -> None:
         help="a tree of another version (git archive main | tar -x -C DIR): its dashboard"
         " served beside this one's, their requests taken in turn",
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="the database's folder (e.g. /var/tmp/central10m-db), kept after the run; a folder"
+        " that holds one from an earlier run is used as it is (no fill, no lag: the report and"
+        " the dashboard timed again). Remove it with rm -r when done",
+    )
+    parser.add_argument("--only-report", action="store_true", help="no lag, no dashboard")
+    parser.add_argument(
+        "--cut-rows", action="store_true", help="the report with --cut-rows (cuts.csv listed)"
+    )
     args = parser.parse_args()
     print(f"load before: {os.getloadavg()}, {os.cpu_count()} cores")
+    if args.keep is not None and (args.keep / "data" / "PG_VERSION").exists():
+        work = Path(tempfile.mkdtemp(prefix="rig-bench-central-", dir="/var/tmp"))
+        try:
+            with pgcluster.cluster(listen="127.0.0.1", fsync=True, keep=args.keep) as pg:
+                print(f"reusing the database in {args.keep}", flush=True)
+                measure(pg, args, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print(f"load after: {os.getloadavg()}")
+        return
     work = Path(tempfile.mkdtemp(prefix="rig-bench-central-", dir="/var/tmp"))
     try:
         rows = fr.templates(work)
@@ -212,7 +233,7 @@ def main() -> None:
         for s in range(args.stations):
             stores.append(work / f"st{s}.sqlite")
             station_store(stores[-1], rows, args.sample, s, args.models)
-        with pgcluster.cluster(listen="127.0.0.1", fsync=True) as pg:
+        with pgcluster.cluster(listen="127.0.0.1", fsync=True, keep=args.keep) as pg:
             run(pg, args, rows, stores, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -251,6 +272,14 @@ def run(pg: pgcluster.Cluster, args: argparse.Namespace, rows: list, stores: lis
             " pg_size_pretty(pg_database_size('rig')) AS size"
         )
     print(f"summaries rebuilt in {time.perf_counter() - t:.1f} s: {counts}", flush=True)
+    if not (args.split or args.only_dashboard or args.only_report):
+        lag(pg, args, rows, stores)
+    measure(pg, args, work)
+
+
+def measure(pg: pgcluster.Cluster, args: argparse.Namespace, work: Path) -> None:
+    """On the filled database: the EXPLAIN of a model's year, then the report (whole, or its
+    read and the rest apart: `--split`) and the dashboard, as the options say."""
     viewer = pg.dsn("viewer", "x", "127.0.0.1")
     with CentralStore(viewer) as reader:
         today = datetime.date.today()
@@ -262,29 +291,41 @@ def run(pg: pgcluster.Cluster, args: argparse.Namespace, rows: list, stores: lis
     if args.only_dashboard:
         dashboard(viewer, args)
         return
-    lag(pg, args, rows, stores)
     out = work / "report"
     wall, rss, code = timed_child(
-        [sys.executable, "-m", "rig.cli", "report", "--central", viewer, "--out", str(out)],
+        [sys.executable, "-m", "rig.cli", "report", "--central", viewer, "--out", str(out)]
+        + (["--cut-rows"] if args.cut_rows else []),
         args.report_timeout,
     )
     print(f"rig report --central: {wall:.1f} s, peak RSS {rss:.0f} MiB, exit {code}", flush=True)
+    print(f"load: {os.getloadavg()}", flush=True)
     shutil.rmtree(out, ignore_errors=True)
-    dashboard(viewer, args)
+    if not args.only_report:
+        dashboard(viewer, args)
 
 
 SPLIT = """
 import resource, sys, tempfile, time
 t = time.perf_counter()
 from reports import central, export
-data = central.load(sys.argv[1])
+from rig.fleet.central import CentralStore
+with CentralStore(sys.argv[1]) as store:
+    aggregates, spent = store.cut_aggregates, []
+    def timed(*args):
+        start = time.perf_counter()
+        try:
+            return aggregates(*args)
+        finally:
+            spent.append(time.perf_counter() - start)
+    store.cut_aggregates = timed
+    data = central.read(store)
 read = time.perf_counter() - t
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 with tempfile.TemporaryDirectory() as out:
     export.write_dataset_report(data, out)
-print(f"read {read:.1f} s (peak RSS then {rss:.0f} MiB),"
-      f" analysis and files {time.perf_counter() - t - read:.1f} s,"
-      f" cuts {sum(len(r.cuts) for r in data.runs)}")
+print(f"read {read:.1f} s (of it the aggregates' query {sum(spent):.1f} s;"
+      f" peak RSS then {rss:.0f} MiB), analysis and files {time.perf_counter() - t - read:.1f} s,"
+      f" cycles {sum(len(r.cuts) for r in data.runs)}")
 """
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from reports import ordered, stats
 from reports import verdict as verdicts
+from reports.binned import BinnedDelays, BinnedReturns
 from reports.compare import compare
 from reports.counted import Counted, add_counts
 from reports.criteria import merged_criteria, plan_of
@@ -243,6 +244,8 @@ def _drives(
 
 def _median_of(returns: StoredReturns) -> float | None:
     """statistics.median of the values, from them in order a piece at a time (issue 27)."""
+    if isinstance(returns, BinnedReturns):
+        return returns.histogram.median()
     n = len(returns)
     if not n:
         return None
@@ -254,7 +257,10 @@ def _median_of(returns: StoredReturns) -> float | None:
 
 
 def _return_quantiles(returns: StoredReturns) -> dict[str, float]:
-    """As `_quantiles`, from the values in order a piece at a time: none held (issue 27)."""
+    """As `_quantiles`, from the values in order a piece at a time: none held (issue 27); from
+    the bins of a histogram (the central report: reports/binned.py states its error)."""
+    if isinstance(returns, BinnedReturns):
+        return returns.histogram.quantiles()
     n = len(returns)
     if not n:
         return {}
@@ -375,6 +381,9 @@ def _bins(delays: DelayPoints, column: str, confidence: float) -> list[DelayBin]
     edges = list(itertools.pairwise(DELAY_BINS_MS))
     inside = np.zeros(len(edges), np.int64)
     failing = np.zeros(len(edges), np.int64)
+    if isinstance(delays, BinnedDelays):  # counted by the server (the central report)
+        inside += delays.counts.inside.get(column, 0)
+        failing += delays.counts.failing.get(column, 0)
     for piece in delays.chunks():
         values, failed = getattr(piece, column), piece.failed
         for i, (low, high) in enumerate(edges):

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from reports import ordered, svg
+from reports import binned, ordered, svg
+from reports.binned import BinnedDelays, BinnedReturns
 from reports.cuts import FloatArray, StoredReturns
 from reports.record import DriveStat, ModelReport, RailStat
 from rig.check import failures
@@ -145,8 +146,14 @@ def return_chart(models: Sequence[ModelReport]) -> str:
     for i, m in enumerate(models):
         if not len(m.return_ms):
             continue
-        chart.cdf(svg.Later(functools.partial(_sorted, m), len(m.return_ms)), svg.colour(i))
-        chart.legend(m.model, svg.colour(i))
+        if isinstance(m.return_ms, BinnedReturns):  # the central report: a step per bin
+            values, counts = m.return_ms.histogram.steps()
+            chart.cdf(values, svg.colour(i), counts)
+            error = f" (bins of +-{binned.RELATIVE_ERROR:.1%})"
+        else:
+            chart.cdf(svg.Later(functools.partial(_sorted, m), len(m.return_ms)), svg.colour(i))
+            error = ""
+        chart.legend(m.model + error, svg.colour(i))
     return chart.render()
 
 
@@ -171,6 +178,12 @@ def delay_chart(m: ModelReport) -> str:
             low_y, high_y = min(low_y, float(ys.min())), max(high_y, float(ys.max()))
             bad += int(failed.sum())
             good += len(failed) - int(failed.sum())
+    if isinstance(m.delays, BinnedDelays):
+        return svg.no_data(
+            "Outcome vs time since last acknowledgement and flush",
+            "the central report keeps the delays as cuts and failing cuts per delay bin (the"
+            " bins' table), not a mark per cut",
+        )
     if not good + bad:
         return svg.no_data(
             "Outcome vs time since last acknowledgement and flush",

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reports.cuts import SpilledCuts, column_chunks, table_of
+from reports.cuts import CutTable, SpilledCuts, column_chunks, table_of
 from reports.dataset import Dataset, DriveRun
 from reports.endurance import EnduranceSeries, WindowFit
 from reports.record import NOT_ENOUGH_DATA, Report
+from reports.run_parts import SummarisedCuts
 
 Row = Sequence[object]
 
@@ -162,13 +163,24 @@ def _csv_cell(value: object) -> str:
 
 def _cut_lines(run: DriveRun) -> Iterator[str]:
     """cuts.csv's rows of the run, as csv.writer writes them, made a chunk at a time from its
-    columns (read a piece at a time: issue 27): the run's own cells once, a status or class
-    set once per kind, a float by repr."""
-    source = run.cuts if isinstance(run.cuts, SpilledCuts) else table_of(run.cuts)
+    columns (read a piece at a time: issue 27); a run of the central report's only if asked
+    (`--cut-rows`, streamed from the server a chunk at a time: decisions 422-423)."""
     head = "".join(
         _csv_cell(v) + ","
         for v in (run.campaign.source, run.campaign.name, run.model, run.serial, run.channel)
     )
+    if isinstance(run.cuts, SummarisedCuts):
+        for table in run.cuts.listed() if run.cuts.listed is not None else ():
+            yield from _table_lines(head, table)
+        return
+    yield from _table_lines(
+        head, run.cuts if isinstance(run.cuts, SpilledCuts) else table_of(run.cuts)
+    )
+
+
+def _table_lines(head: str, source: SpilledCuts | CutTable) -> Iterator[str]:
+    """The lines of a table's rows: the run's own cells (`head`) once, a status or class set
+    once per kind, a float by repr."""
     statuses = [_csv_cell(s) for s in source.statuses]
     classes = [_csv_cell(" ".join(sorted(s))) for s in source.class_sets]
     names = ("seq", "cut_delay_ms", "ack_to_cut_ms", "flush_to_cut_ms", "gone_ms", "return_ms")

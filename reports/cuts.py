@@ -331,6 +331,10 @@ def table_of(cuts: Iterable[Cut]) -> CutTable:
         return cuts
     if isinstance(cuts, SpilledCuts):
         return cuts.table()
+    loaded = getattr(cuts, "table", None)  # a run known by its aggregates: its rows read now
+    if callable(loaded):
+        table: CutTable = loaded()
+        return table
     builder = TableBuilder()
     cuts = list(cuts)
     if cuts:

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reports import deferred
+from reports.binned import BinnedReturns
 from reports.counted import Counted
 from reports.cuts import DelayPoints, StoredReturns
 from reports.record import Report
@@ -57,9 +58,11 @@ def json_text(report: Report, generated_at: float, extra: dict[str, Any] | None 
         models.append(dataclasses.replace(m, **marks))  # type: ignore[arg-type]
     plain = dataclasses.replace(report, models=models)
     body = {"format": FORMAT, "generated_at": generated_at, **dataclasses.asdict(plain)}
-    for model in body["models"]:  # a model without a sequential plan: no key, as before
-        if model.get("sequential") is None:
+    for model, m in zip(body["models"], report.models, strict=True):
+        if model.get("sequential") is None:  # a model without a sequential plan: no key
             model.pop("sequential", None)
+        if isinstance(m.return_ms, BinnedReturns):  # the central report: bins, no list
+            model["return_histogram"] = m.return_ms.histogram.as_json()
     body.update(extra or {})
     text = json.dumps(_clean(body), indent=1, sort_keys=False)
     out, at = [], 0

@@ -4,11 +4,13 @@ their parts (`Cuts`); a model's delay points and return times made when read."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from reports.binned import BinnedDelays, BinnedReturns, DelayCounts, LogHistogram
 from reports.cuts import (
     CUT_STATUSES,
     Cut,
@@ -93,6 +95,36 @@ def _source(cuts: Iterable[Cut]) -> SpilledCuts | CutTable:
     return cuts if isinstance(cuts, SpilledCuts) else table_of(cuts)
 
 
+class SummarisedCuts(Sequence[Cut]):
+    """A run's cuts known by their aggregates (the central report, decision 420): its RunPart,
+    its return times per bin and its cuts per delay bin, made by the server; the rows are read
+    (`load`) only where something asks for them one by one (a sequential plan's order, a
+    report given stores beside the central database), never for the counts and charts."""
+
+    def __init__(
+        self,
+        part: RunPart,
+        returns: LogHistogram,
+        delays: DelayCounts,
+        load: Callable[[], CutTable],
+        listed: Callable[[], Iterator[CutTable]] | None = None,
+    ) -> None:
+        self.part, self.returns, self.delays, self._load = part, returns, delays, load
+        self.listed = listed  # its rows a chunk at a time for cuts.csv (None: not listed)
+
+    def table(self) -> CutTable:
+        return self._load()
+
+    def __len__(self) -> int:
+        return sum(self.part.statuses.values())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.table()[index]
+
+    def __iter__(self) -> Iterator[Cut]:
+        return iter(self.table())
+
+
 class RunParts:
     """Each run's RunPart, made once per report from its table (read one run at a time)."""
 
@@ -101,7 +133,9 @@ class RunParts:
 
     def of(self, run: DriveRun) -> RunPart:
         if id(run) not in self.made:  # (the run is kept with it: its id stays its own)
-            self.made[id(run)] = (run, RunPart.of(run.cuts))
+            cuts = run.cuts
+            part = cuts.part if isinstance(cuts, SummarisedCuts) else RunPart.of(cuts)
+            self.made[id(run)] = (run, part)
         return self.made[id(run)][1]
 
 
@@ -127,8 +161,15 @@ class Cuts:
 
     def returns(self) -> StoredReturns:
         """Return times of cuts with status ok that have one, in order: made from the runs'
-        tables when read (one set's in memory at a time: reports.cuts.StoredReturns)."""
+        tables when read (one set's in memory at a time: reports.cuts.StoredReturns); runs
+        known by their aggregates only: their histogram (reports.binned.BinnedReturns)."""
         runs = self.runs
+        summarised = [r.cuts for r in runs if isinstance(r.cuts, SummarisedCuts)]
+        if summarised and len(summarised) == len(runs):
+            histogram = LogHistogram()
+            for s in summarised:
+                histogram.add(s.returns)
+            return BinnedReturns(histogram)
 
         def pieces() -> Iterator[FloatArray]:
             for r in runs:
@@ -153,6 +194,9 @@ class Cuts:
         order = sorted(sets, key=lambda s: (len(s), failures.ordered(s)))
         lists = [failures.ordered(s) for s in order]
         runs = self.runs
+        summarised = [r.cuts for r in runs if isinstance(r.cuts, SummarisedCuts)]
+        if summarised and len(summarised) == len(runs):
+            return BinnedDelays(DelayCounts.summed(s.delays for s in summarised), lists)
 
         def make() -> DelayPoints:
             codes = {s: i for i, s in enumerate(order)}

@@ -162,6 +162,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UserError(f"--confidence {args.confidence}: must lie in [0.5, 1)")
     if not args.db and not args.central:
         raise UserError("rig report: give stores, --central DSN, or both")
+    if args.cut_rows and not args.central:
+        raise UserError("rig report: --cut-rows is for --central (a store's cuts are listed)")
     if not args.central:
         out = args.out or os.path.splitext(args.db[0])[0] + "-report"
         print(export.write_report(args.db, out, args.confidence, args.junit or "", args.markdown))
@@ -170,10 +172,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     from rig.fleet.central import CentralStore
 
     with CentralStore(args.central) as store:
-        parts = [central.read(store)] + ([dataset.load(args.db)] if args.db else [])
-    out = args.out or "fleet-report"
-    data = dataset.merge(parts)
-    print(export.write_dataset_report(data, out, args.confidence, args.junit or "", args.markdown))
+        parts = [central.read(store, cut_rows=args.cut_rows)]
+        parts += [dataset.load(args.db)] if args.db else []
+        out = args.out or "fleet-report"
+        data = dataset.merge(parts)  # (written while the store is open: --cut-rows reads it)
+        made = export.write_dataset_report(
+            data, out, args.confidence, args.junit or "", args.markdown
+        )
+    print(made)
     return 0
 
 
@@ -277,6 +283,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--junit", metavar="FILE", help="the verdicts as JUnit XML (default: junit.xml in --out)"
     )
     report.add_argument("--markdown", metavar="FILE", help="a Markdown summary of the verdicts")
+    report.add_argument(
+        "--cut-rows",
+        action="store_true",
+        help="with --central: cuts.csv lists the central database's cycles too, streamed from"
+        " the server (time and file grow with the cuts; without it the report reads none)",
+    )
     report.set_defaults(func=cmd_report)
     from rig.fleet import cli as fleet_cli
     from rig.station import check_cli

@@ -7,12 +7,15 @@ import dataclasses
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
 import psycopg
 import pytest
 
 from fixtures.pgcluster import Cluster
-from reports import analysis, dataset
+from reports import analysis, binned, dataset, export
+from reports import central as report_central
 from rig.errors import UserError
 from rig.fleet import dispatch
 from rig.fleet.central import CentralStore
@@ -47,6 +50,31 @@ def _report(data: dataset.Dataset) -> dict[str, object]:
     return json.loads(json.dumps(body, default=str))
 
 
+def assert_the_same_but_binned(central: dict[str, Any], station: dict[str, Any]) -> None:
+    """The central report's analysis is the station's but for what it keeps binned (decision
+    420, docs/reports.md): no per-cut list (return_ms, delays), and the return-time p50, p90,
+    p99 and each drive's median within the bins' stated error (min, max and mean exact)."""
+    assert len(central["models"]) == len(station["models"])
+    for c, s in zip(central["models"], station["models"], strict=True):
+        assert s["return_ms"] and c["return_ms"] == "[]"  # (a BinnedReturns lists none)
+        assert c["delays"]["ack_to_cut_ms"] == "[]" != s["delays"]["ack_to_cut_ms"]
+        for key in ("return_ms", "delays"):
+            c.pop(key), s.pop(key)
+        cq, sq = c.pop("return_quantiles"), s.pop("return_quantiles")
+        assert cq.keys() == sq.keys()
+        for k in ("min", "max"):
+            assert cq[k] == sq[k]
+        assert cq["mean"] == pytest.approx(sq["mean"], rel=1e-12)
+        for k in ("p50", "p90", "p99"):
+            assert cq[k] == pytest.approx(sq[k], rel=binned.RELATIVE_ERROR)
+        for cd, sd in zip(c["drives"], s["drives"], strict=True):
+            cm, sm = cd.pop("median_return_ms"), sd.pop("median_return_ms")
+            assert (cm is None) == (sm is None)
+            if sm is not None:
+                assert cm == pytest.approx(sm, rel=binned.RELATIVE_ERROR)
+    assert central == station  # every count, interval, bin and verdict
+
+
 def test_replication_is_exact_idempotent_and_reports_the_same(
     pg: Cluster, demo_store: Path, tmp_path: Path
 ) -> None:
@@ -57,6 +85,11 @@ def test_replication_is_exact_idempotent_and_reports_the_same(
         source.backup(target)
     with sqlite3.connect(copy) as db:
         db.execute("UPDATE cycle SET blocks_unchecked = seq % 3")
+        # a drive that died at its 9th cycle after a rig error at its 4th, and one with an
+        # interrupted cycle: the place of death and the statuses the aggregates count
+        db.execute("UPDATE cycle SET status = 'error' WHERE drive_id = 2 AND seq = 4")
+        db.execute("UPDATE cycle SET status = 'dead' WHERE drive_id = 2 AND seq >= 9")
+        db.execute("UPDATE cycle SET status = 'interrupted' WHERE drive_id = 3 AND seq = 5")
     demo_store = copy
     store = Store(str(demo_store))
     try:
@@ -80,7 +113,37 @@ def test_replication_is_exact_idempotent_and_reports_the_same(
         db.close()
     from_store = _report(dataset.load([str(demo_store)]))
     from_central = _report(central_dataset(pg.dsn("viewer", "pw-viewer", "127.0.0.1")))
-    assert from_central == from_store
+    assert_the_same_but_binned(from_central, from_store)
+    # and its files: bins instead of per-cut lists, no cut rows (docs/reports.md)
+    export.write_dataset_report(central_dataset(pg.dsn()), str(tmp_path / "central"))
+    export.write_dataset_report(dataset.load([str(demo_store)]), str(tmp_path / "station"))
+    body = json.loads((tmp_path / "central" / "report.json").read_text())
+    listed = json.loads((tmp_path / "station" / "report.json").read_text())
+    for model, own in zip(body["models"], listed["models"], strict=True):
+        assert model["return_ms"] == [] and model["delays"] == []
+        assert len(own["delays"]) == own["cuts"] > 0
+        bins = model["return_histogram"]["bins"]
+        assert sum(c for _, c in bins) == len(own["return_ms"]) > 0
+    assert len((tmp_path / "central" / "cuts.csv").read_text().splitlines()) == 1  # its header
+    assert len((tmp_path / "station" / "cuts.csv").read_text().splitlines()) == 37
+    # --cut-rows: the same rows as the station's cuts.csv, streamed from the server in chunks
+    with CentralStore(pg.dsn()) as store, mock.patch.object(report_central, "CHUNK", 5):
+        data = report_central.read(store, cut_rows=True)
+        export.write_dataset_report(data, str(tmp_path / "rows"))
+        # a page's drives only (their rows through the key): the same aggregates as in the whole
+        whole = {r.key: r.cuts for r in data.runs}
+        one = report_central.read(store, drive=lambda row: row["serial"] == data.runs[1].serial)
+        assert [r.key for r in one.runs] == [data.runs[1].key]
+        found = one.runs[0].cuts
+        assert vars(found.part) == vars(whole[data.runs[1].key].part)  # type: ignore[attr-defined]
+        assert found.returns == whole[data.runs[1].key].returns  # type: ignore[attr-defined]
+        assert found.part.dead_at == 8  # (the drive made to die above)
+    streamed = (tmp_path / "rows" / "cuts.csv").read_text().splitlines()
+    own = (tmp_path / "station" / "cuts.csv").read_text().splitlines()
+    assert [r.split(",", 1)[1] for r in streamed] == [r.split(",", 1)[1] for r in own]
+    page = (tmp_path / "central" / "report.html").read_text()
+    assert "keeps the delays as cuts and failing cuts per delay bin" in page
+    assert "(bins of +-2.2%)" in page  # the return-time curve's legend
     # the same campaign from both sources is refused, not counted twice
     with pytest.raises(UserError, match="give each once"):
         dataset.merge([central_dataset(pg.dsn()), dataset.load([str(demo_store)])])
@@ -168,3 +231,10 @@ def test_a_station_cannot_write_or_see_another_stations_rows(pg: Cluster, demo_s
         assert viewer.execute("SELECT count(*) FROM fleet.cycle").fetchone()[0] >= 36
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             viewer.execute("UPDATE fleet.cycle SET status = 'ok'")
+
+
+def test_cut_rows_without_the_central_database_is_refused(demo_store: Path, tmp_path: Path) -> None:
+    done = rig("report", "--cut-rows", str(demo_store), "--out", str(tmp_path / "r"), cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "--cut-rows" in done.stderr
+    assert not (tmp_path / "r").exists()  # before any write

@@ -3,7 +3,8 @@
 One `CentralStore` (one connection), made of parts along the roles that use it: `connection`
 (connect, link options, query helpers), `admin` (schema and login roles), `submissions` (what
 dispatch and a station's agent write and read of submissions and claims), `replication` (what a
-station ships) and `reads` (what dashboards and reports read). Stations write only what their own
+station ships), `reads` (what dashboards and reports read) and `aggregates` (the report's
+per-drive aggregates of the cut rows). Stations write only what their own
 SQLite store already holds (the store stays the source of truth); rows are keyed by natural keys
 (station, campaign media id, channel, seq), so shipping the same cycle twice changes nothing.
 """
@@ -11,6 +12,7 @@ SQLite store already holds (the store stays the source of truth); rows are keyed
 from __future__ import annotations
 
 from rig.fleet.central.admin import STATION_NAME, SchemaAdmin, station_role
+from rig.fleet.central.aggregates import CutAggregates
 from rig.fleet.central.connection import LINK_OPTIONS, CentralUnavailable, Row, with_link_options
 from rig.fleet.central.reads import ReadQueries
 from rig.fleet.central.replication import (
@@ -25,7 +27,9 @@ from rig.fleet.central.replication import (
 from rig.fleet.central.submissions import LIVE, AgentQueries, DispatchQueries, drive_key
 
 
-class CentralStore(SchemaAdmin, AgentQueries, ReplicationQueries, DispatchQueries, ReadQueries):
+class CentralStore(
+    SchemaAdmin, AgentQueries, ReplicationQueries, DispatchQueries, ReadQueries, CutAggregates
+):
     """One connection to the central database."""
 
 

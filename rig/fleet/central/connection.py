@@ -75,6 +75,10 @@ class CentralConnection:
         """Closed, or broken by a lost link: open a new one."""
         return bool(self._db.closed or self._db.broken)
 
+    def reopened(self) -> Self:
+        """A new connection to the same database (a reader whose own was closed since)."""
+        return type(self)(self.dsn)
+
     def __enter__(self) -> Self:
         return self
 
