@@ -31,7 +31,7 @@ from rig.check.failures import (
     UNSERIALIZABLE,
 )
 from rig.check.ledger import CycleLog, Durability, LbaState
-from rig.check.verify_evidence import Cycle, SeenRows, ledgered, sorted_unique
+from rig.check.verify_evidence import Cycle, sorted_unique
 from rig.check.verify_findings import NO_OP, CheckResult, Finding, drive_finding
 from rig.check.verify_reads import (
     GONE_ERRNOS,
@@ -44,16 +44,7 @@ from rig.check.verify_reads import (
     Unread,
     runs,
 )
-from rig.check.verify_rules import (
-    Classified,
-    atomic_tears,
-    claims,
-    merge,
-    nondurable_outcomes,
-    resolve,
-    settle,
-    unserializable,
-)
+from rig.check.verify_windows import Judging
 
 __all__ = [
     "ALLOWED_LOSS",
@@ -119,36 +110,18 @@ def check(
     idx = checked - state.first_lba
     budget = budget or Budget(policy.max_reads, policy.max_hangs)
     with ReadBack(checked, read, block_size, max_read_blocks, policy, budget) as reading:
-        # (while the first windows are read)
-        committed = state.committed[idx].astype(np.int64)
-        led = ledgered(cyc, checked, committed)
-        seen = SeenRows(campaign, cyc, checked)
-        reads = reading.collect(lambda rows, got: seen.fill(rows, led, got))
-    ev = seen.evidence(led, reads.readable)
-    klass = resolve(len(checked), claims(ev))
-    state.committed[idx] = settle(ev, committed).astype(np.uint32)
-
-    held = np.where(ev.sound, ev.gen, -1)  # -1: damaged, unread
-    if atomic_blocks > 1:
-        atomic_tears(cyc, checked, held, klass, atomic_blocks)
-    blocks = Classified(
-        checked,
-        klass,
-        ev.floor,
-        ev.obs_gen,
-        ev.floor_write,
-        ev.obs_op,
-        ev.obs_worker,
-        reads.sectors,
-        campaign,
-    )
+        # (while the first windows are read: the ledger's side of the evidence)
+        judging = Judging(campaign, cyc, checked, state.committed, idx, atomic_blocks)
+        try:
+            # each window judged and settled as soon as it is read and parsed, while the next
+            # ones are read
+            reads = reading.collect(judging.window)
+        except BaseException:
+            judging.undo()  # a check that stops leaves the state as it found it
+            raise
     findings = list(reads.errors)
-    findings.extend(merge(blocks, cyc))
-    allowed, nondurable, survived = nondurable_outcomes(
-        cyc, checked, ev.obs_gen, ev.readable, klass
-    )
-    findings.extend(allowed)
-    findings.extend(unserializable(cyc, checked, held, klass))
+    judged, nondurable, survived = judging.findings(reads)
+    findings.extend(judged)
     unread = reads.unread
     unchecked = sum(f.lba_count for f in unread)
     return CheckResult(findings, len(checked) - unchecked, nondurable, survived, unchecked, unread)

@@ -5,6 +5,7 @@ joined, the `Evidence` the rules of rig/check/verify_rules.py claim classes from
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,10 +35,18 @@ class Cycle:
         self.complete_ns = log.column("complete_ns")
         self.acked = durability.acked
         self.durability = durability
-        self.keys = np.sort(self.lba << 32 | self.gen)
         ok = log.column("flush_status") == 0
         self.flush_done = np.sort(log.column("flush_complete_ns")[ok])
         self._positions: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
+
+    @functools.cached_property
+    def keys(self) -> npt.NDArray[np.int64]:
+        """Every (LBA, generation) this cycle wrote, as sorted `lba << 32 | gen` keys (asked
+        first while the first windows are read, not before they are started)."""
+        keys = self.lba << 32 | self.gen
+        if len(keys) > 1 and not (keys[1:] >= keys[:-1]).all():  # (a sequential cycle's are)
+            keys = np.sort(keys)
+        return keys
 
     def positions(self, checked: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """Row of each block entry in `checked` (sorted, holding every LBA of the cycle); the
@@ -113,6 +122,8 @@ def ledgered(
     return Ledgered(touched, has_durable, floor, floor_write, is_uncertain(committed))
 
 
+EVERY_ROW = slice(None)
+
 _SEEN = ("corrupt", "misplaced", "mixed", "gen", "obs_op", "obs_worker", "carries_new",
          "lands_new", "in_cycle")  # fmt: skip
 
@@ -167,16 +178,20 @@ class SeenRows:
         out["carries_new"][rows] = carries_new
         out["in_cycle"][rows] = in_cycle
 
-    def evidence(self, led: Ledgered, readable: npt.NDArray[np.bool_]) -> Evidence:
-        c = self.columns
-        open_rows = readable & led.unknown & ~led.has_durable
+    def evidence(
+        self, led: Ledgered, readable: npt.NDArray[np.bool_], rows: slice = EVERY_ROW
+    ) -> Evidence:
+        """The evidence of `rows` (filled), every block's by default."""
+        c = {name: column[rows] for name, column in self.columns.items()}
+        readable, unknown, has_durable = readable[rows], led.unknown[rows], led.has_durable[rows]
+        open_rows = readable & unknown & ~has_durable
         return Evidence(
             readable=readable,
-            touched=led.touched,
-            has_durable=led.has_durable,
-            floor=led.floor,
-            floor_write=led.floor_write,
-            unknown=led.unknown,
+            touched=led.touched[rows],
+            has_durable=has_durable,
+            floor=led.floor[rows],
+            floor_write=led.floor_write[rows],
+            unknown=unknown,
             corrupt=c["corrupt"],
             misplaced=c["misplaced"],
             mixed=c["mixed"],

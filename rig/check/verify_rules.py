@@ -222,34 +222,63 @@ def atomic_tears(
                 klass[rows[old]] = code(SHORN)
 
 
+class WriteTally:
+    """What each write of this cycle shows, gathered window by window (`add`: the checked
+    blocks' entries of a window once their classes are final), for the rules about writes rather
+    than blocks: whether a durable write was lost or a write survived (`unserializable`), and
+    how many blocks of each write read back older though clean (`nondurable_outcomes`)."""
+
+    def __init__(self, cyc: Cycle, checked: npt.NDArray[np.int64]) -> None:
+        self.cyc = cyc
+        self.pos = cyc.positions(checked)
+        nwrites = len(cyc.op_seq)
+        self.lost_durable = np.zeros(nwrites, dtype=bool)
+        self.survived = np.zeros(nwrites, dtype=bool)
+        self.lost_blocks = np.zeros(nwrites, dtype=np.int64)
+        self.any_nondurable = not cyc.durability.durable.all()
+
+    def add(
+        self,
+        entries: slice | npt.NDArray[np.int64],
+        klass: npt.NDArray[np.uint8],
+        held: npt.NDArray[np.int64],
+        obs_gen: npt.NDArray[np.int64],
+        readable: npt.NDArray[np.bool_],
+    ) -> None:
+        """Count the cycle's block `entries` (each entry's block row already classed)."""
+        cyc, pos = self.cyc, self.pos[entries]
+        write, gen = cyc.write[entries], cyc.gen[entries]
+        block_class, block_held = klass[pos], held[pos]
+        fine = block_class == FINE
+        lost = (block_class == code(LOST_DURABLE)) & cyc.durable[entries] & (block_held < gen)
+        self.lost_durable[write[lost]] = True
+        self.survived[write[(block_held == gen) & fine]] = True
+        if self.any_nondurable:
+            # older than its write (no newer write over it either), though clean and read
+            older = (obs_gen[pos] < gen) & readable[pos] & fine
+            np.add.at(self.lost_blocks, write[older], 1)
+
+
 def nondurable_outcomes(
-    cyc: Cycle,
-    checked: npt.NDArray[np.int64],
-    obs_gen: npt.NDArray[np.int64],
-    readable: npt.NDArray[np.bool_],
-    klass: npt.NDArray[np.uint8],
+    tally: WriteTally, obs_gen: npt.NDArray[np.int64]
 ) -> tuple[list[Finding], int, int]:
     """Non-durable writes of this cycle: how many survived, and an allowed-loss row per loss."""
-    pos = cyc.positions(checked)
-    visible = obs_gen[pos] >= cyc.gen  # its data, or a newer write over it, reads back
-    clean = readable[pos] & (klass[pos] == FINE)
-    nondurable = ~cyc.durability.durable
-    writes = np.flatnonzero(nondurable)
+    cyc = tally.cyc
+    writes = np.flatnonzero(~cyc.durability.durable)
     if len(writes) == 0:
         return [], 0, 0
-    lost_blocks = np.bincount(cyc.write, weights=~visible & clean, minlength=len(nondurable))
     findings = []
-    for write in writes[lost_blocks[writes] > 0].tolist():
+    for write in writes[tally.lost_blocks[writes] > 0].tolist():
         entries = np.flatnonzero(cyc.write == write)
         first = int(cyc.lba[entries[0]])
-        outcome = "lost" if lost_blocks[write] == len(entries) else "partial"
+        outcome = "lost" if tally.lost_blocks[write] == len(entries) else "partial"
         findings.append(
             Finding(
                 cls=ALLOWED_LOSS,
                 lba_first=first,
                 lba_count=len(entries),
                 expected_gen=int(cyc.gen[entries[0]]),
-                observed_gen=int(obs_gen[pos[entries[0]]]),
+                observed_gen=int(obs_gen[tally.pos[entries[0]]]),
                 expected_op=int(cyc.op_seq[write]),
                 detail={"acknowledged": bool(cyc.acked[write]), "outcome": outcome},
             )
@@ -257,21 +286,11 @@ def nondurable_outcomes(
     return findings, len(writes), len(writes) - len(findings)
 
 
-def unserializable(
-    cyc: Cycle,
-    checked: npt.NDArray[np.int64],
-    held: npt.NDArray[np.int64],
-    klass: npt.NDArray[np.uint8],
-) -> list[Finding]:
+def unserializable(tally: WriteTally) -> list[Finding]:
     """FAST'13 serializability: a durable write lost while a write issued after its completion
     survived (some block of it reads back whole with its generation). One finding per cut, with
     the count of such lost writes and the first of them."""
-    pos = cyc.positions(checked)
-    lost_entry = (klass[pos] == code(LOST_DURABLE)) & cyc.durable & (held[pos] < cyc.gen)
-    lost_durable = np.zeros(len(cyc.op_seq), dtype=bool)
-    lost_durable[cyc.write[lost_entry]] = True
-    survived = np.zeros(len(cyc.op_seq), dtype=bool)
-    survived[cyc.write[(held[pos] == cyc.gen) & (klass[pos] == FINE)]] = True
+    cyc, lost_durable, survived = tally.cyc, tally.lost_durable, tally.survived
     if not lost_durable.any() or not survived.any():
         return []
     latest_survivor_issue = cyc.issue_ns[survived].max()
