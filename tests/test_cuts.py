@@ -149,3 +149,48 @@ def test_triggers_read_the_native_engine_live(tmp_path: Path, strategy: str) -> 
             assert detail["trigger_ns"] in set(log.column("complete_ns").tolist())
     finally:
         target.close()
+
+
+class _FlushesLive:
+    """A writer's live counters: one flush done at the start, another still in flight (or a
+    worker past its stop check, about to issue one) until `release`: a flush the device may
+    complete before the edge and a loaded host stamp after it."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.done_at = time.monotonic()
+
+    @property
+    def flushes_done(self) -> int:
+        return 1 + self.release.is_set() if time.monotonic() > self.done_at else 0
+
+    @property
+    def flushes_in_flight(self) -> int:
+        return 0 if self.release.is_set() else 1
+
+
+class _CutClock:
+    def __init__(self) -> None:
+        self.called_at: float | None = None
+
+    def cut(self, channel: int, delay_s: float) -> Any:
+        self.called_at = time.monotonic()
+        return None
+
+
+def test_a_window_after_the_flush_waits_for_the_flushes_in_flight() -> None:
+    """The cut is timed once the writers are quiet, never from a flush that a later one, still
+    in flight or about to be issued, overtakes (decision 460)."""
+    live = _FlushesLive()
+    live.done_at = time.monotonic() + 0.02  # the first flush completes after the trigger waits
+    writer: Any = type(
+        "W", (), {"live": live, "join": lambda _, timeout_s: live.release.wait(timeout_s)}
+    )()
+    clock, stop = _CutClock(), threading.Event()
+    released = time.monotonic() + 0.2
+    threading.Timer(released - time.monotonic(), live.release.set).start()
+    _, detail = cuts.schedule(
+        "window", cuts.CutDraw(0.0, 0.001), writer, stop, clock, 0, 2.0, after="flush"
+    )
+    assert detail["trigger"] == "flush" and stop.is_set()
+    assert clock.called_at is not None and clock.called_at >= released

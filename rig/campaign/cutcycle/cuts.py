@@ -11,7 +11,8 @@
   the cut falls `after_ms` later on an idle drive.
 - window: after a write phase of `delay_ms`, at the next acknowledgement or the next completed
   flush ([cut.window].after) the writers stop issuing and the cut falls the delay the model's
-  sequential design chose (rig/window/) after it: where is the drive's window of vulnerability?
+  sequential design chose (rig/window/) after it (after the flush: once the writers are quiet,
+  so no flush falls between it and the edge): where is the drive's window of vulnerability?
 
 Whether a cut hit its aim is measured afterwards from the ledger and the edge (`context`), since
 the switch has latency of its own: every cycle records it.
@@ -97,8 +98,14 @@ def schedule(
         done = live.flushes_done
         seen = _poll(lambda: live.flushes_done > done, trigger_timeout_s)
         stop.set()  # nothing new is issued after the flush the cut is timed from
+        # and the writers are quiet before the cut is timed: a worker past its stop check can
+        # still issue a flush, which the drive completes before the edge and a loaded host
+        # stamps after it: the cut would be timed from an earlier flush than the drive's
+        # (decision 460)
+        quiet = writer.join(trigger_timeout_s)
         flush_ns = time.monotonic_ns()  # seen within POLL_S; the ledger has the exact time
-        detail.update(trigger="flush" if seen else "timeout", trigger_ns=flush_ns)
+        trigger = "flush" if seen and quiet else "timeout"
+        detail.update(trigger=trigger, trigger_ns=flush_ns)
         return power.cut(channel, cut.delay_s), detail
     if strategy in ("after_ack", "window"):
         before = live.acks
