@@ -150,21 +150,26 @@ def run_until_the_supply_freezes(tmp_path: Path, acted: bool) -> dict[str, Any]:
     }
 
 
+def assert_the_freeze_is_told_and_recorded(got: dict[str, Any]) -> None:
+    """One line naming the silence and the output that may be off (exit 3); two cuts made, the
+    third a rig ERROR; the campaign's end recorded, with the same words as the line."""
+    lines = got["stderr"].strip().splitlines()
+    assert got["returncode"] == 3 and len(lines) == 1, got["stderr"]
+    assert "the supply did not answer" in lines[0]
+    assert lines[0].endswith("output 1 may be off: check the supply"), lines[0]
+    assert got["statuses"] == ["ok", "ok", "error"], got
+    assert all("did not answer" in e for e in got["errors"]), got["errors"]
+    assert got["ended"] == "done"
+    assert got["not_safe"] == [{"campaign_id": 1, "error": lines[0].split("rig fault: ", 1)[1]}]
+
+
 def test_rig_run_meets_a_supply_that_stops_answering_between_cuts(
     tmp_path: Path, twin: None
 ) -> None:
     # the supply freezes before it acts on the third cut: its output was last told on
     got = run_until_the_supply_freezes(tmp_path, acted=False)
-    lines = got["stderr"].strip().splitlines()
-    assert got["returncode"] == 3 and len(lines) == 1, got["stderr"]
-    assert "the supply did not answer" in lines[0]
     # the rig cannot tell this from a freeze inside the cut (an off sent, never answered)
-    assert lines[0].endswith("output 1 may be off: check the supply"), lines[0]
-    # two cuts made, the third a rig ERROR naming the silence; the channel stopped there
-    assert got["statuses"] == ["ok", "ok", "error"], got
-    assert all("did not answer" in e for e in got["errors"]), got["errors"]
-    assert got["ended"] == "done"  # the campaign's end recorded all the same
-    assert got["not_safe"] == [{"campaign_id": 1, "error": lines[0].split("rig fault: ", 1)[1]}]
+    assert_the_freeze_is_told_and_recorded(got)
     assert got["node_still_there"]  # the drive stayed powered: its output was on
 
 
@@ -174,13 +179,5 @@ def test_rig_run_meets_a_supply_that_stops_answering_inside_a_cut(
     # the supply freezes once it has switched the third cut's output off: nothing can switch
     # it back, and the rig says so in its one line (decision 342)
     got = run_until_the_supply_freezes(tmp_path, acted=True)
-    lines = got["stderr"].strip().splitlines()
-    assert got["returncode"] == 3 and len(lines) == 1, got["stderr"]
-    assert "the supply did not answer" in lines[0]
-    assert lines[0].endswith("output 1 may be off: check the supply"), lines[0]
-    assert got["statuses"] == ["ok", "ok", "error"], got
-    assert all("did not answer" in e for e in got["errors"]), got["errors"]
-    assert got["ended"] == "done"
-    # the store's end record says the same as the line
-    assert got["not_safe"] == [{"campaign_id": 1, "error": lines[0].split("rig fault: ", 1)[1]}]
+    assert_the_freeze_is_told_and_recorded(got)
     assert not got["node_still_there"]  # its output stayed off: the drive is unpowered
