@@ -101,24 +101,21 @@ static void cmd_set(const uint32_t *args)
 	out_kv("edge", changed);
 }
 
-static void cmd_cut(const uint32_t *args)
+/* Schedule channel `ch`'s off edge at MCU time `off_at` (restore `off_us` later; 0: stay
+ * off), unless the channel is off or already has edges scheduled. Called with interrupts
+ * masked (`saved`: as board_irq_save returned it), which it restores. */
+static void schedule_cut(uint8_t ch, uint64_t now, uint64_t off_at, uint32_t off_us,
+			 uint8_t saved)
 {
-	if (!valid_channel(args[0]) || args[1] > DURATION_MAX_US || args[2] > DURATION_MAX_US) {
-		reply_error("args");
-		return;
-	}
-	uint8_t ch = (uint8_t)args[0];
 	struct channel *c = &chans[ch];
-	uint8_t saved = board_irq_save();
 	const char *refused = c->off_scheduled || c->restore_scheduled ? "busy"
 			      : !c->on					 ? "state"
 									 : NULL;
-	uint64_t now = board_now_us();
 	if (!refused) {
-		c->off_at = now + args[1];
-		c->restore_at = c->off_at + args[2];
+		c->off_at = off_at;
+		c->restore_at = off_at + off_us;
 		c->off_scheduled = true;
-		c->restore_scheduled = args[2] != 0;
+		c->restore_scheduled = off_us != 0;
 		rearm_timer();
 	}
 	board_irq_restore(saved);
@@ -128,8 +125,39 @@ static void cmd_cut(const uint32_t *args)
 	}
 	reply_ok();
 	out_kv("t", now);
-	out_kv("at", now + args[1]);
+	out_kv("at", off_at);
 	out_kv("ch", ch);
+}
+
+static void cmd_cut(const uint32_t *args)
+{
+	if (!valid_channel(args[0]) || args[1] > DURATION_MAX_US || args[2] > DURATION_MAX_US) {
+		reply_error("args");
+		return;
+	}
+	uint8_t saved = board_irq_save();
+	uint64_t now = board_now_us();
+	schedule_cut((uint8_t)args[0], now, now + args[1], args[2], saved);
+}
+
+/* CUTAT: the off edge at an instant of the MCU's own clock, given as its low 32 bits (the
+ * host maps its deadline through the clock mapping), so the time the request spent on the
+ * line is not added to the delay. The instant is taken as the one nearest to now: up to 2^31
+ * us (35 min) ahead. One nearer than CUTAT_LEAD_US, or past, is moved to CUTAT_LEAD_US from
+ * now: an edge due sooner waits for the timer interrupt (about 0.1 ms on the AVR) while its
+ * restore keeps its own time, so a glitch would come out short. */
+#define CUTAT_LEAD_US 200
+static void cmd_cutat(const uint32_t *args)
+{
+	if (!valid_channel(args[0]) || args[2] > DURATION_MAX_US) {
+		reply_error("args");
+		return;
+	}
+	uint8_t saved = board_irq_save();
+	uint64_t now = board_now_us();
+	int32_t ahead = (int32_t)(args[1] - (uint32_t)now);
+	uint64_t off_at = now + (ahead > CUTAT_LEAD_US ? (uint64_t)ahead : CUTAT_LEAD_US);
+	schedule_cut((uint8_t)args[0], now, off_at, args[2], saved);
 }
 
 static void cmd_abort(const uint32_t *args)
@@ -203,7 +231,8 @@ static void cmd_adc(const uint32_t *args)
 
 const struct command commands[] = {
 	{"ID", 0, cmd_id},     {"SYNC", 0, cmd_sync}, {"STATE", 0, cmd_state},
-	{"SET", 2, cmd_set},   {"CUT", 3, cmd_cut},   {"ABORT", 1, cmd_abort},
+	{"SET", 2, cmd_set},   {"CUT", 3, cmd_cut},   {"CUTAT", 3, cmd_cutat},
+	{"ABORT", 1, cmd_abort},
 	{"SAFE", 2, cmd_safe}, {"WDOG", 1, cmd_wdog}, {"RAIL", 5, cmd_rail},
 	{"ADC", 1, cmd_adc},
 };

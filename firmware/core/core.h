@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #define CORE_CHANNELS 4
-#define FIRMWARE_VERSION "0.2.0"
+#define FIRMWARE_VERSION "0.3.0"
 #ifndef BUILD_ID
 #define BUILD_ID "unknown"
 #endif

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define PROTOCOL_VERSION 2
+#define PROTOCOL_VERSION 3
 #define PROTO_MAX_REQUEST 80  /* bytes before "\n", including "*CRC" */
 #define PROTO_MAX_LINE 200    /* longest line the MCU writes, before "\n" */
 #define PROTO_MAX_ARGS 5

@@ -112,7 +112,7 @@ static void test_boot_puts_channels_in_safe_state(void)
 	core_init(&info);
 	drain_events();
 	CHECK(fake_next_line()[0] == 0);
-	CHECK(next_is("! 0 BOOT proto=2 reset=power on=1,1,0,1 t=1234"));
+	CHECK(next_is("! 0 BOOT proto=3 reset=power on=1,1,0,1 t=1234"));
 	CHECK(fake.pin[0] && fake.pin[1] && !fake.pin[2] && fake.pin[3]);
 	/* The pins start driving only once they hold the safe levels. */
 	CHECK(fake.outputs_enabled);
@@ -125,7 +125,7 @@ static void test_identify(void)
 	boot();
 	skip_boot();
 	send("1 ID");
-	CHECK(next_is("1 OK proto=2 fw=" FIRMWARE_VERSION " build=" BUILD_ID
+	CHECK(next_is("1 OK proto=3 fw=" FIRMWARE_VERSION " build=" BUILD_ID
 		      " board=test ch=4 clk_hz=16000000 reset=power trips=0 wdog_ms=5000"));
 }
 
@@ -227,6 +227,38 @@ static void test_cut_refusals(void)
 	CHECK(next_is("5 ERR state"));
 	send("6 CUT 3 4000000001 0");
 	CHECK(next_is("6 ERR args"));
+}
+
+/* CUTAT takes the off edge's MCU instant (its low 32 bits): the time on the line is not
+ * added; an instant already past fires 200 us from now; the nearest instant across a 2^32
+ * wrap. */
+static void test_cutat_fires_at_the_mcu_instant(void)
+{
+	boot();
+	skip_boot();
+	fake.now_us = 10000;
+	send("1 CUTAT 0 30000 500");
+	CHECK(next_is("1 OK t=10000 at=30000 ch=0"));
+	CHECK(fake.timer_us == 30000);
+	send("2 CUTAT 0 50000 0");
+	CHECK(next_is("2 ERR busy"));
+	fake.now_us = 40000;
+	send("3 CUTAT 1 35000 0"); /* past: at the least lead */
+	CHECK(next_is("3 OK t=40000 at=40200 ch=1"));
+	fake.now_us = 0xFFFFF000ULL; /* 4294963200: the low 32 bits wrap 4096 us from now */
+	send("4 CUTAT 2 1000 0");
+	CHECK(next_is("4 OK t=4294963200 at=4294968296 ch=2"));
+	send("5 CUTAT 9 1000 0");
+	CHECK(next_is("5 ERR args"));
+	send("6 CUTAT 3 1000 4000000001");
+	CHECK(next_is("6 ERR args"));
+	send("7 ABORT 0");
+	next();
+	send("8 ABORT 1");
+	next();
+	send("9 ABORT 2");
+	next();
+	CHECK(fake.timer_us == BOARD_TIMER_OFF);
 }
 
 static void test_errors_are_never_acted_on(void)
@@ -473,6 +505,7 @@ int main(void)
 		{"short_glitch_restores_before_bookkeeping",
 		 test_short_glitch_restores_before_bookkeeping},
 		{"cut_refusals", test_cut_refusals},
+		{"cutat_fires_at_the_mcu_instant", test_cutat_fires_at_the_mcu_instant},
 		{"errors_are_never_acted_on", test_errors_are_never_acted_on},
 		{"carriage_return_only_before_newline", test_carriage_return_only_before_newline},
 		{"retry_replays_without_acting", test_retry_replays_without_acting},

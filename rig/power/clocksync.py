@@ -207,6 +207,27 @@ class ClockMap:
 
     # ---- mapping ----
 
+    def to_mcu(self, host_ns: int) -> int | None:
+        """The MCU instant expected at host instant `host_ns` (a deadline the board is to keep:
+        CUTAT); None without samples. From the sample that pins it best: the smallest
+        half-width plus the rate's uncertainty over the distance (a loaded host answers some
+        syncs tens of ms wide, and the newest may be one of them), at the middle of the rate
+        the samples prove (the nominal rate until they prove a narrower range than the
+        tolerance: a least-squares rate over samples a few ms apart is off by percents). The
+        edge's own mapping back says where it really fell."""
+        if not self._samples:
+            return None
+        low, high = self.rate_bounds()
+        rate, spread = (low + high) / 2, (high - low) / 2
+
+        def middle(s: SyncSample) -> float:
+            return (s.lo_ns + s.hi_ns) / 2
+
+        best = min(
+            self._samples, key=lambda s: s.half_ns + abs(host_ns - middle(s)) / rate * spread
+        )
+        return best.mcu_us + round((host_ns - middle(best)) / rate)
+
     def _allowance(self, span_us: float, with_residual: bool = True) -> float:
         extra = abs(span_us) * self.nominal * self.nonlinear_ppm * 1e-6 + self.tick_ns
         return extra + (self.residual_ns if with_residual else 0.0)

@@ -85,3 +85,19 @@ def test_impossible_sample_is_refused() -> None:
 def test_no_samples_no_mapping() -> None:
     with pytest.raises(ClockError):
         ClockMap().map(5)
+
+
+def test_a_deadline_is_placed_by_the_sample_that_pins_it_best() -> None:
+    """CUTAT's deadline on the MCU clock: from the narrowest sample (a loaded host answers some
+    syncs tens of ms wide, the newest among them), not from the newest; the rate the samples
+    prove, not a least-squares fit over a few ms."""
+    clock = ClockMap()
+    assert clock.to_mcu(10**9) is None
+    offset_ns = 5_000_000_000  # host ns at MCU 0; the MCU runs at the nominal rate
+    truth = lambda mcu_us: offset_ns + mcu_us * 1000  # noqa: E731
+    clock.add(SyncSample(1_000, truth(1_000) - 20_000, truth(1_000) + 20_000))  # +-20 us
+    clock.add(SyncSample(9_000, truth(9_000) - 50, truth(9_000) + 28_000_000))  # 28 ms wide
+    deadline = truth(9_000) + 5_000_000  # 5 ms after the newest sample
+    got = clock.to_mcu(deadline)
+    assert got is not None
+    assert abs(got - 14_000) <= 30  # the narrow one: within its 20 us (the wide one: 14 ms off)

@@ -24,7 +24,7 @@ ID_V1 = (  # the previous protocol: its BOOT has no t=
 def test_protocol_mismatch_is_refused() -> None:
     peer = FakePeer(lambda seq, cmd, args: f"{seq} {ID_V1}" if cmd == "ID" else None)
     try:
-        mismatch = r"speaks protocol 1 .*reflash firmware v0\.2\.0"
+        mismatch = r"speaks protocol 1 .*reflash firmware v0\.3\.0"
         with pytest.raises(ProtocolMismatchError, match=mismatch):
             RelayBoard(peer.path, reply_timeout_s=0.2)
         assert any(" ID" in body for body in peer.received)
@@ -218,7 +218,7 @@ class RebootingPeer:
     """A scripted board on a fake peer whose clock restarts (an MCU reset whose BOOT line was
     lost) when `reboot_at_next_sync` is set: the next SYNC answers t=1, from the new epoch."""
 
-    ID = "OK proto=2 fw=0.2.0 build=x board=fake ch=4 clk_hz=16000000 reset=power trips=0 wdog_ms=0"
+    ID = "OK proto=3 fw=0.3.0 build=x board=fake ch=4 clk_hz=16000000 reset=power trips=0 wdog_ms=0"
 
     def __init__(self) -> None:
         self.start_ns = time.monotonic_ns()
@@ -239,6 +239,7 @@ class RebootingPeer:
             "SYNC": f"OK t={t}",
             "STATE": f"OK t={t} on=1,1,1,1 safe=1,1,1,1 pend=0,0,0,0",
             "CUT": f"OK t={t} at={t + 5_000_000} ch={args[0] if args else 0}",
+            "CUTAT": f"OK t={t} at={t + 5_000_000} ch={args[0] if args else 0}",
             "ABORT": f"OK ch={args[0] if args else 0} cancelled=1",
         }
         return f"{seq} {replies.get(cmd, 'ERR unknown')}"
@@ -256,14 +257,14 @@ def test_a_reset_before_the_cut_is_sent_refuses_the_cut() -> None:
             fake.reboot_at_next_sync = True
             with pytest.raises(BoardResetError):
                 board.cut(0, 5.0)
-            assert not any(" CUT " in body for body in fake.peer.received), fake.peer.received
+            assert not any(" CUT" in body for body in fake.peer.received), fake.peer.received
             deadline = time.monotonic() + 5
             while not board.resets and time.monotonic() < deadline:
                 time.sleep(0.01)
             assert [r.reason for r in board.resets] == ["clock went backwards"]
             assert board.resets[0].cuts_lost == ()
             board.cut(1, 5.0)  # after the resync the driver works again
-            assert any(" CUT 1 " in body for body in fake.peer.received)
+            assert any(" CUTAT 1 " in body for body in fake.peer.received)
         finally:
             board.close()
     finally:

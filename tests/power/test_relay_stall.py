@@ -58,7 +58,7 @@ class StallOn:
 
 
 def test_a_late_cut_reply_costs_resends_not_the_cut(stalling: Stalling) -> None:
-    stall = StallOn(stalling.proxy, b" CUT ", 2.5)  # longer than 4 attempts of 0.5 s
+    stall = StallOn(stalling.proxy, b" CUTAT ", 2.5)  # longer than 4 attempts of 0.5 s
     stalling.proxy.to_board = stall
     since = time.monotonic_ns()
     pending = stalling.board.cut(0, 0.05, 0.2)

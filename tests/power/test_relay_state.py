@@ -9,7 +9,7 @@ from rig.power.relay import BoardIdentity, ChannelStates, DriverStats, frame, pa
 from rig.power.relay.state import BoardState
 
 T0 = 10**12  # host ns of the last sample before the reset (its request was sent then)
-IDENTITY = BoardIdentity(2, "0.2.0", "x", "fake", 4, 16_000_000, "power", 0, 0)
+IDENTITY = BoardIdentity(3, "0.3.0", "x", "fake", 4, 16_000_000, "power", 0, 0)
 
 
 def _reset_state(boot_rx_ns: int) -> BoardState:
@@ -18,7 +18,7 @@ def _reset_state(boot_rx_ns: int) -> BoardState:
     state.start(IDENTITY)
     state.apply_states(ChannelStates(0, (True, True, False, True), (True,) * 4, (0,) * 4))
     state.add_sample(SyncSample(5_000_000, T0, T0 + 100_000), state.epoch)
-    boot = frame("! 0 BOOT proto=2 reset=external on=1,1,1,1 t=117").rstrip(b"\n")
+    boot = frame("! 0 BOOT proto=3 reset=external on=1,1,1,1 t=117").rstrip(b"\n")
     state.declare_reset("boot event", parse_line(boot, boot_rx_ns))
     return state
 

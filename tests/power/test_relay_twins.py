@@ -89,8 +89,8 @@ def _check_edge(twin: Twin, board: RelayBoard, edge: Edge, pin: Pin) -> None:
 
 def test_identify(twin: Twin, board: RelayBoard) -> None:
     ident = board.identity
-    assert ident.proto == 2
-    assert ident.firmware == "0.2.0"
+    assert ident.proto == 3
+    assert ident.firmware == "0.3.0"
     assert ident.channels == board.channels == 4
     assert ident.board == ("host" if twin.kind == "host" else "nano328p")
     assert ident.clock_hz == (1_000_000_000 if twin.kind == "host" else 16_000_000)

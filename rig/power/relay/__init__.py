@@ -6,6 +6,7 @@ the MCU clock to the host clock, retries, resynchronises after an MCU reset and 
 """
 
 from rig.power.relay.board import RelayBoard, SerialPendingCut
+from rig.power.relay.boardset import BOARD_STRIDE, BoardSet
 from rig.power.relay.model import (
     BoardEdge,
     BoardIdentity,
@@ -28,6 +29,7 @@ from rig.power.relay.wire import (
 )
 
 __all__ = [
+    "BOARD_STRIDE",
     "FIRMWARE_VERSION",
     "PROTOCOL_VERSION",
     "BadLine",
@@ -35,6 +37,7 @@ __all__ = [
     "BoardIdentity",
     "BoardRefusedError",
     "BoardResetError",
+    "BoardSet",
     "BootEvent",
     "ChannelStates",
     "DriverStats",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -41,7 +42,7 @@ from rig.power.relay.port import find_port, open_port
 from rig.power.relay.reader import AsideWatch, LineListener, Reader
 from rig.power.relay.session import Session
 from rig.power.relay.state import BoardState
-from rig.power.relay.wire import DURATION_MAX_US
+from rig.power.relay.wire import CUTAT_AHEAD_MAX_US, DURATION_MAX_US
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +157,19 @@ class RelayBoard:
         return self._session.resets
 
     @property
+    def lost(self) -> str:
+        """Why the port is lost for good ("" while it works): every request now raises."""
+        broken = self._state.broken
+        return "" if broken is None else str(broken)
+
+    def abandon(self, why: str) -> None:
+        """Give the board up (its owner found it lost, silent or restarted): every request
+        outstanding, queued or later, and every waiter, raises `PowerError(why)` at once, so no
+        caller waits out a stall budget of its own. Nothing more is sent: no heartbeats, so the
+        board's watchdog puts its channels in their safe state after `wdog_ms`."""
+        self._state.fail(PowerError(why))
+
+    @property
     def last_boot(self) -> BootEvent | None:
         """The latest BOOT line seen."""
         return self._state.last_boot
@@ -173,6 +187,11 @@ class RelayBoard:
         return self._set(channel, False)
 
     def cut(self, channel: int, delay_s: float, off_s: float | None = None) -> SerialPendingCut:
+        """The off edge `delay_s` from now, fixed on the board's clock (CUTAT): the deadline is
+        taken here and mapped to MCU time after a fresh sample, so neither that round trip nor
+        the request's own time on the line is added to the delay (a CUT's is: decision 610).
+        A deadline the request cannot reach in time fires at once, as late as the line made it."""
+        deadline_ns = time.monotonic_ns() + round(delay_s * 1e9)
         self._check_channel(channel)
         delay_us = round(delay_s * 1e6)
         off_us = 0 if off_s is None else max(1, round(off_s * 1e6))
@@ -181,9 +200,14 @@ class RelayBoard:
         epoch = self._session.begin()
         # A fresh sample (and reset detection) just before the cut.
         self._link.request("SYNC", epoch=epoch)
+        at_us = self._state.to_mcu(deadline_ns) if delay_us <= CUTAT_AHEAD_MAX_US else None
         gen, rail_config = self._state.cut_begins(channel, epoch)
         try:
-            reply = self._link.request("CUT", channel, delay_us, off_us, epoch=epoch)
+            if at_us is not None:
+                at = at_us & 0xFFFF_FFFF  # (the board takes the nearest instant with these bits)
+                reply = self._link.request("CUTAT", channel, at, off_us, epoch=epoch)
+            else:
+                reply = self._link.request("CUT", channel, delay_us, off_us, epoch=epoch)
         except BoardRefusedError:
             self._state.set_cut_inflight(channel, False)
             raise

@@ -30,8 +30,9 @@ def open_port(path: str, baudrate: int, write_timeout_s: float) -> serial.Serial
 
 
 def find_port(serial_number: str, devices: Iterable[Any] | None = None) -> str:
-    """The tty node of the USB serial adapter whose serial number (udev `ID_SERIAL_SHORT`) is
-    `serial_number`. `devices` defaults to every tty device udev knows (pyudev)."""
+    """The tty node of the USB serial adapter whose serial number (udev `ID_SERIAL_SHORT`, or
+    the whole `ID_SERIAL`: vendor_model_serial) is `serial_number`. `devices` defaults to every
+    tty device udev knows (pyudev)."""
     if devices is None:
         import pyudev
 
@@ -39,7 +40,10 @@ def find_port(serial_number: str, devices: Iterable[Any] | None = None) -> str:
     nodes = set()
     for device in devices:
         props = device.properties
-        ids = {props.get("ID_SERIAL_SHORT"), props.get("ID_USB_SERIAL_SHORT")}
+        ids = {
+            props.get(key)
+            for key in ("ID_SERIAL_SHORT", "ID_USB_SERIAL_SHORT", "ID_SERIAL", "ID_USB_SERIAL")
+        }
         if serial_number in ids and device.device_node:
             nodes.add(device.device_node)
     if not nodes:

@@ -275,6 +275,11 @@ class BoardState:
         with self._cond:
             return self._clock.map(mcu_us, not_after_ns=not_after_ns)
 
+    def to_mcu(self, host_ns: int) -> int | None:
+        """The current clock's MCU instant at `host_ns` (ClockMap.to_mcu)."""
+        with self._cond:
+            return self._clock.to_mcu(host_ns)
+
     def map_latest(self) -> Mapping:
         """The mapping of the latest sample's MCU time."""
         with self._cond:

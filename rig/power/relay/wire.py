@@ -8,8 +8,11 @@ from dataclasses import dataclass
 
 from rig.errors import PowerError
 
-PROTOCOL_VERSION = 2
-FIRMWARE_VERSION = "0.2.0"  # the firmware release that speaks PROTOCOL_VERSION
+PROTOCOL_VERSION = 3
+FIRMWARE_VERSION = "0.3.0"  # the firmware release that speaks PROTOCOL_VERSION
+# CUTAT takes the nearest MCU instant with the given low 32 bits: up to 2^31 us ahead. Longer
+# delays (over 35 minutes, where a line's latency does not matter) go as a CUT.
+CUTAT_AHEAD_MAX_US = 2**31 - 1_000_000
 MAX_REQUEST = 80
 MAX_LINE = 200
 DURATION_MAX_US = 4_000_000_000
