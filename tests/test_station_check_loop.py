@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_runner import rig
+from tests.json_schemas import validate
 from tests.loop_station import LoopStation, campaign_text, loop_station, requirements
 
 RAIL = "\n[station.rail_sense]\nhi = {hi}\nlo = 100\nwindow_ms = 50\n"
@@ -43,7 +44,8 @@ def test_rail_sense_on_and_off_against_the_thresholds(station: LoopStation, tmp_
     result = rig("station", "check", str(path), "--json", cwd=tmp_path, timeout_s=300)
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
-    assert report["board"]["board"] == "host" and report["board"]["protocol"] == 2
+    validate(report)  # docs/json/rig.station-check-1.schema.json
+    assert report["board"]["board"] == "host" and report["board"]["protocol"] == 3
     for check in report["channels"]:
         rail = check["rail"]
         assert (rail["hi"], rail["lo"]) == (600, 100)

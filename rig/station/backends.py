@@ -80,6 +80,12 @@ STATION_KINDS: Mapping[str, StationKind] = {
 }
 
 
+def simulates_drives(name: str) -> bool:
+    """Whether the station kind's drives live inside the rig process (none outlives it)."""
+    kind = STATION_KINDS.get(name)
+    return kind is not None and kind.simulated_drives
+
+
 def lookup(name: str, kinds: Mapping[str, StationKind] = STATION_KINDS) -> StationKind:
     kind = kinds.get(name)
     if kind is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -16,7 +17,10 @@ from rig.campaign_spec import Campaign, DriveSpec
 from rig.errors import UnsafeDeviceError
 from rig.health import crosscheck
 from rig.health.errors import HealthToolError, ToolFailed
-from rig.health.nvme import nvme_snapshot
+from rig.health.maintenance import ToolMaintenance
+from rig.health.nvme import nvme_snapshot, nvme_zeroes_after_discard
+from rig.health.ocp import ocp_smart_log, with_ocp
+from rig.health.regs import nvme_ready_promise, with_promise
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tools import Runner, ToolRunner, smartctl_snapshot
 from rig.health.wcache import CacheTool, read_write_cache, set_write_cache
@@ -75,13 +79,26 @@ class ToolDrives:
         return target
 
     def health(self, node: DriveNode) -> HealthSnapshot:
-        """smartctl -x (ATA, SCSI, NVMe); for NVMe, nvme-cli when smartctl cannot answer."""
+        """smartctl -x (ATA, SCSI, NVMe); for NVMe, nvme-cli when smartctl cannot answer, and
+        the OCP C0h log where the drive offers it (rig/health/ocp.py), and nvme-cli's id-ns for
+        what smartctl does not print (DLFEAT: zeroes after a discard)."""
+        nvme = _kind(node).startswith("nvme")
         try:
-            return smartctl_snapshot(node.devnode, self.runner).snapshot
+            snapshot = smartctl_snapshot(node.devnode, self.runner).snapshot
         except HealthToolError:
-            if not _kind(node).startswith("nvme"):
+            if not nvme:
                 raise
-        return nvme_snapshot(node.devnode, self.runner)
+            snapshot = nvme_snapshot(node.devnode, self.runner)
+        # an NVMe drive on a node not named nvme (behind a USB bridge, or the full twin's NVMe
+        # flavour on a loop device) is asked for DLFEAT too: no answer leaves no promise
+        speaks_nvme = nvme or snapshot.identity.protocol == "NVMe"
+        if speaks_nvme and snapshot.zeroes_after_discard is None:
+            zeroes = nvme_zeroes_after_discard(node.devnode, self.runner)
+            snapshot = dataclasses.replace(snapshot, zeroes_after_discard=zeroes)
+        if not nvme:
+            return snapshot
+        snapshot = with_ocp(snapshot, ocp_smart_log(node.devnode, self.runner))
+        return with_promise(snapshot, nvme_ready_promise(node.devnode, self.runner))
 
     def purge(self, node: DriveNode, wanted: str) -> str:
         """Purge the drive as it says it can (rig/station/purge.py); returns the method run.
@@ -197,4 +214,5 @@ def udev_station(
         write_cache=drives.write_cache,
         claim=drives.claim,
         purge=drives.purge,
+        maintenance=ToolMaintenance(drives.runner),
     )

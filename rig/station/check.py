@@ -22,7 +22,7 @@ from rig.bus.identity import DriveIdentity
 from rig.campaign_spec import Campaign, DriveSpec
 from rig.errors import RigError, UserError
 from rig.power.base import RailResult, RailSensedCut
-from rig.power.relay import BoardIdentity
+from rig.power.relay import BoardIdentity, BoardSet
 from rig.station.busrecord import BusChange, BusDevice, BusRecorder
 from rig.station.kinds.relay_board import RailSenseSpec, RelayBoardSpec
 from rig.station.model import Station
@@ -39,6 +39,13 @@ class IdentifiedBoard(Protocol):
 
     @property
     def identity(self) -> BoardIdentity: ...
+
+    def adc(self, channel: int) -> int: ...
+
+
+@runtime_checkable
+class RailReadings(Protocol):
+    """A switch that reads its channels' rails (one relay board, or several)."""
 
     def adc(self, channel: int) -> int: ...
 
@@ -77,6 +84,7 @@ class ChannelCheck:
     channel: int
     drive: str  # the drive the campaign names on it
     devnode: str
+    wiring: str = ""  # on a station of several boards: "board b ch1 (ch17)"
     left: list[str] = field(default_factory=list)  # every disk that left during the cut
     departure_s: float | None = None  # off edge -> the named drive seen gone
     return_s: float | None = None  # on edge -> the named drive back, proven
@@ -92,6 +100,7 @@ class ChannelCheck:
     def as_json(self) -> dict[str, Any]:
         return {
             "channel": self.channel,
+            "wiring": self.wiring,
             "drive": self.drive,
             "devnode": self.devnode,
             "ok": self.ok,
@@ -110,6 +119,7 @@ class StationCheck:
     station: str
     board: dict[str, Any] | None
     channels: list[ChannelCheck]
+    boards: dict[str, dict[str, Any]] | None = None  # several boards: each one's facts by name
 
     @property
     def ok(self) -> bool:
@@ -121,6 +131,7 @@ class StationCheck:
             "campaign": self.campaign,
             "station": self.station,
             "board": self.board,
+            "boards": self.boards,
             "ok": self.ok,
             "channels": [c.as_json() for c in self.channels],
         }
@@ -128,8 +139,19 @@ class StationCheck:
 
 def board_facts(station: Station) -> dict[str, Any] | None:
     if not isinstance(station.power, IdentifiedBoard):
-        return None  # a switch that cannot say what it is (manual)
-    ident = station.power.identity
+        return None  # a switch that cannot say what it is (manual), or several boards
+    return _facts(station.power.identity)
+
+
+def boards_facts(station: Station) -> dict[str, dict[str, Any]] | None:
+    """Each board's facts by name, on a station of several boards."""
+    power = station.power
+    if not isinstance(power, BoardSet):
+        return None
+    return {name: _facts(power.board(name).identity) for name in power.names}
+
+
+def _facts(ident: BoardIdentity) -> dict[str, Any]:
     return {
         "board": ident.board,
         "firmware": ident.firmware,
@@ -158,16 +180,18 @@ def run_check(campaign: Campaign, station: Station) -> StationCheck:
         checks = []
         for spec in sorted(campaign.drives, key=lambda d: d.channel):
             check = ChannelCheck(spec.channel, spec.identity.label(), nodes[spec.channel])
+            check.wiring = spec.wiring() if spec.board else ""
             try:
                 _check_channel(campaign, station, spec, check, rail)
             except RigError as error:  # the switch failed: this channel is not shown right
-                check.problems.append(f"channel {spec.channel}: {error}")
+                check.problems.append(f"{channel_name(spec)}: {error}")
                 _power_back(station, spec.channel, check)
             except BaseException:  # Ctrl-C, a bug: the channel on again before leaving
                 _power_back(station, spec.channel, check)
                 raise
             checks.append(check)
-    return StationCheck(campaign.name, station.name, board_facts(station), checks)
+    facts = board_facts(station)
+    return StationCheck(campaign.name, station.name, facts, checks, boards_facts(station))
 
 
 def _rail_spec(campaign: Campaign) -> RailSenseSpec | None:
@@ -232,7 +256,7 @@ def _cut_round(
     campaign: Campaign, station: Station, spec: DriveSpec, rail: RailSenseSpec | None
 ) -> CutRound:
     channel = spec.channel
-    board = station.power if isinstance(station.power, IdentifiedBoard) else None
+    board = station.power if isinstance(station.power, RailReadings) else None
     on_reading = board.adc(channel) if board is not None and rail is not None else None
     recorder = BusRecorder()
     watch = station.presence.watch(spec.identity)
@@ -295,6 +319,13 @@ def _await_returns(
     return more
 
 
+def channel_name(spec: DriveSpec) -> str:
+    """`channel 2`, or on a station of several boards `channel 1 of board b (ch17)`."""
+    if not spec.board:
+        return f"channel {spec.channel}"
+    return f"channel {spec.board_channel} of board {spec.board} (ch{spec.channel})"
+
+
 def _wiring_problems(
     campaign: Campaign,
     spec: DriveSpec,
@@ -302,27 +333,27 @@ def _wiring_problems(
     gone_ns: int | None,
     returned: bool,
 ) -> list[str]:
-    channel, named = spec.channel, spec.identity.label()
+    channel, named = channel_name(spec), spec.identity.label()
     if gone_ns is None and others:
         return [
-            f"channel {channel} is miswired: cutting it made {', '.join(others)} leave the bus;"
-            f" the campaign names {named} on channel {channel}"
+            f"{channel} is miswired: cutting it made {', '.join(others)} leave the bus;"
+            f" the campaign names {named} on {channel}"
         ]
     if gone_ns is None:
         return [
-            f"channel {channel}: cutting it made no disk leave the bus within"
+            f"{channel}: cutting it made no disk leave the bus within"
             f" {campaign.cut.gone_timeout_s:g} s; the campaign names {named} on it"
             " (is the drive's power wired through this channel?)"
         ]
     found = []
     if others:
         found.append(
-            f"channel {channel}: cutting it made {named} leave the bus, and also"
+            f"{channel}: cutting it made {named} leave the bus, and also"
             f" {', '.join(others)} (one channel powers more than its drive)"
         )
     if not returned:
         found.append(
-            f"channel {channel}: {named} did not come back within"
+            f"{channel}: {named} did not come back within"
             f" {campaign.cut.return_timeout_s:g} s of power-on"
         )
     return found

@@ -67,20 +67,22 @@ def _rail(check: ChannelCheck) -> str:
 def table(result: StationCheck) -> list[str]:
     board = result.board
     lines = [f"station: {result.station} (campaign '{result.campaign}')"]
-    if board is None:
+    boards = result.boards or ({"": board} if board is not None else {})
+    if not boards:
         lines.append("board: no identity (this switch cannot say what it is)")
-    else:
+    for name, facts in boards.items():
         lines.append(
-            f"board: {board['board']}, firmware {board['firmware']} (build {board['build']}),"
-            f" protocol {board['protocol']}, {board['channels']} channels, last reset"
-            f" {board['reset_cause']}, watchdog trips {board['watchdog_trips']}"
+            f"board{' ' + name if name else ''}: {facts['board']}, firmware {facts['firmware']}"
+            f" (build {facts['build']}), protocol {facts['protocol']}, {facts['channels']}"
+            f" channels, last reset {facts['reset_cause']}, watchdog trips"
+            f" {facts['watchdog_trips']}"
         )
     rows = [("ch", "drive", "node", "left the bus", "gone", "back", "rail on/off (hi/lo)", "")]
     for c in result.channels:
         only_its_own = len(c.left) == 1 and c.departure_s is not None
         left = "its drive only" if only_its_own else ", ".join(c.left) or "nothing"
         verdict = "right" if c.ok else "WRONG"
-        row = (str(c.channel), c.drive, c.devnode, left)
+        row = (c.wiring or str(c.channel), c.drive, c.devnode, left)
         rows.append((*row, _seconds(c.departure_s), _seconds(c.return_s), _rail(c), verdict))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]

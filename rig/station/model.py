@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from rig.bus.base import DriveNode, Presence
 from rig.campaign_spec import DriveSpec
+from rig.health.maintenance import Maintenance
 from rig.health.tracker import HealthReader
 from rig.io.blockio import BlockTarget
 from rig.power.base import Edge, PowerSwitch
@@ -34,6 +35,7 @@ class Station:
     write_cache: WriteCacheControl | None = None
     claim: DriveClaim | None = None  # holds the drive against other campaigns
     purge: DrivePurge | None = None  # PTS purge before an endurance run (rig/station/purge.py)
+    maintenance: Maintenance | None = None  # format, sanitize, firmware (rig/health/maintenance.py)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from rig.station.model import Station
 from rig.store import Store
 from tests.power.twins import Pin, Proxy, Twin
 
-_SWITCH_OFF = re.compile(rb"\d+ (?:CUT (\d+) |SET (\d+) 0\*)")
+_SWITCH_OFF = re.compile(rb"\d+ (?:CUT(?:AT)? (\d+) |SET (\d+) 0\*)")
 CYCLES = 8
 CAMPAIGN_CHANNELS = (0, 2)  # channels 1 and 3 are never asked to switch
 RESET_AFTER_CUTS = 5  # the MCU resets once this many cut edges happened

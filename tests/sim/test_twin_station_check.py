@@ -34,7 +34,7 @@ def test_a_twin_wired_as_its_campaign_says_passes(twin: None, tmp_path: Path) ->
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert report["schema"] == "rig.station-check/1" and report["ok"] is True
-    assert report["board"]["protocol"] == 2 and report["board"]["firmware"] == "0.2.0"
+    assert report["board"]["protocol"] == 3 and report["board"]["firmware"] == "0.3.0"
     assert report["board"]["board"] == "nano328p"  # the AVR image in simavr
     assert [c["channel"] for c in report["channels"]] == [0, 1, 2]
     for channel in report["channels"]:
