@@ -6,6 +6,7 @@ shows only the fixed-sample verdict for them, unchanged)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,9 @@ import numpy.typing as npt
 
 from reports.cuts import table_of
 from reports.dataset import Campaign, DriveRun
-from rig.sequential import CONTINUE, Plan, Settled, curves, first_decision, fixed_sample_size
+from rig.campaign import settle
+from rig.criteria import Criteria
+from rig.sequential import Plan, curves, fixed_sample_size
 
 CONTINUING = "continuing"  # the label of a plan that has not decided
 CURVE_POINTS = 61  # p from 0 to 3 x p1 (and p0, p1 themselves)
@@ -100,19 +103,27 @@ def merged_plan(campaigns: Iterable[Campaign]) -> tuple[Plan, str, str] | None:
     return strictest, scope, f"campaigns {names} state different plans; the strictest of each"
 
 
-def analyse(runs: Sequence[DriveRun], classes: tuple[str, ...]) -> SequentialReport | None:
-    """`runs`: one model's drive runs; `classes`: the failure classes that count (() = all)."""
+def analyse(
+    runs: Sequence[DriveRun],
+    classes: tuple[str, ...],
+    zero_tolerance: tuple[str, ...] | None = None,
+) -> SequentialReport | None:
+    """`runs`: one model's drive runs; `classes`: the failure classes that count (() = all);
+    `zero_tolerance`: those whose first occurrence fails (None: the rig's default)."""
     merged = merged_plan({id(r.campaign): r.campaign for r in runs}.values())
     if merged is None:
         return None
     plan, scope, origin = merged
     settled = any(_stop_when(r.campaign) == "settled" for r in runs)
-    started, failing = _pooled(runs, classes)
+    judged = Criteria(classes=classes)
+    if zero_tolerance is not None:
+        judged = dataclasses.replace(judged, zero_tolerance=zero_tolerance)
+    started, outcomes = _pooled(runs, classes)
     by_drive: dict[str, list[DriveRun]] = {}
     for r in runs:
         by_drive.setdefault(r.key, []).append(r)
     drives = [
-        DriveDecision(rs[0].serial or rs[0].wwn, _decision(plan, *_pooled(rs, classes)))
+        DriveDecision(rs[0].serial or rs[0].wwn, _decision(plan, *_pooled(rs, classes), judged))
         for rs in by_drive.values()
     ]
     ps = np.unique(np.r_[np.linspace(0, min(1.0, 3 * plan.p1), CURVE_POINTS), plan.p0, plan.p1])
@@ -124,7 +135,7 @@ def analyse(runs: Sequence[DriveRun], classes: tuple[str, ...]) -> SequentialRep
         scope,
         settled,
         origin,
-        _decision(plan, started, failing),
+        _decision(plan, started, outcomes, judged),
         drives,
         float(c.fail_probability[at0]),
         float(c.pass_probability[at1]),
@@ -141,28 +152,38 @@ def analyse(runs: Sequence[DriveRun], classes: tuple[str, ...]) -> SequentialRep
 
 def _pooled(
     runs: Sequence[DriveRun], classes: tuple[str, ...]
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+) -> tuple[npt.NDArray[np.float64], list[tuple[frozenset[str], frozenset[str] | None]]]:
     """The runs' cuts in the order they started (ties: the runs' order, then each run's
-    cycle order): start times and whether each cut fails the counted classes."""
-    counted = frozenset(classes)
-    starts, fails = [], []
+    cycle order): start times, and per cut its failure classes and its exposure."""
+    del classes  # (the replay judges the classes itself)
+    starts, outcomes = [], []
     for r in runs:
         t = table_of(r.cuts)
         mask = t.is_cut
-        code_fails = np.array(
-            [bool(s & counted) if counted else bool(s) for s in t.class_sets], bool
-        )
         starts.append(t.columns["started_at"][mask])
-        fails.append(code_fails[t.classes[mask]])
+        exposed = t.exposed if len(t.exposed) == len(t) else np.zeros(len(t), np.int32)
+        for code, ex in zip(t.classes[mask], exposed[mask], strict=True):
+            outcomes.append((t.class_sets[int(code)], t.exposed_sets[int(ex)]))
     started = np.concatenate(starts) if starts else np.empty(0)
-    failing = np.concatenate(fails) if fails else np.empty(0, bool)
     order = np.argsort(started, kind="stable")
-    return started[order], failing[order]
+    return started[order], [outcomes[i] for i in order]
 
 
 def _decision(
-    plan: Plan, started: npt.NDArray[np.float64], failing: npt.NDArray[np.bool_]
+    plan: Plan,
+    started: npt.NDArray[np.float64],
+    outcomes: list[tuple[frozenset[str], frozenset[str] | None]],
+    judged: Criteria,
 ) -> Decision:
-    settled: Settled = first_decision(plan, failing)
-    label = CONTINUING if settled.decision == CONTINUE else settled.decision
-    return Decision(label, settled.cuts, settled.failing, len(started))
+    """The rig's own rule replayed (rig/campaign/settle.py): one plan per judged class over the
+    cuts exposed to it, zero-tolerance classes first. A judged class no cut exposed is not
+    waited for (the rig knew at the start that it could not be; the report sees none)."""
+    settlement = settle.Settlement(dataclasses.replace(judged, sequential=plan))
+    seen = frozenset().union(*(ex for _, ex in outcomes if ex is not None)) if outcomes else None
+    if seen is not None and all(ex is not None for _, ex in outcomes):
+        settlement.cannot_exercise("k", [c for c in settlement.classes if c not in seen])
+    for found, exposed in outcomes:
+        if (settled := settlement.add("k", "ok", found, exposed)) is not None:
+            return Decision(settled.decision, settled.cuts, settled.failing, len(started))
+    failing = sum(not found.isdisjoint(settlement.classes) for found, _ in outcomes)
+    return Decision(CONTINUING, len(outcomes), failing, len(started))

@@ -23,6 +23,16 @@ class Criteria:
     min_cycles: int = 0  # judged cycles a drive needs before it can pass; 0 = from the above
     sequential: Plan | None = None  # [criteria.sequential] (rig/sequential.py)
     scope: str = "model"  # rig.sequential.SCOPES: what one plan runs over
+    # the lab's own limit on readiness after power-on, seconds (None: only the drive's promise)
+    ready_limit_s: float | None = None
+    # classes whose first occurrence fails the drive and its model whatever a plan or bound
+    # says (rig/check/failures.py ZERO_TOLERANCE by default; [criteria].zero_tolerance)
+    zero_tolerance: tuple[str, ...] = (
+        "lost_durable_write",
+        "flying_write",
+        "bit_corruption",
+        "dead_device",
+    )
 
     def as_json(self) -> dict[str, object]:
         stated: dict[str, object] = {
@@ -30,7 +40,10 @@ class Criteria:
             "confidence": self.confidence,
             "classes": list(self.classes),
             "min_cycles": self.min_cycles,
+            "zero_tolerance": list(self.zero_tolerance),
         }
+        if self.ready_limit_s is not None:  # (stated only when set: older stores read alike)
+            stated["ready_limit_s"] = self.ready_limit_s
         if self.sequential is not None:
             stated["sequential"] = {**self.sequential.as_json(), "scope": self.scope}
         return stated

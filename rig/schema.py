@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rig.config import Table
+from rig.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,14 @@ class StationSpec:
     def label(self) -> str:
         """The station's name in the store and the progress lines."""
         return self.kind
+
+    def place(self, board: str, channel: int, where: str) -> tuple[str, int]:
+        """A [[drive]]'s `board` and `channel` as (the board's name, the station channel: the
+        key the store, the progress and the power switch use). A station of one switch has no
+        board names (""): its channel is the drive's. Kinds with several boards override this."""
+        if board:
+            raise UserError(f"campaign: {where}.board: a {self.kind} station names no boards")
+        return "", channel
 
     def simulated_block_devices(self) -> bool:
         """Whether the drives this station simulates (a kind with `simulated_drives`) are block

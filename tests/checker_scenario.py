@@ -47,6 +47,18 @@ class Scenario:
             self.image[lba * BS : (lba + count) * BS] = data
         return data
 
+    def discard(
+        self, lba: int, count: int, issue: int, complete: int = NOT_DONE, *, land: bool = True
+    ) -> int:
+        """A discard of the range, logged as the writer logs one; `land`: the drive applied it
+        (the blocks read zeroes). Returns its op count."""
+        gens = self.state.next_generations(lba, count)
+        self.op += 1
+        self.log.add_write(0, self.op, lba, gens, issue, complete, 0, False, True)
+        if land:
+            self.image[lba * BS : (lba + count) * BS] = 0
+        return self.op
+
     def flush(self, issue: int, complete: int) -> None:
         self.log.add_flush(0, issue, complete, 0)
 
@@ -56,13 +68,19 @@ class Scenario:
         return self.image[lba * BS : (lba + count) * BS].copy()
 
     def check(
-        self, cut: int, error: int = 0, extra: list[int] | None = None, atomic: int = 1
+        self,
+        cut: int,
+        error: int = 0,
+        extra: list[int] | None = None,
+        atomic: int = 1,
+        zeroes: bool = False,
     ) -> verify.CheckResult:
         durability = self.log.durability(cut, error)
         blocks = np.array(extra or [], dtype=np.int64)
         return verify.check(
-            CAMPAIGN, self.state, self.log, durability, blocks, self.read, BS, atomic_blocks=atomic
-        )
+            CAMPAIGN, self.state, self.log, durability, blocks, self.read, BS,
+            atomic_blocks=atomic, zeroes=zeroes,
+        )  # fmt: skip
 
     def unknown_content(self, lba: int) -> verify.CheckResult:
         """Two cycles: `lba` written durably and checked, then a write to it that does not land

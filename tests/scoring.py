@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from fixtures import discardfaults, sim_station, statefaults
 from fixtures import faultcore as fc
-from fixtures import sim_station
 from fixtures.virtual_drive import VirtualDrive
+from fixtures.virtual_health import VirtualHealth
 from rig.campaign.model import DriveSummary
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
@@ -40,9 +41,11 @@ _BY_KIND = {
     fc.READ_FAIL: verify.READ_ERROR,
     fc.READ_HANG: verify.READ_ERROR,
     fc.REVERTED: verify.COLLATERAL,
+    statefaults.RECOVERY_REVERTED: verify.COLLATERAL,  # a cut during recovery: older blocks
 }
 _DROPS = (fc.LOST_UNFLUSHED, fc.LOST_FLUSHED, fc.MISDIRECTED)  # the host's version is gone
-_DAMAGE = (fc.BIT_FLIP, fc.RETRO_CORRUPT, fc.BIT_ROT)  # sectors fail their checksum
+# sectors fail their checksum
+_DAMAGE = (fc.BIT_FLIP, fc.RETRO_CORRUPT, fc.BIT_ROT, statefaults.RECOVERY_CORRUPT)
 SCORED = failures.failure_names("block", "cut")  # the checker's classes, in table order
 
 
@@ -116,9 +119,12 @@ def campaign_text(
     seed: int = 7,
     flush_every: int = 2,
     full_scan_every: int = 1,
+    discard_share: float = 0.0,
+    delay_ms: tuple[float, float] = (0.3, 6),
 ) -> str:
     """A small region scanned in full at every cut (by default), so every injected fault is
-    observable; `full_scan_every = 0` checks only the blocks at risk."""
+    observable; `full_scan_every = 0` checks only the blocks at risk; `discard_share`: that
+    share of the operations discards; `delay_ms`: the range of the cut's delay after the arm."""
     drives = "".join(DRIVE.format(channel=i, profile=p) for i, p in enumerate(profiles))
     return f"""
 [campaign]
@@ -132,8 +138,9 @@ kind = "simulated"
 workers = 4
 write_blocks = [1, 2, 4, 8]
 flush_every = {flush_every}
+{f"discard_share = {discard_share}" if discard_share else ""}
 [cut]
-delay_ms = [0.3, 6]
+delay_ms = [{delay_ms[0]}, {delay_ms[1]}]
 off_ms = 0
 sample_blocks = 0
 full_scan_every = {full_scan_every}
@@ -183,10 +190,14 @@ class UncertainPower:
 
 
 def run(
-    path: Path, text: str, cut_error_ns: int = 0
+    path: Path, text: str, cut_error_ns: int = 0, health: bool = False
 ) -> tuple[list[DriveSummary], list[VirtualDrive], Store]:
+    """`health`: the drives answer health queries (fixtures/virtual_health.py), so the checker
+    knows what they promise (zeroes after a discard)."""
     campaign = campaign_file.parse(text)
     station, drives = sim_station.build(campaign)
+    if health:
+        station = dataclasses.replace(station, health=VirtualHealth(drives).health)
     if cut_error_ns:
         station.power = UncertainPower(station.power, cut_error_ns)
     store = Store(str(path))
@@ -210,6 +221,7 @@ def _ledger(blob: bytes) -> CycleLog:
             int(arrays["complete_ns"][i]),
             int(arrays["status"][i]),
             bool(arrays["fua"][i]),
+            "discard" in arrays and bool(arrays["discard"][i]),
         )
     for i in range(len(arrays["flush_worker"])):
         log.add_flush(
@@ -381,10 +393,21 @@ def _expected(
     nblocks = log.column("nblocks")
     write, lbas, gens = _blocks(log)
     durable = durability.durable[write]
+    discard = log.column("discard")[write] == 1
     touched = set(lbas.tolist())
     top_durable: dict[int, int] = {}
     for lba, gen in zip(lbas[durable].tolist(), gens[durable].tolist(), strict=True):
         top_durable[lba] = max(gen, top_durable.get(lba, 0))
+    # zeroes where this cycle discarded a block stand for its newest discard (docs/checker.md)
+    zero_gen: dict[int, int] = {}
+    for lba, gen in zip(lbas[discard].tolist(), gens[discard].tolist(), strict=True):
+        zero_gen[lba] = max(gen, zero_gen.get(lba, 0))
+    durable_discards = set(
+        zip(lbas[durable & discard].tolist(), gens[durable & discard].tolist(), strict=True)
+    )
+
+    def held(lba: int, tag: int) -> int:
+        return zero_gen.get(lba, 0) if tag == 0 else tag
 
     expected: dict[int, str] = {}
     first, count = region
@@ -393,9 +416,15 @@ def _expected(
             score.outside_region += 1
             continue
         cls: str | None
-        if event.kind in _DROPS:
-            lost = top_durable.get(event.lba, -2) > event.detail["tag"]
+        top = top_durable.get(event.lba, -2)
+        if event.kind in _DROPS or event.kind == discardfaults.DISCARD_ATE_WRITE:
+            lost = top > held(event.lba, event.detail["tag"])
             cls = verify.LOST_DURABLE if lost else None
+        elif event.kind == discardfaults.RESURRECTED:
+            # the old data is back: a failure where the newest durable operation on the block
+            # was a discard the drive promised to read as zeroes (all profiles promise it)
+            promised = (event.lba, top) in durable_discards and top > event.detail["tag"]
+            cls = verify.RESURRECTED if promised else None
         elif event.kind in _DAMAGE:
             cls = verify.CORRUPTION if event.lba in touched else verify.COLLATERAL
         else:
@@ -406,7 +435,7 @@ def _expected(
     lost_writes = np.zeros(len(nblocks), dtype=bool)
     survived = np.zeros(len(nblocks), dtype=bool)
     for i, (lba, gen) in enumerate(zip(lbas.tolist(), gens.tolist(), strict=True)):
-        holds = persisted.get(lba, -3)
+        holds = held(lba, persisted.get(lba, -3))
         if durable[i] and expected.get(lba) == verify.LOST_DURABLE and holds < gen:
             lost_writes[write[i]] = True
         if lba not in expected and holds == gen:

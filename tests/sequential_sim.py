@@ -99,3 +99,66 @@ def violations(plan: Plan, runs: int, seed: int) -> list[str]:
 def _bound(risk: float, runs: int) -> float:
     """The one-sided Z-sigma bound a simulated rate of true value `risk` stays under."""
     return risk + Z * math.sqrt(risk * (1 - risk) / runs)
+
+
+@dataclass(frozen=True)
+class ExposedRun:
+    """Campaigns run through the rig's own plans (rig/campaign/settle.py) where each cut is
+    exposed to the judged class with probability `exposure` and, when exposed, fails it with
+    probability `p`: the plan must keep its risks over the exposed cuts, and take ASN / exposure
+    cuts on average (each exposed cut is reached after a geometric number of cuts)."""
+
+    p: float
+    exposure: float
+    runs: int
+    passed: int
+    failed: int
+    mean_cuts: float
+
+
+def simulate_exposed(
+    plan: Plan, p: float, exposure: float, runs: int, rng: np.random.Generator
+) -> ExposedRun:
+    from rig.campaign.settle import Settlement
+    from rig.criteria import Criteria
+
+    judged = "lost_durable_write"
+    criteria = Criteria(classes=(judged,), sequential=plan, scope="drive", zero_tolerance=())
+    passed = failed = total = 0
+    for _ in range(runs):
+        settlement = Settlement(criteria)
+        settled = None
+        while settled is None:
+            exposed = rng.random() < exposure
+            failing = exposed and rng.random() < p
+            seen = frozenset({judged} if exposed else ())
+            settled = settlement.add("ch0", "ok", {judged} if failing else set(), seen)
+        passed += settled.decision == "PASS"
+        failed += settled.decision == "FAIL"
+        total += settled.cuts
+    return ExposedRun(p, exposure, runs, passed, failed, total / runs)
+
+
+def exposed_violations(plan: Plan, exposure: float, runs: int, seed: int) -> list[str]:
+    """The plan's risks at p0 and p1 over exposed cuts, and its mean cuts against the exact
+    ASN / exposure, each within Z standard errors of the simulation (as `violations`)."""
+    rng = np.random.default_rng(seed)
+    found = []
+    exact = curves(plan, np.array([plan.p0, plan.p1]))
+    for i, (p, risk, limit) in enumerate(
+        ((plan.p0, "FAIL", plan.alpha), (plan.p1, "PASS", plan.beta))
+    ):
+        run = simulate_exposed(plan, p, exposure, runs, rng)
+        rate = (run.failed if risk == "FAIL" else run.passed) / runs
+        if rate > limit + Z * math.sqrt(limit * (1 - limit) / runs):
+            found.append(
+                f"P({risk} | p = {p:g}) = {rate:.4f} above {limit:g} at exposure {exposure:g}"
+            )
+        # cuts to a decision: N exposed cuts (ASN, sd from the recursion), each after a
+        # geometric number G of cuts: E[T] = E[N] / e, Var[T] = E[N] Var[G] + Var[N] E[G]^2
+        asn, sd = float(exact.asn[i]), float(exact.sd[i])
+        mean = asn / exposure
+        var = asn * (1 - exposure) / exposure**2 + sd**2 / exposure**2
+        if abs(run.mean_cuts - mean) > Z * math.sqrt(var / runs):
+            found.append(f"mean cuts at p = {p:g}: {run.mean_cuts:.2f}, exact {mean:.2f}")
+    return found

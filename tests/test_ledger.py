@@ -1,3 +1,5 @@
+import io
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -222,3 +224,30 @@ def test_writer_threads_reserving_generations_at_once_lose_nothing() -> None:
         sys.setswitchinterval(old_interval)
     assert not errors, errors[:3]
     assert state.issued.count_nonzero() == 8 * per_thread  # every reservation landed
+
+
+def test_the_discard_state_is_saved_with_the_state_and_older_saves_still_load() -> None:
+    state = LbaState(100, 1000)
+    state.committed[np.array([5, 6])] = 3
+    state.trimmed[np.array([5, 6])] = 3
+    again = LbaState.from_bytes(100, state.to_bytes())
+    assert again.trimmed[np.array([5, 6, 7])].tolist() == [3, 3, 0]
+    # a state saved before discards were ledgered (no trimmed arrays) loads with none
+    buffer = io.BytesIO()
+    c_leaves, c_values = state.committed.to_arrays()
+    i_leaves, i_values = state.issued.to_arrays()
+    np.savez_compressed(
+        buffer, nblocks=np.array([1000]), committed_leaves=c_leaves, committed=c_values,
+        issued_leaves=i_leaves, issued=i_values,
+    )  # fmt: skip
+    old = LbaState.from_bytes(100, buffer.getvalue())
+    assert old.committed[np.array([5])].tolist() == [3] and old.trimmed.count_nonzero() == 0
+
+
+def test_a_discard_is_logged_as_a_write_with_the_discard_flag() -> None:
+    log = CycleLog()
+    log.add_write(0, 1, 10, np.array([1, 1], dtype=np.uint32), 0, 5, 0, False)
+    log.add_write(0, 2, 20, np.array([1], dtype=np.uint32), 6, 8, 0, False, True)
+    log.add_flush(0, 9, 10, 0)
+    assert log.column("discard").tolist() == [0, 1]
+    assert log.durability(100, 0).durable.tolist() == [True, True]

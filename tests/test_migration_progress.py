@@ -19,7 +19,7 @@ from rig.errors import UserError
 from rig.store import SCHEMA_VERSION, Store, StoreReader, open_read_only
 from rig.store.cycle_sums import NAMES, SHARES
 from rig.store.progress import Progress
-from tests.older_stores import TO_V10
+from tests.older_stores import TO_V10, TO_V11
 
 REPO = Path(__file__).resolve().parents[1]
 PERCENT = re.compile(r"^store: schema v11 backfill: +(\d+) % \(([\d,]+) of ([\d,]+) findings")
@@ -193,8 +193,7 @@ def test_the_v12_backfill_prints_a_line_at_each_tenth_and_its_sums_are_the_cycle
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "v11.sqlite"
-    _store_of_cycles(path, 200_000, "DROP INDEX cycle_return; DROP TABLE cycle_total;"
-                     " PRAGMA user_version = 11;")  # fmt: skip
+    _store_of_cycles(path, 200_000, TO_V11)
     child = _open_in_child(path, stall_on=None)
     _, err = child.communicate(timeout=300)
     assert child.returncode == 0, err

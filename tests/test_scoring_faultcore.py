@@ -127,3 +127,25 @@ def test_an_honest_drive_loses_only_what_no_flush_covered(plp: bool) -> None:
         assert kinds <= allowed
         if plp:
             assert all(_tag(lba, core.read(lba, 1)) == round_ + 1 for lba in range(0, CAPACITY, 3))
+
+
+@pytest.mark.parametrize(
+    ("flush_at_s", "kind"), [(1.002, fc.LOST_FLUSHED), (1.0005, fc.LOST_UNFLUSHED)]
+)
+def test_a_write_counts_as_acknowledged_from_its_stated_completion(
+    flush_at_s: float, kind: str
+) -> None:
+    """The virtual drive states a write's completion instant, then marks it acknowledged in a
+    thread that a loaded host may run late: a flush that arrives in between covers the write,
+    as the host's ledger (which keeps the stated instant) says it does."""
+    liar = fc.Profile(
+        name="liar", model="T", capacity_blocks=CAPACITY, block_size=BS, cache_blocks=8,
+        flush_honoured=False,
+    )  # fmt: skip
+    core = fc.FaultCore(liar, seed=1, tagger=_tag)
+    data = _block(5, 1)
+    core.write(5, data, fua=False, now_s=1.0, complete_s=1.001)
+    core.begin_flush(flush_at_s)  # (acknowledge() not run yet)
+    core.complete_flush(flush_at_s + 0.0001)
+    core.power_loss(1.01)
+    assert [(e.lba, e.kind) for e in core.events(core.cuts)] == [(5, kind)]

@@ -16,7 +16,7 @@ from rig import campaign_spec, demo
 from rig.campaign import recording, settle
 from rig.campaign.observer import Lines, Observer
 from rig.campaign.parallel import run_campaign
-from rig.sequential import Plan
+from rig.sequential import CONTINUE, FAIL, Plan
 from rig.station import campaign_file
 from rig.store import Store
 from tests.cli_runner import rig
@@ -41,6 +41,16 @@ def model_of(label: str) -> str:
     return label.split(" s/n")[0]
 
 
+def passed_on_the_plans_cuts(event: dict[str, object]) -> bool:
+    """Every class of a PASS passed on exactly the plan's count of cuts exposed to it (its plan
+    stops counting once it decides), the others were not exercised."""
+    classes = event["classes"]
+    assert isinstance(classes, dict)
+    decisions = {c["decision"] for c in classes.values()}
+    passed = [c["exposed"] for c in classes.values() if c["decision"] == "PASS"]
+    return decisions <= {"PASS", "NOT EXERCISED"} and set(passed) == {PLAN.cuts_to_pass()}
+
+
 def settled_events(store: Store) -> dict[str, dict[str, object]]:
     rows = store.query("SELECT detail FROM event WHERE kind = 'settled'")
     return {str(d["key"]): d for d in (json.loads(r["detail"]) for r in rows)}
@@ -59,23 +69,48 @@ def test_settled_stops_failing_models_early_and_runs_the_plp_drive_to_its_pass(
         summaries["RIGSIM Torn Writer"],
     )
     events = settled_events(store)
-    # each failing drive stops after the few cuts its plan needs, at the plan's decision
+    # each failing drive stops at the cut its plan decides on: a failing one (zero tolerance
+    # for the liar's lost durable writes; for the torn writer, shorn writes on the second
+    # failing exposed cut, the plan's FAIL that the cut before had not reached)
     for s in (liar, torn):
         model = model_of(s.label)
-        assert events[model]["decision"] == "FAIL"
-        assert s.cycles == events[model]["cuts"] <= 5
+        event = events[model]
+        assert event["decision"] == "FAIL"
+        assert s.cycles == event["cuts"]
         assert s.stopped_by == f"plan settled: FAIL after {s.cycles} cuts"
+        last = store.query(
+            "SELECT c.failures FROM cycle c JOIN drive d ON d.id = c.drive_id"
+            " WHERE d.model = ? AND c.seq = ?",
+            (model, s.cycles),
+        )
+        assert last[0]["failures"] > 0
+        classes = event["classes"]
+        assert isinstance(classes, dict)
+        for cls in (c for c, v in classes.items() if v["decision"] == FAIL):
+            n, k = classes[cls]["exposed"], classes[cls]["failing"]
+            assert PLAN.decide(n, k) == FAIL and PLAN.decide(n - 1, k - 1) == CONTINUE, cls
+        # and early: before any failure-free run could have passed it. Each of their cuts
+        # fails with p > 0.5 here (the torn writer's shorn writes: 16 failing of 22 exposed
+        # cuts in 8 campaigns beside two busy loops), so a FAIL later than this has a chance
+        # below 25 / 2**24 = 1.5e-6 per campaign (fewer than 2 failing in 24 cuts)
+        assert s.cycles < PLAN.cuts_to_pass()
     # the PLP drive goes on until its plan passes it: every failure-free cut up to the boundary
-    assert events["RIGSIM Enterprise PLP"] == {
+    # ... each judged class on its own exposed cuts (rig/check/exposure.py): at least the
+    # plan's PASS count of cuts exposed to every class it judged
+    passed = events["RIGSIM Enterprise PLP"]
+    assert {k: passed[k] for k in ("scope", "key", "decision", "failing", "plan")} == {
         "scope": "model",
         "key": "RIGSIM Enterprise PLP",
         "decision": "PASS",
-        "cuts": PLAN.cuts_to_pass(),
         "failing": 0,
-        "seq": PLAN.cuts_to_pass(),
         "plan": PLAN.as_json(),
     }
-    assert plp.cycles == PLAN.cuts_to_pass() < 150
+    assert passed["seq"] == passed["cuts"] >= PLAN.cuts_to_pass()
+    per_class = passed["classes"]
+    assert isinstance(per_class, dict)
+    assert per_class["lost_durable_write"]["exposed"] >= PLAN.cuts_to_pass()
+    assert per_class["counter_anomaly"]["decision"] == "NOT EXERCISED"  # no health in-process
+    assert plp.cycles == passed["cuts"] < 150
     stored = json.loads(store.query("SELECT criteria FROM campaign")[0]["criteria"])
     assert stored["sequential"] == {**PLAN.as_json(), "scope": "model"}
     store.close()
@@ -143,7 +178,14 @@ def test_a_resumed_plan_continues_from_the_recorded_cuts(tmp_path: Path) -> None
     run_campaign(campaign, station, store, Observer())
     replayed = settle.for_campaign(campaign, recording.cut_outcomes(store, 1))
     assert replayed is not None
-    assert replayed.tallies["RIGSIM Enterprise PLP"] == (10, 0)
+    plp = replayed.tallies["RIGSIM Enterprise PLP"]
+    recorded = store.query(  # the cuts the store says were exposed to a lost durable write
+        "SELECT COUNT(*) AS n FROM cycle c JOIN drive d ON d.id = c.drive_id"
+        " WHERE d.model = 'RIGSIM Enterprise PLP' AND ',' || c.exposed || ',' LIKE ?",
+        ("%,lost_durable_write,%",),
+    )[0]["n"]
+    assert 0 < recorded <= 10
+    assert (plp.cuts, plp.failing, plp.exposed["lost_durable_write"]) == (10, 0, recorded)
     decided = {k: (d.decision, d.cuts) for k, d in replayed.decided.items()}
     events = settled_events(store)
     assert decided == {k: (e["decision"], e["cuts"]) for k, e in events.items()}
@@ -213,17 +255,16 @@ def test_a_model_plan_stops_all_its_drives_and_a_drive_plan_only_that_drive(
     assert pooled[0].stopped_by.startswith("plan settled: FAIL")
     assert pooled[1].stopped_by == pooled[0].stopped_by  # the good M1 drive stops with it
     assert pooled[1].cycles < to_pass and pooled[1].failures == {}
-    assert (pooled[2].stopped_by, pooled[2].cycles) == (
-        f"plan settled: PASS after {to_pass} cuts",
-        to_pass,
-    )
+    # a PASS needs `to_pass` cuts exposed to every judged class (each class's plan stops
+    # counting once it decided): more cuts where some cuts exposed a class to nothing
+    assert pooled[2].stopped_by == f"plan settled: PASS after {pooled[2].cycles} cuts"
+    assert pooled[2].cycles >= to_pass and passed_on_the_plans_cuts(events["model"]["M2"])
     assert set(events["model"]) == {"M1", "M2"}
     assert alone[0].stopped_by.startswith("plan settled: FAIL")
     for channel in (1, 2):
-        assert (alone[channel].stopped_by, alone[channel].cycles) == (
-            f"plan settled: PASS after {to_pass} cuts",
-            to_pass,
-        )
+        done = alone[channel].cycles
+        assert alone[channel].stopped_by == f"plan settled: PASS after {done} cuts"
+        assert done >= to_pass and passed_on_the_plans_cuts(events["drive"][f"ch{channel}"])
     assert set(events["drive"]) == {"ch0", "ch1", "ch2"}
 
 
@@ -297,3 +338,19 @@ def test_a_plan_and_its_keys_parse() -> None:
     assert campaign.criteria.scope == "drive" and campaign.stop.when == "settled"
     assert campaign_file.parse(BASE).criteria.as_json() == campaign_spec.Criteria().as_json()
     assert "sequential" not in campaign_file.parse(BASE).criteria.as_json()
+
+
+def test_rig_run_prints_one_verdict_per_drive_the_plans(tmp_path: Path) -> None:
+    """The end table of `rig run` names the plan's decision for a settled drive, never the
+    fixed-sample NOT YET DEMONSTRATED beside a plan's PASS."""
+    text = demo.DEMO_CAMPAIGN.read_text().replace('twin = "simavr"', 'twin = "in-process"')
+    text += (
+        f"[criteria.sequential]\np0 = {PLAN.p0}\np1 = {PLAN.p1}\nalpha = {PLAN.alpha}\n"
+        f"beta = {PLAN.beta}\nmax_cuts = {PLAN.max_cuts}\n[stop]\nwhen = 'settled'\n"
+    )
+    (tmp_path / "c.toml").write_text(text)
+    done = rig("run", "c.toml", "--db", "s.sqlite", "--quiet", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr  # (two drives fail)
+    table = [line for line in done.stdout.splitlines() if line.startswith(" 0  RIGSIM")]
+    assert len(table) == 1, done.stdout  # the PLP drive's row of the end table
+    assert "PASS (sequential plan, after" in table[0] and "NOT YET" not in table[0], table

@@ -242,4 +242,5 @@ def test_an_upgrade_that_backfills_says_so_and_a_new_store_does_not(
     assert caplog.messages == [  # one line per step with a pass over the rows
         "store: upgrading to schema v11 (a pass over every finding)",
         "store: upgrading to schema v12 (a pass over every cycle)",
+        "store: upgrading to schema v15 (each cut's exposure from its ledger)",
     ]

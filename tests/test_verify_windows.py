@@ -135,7 +135,7 @@ def whole_region_check(
         atomic_tears(cyc, checked, held, klass, atomic_blocks)
     blocks = Classified(
         checked, klass, ev.floor, ev.obs_gen, ev.floor_write, ev.obs_op, ev.obs_worker,
-        reads.sectors, CAMPAIGN,
+        reads.sectors, CAMPAIGN, ev.zeroed,
     )  # fmt: skip
     findings = [*reads.errors, *merge(blocks, cyc)]
     allowed, nondurable, survived = _nondurable_outcomes(

@@ -28,8 +28,11 @@ READ_ERROR = "read_error"
 COUNTER_ANOMALY = "counter_anomaly"
 DEAD = "dead_device"
 HANG = "hang"
+SLOW_READY = "slow_ready"
+RESURRECTED = "resurrected_discard"
 ALLOWED_LOSS = "allowed_loss"
 UNCHECKED = "unchecked"
+SURVIVED_ERASE = "survived_erase"
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,13 @@ TABLE = (
         LOST_DURABLE, True, 10, "block", "a write acknowledged and flushed (or FUA) did not survive"
     ),
     FindingClass(
+        RESURRECTED,
+        True,
+        15,
+        "block",
+        "a discard acknowledged and flushed on a drive that promises zeroes read its old data",
+    ),
+    FindingClass(
         UNSERIALIZABLE, True, 70, "cut", "a durable write lost while a later-issued write survived"
     ),
     FindingClass(SHORN, True, 50, "block", "a block (or atomic unit) holds parts of two writes"),
@@ -64,9 +74,15 @@ TABLE = (
     FindingClass(
         COUNTER_ANOMALY, True, 100, "drive", "a health counter moved wrongly (rig/health/delta.py)"
     ),
+    FindingClass(
+        SLOW_READY, True, 102, "drive", "ready after power-on later than the drive's own timeout"
+    ),
     FindingClass(DEAD, True, 110, "drive", "the drive did not come back, or cannot be used"),
     FindingClass(
         HANG, True, 105, "drive", "on the bus but answering nothing until power-cycled (a sag)"
+    ),
+    FindingClass(
+        SURVIVED_ERASE, True, 33, "block", "data from before a completed sanitize or format reads"
     ),
     FindingClass(
         ALLOWED_LOSS, False, 80, "block", "a non-durable write lost whole per unit: allowed"
@@ -115,6 +131,23 @@ def ordered(present: Iterable[str]) -> list[str]:
 def by_precedence(classes: Iterable[str]) -> list[str]:
     """Classes strongest first: the checker applies them in this order."""
     return sorted(classes, key=lambda name: row(name).precedence)
+
+
+# the classes that destroy data the host was promised, or the drive itself: one occurrence fails
+# (rig.criteria.Criteria.zero_tolerance holds the same default; tests/test_failures.py)
+ZERO_TOLERANCE = (LOST_DURABLE, FLYING, CORRUPTION, DEAD)
+
+
+def zero_tolerance_setting(criteria_t: Table) -> tuple[str, ...]:
+    """[criteria].zero_tolerance: failure classes whose first occurrence decides FAIL."""
+    chosen = criteria_t.get("zero_tolerance", list, list(ZERO_TOLERANCE))
+    for cls in chosen:
+        if not isinstance(cls, str) or cls not in failure_names():
+            raise UserError(
+                f"campaign: [criteria].zero_tolerance: '{cls}' is not a failure class"
+                f" ({', '.join(failure_names())})"
+            )
+    return tuple(chosen)
 
 
 def classes_setting(criteria_t: Table) -> tuple[str, ...]:

@@ -78,6 +78,10 @@ class LbaState:
         self.committed = ChunkedArray(nblocks)
         # highest generation ever issued per block; the next write uses issued + 1
         self.issued = ChunkedArray(nblocks)
+        # the generation of the discard a block's committed state stands for (it reads zeroes
+        # because of it; on a drive without zeroes after discard: it may read zeroes or its old
+        # data), 0 where none (docs/checker.md, "Discards")
+        self.trimmed = ChunkedArray(nblocks)
         # Writer threads reserve at once; a reservation reads and then raises `issued`, and may
         # grow the sparse array's pool (not thread-safe by itself). Everything else runs while
         # the writers are stopped.
@@ -85,7 +89,7 @@ class LbaState:
 
     @property
     def nbytes(self) -> int:
-        return self.committed.nbytes + self.issued.nbytes
+        return self.committed.nbytes + self.issued.nbytes + self.trimmed.nbytes
 
     def next_generations(self, lba: int, count: int) -> npt.NDArray[np.uint32]:
         """Reserve generations for a write of `count` blocks at `lba`."""
@@ -132,6 +136,7 @@ class LbaState:
         buffer = io.BytesIO()
         c_leaves, c_values = self.committed.to_arrays()
         i_leaves, i_values = self.issued.to_arrays()
+        t_leaves, t_values = self.trimmed.to_arrays()
         np.savez_compressed(
             buffer,
             nblocks=np.array([self.nblocks]),
@@ -139,6 +144,8 @@ class LbaState:
             committed=c_values,
             issued_leaves=i_leaves,
             issued=i_values,
+            trimmed_leaves=t_leaves,
+            trimmed=t_values,
         )
         return buffer.getvalue()
 
@@ -151,6 +158,10 @@ class LbaState:
             nblocks, arrays["committed_leaves"], arrays["committed"]
         )
         state.issued = ChunkedArray.from_arrays(nblocks, arrays["issued_leaves"], arrays["issued"])
+        if "trimmed" in arrays:  # (a state saved before discards were ledgered has none)
+            state.trimmed = ChunkedArray.from_arrays(
+                nblocks, arrays["trimmed_leaves"], arrays["trimmed"]
+            )
         return state
 
 
@@ -169,7 +180,10 @@ class CycleLog:
     """Columnar log of one cycle's requests. Workers append concurrently; arrays come out later.
 
     Per write: worker, op_seq, first_lba, nblocks, the generation of each of its blocks (flat, with
-    an offset per write), issue and completion ns, status (0 ok, else errno), durable-write flag.
+    an offset per write), issue and completion ns, status (0 ok, else errno), durable-write flag,
+    discard flag. A discard is logged as a write of its range: it reserves a generation per block
+    (what the block holds once the discard is applied: zeroes), and is acknowledged and made
+    durable by the same rule (docs/checker.md, "Discards").
     Per flush: worker, issue and completion ns, status.
     """
 
@@ -183,6 +197,7 @@ class CycleLog:
         "complete_ns",
         "status",
         "fua",
+        "discard",  # 1: a discard (TRIM / UNMAP / deallocate) of the range, not a write
     )
     FLUSH_COLUMNS = ("worker", "issue_ns", "complete_ns", "status")
 
@@ -207,6 +222,7 @@ class CycleLog:
         complete_ns: int,
         status: int,
         fua: bool,
+        discard: bool = False,
     ) -> None:
         with self._lock:
             self._writes.append(
@@ -220,6 +236,7 @@ class CycleLog:
                     complete_ns,
                     status,
                     int(fua),
+                    int(discard),
                 )
             )
             self._gens.append(gens)
@@ -257,6 +274,7 @@ class CycleLog:
             for i, column in enumerate(columns):
                 rows[i] = column
             rows[len(columns)] = int(fua)
+            rows[len(columns) + 1] = 0  # the native engine writes; it does not discard
             self._write_batches.append(rows)
             self._gens.append(flat)
             self._gen_total += len(flat)
@@ -311,6 +329,24 @@ class CycleLog:
         return len(self.column("worker"))
 
     @property
+    def discard_count(self) -> int:
+        """How many of the entries `write_count` counts are discards."""
+        return int(self.column("discard").sum())
+
+    def discarded_blocks(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Every block a discard of this cycle covered, once, with the newest discard's
+        generation there (sorted by block)."""
+        nblocks = self.column("nblocks")
+        discard = np.repeat(self.column("discard") == 1, nblocks)
+        first = np.repeat(self.column("first_lba"), nblocks)
+        lbas = first + np.arange(int(nblocks.sum())) - np.repeat(self.column("gen_offset"), nblocks)
+        lbas, gens = lbas[discard], self.generations()[discard].astype(np.int64)
+        order = np.lexsort((gens, lbas))
+        lbas, gens = lbas[order], gens[order]
+        last = np.r_[lbas[1:] != lbas[:-1], True] if len(lbas) else np.zeros(0, dtype=bool)
+        return lbas[last], gens[last]
+
+    @property
     def flush_count(self) -> int:
         return len(self.column("flush_worker"))
 
@@ -355,6 +391,20 @@ class CycleLog:
         ack_to_cut = np.where(acked, cut_ns - complete, NOT_DONE)
         flush_to_cut = np.where(durable, cut_ns - covering_done, NOT_DONE)
         return Durability(acked, durable, ack_to_cut, flush_to_cut)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> CycleLog:
+        """A stored ledger (`to_bytes`) read back, frozen as it was recorded."""
+        arrays = np.load(io.BytesIO(data))
+        log = cls()
+        names = [*cls.WRITE_COLUMNS, *(f"flush_{n}" for n in cls.FLUSH_COLUMNS)]
+        rows = len(arrays["first_lba"])
+        log._frozen = {  # (a ledger stored before discards were ledgered has no discard column)
+            n: arrays[n].astype(np.int64) if n in arrays else np.zeros(rows, dtype=np.int64)
+            for n in names
+        }
+        log._frozen_gens = arrays["generations"].astype(np.uint32)
+        return log
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()

@@ -26,7 +26,9 @@ from rig.check.failures import (
     HANG,
     LOST_DURABLE,
     READ_ERROR,
+    RESURRECTED,
     SHORN,
+    SLOW_READY,
     UNCHECKED,
     UNSERIALIZABLE,
 )
@@ -58,8 +60,10 @@ __all__ = [
     "LOST_DURABLE",
     "NO_OP",
     "READ_ERROR",
+    "RESURRECTED",
     "SCAN_CHUNK_BLOCKS",
     "SHORN",
+    "SLOW_READY",
     "UNCHECKED",
     "UNSERIALIZABLE",
     "BlockReader",
@@ -89,6 +93,7 @@ def check(
     policy: ReadPolicy | None = None,
     atomic_blocks: int = 1,
     budget: Budget | None = None,
+    zeroes: bool = False,
 ) -> CheckResult:
     """Read back and classify this cycle's blocks plus `extra_blocks`; update `state.committed`.
 
@@ -103,15 +108,23 @@ def check(
     class table (rig/check/failures.py). With `atomic_blocks` > 1 (the drive's physical block or
     atomic write unit, in logical blocks), a write that covered a whole aligned unit must
     survive in it all or nothing: a unit holding some of its blocks new and others old is shorn
-    too."""
+    too.
+
+    Discards (docs/checker.md, "Discards") are writes of the log with the discard flag: zeroes
+    read where one was issued stand for its generation. With `zeroes` (the drive promises
+    zeroes after a discard) an acknowledged, flushed discard raises the floor like a write, and
+    a block reading its data from before it is a resurrected discard; without, a discard
+    leaves the block open to zeroes or its old data."""
     policy = policy or ReadPolicy()
-    cyc = Cycle(log, durability)
+    cyc = Cycle(log, durability, zeroes)
     checked = sorted_unique(np.concatenate([cyc.lba, extra_blocks.astype(np.int64)]))
     idx = checked - state.first_lba
     budget = budget or Budget(policy.max_reads, policy.max_hangs)
     with ReadBack(checked, read, block_size, max_read_blocks, policy, budget) as reading:
         # (while the first windows are read: the ledger's side of the evidence)
-        judging = Judging(campaign, cyc, checked, state.committed, idx, atomic_blocks)
+        judging = Judging(
+            campaign, cyc, checked, state.committed, idx, atomic_blocks, state.trimmed, zeroes
+        )
         try:
             # each window judged and settled as soon as it is read and parsed, while the next
             # ones are read
@@ -139,6 +152,7 @@ def scan_rest(
     max_read_blocks: int = 256,
     policy: ReadPolicy | None = None,
     chunk_blocks: int | None = None,
+    zeroes: bool = False,
 ) -> CheckResult:
     """The rest of a full scan: every block of the region not in `judged` (the blocks `check`
     has judged this cycle, which hold all of the cycle's writes), `chunk_blocks` at a time so
@@ -164,7 +178,7 @@ def scan_rest(
         if len(blocks):
             part = check(
                 campaign, state, empty, no_writes, blocks, reader, block_size,
-                max_read_blocks, policy, budget=budget,
+                max_read_blocks, policy, budget=budget, zeroes=zeroes,
             )  # fmt: skip
             findings.extend(part.findings)
             checked += part.blocks_checked

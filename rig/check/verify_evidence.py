@@ -15,19 +15,24 @@ from rig.check.ledger import CycleLog, Durability, is_uncertain, known_floor
 from rig.check.verify_findings import NO_OP
 from rig.check.verify_reads import Reads
 from rig.check.verify_sectors import block_facts, sector_gens
+from rig.io import media
 
 
 class Cycle:
     """This cycle's writes expanded to one entry per block, with each write's durability."""
 
-    def __init__(self, log: CycleLog, durability: Durability) -> None:
+    def __init__(self, log: CycleLog, durability: Durability, zeroes: bool = False) -> None:
+        """`zeroes`: the drive promises zeroes after a discard (docs/checker.md, "Discards");
+        without that promise a discard never raises the floor a block must hold."""
         nblocks = log.column("nblocks")
         total = int(nblocks.sum())
         self.write = np.repeat(np.arange(len(nblocks)), nblocks)
         offset_in_write = np.arange(total) - np.repeat(log.column("gen_offset"), nblocks)
         self.lba = np.repeat(log.column("first_lba"), nblocks) + offset_in_write
         self.gen = log.generations().astype(np.int64)
-        self.durable = durability.durable[self.write]
+        self.discard_write = log.column("discard") == 1  # per write
+        self.discard = self.discard_write[self.write]  # per block entry
+        self.durable = durability.durable[self.write] & (zeroes | ~self.discard)
         self.op_seq = log.column("op_seq")
         self.log_nblocks = nblocks
         self.worker = log.column("worker")
@@ -82,6 +87,11 @@ class Evidence:
     carries_new: npt.NDArray[np.bool_]  # some sector holds a generation this cycle wrote here
     rejudged: npt.NDArray[np.bool_]  # unknown, unjudged, but this cycle's write reached it
     in_cycle: npt.NDArray[np.bool_]  # holds a generation this cycle wrote to it
+    # discards (docs/checker.md, "Discards"): the newest discard a zero block stands for (0:
+    # none), whether it reads zeroes standing for one, whether its floor is a discard
+    zero_gen: npt.NDArray[np.int64]
+    zeroed: npt.NDArray[np.bool_]
+    floor_discard: npt.NDArray[np.bool_]
 
     @property
     def judged(self) -> npt.NDArray[np.bool_]:
@@ -99,10 +109,17 @@ class Ledgered:
     floor: npt.NDArray[np.int64]
     floor_write: npt.NDArray[np.int64]
     unknown: npt.NDArray[np.bool_]
+    zero_gen: npt.NDArray[np.int64]  # the newest discard of the block (this cycle's, or its
+    #   committed one): what zeroes read there stand for (0: no discard)
+    zero_write: npt.NDArray[np.int64]  # the write (a discard) of this cycle behind it, or NO_OP
+    floor_discard: npt.NDArray[np.bool_]  # the generation it must hold is a discard's: zeroes
 
 
 def ledgered(
-    cyc: Cycle, checked: npt.NDArray[np.int64], committed: npt.NDArray[np.int64]
+    cyc: Cycle,
+    checked: npt.NDArray[np.int64],
+    committed: npt.NDArray[np.int64],
+    trimmed: npt.NDArray[np.int64] | None = None,
 ) -> Ledgered:
     # floor: newest durable generation of this cycle, else the committed one (for a block whose
     # content is unknown: the oldest generation it may hold)
@@ -119,13 +136,29 @@ def ledgered(
     floor[has_durable] = cycle_floor[has_durable]
     top = durable_gen == floor[durable_pos]
     floor_write[durable_pos[top]] = cyc.write[cyc.durable][top]
-    return Ledgered(touched, has_durable, floor, floor_write, is_uncertain(committed))
+    unknown = is_uncertain(committed)
+    zero_gen = np.zeros(len(checked), dtype=np.int64) if trimmed is None else trimmed.copy()
+    zero_write = np.full(len(checked), NO_OP, dtype=np.int64)
+    floor_discard = ~has_durable & (zero_gen > 0) & (zero_gen == committed)
+    if cyc.discard.any():
+        d_pos, d_gen = pos[cyc.discard], cyc.gen[cyc.discard]
+        newest = np.zeros(len(checked), dtype=np.int64)
+        np.maximum.at(newest, d_pos, d_gen)
+        ours = newest > zero_gen
+        zero_gen = np.where(ours, newest, zero_gen)
+        top_d = d_gen == zero_gen[d_pos]
+        zero_write[d_pos[top_d]] = cyc.write[cyc.discard][top_d]
+        with_write = floor_write != NO_OP
+        floor_discard[with_write] = cyc.discard_write[floor_write[with_write]]
+    return Ledgered(
+        touched, has_durable, floor, floor_write, unknown, zero_gen, zero_write, floor_discard
+    )
 
 
 EVERY_ROW = slice(None)
 
 _SEEN = ("corrupt", "misplaced", "mixed", "gen", "obs_op", "obs_worker", "carries_new",
-         "lands_new", "in_cycle")  # fmt: skip
+         "lands_new", "in_cycle", "zeroed")  # fmt: skip
 
 
 class SeenRows:
@@ -146,11 +179,18 @@ class SeenRows:
         checked, sec = self.checked[rows], reads.sectors.part(rows)
         readable = reads.readable[rows]
         seen = block_facts(campaign, checked, sec)
+        # zeroes where a discard of the block was issued stand for that discard's generation
+        # (the newest: docs/checker.md, "Discards")
+        zero_gen = led.zero_gen[rows]
+        zeroed = (
+            readable & (seen.gen == 0) & (zero_gen > 0) & (sec.state0 == media.ZERO) & sec.uniform
+        )
+        gen = np.where(zeroed, zero_gen, seen.gen)
         # A block whose old content is unknown (an earlier finding) is still judged for damage
         # to this cycle's write (torn, corrupt, misplaced) once some sector carries one of its
         # generations.
         # (per block: sector 0's key, and per sector only in the rare blocks of mixed generations)
-        in_cycle = member(checked << 32 | seen.gen, cyc.keys)
+        in_cycle = member(checked << 32 | gen, cyc.keys)
         carries_new = in_cycle & seen.placed
         torn = np.flatnonzero(seen.mixed)
         if len(torn):
@@ -172,9 +212,17 @@ class SeenRows:
         out["corrupt"][rows] = seen.corrupt
         out["misplaced"][rows] = seen.misplaced
         out["mixed"][rows] = seen.mixed
-        out["gen"][rows] = seen.gen
-        out["obs_op"][rows] = np.where(seen.ours0, sec.op0, NO_OP)
-        out["obs_worker"][rows] = np.where(seen.ours0, sec.worker0, NO_OP)
+        out["gen"][rows] = gen
+        obs_op = np.where(seen.ours0, sec.op0, NO_OP)
+        obs_worker = np.where(seen.ours0, sec.worker0, NO_OP)
+        discard = led.zero_write[rows]
+        by_discard = zeroed & (discard != NO_OP)  # the discard is what reads back
+        if by_discard.any():
+            obs_op[by_discard] = cyc.op_seq[discard[by_discard]]
+            obs_worker[by_discard] = cyc.worker[discard[by_discard]]
+        out["obs_op"][rows] = obs_op
+        out["obs_worker"][rows] = obs_worker
+        out["zeroed"][rows] = zeroed
         out["carries_new"][rows] = carries_new
         out["in_cycle"][rows] = in_cycle
 
@@ -203,6 +251,9 @@ class SeenRows:
             carries_new=c["carries_new"],
             rejudged=open_rows & (c["carries_new"] | c["lands_new"]),
             in_cycle=c["in_cycle"],
+            zero_gen=led.zero_gen[rows],
+            zeroed=c["zeroed"],
+            floor_discard=led.floor_discard[rows],
         )
 
 
@@ -212,9 +263,10 @@ def evidence(
     checked: npt.NDArray[np.int64],
     committed: npt.NDArray[np.int64],
     reads: Reads,
+    trimmed: npt.NDArray[np.int64] | None = None,
 ) -> Evidence:
     """Every block's evidence at once (the checker fills `SeenRows` window by window)."""
-    led = ledgered(cyc, checked, committed)
+    led = ledgered(cyc, checked, committed, trimmed)
     seen = SeenRows(campaign, cyc, checked)
     seen.fill(slice(0, len(checked)), led, reads)
     return seen.evidence(led, reads.readable)

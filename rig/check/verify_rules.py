@@ -25,6 +25,7 @@ from rig.check.failures import (
     FLYING,
     LOST_DURABLE,
     READ_ERROR,
+    RESURRECTED,
     SHORN,
     UNSERIALIZABLE,
 )
@@ -60,14 +61,22 @@ def claims(ev: Evidence) -> list[Claim]:
     # that, it lost data it was known to hold.
     older = sound & (gen < floor)
     unmapped = older & (gen == 0) & ~ev.has_durable & (floor > 0)
+    # the floor is a discard the drive promised to read as zeroes: data of ours from before it
+    # came back (a loss of a write after the discard stays a lost durable write)
+    resurrected = older & ev.floor_discard & (gen > 0)
+    # a block a discard left open (no promise of zeroes: zeroes or its old data are allowed)
+    # still holds nothing written for another LBA
+    trim_open = ev.readable & ev.unknown & ~ev.has_durable & (ev.zero_gen > 0)
     return [
         (LOST_DURABLE, old_damage),
         (CORRUPTION, damage_judged & ev.corrupt & ev.touched),
         (COLLATERAL, judged & ev.corrupt & ~ev.touched),
         (FLYING, intact & ev.misplaced),
+        (FLYING, trim_open & ~ev.corrupt & ev.misplaced),
         (SHORN, intact & ev.mixed),
-        (LOST_DURABLE, older & ev.has_durable),
-        (COLLATERAL, older & ~ev.has_durable & ~unmapped),
+        (RESURRECTED, resurrected),
+        (LOST_DURABLE, older & ev.has_durable & ~resurrected),
+        (COLLATERAL, older & ~ev.has_durable & ~unmapped & ~resurrected),
         (READ_ERROR, unmapped),  # metadata loss: whole blocks read zero where data was
         # newer than the floor but not a write of this cycle: data where it was never written
         (FLYING, judged & sound & (gen > floor) & ~ev.in_cycle),
@@ -106,6 +115,28 @@ def settle(ev: Evidence, committed: npt.NDArray[np.int64]) -> npt.NDArray[np.int
     return np.where(ev.readable, new_committed, np.where(ev.touched, unsure, committed))
 
 
+def settle_discards(
+    ev: Evidence,
+    settled: npt.NDArray[np.int64],
+    trimmed: npt.NDArray[np.int64],
+    zeroes: bool,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The settled state and the discard each block's state stands for (docs/checker.md,
+    "Discards"). A block reading zeroes for a discard holds that discard; an unreadable one
+    this cycle discarded may hold it. On a drive without zeroes after discard a block whose
+    newest discard no newer write covers stays open: zeroes or its data from before the
+    discard may read back at any later check (its floor: what it had to hold before)."""
+    zeroed = ev.sound & ev.zeroed
+    new_trimmed = np.where(
+        ev.readable, np.where(zeroed, ev.gen, 0), np.where(ev.touched, ev.zero_gen, trimmed)
+    )
+    if zeroes:
+        return settled, new_trimmed
+    still_open = ev.sound & (ev.zero_gen > 0) & (ev.gen <= ev.zero_gen)
+    settled = np.where(still_open, uncertain(ev.floor).astype(np.int64), settled)
+    return settled, np.where(still_open, ev.zero_gen, new_trimmed)
+
+
 @dataclass(frozen=True)
 class Classified:
     """Per checked block: its class code (FINE: none), the generation it had to hold at least,
@@ -120,6 +151,7 @@ class Classified:
     obs_worker: npt.NDArray[np.int64]
     sectors: Sectors
     campaign: int
+    zeroed: npt.NDArray[np.bool_]  # reads zeroes standing for a discard (obs_gen is its gen)
 
     def continues(self, prev: int, row: int) -> bool:
         """Same finding: consecutive LBAs, same class, same expected and observed writes."""
@@ -154,13 +186,17 @@ def _finding(run: list[int], blocks: Classified, cyc: Cycle) -> Finding:
     if write != NO_OP:
         expected_op = int(cyc.op_seq[write])
         detail["expected_worker"] = int(cyc.worker[write])
-        if cls == LOST_DURABLE:
+        if cls in (LOST_DURABLE, RESURRECTED):
             detail["ack_to_cut_ns"] = int(cyc.durability.ack_to_cut_ns[write])
             detail["flush_to_cut_ns"] = int(cyc.durability.flush_to_cut_ns[write])
             cut_ns = int(cyc.complete_ns[write] + cyc.durability.ack_to_cut_ns[write])
             detail["last_flush_to_cut_ns"] = cyc.last_flush_to_cut_ns(cut_ns)
     if blocks.obs_worker[first] != NO_OP:
         detail["observed_worker"] = int(blocks.obs_worker[first])
+    if blocks.zeroed[first]:  # it reads zeroes: the discard named by observed_op/_gen
+        detail["observed_discard"] = True
+    if cls == RESURRECTED:
+        detail["discard_gen"] = int(blocks.floor[first])  # what had to read back as zeroes
     sector = blocks.sectors.rows(np.array([first]))
     gens = sector_gens(sector, blocks.campaign)[1][0]
     corrupt_sector = sector.state[0] == media.CORRUPT
@@ -264,7 +300,7 @@ def nondurable_outcomes(
 ) -> tuple[list[Finding], int, int]:
     """Non-durable writes of this cycle: how many survived, and an allowed-loss row per loss."""
     cyc = tally.cyc
-    writes = np.flatnonzero(~cyc.durability.durable)
+    writes = np.flatnonzero(~cyc.durability.durable & ~cyc.discard_write)
     if len(writes) == 0:
         return [], 0, 0
     findings = []

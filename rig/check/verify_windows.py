@@ -24,6 +24,7 @@ from rig.check.verify_rules import (
     nondurable_outcomes,
     resolve,
     settle,
+    settle_discards,
     unserializable,
 )
 
@@ -51,13 +52,23 @@ class Judging:
         state: ChunkedArray,
         idx: npt.NDArray[np.int64],
         atomic_blocks: int = 1,
+        trimmed: ChunkedArray | None = None,
+        zeroes: bool = False,
     ) -> None:
+        """`trimmed`: the discard each block's state stands for (`LbaState.trimmed`), kept up
+        to date with the state; `zeroes`: the drive promises zeroes after a discard."""
         n = len(checked)
         committed = state[idx].astype(np.int64)
         self.campaign, self.cyc, self.checked, self.committed = campaign, cyc, checked, committed
         self.state, self.idx, self.judged = state, idx, 0
         self.atomic_blocks = atomic_blocks
-        self.led = ledgered(cyc, checked, committed)
+        self.trimmed_state, self.zeroes = trimmed, zeroes
+        self.trimmed = None if trimmed is None else trimmed[idx].astype(np.int64)
+        # (a check where no discard is involved leaves the discard state alone: no cost)
+        self.discards = self.trimmed is not None and (
+            bool(cyc.discard.any()) or bool(self.trimmed.any())
+        )
+        self.led = ledgered(cyc, checked, committed, self.trimmed)
         cyc.keys  # noqa: B018 (sorted now, while the first windows are read)
         self.seen = SeenRows(campaign, cyc, checked)
         self.klass = np.zeros(n, dtype=np.uint8)
@@ -85,6 +96,12 @@ class Judging:
         ev = self.seen.evidence(self.led, readable, rows)
         self.klass[rows] = resolve(len(ev.readable), claims(ev))
         self.settled[rows] = settle(ev, self.committed[rows])
+        if self.discards:
+            assert self.trimmed is not None and self.trimmed_state is not None
+            old = self.trimmed[rows]
+            self.settled[rows], new = settle_discards(ev, self.settled[rows], old, self.zeroes)
+            moved = np.flatnonzero((old != 0) | (new != 0))
+            self.trimmed_state[self.idx[rows][moved]] = new[moved].astype(np.uint32)
         self.state[self.idx[rows]] = self.settled[rows].astype(np.uint32)
         self.judged = rows.stop
         self.held[rows] = np.where(ev.sound, ev.gen, -1)
@@ -96,6 +113,9 @@ class Judging:
         """Put back the committed state of the rows written so far."""
         done = slice(0, self.judged)
         self.state[self.idx[done]] = self.committed[done].astype(np.uint32)
+        if self.discards:
+            assert self.trimmed is not None and self.trimmed_state is not None
+            self.trimmed_state[self.idx[done]] = self.trimmed[done].astype(np.uint32)
         self.judged = 0
 
     def _count_writes(self, rows: slice, readable: npt.NDArray[np.bool_]) -> None:
@@ -122,6 +142,7 @@ class Judging:
             seen["obs_worker"],
             reads.sectors,
             self.campaign,
+            seen["zeroed"],
         )
         found = list(merge(blocks, cyc))
         allowed, nondurable, survived = nondurable_outcomes(self.tally, self.obs_gen)

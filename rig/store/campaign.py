@@ -133,9 +133,9 @@ class CampaignRows(StoreConnection):
 
     def cut_outcomes(self, campaign_id: int) -> list[sqlite3.Row]:
         """Every cycle of the campaign in the order it was recorded: (channel, model, status,
-        failure_classes), for a resumed sequential plan (rig/campaign/settle.py)."""
+        failure_classes, exposed), for a resumed sequential plan (rig/campaign/settle.py)."""
         return self.query(
-            "SELECT d.channel, d.model, c.status, c.failure_classes FROM cycle c"
+            "SELECT d.channel, d.model, c.status, c.failure_classes, c.exposed FROM cycle c"
             " JOIN drive d ON d.id = c.drive_id WHERE d.campaign_id = ? ORDER BY c.id",
             (campaign_id,),
         )

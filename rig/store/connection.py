@@ -28,10 +28,16 @@ class StoreConnection:
         (rig/store/creation.py), and migrates an older one under SQLite's write lock."""
         self.path = path
         self.read_only = read_only
+        made = False
         if not read_only and not os.path.exists(path):
-            creation.create(path)  # or another opener's, linked a moment before: either is whole
+            # or another opener's, linked a moment before: either is whole
+            made = creation.create(path)
         self._db = _connect(path, read_only)
         self._lock = threading.Lock()
+        # WAL from the first write on (decision 221), not at opening: an opener refused after
+        # it opened (a resume that cannot go on) leaves the file's bytes as they were (a store
+        # this opener made is in WAL already: `close` leaves it)
+        self._in_wal = made
         self._queued_events: list[tuple[int | None, int, str, str]] = []
         self._queue_lock = threading.Lock()  # never held across SQLite work
         try:
@@ -43,11 +49,17 @@ class StoreConnection:
                     f"{path}: store has schema v{version}; this rig reads v{SCHEMA_VERSION}"
                     " here without upgrading it (rig report reads older stores)"
                 )
+            if version > SCHEMA_VERSION:  # refused before any pragma that writes the file
+                raise UserError(
+                    f"{path}: store has schema v{version}, newer than this rig"
+                    f" (v{SCHEMA_VERSION}); left as it was"
+                )
             if not read_only:
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.execute("PRAGMA foreign_keys=ON")
-                _enter_wal(self._db)  # before migrating: a killed upgrade leaves the file whole
-                migrate(self._db)  # under BEGIN IMMEDIATE: one opener upgrades, others wait
+                if version < SCHEMA_VERSION:  # an upgrade writes now: WAL first, so a killed
+                    self._wal()  # upgrade leaves the file whole
+                    migrate(self._db)  # under BEGIN IMMEDIATE: one opener upgrades, others wait
         except sqlite3.DatabaseError as error:
             self._db.close()
             if "locked" in str(error):
@@ -63,6 +75,8 @@ class StoreConnection:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; events queued by `queue_event` are written in it too."""
         with self._lock:
+            if not self._in_wal:
+                self._wal()
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
@@ -97,11 +111,18 @@ class StoreConnection:
             finally:
                 self._db.row_factory = None
 
+    def _wal(self) -> None:
+        _enter_wal(self._db)
+        self._in_wal = True
+
     def close(self) -> None:
         if not self.read_only:
-            with self.transaction():
-                pass  # writes what is still queued
-            self._leave_wal()
+            with self._queue_lock:
+                queued = bool(self._queued_events)
+            if queued or self._in_wal:
+                with self.transaction():
+                    pass  # writes what is still queued
+                self._leave_wal()
         with self._lock:
             self._db.close()
 

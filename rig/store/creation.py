@@ -17,7 +17,7 @@ import tempfile
 from typing import Any
 
 from rig.errors import UserError
-from rig.store.schema import migrate
+from rig.store.schema import SCHEMA_VERSION, migrate
 
 
 def create(path: str) -> bool:
@@ -54,6 +54,30 @@ def create(path: str) -> bool:
         for leftover in (temporary, f"{temporary}-wal", f"{temporary}-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(leftover)
+
+
+def held_campaign(path: str) -> tuple[str, int] | None:
+    """(name, seed) of the first campaign a store at `path` holds, read through a read-only
+    connection (nothing is written, not even a journal mode); None when there is no file or
+    no campaign in it. A store of a newer schema is refused here, naming the file, before any
+    writer opens it."""
+    if not os.path.isfile(path):
+        return None
+    db = connect_read_only(path)
+    try:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise UserError(
+                f"{path}: store has schema v{version}, newer than this rig"
+                f" (v{SCHEMA_VERSION}); left as it was"
+            )
+        try:
+            row = db.execute("SELECT name, seed FROM campaign ORDER BY id LIMIT 1").fetchone()
+        except sqlite3.DatabaseError:
+            return None  # not a store (the writer's opening says so)
+    finally:
+        db.close()
+    return None if row is None else (str(row[0]), int(row[1]))
 
 
 def check_folder(path: str, folder: str = "", *, write: bool) -> None:

@@ -24,6 +24,7 @@ class MetricReads(StoreConnection):
     def metric_drives(self) -> list[sqlite3.Row]:
         return self.query(
             "SELECT k.name AS campaign, d.model, d.serial, d.channel, d.status,"
+            " CASE WHEN k.ended_at IS NULL THEN '' ELSE k.status END AS campaign_end,"
             " COALESCE(SUM(c.status IN ('ok', 'dead')), 0) AS cuts,"
             " COALESCE(SUM(c.status = 'error'), 0) AS rig_errors,"
             " COALESCE(SUM(c.failures > 0), 0) AS failing"

@@ -49,6 +49,30 @@ class StoreReader:
     def columns(self, table: str) -> set[str]:
         return {r[1] for r in self.db.execute(f'PRAGMA table_info("{table}")')}
 
+    def timing_of_campaign(self, campaign_id: int) -> dict[str, float | int | None] | None:
+        """How the campaign's cuts fell against their plan (store v14; None before it): cuts
+        with a realized delay, those outside the requested range, and the lateness (realized
+        minus planned, ms) at p50 / p99 / max, each taken by SQLite's own sort (one value read
+        per quantile: bounded memory at any size)."""
+        if "realized_delay_ns" not in self.columns("cycle"):
+            return None
+        where = (
+            " FROM cycle c JOIN drive d ON d.id = c.drive_id"
+            " WHERE d.campaign_id = ? AND c.realized_delay_ns IS NOT NULL"
+        )
+        n, outside = self.db.execute(
+            f"SELECT COUNT(*), IFNULL(SUM(c.delay_in_range = 0), 0){where}", (campaign_id,)
+        ).fetchone()
+        late: dict[str, float | int | None] = {"cuts": int(n), "outside_range": int(outside)}
+        for name, q in (("p50_ms", 0.5), ("p99_ms", 0.99), ("max_ms", 1.0)):
+            row = self.db.execute(
+                f"SELECT (c.realized_delay_ns - c.cut_delay_ns) / 1e6 AS late{where}"
+                " ORDER BY late LIMIT 1 OFFSET ?",
+                (campaign_id, max(0, min(int(n) - 1, int(q * int(n))))),
+            ).fetchone()
+            late[name] = None if row is None else round(float(row[0]), 3)
+        return late
+
     def campaigns(self) -> Rows:
         return self.db.execute("SELECT * FROM campaign ORDER BY id")
 
@@ -149,7 +173,9 @@ class StoreReader:
         bytes_written, blocks_checked, full_scan, blocks_unchecked, cut_ns, `no_delays`: 1 where
         the row lacks the v8 delay columns (an older rig's cycle: see `ledger_blob`), and
         `classes`: its failure findings' classes, comma-separated (NULL: none; v11 keeps them in
-        the row, an older store's are read from its findings)."""
+        the row, an older store's are read from its findings), and `exposed`: the classes the cut
+        was a trial of (NULL: not known), cut_error_ns, and where the cut fell (v14; NULL in an
+        older store, or without an edge): realized_delay_ms, delay_error_ms."""
         cols = self.columns("cycle")
         has_delays = "last_ack_to_cut_ns" in cols
         delays = (
@@ -170,12 +196,20 @@ class StoreReader:
             if has_finding
             else "NULL"
         )
+        exposed = "c.exposed" if "exposed" in cols else "NULL"  # (NULL: exposure not known)
+        timing = (
+            "c.realized_delay_ns / 1e6, c.delay_error_ns / 1e6"
+            if "realized_delay_ns" in cols
+            else "NULL, NULL"
+        )
         return self.db.execute(
             "SELECT c.id, c.seq, c.status, c.cut_delay_ns / 1e6,"
             " CASE WHEN c.back_ns >= c.cut_ns THEN (c.back_ns - c.cut_ns) / 1e6 END,"
             f" CASE WHEN c.gone_ns >= c.cut_ns THEN (c.gone_ns - c.cut_ns) / 1e6 END, {delays},"
             f" c.started_at, c.bytes_written, c.blocks_checked, {full_scan}, {unchecked},"
-            f" c.cut_ns, {no_delays}, {classes} FROM cycle c WHERE c.drive_id = ? ORDER BY c.seq",
+            f" c.cut_ns, {no_delays}, {classes}, {exposed}, c.cut_error_ns, {timing} FROM cycle c"
+            " WHERE c.drive_id = ?"
+            " ORDER BY c.seq",
             (drive_id,),
         )
 

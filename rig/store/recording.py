@@ -6,14 +6,15 @@ from __future__ import annotations
 import json
 import time
 import zlib
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
 from rig.check import failures
 from rig.errors import UserError
-from rig.store import cycle_sums
+from rig.store import cycle_sums, exposure_fill
 from rig.store.connection import StoreConnection, save_lba_state
-from rig.store.rows import CycleRow, RailSenseRow
+from rig.store.rows import CycleRow, PowerOnRow, RailSenseRow
 from rig.store.schema import new_media_id
 from rig.store.totals import CycleTotals, classes_text, rebuild
 
@@ -95,9 +96,11 @@ class RecordWrites(StoreConnection):
         ledger: bytes | None,
         lba_state: bytes | None,
         rail_sense: RailSenseRow | None = None,
+        power_ons: Sequence[PowerOnRow] = (),
     ) -> int:
-        """The record phase: the cycle, its findings, events, ledger, LBA state and rail-sense
-        capture, atomically, with the findings' share of the summaries (rig/store/totals.py)."""
+        """The record phase: the cycle, its findings, events, ledger, LBA state, rail-sense
+        capture and power-ons, atomically, with the findings' share of the summaries
+        (rig/store/totals.py)."""
         columns = [name for name in CycleRow.__dataclass_fields__]
         values = [getattr(row, name) for name in columns]
         counts = CycleTotals()
@@ -127,6 +130,8 @@ class RecordWrites(StoreConnection):
             )
             cycle_id = int(cursor.lastrowid or 0)
             cycle_sums.add_cycle(db, cycle_id)
+            if row.exposed is not None and row.status in ("ok", "dead"):  # (a cut)
+                exposure_fill.add(db, row.drive_id, row.exposed, classes, 1)
             db.executemany(
                 "INSERT INTO finding (cycle_id, class, failure, lba_first, lba_count, expected_gen,"
                 " observed_gen, expected_op, observed_op, detail) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -154,6 +159,11 @@ class RecordWrites(StoreConnection):
                     f" VALUES (?, {', '.join('?' * len(rail))})",
                     (cycle_id, *rail.values()),
                 )
+            db.executemany(
+                "INSERT INTO power_on (cycle_id, n, on_ns, back_ns, ready_ns, cut_ns,"
+                " state_at_cut) VALUES (?,?,?,?,?,?,?)",
+                [(cycle_id, *p) for p in power_ons],
+            )
             return cycle_id
 
     def rebuild_summaries(self, title: str | None = None) -> None:

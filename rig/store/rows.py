@@ -53,6 +53,11 @@ class CycleRow:
     unserializable_writes: int = 0  # durable writes lost behind a later survivor (FAST'13)
     last_ack_to_cut_ns: int | None = None  # -1: no write acknowledged before the cut
     last_flush_to_cut_ns: int | None = None  # -1: no flush completed before the cut
+    realized_delay_ns: int | None = None  # the edge minus the event the cut was timed from
+    timed_from: str = ""  # that event (first_write | ack | flush | idle | ...; "" unknown)
+    delay_error_ns: int | None = None  # bound of the realized delay (the clock mapping's)
+    delay_in_range: int | None = None  # 1: within the requested range, 0: outside, None: n/a
+    exposed: str | None = None  # classes the cut was a trial of (rig/check/exposure.py)
 
 
 @dataclass(frozen=True)
@@ -82,3 +87,7 @@ class IntervalRow:
     kind: str
     detail: dict[str, Any]
     interval_no: int | None
+
+
+# One power-on of a cycle (table power_on): n, on_ns, back_ns, ready_ns, cut_ns, state_at_cut
+PowerOnRow = tuple[int, int, int | None, int | None, int | None, str]

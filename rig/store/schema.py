@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Callable
 
 from rig.errors import UserError
-from rig.store import cycle_sums, totals
+from rig.store import cycle_sums, exposure_fill, totals
 
 # Each entry upgrades the schema by one version; never edit a released entry, append a new one.
 MIGRATIONS: tuple[str, ...] = (
@@ -243,14 +243,65 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX cycle_return ON cycle (drive_id, (back_ns - cut_ns))
         WHERE IFNULL(back_ns, 0) != 0 AND IFNULL(cut_ns, 0) != 0;
     """,
+    # migration of states: every power-on of a cycle with its return and ready times (n = 0:
+    # the restore after the cycle's cut; 1..: after each cut of a recovery burst, with where
+    # that cut fell), written by the record phase (rig/campaign/cutcycle/recovery.py)
+    """
+    CREATE TABLE power_on (
+        cycle_id INTEGER NOT NULL REFERENCES cycle(id),
+        n INTEGER NOT NULL,
+        on_ns INTEGER NOT NULL,          -- the power-on edge, host CLOCK_MONOTONIC
+        back_ns INTEGER,                 -- back on the bus (NULL: not before the next cut)
+        ready_ns INTEGER,                -- answering I/O (NULL: not seen ready)
+        cut_ns INTEGER,                  -- the recovery cut that ended it (NULL: the last)
+        state_at_cut TEXT NOT NULL DEFAULT '',  -- booting | not_ready | ready | '' (no cut)
+        PRIMARY KEY (cycle_id, n)
+    ) WITHOUT ROWID;
+    """,
+    # migration of timing: when each cut fell against its plan (rig/campaign/cutcycle/cuts.py
+    # `fidelity`): the realized delay (the edge minus the event the cut was timed from, on the
+    # host clock), that event, the clock mapping's bound, and whether the realized delay lies
+    # in the range the campaign asked for (NULL: no range, or no edge)
+    """
+    ALTER TABLE cycle ADD COLUMN realized_delay_ns INTEGER;
+    ALTER TABLE cycle ADD COLUMN timed_from TEXT NOT NULL DEFAULT '';
+    ALTER TABLE cycle ADD COLUMN delay_error_ns INTEGER;
+    ALTER TABLE cycle ADD COLUMN delay_in_range INTEGER;
+    CREATE INDEX cycle_off_range ON cycle (drive_id) WHERE delay_in_range = 0;
+    """,
+    # migration of expo: the failure classes each cut was a trial of (rig/check/exposure.py,
+    # comma-separated; '' none; NULL unknown), backfilled from the stored ledgers by
+    # `exposure_fill.rebuild` (BACKFILLS[15])
+    # `exposure_total` sums them per drive and class as cycles are recorded (rig status)
+    """
+    ALTER TABLE cycle ADD COLUMN exposed TEXT;
+    CREATE TABLE exposure_total (
+        drive_id INTEGER NOT NULL REFERENCES drive(id),
+        class TEXT NOT NULL,
+        exposed INTEGER NOT NULL,        -- cuts exposed to the class
+        failing INTEGER NOT NULL,        -- of those, cuts with a failure of the class
+        PRIMARY KEY (drive_id, class)
+    ) WITHOUT ROWID;
+    """,
+    # migration of views: the notifications not delivered (rig/notify/failures.py) found by
+    # `rig status` and the dashboard without a scan of every event (a few per cut)
+    """
+    CREATE INDEX IF NOT EXISTS event_notify ON event (kind)
+        WHERE kind IN ('notify_failed', 'notify_gave_up', 'notify_dropped');
+    """,
 )
 # Python steps of a migration, run in its transaction after its SQL: version -> step, called
 # with the connection and the title of its progress lines (None: show none, a new store)
 BACKFILLS: dict[int, Callable[[sqlite3.Connection, str | None], None]] = {
     11: totals.rebuild,
     12: cycle_sums.rebuild,
+    15: exposure_fill.rebuild,
 }
-BACKFILL_WHAT = {11: "a pass over every finding", 12: "a pass over every cycle"}
+BACKFILL_WHAT = {
+    11: "a pass over every finding",
+    12: "a pass over every cycle",
+    15: "each cut's exposure from its ledger",
+}
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -17,6 +17,26 @@ class SummaryReads(StoreConnection):
         """(name, station, status) of the latest campaign; no row in an empty store."""
         return self.query("SELECT name, station, status FROM campaign ORDER BY id DESC LIMIT 1")
 
+    def notify_failures(self) -> list[sqlite3.Row]:
+        """(kind, n, last): the notifications not delivered, per kind, with the last one's
+        detail (JSON), through the partial index `event_notify` (its WHERE repeated)."""
+        return self.query(
+            "SELECT g.kind, g.n, e.detail AS last FROM (SELECT kind, COUNT(*) AS n,"
+            " MAX(id) AS last_id FROM event"
+            " WHERE kind IN ('notify_failed', 'notify_gave_up', 'notify_dropped')"
+            " GROUP BY kind) g JOIN event e ON e.id = g.last_id ORDER BY g.kind"
+        )
+
+    def notify_failures_last(self, limit: int) -> list[sqlite3.Row]:
+        """(kind, detail) of the newest `limit` notifications not delivered, newest first,
+        through the same partial index (as many entries as there are such events)."""
+        return self.query(
+            "SELECT kind, detail FROM event"
+            " WHERE kind IN ('notify_failed', 'notify_gave_up', 'notify_dropped')"
+            " ORDER BY id DESC LIMIT ?",
+            (limit,),
+        )
+
     def all_drives(self) -> list[sqlite3.Row]:
         return self.query("SELECT * FROM drive ORDER BY campaign_id, channel")
 
@@ -34,6 +54,17 @@ class SummaryReads(StoreConnection):
         rows = self.query(f"SELECT drive_id, {NAMES} FROM cycle_total")
         return {r["drive_id"]: r for r in rows}
 
+    def cuts_outside_range(self) -> dict[int, int]:
+        """Per drive id, its cuts whose realized delay fell outside the requested range (v13;
+        the partial index `cycle_off_range` holds only those: no pass over the cycles). An
+        older store, without the column, has none known."""
+        if "delay_in_range" not in {r[1] for r in self.query("PRAGMA table_info(cycle)")}:
+            return {}
+        rows = self.query(
+            "SELECT drive_id, COUNT(*) FROM cycle WHERE delay_in_range = 0 GROUP BY drive_id"
+        )
+        return {int(r[0]): int(r[1]) for r in rows}
+
     def middle_return_ns(self, drive_id: int, returned: int) -> list[int]:
         """The one or two middle values (ns) of the drive's `returned` times from the cut to the
         drive seen back, in order: what their median is made of. The v12 index `cycle_return`
@@ -47,6 +78,16 @@ class SummaryReads(StoreConnection):
             (drive_id, 2 - returned % 2, (returned - 1) // 2),
         )
         return [r[0] for r in rows]
+
+    def exposure_of_drive(self, drive_id: int) -> list[sqlite3.Row]:
+        """(class, exposed, failing) per class a cut of the drive was exposed to; none for a
+        store older than exposure (docs/schema.md)."""
+        known = self.query("SELECT 1 FROM sqlite_master WHERE name = 'exposure_total'")
+        if not known:
+            return []
+        return self.query(
+            "SELECT class, exposed, failing FROM exposure_total WHERE drive_id = ?", (drive_id,)
+        )
 
     def finding_totals_of_drive(self, drive_id: int) -> list[sqlite3.Row]:
         """(class, failure, n, blocks) of the drive's findings."""
