@@ -15,9 +15,8 @@ import struct
 import subprocess
 
 from rig.errors import RigError
-from rig.io.blockio import queue_bytes
+from rig.io.blockio import BLKDISCARD, queue_bytes
 
-BLKDISCARD = 0x1277  # _IO(0x12, 119)
 SG_UNMAP_MAX_BLOCKS = 0xFFFFFFFF  # one UNMAP descriptor's block count is 32 bits
 NVME_DSM_MAX_BLOCKS = 0xFFFFFFFF  # one DSM range: its length in blocks is a 32-bit field
 

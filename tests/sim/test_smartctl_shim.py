@@ -3,12 +3,16 @@ flavours, and their counters mean what a real drive's do."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fixtures.simssd import smartctl
+from fixtures.simssd import nvme_cli, smartctl
 from rig.bus.identity import DriveIdentity
+from rig.health.nvme import parse_nvme_id_ns_zeroes
 from rig.health.smart import parse_smartctl_json
 
 
@@ -69,3 +73,25 @@ def test_a_drive_off_the_bus_answers_like_smartctl_on_a_missing_device() -> None
     doc = smartctl.answer(["--json"], "/dev/loop-none", state(present=False))
     assert doc["smartctl"]["exit_status"] == 2
     assert "No such device" in doc["smartctl"]["messages"][0]["string"]
+
+
+@pytest.mark.parametrize(("zeroes", "promise"), [(True, True), (False, None)])
+def test_the_nvme_shims_id_ns_says_the_profiles_promise_of_zeroes(
+    zeroes: bool, promise: bool | None
+) -> None:
+    """smartctl prints no DLFEAT: the twin's NVMe flavour answers nvme-cli's id-ns, read by the
+    production parser (DLFEAT 001b: zeroes after a deallocate; 000b: not reported, no promise)."""
+    doc = nvme_cli.id_ns(state(discard_zeroes=zeroes))
+    assert parse_nvme_id_ns_zeroes(json.dumps(doc)) is promise
+    assert doc["nsze"] == (1 << 28) // 4096 and doc["lbafs"][doc["flbas"]]["ds"] == 12
+
+
+def test_the_nvme_shim_answers_id_ns_of_a_simulated_drive_only() -> None:
+    """Anything but a simulated drive goes to the real nvme (here: /dev/null, refused by it or,
+    without nvme-cli, by the shim's own line); never an answer made up for a real device."""
+    shim = Path(nvme_cli.__file__).parent / "bin" / "nvme"
+    done = subprocess.run(
+        [str(shim), "id-ns", "/dev/null", "--output-format=json"],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0 and "dlfeat" not in done.stdout

@@ -93,3 +93,8 @@ def test_a_retention_power_off_between_cuts_is_no_counter_anomaly(
     # the baseline and a snapshot after every cut: the comparisons above really ran
     snapshots = run.rows("SELECT count(*) FROM health")[0][0]
     assert snapshots >= cuts + 1, (snapshots, cuts)
+    # the NVMe flavour's promise of zeroes after a deallocate, which smartctl does not print,
+    # read through the twin's nvme shim (id-ns DLFEAT) as a station reads a real drive's
+    promises = {json.loads(f).get("zeroes_after_discard") for (f,) in run.rows(
+        "SELECT fields FROM health")}  # fmt: skip
+    assert promises == {True}
