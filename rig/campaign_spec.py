@@ -13,7 +13,7 @@ tool).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rig import config, sequential
@@ -24,26 +24,37 @@ from rig.check import failures
 from rig.config import Table
 from rig.criteria import Criteria  # its own module: readers of stored criteria (decision 430)
 from rig.errors import UserError
+from rig.health import maintenance
+from rig.health.maintenance import MaintenanceSpec
 from rig.io import workload_plan
 from rig.io.workload_plan import Workload
 from rig.notify import settings as notify_settings
 from rig.notify.settings import NotifySpec
-from rig.power import shapes
+from rig.power import recovery, shapes
+from rig.power.recovery import RecoverySpec
 from rig.power.shapes import ShapeSpec
 from rig.schema import KindRules, StationSpec
 from rig.window import spec as window_spec
 from rig.window.spec import WindowSpec
 
 # the cut strategies a [cut] table may name (rig/campaign/cutcycle/cuts.py draws each)
-STRATEGIES = ("uniform", "during_flush", "after_ack", "idle", "window")
+STRATEGIES = ("uniform", "during_flush", "after_ack", "idle", "window", "during_discard")
 
 
 @dataclass(frozen=True)
 class DriveSpec:
-    channel: int
+    channel: int  # the station channel: the drive's key in the store, progress and switch
     identity: DriveIdentity
     profile: str = ""  # simulated drives: a profile name from fixtures.profiles
     allow_wipe: bool = False  # write over signatures/partitions on this exact identity
+    board: str = ""  # the relay board it is wired to, on a station of several ("": the only one)
+    board_channel: int = -1  # its channel on that board (-1: the station channel itself)
+
+    def wiring(self) -> str:
+        """Where the drive is wired, for messages: `ch5` or `board b ch1 (ch17)`."""
+        if not self.board:
+            return f"ch{self.channel}"
+        return f"board {self.board} ch{self.board_channel} (ch{self.channel})"
 
 
 @dataclass(frozen=True)
@@ -66,6 +77,8 @@ class CutSpec:
     shape: ShapeSpec = field(
         default_factory=ShapeSpec
     )  # kind and its ranges: off, sag, ramp, glitch (rig/power/)
+    recovery: RecoverySpec | None = None  # [cut.recovery]: a burst of cuts after power-on
+    maintenance: MaintenanceSpec | None = None  # [cut.maintenance]: cuts during an operation
 
 
 @dataclass(frozen=True)
@@ -185,12 +198,14 @@ def parse(text: str, where: str = "campaign", *, kinds: Mapping[str, KindRules])
             )
 
     drive_list = root.get("drive", list)
-    drives = tuple(_drive(i, entry, kind) for i, entry in enumerate(drive_list))
+    drives = tuple(_drive(i, entry, kind, station) for i, entry in enumerate(drive_list))
     if not drives:
         raise UserError("campaign: name at least one [[drive]]")
-    channels = [d.channel for d in drives]
-    if len(set(channels)) != len(channels):
-        raise UserError("campaign: two drives on the same channel")
+    seen: dict[int, DriveSpec] = {}
+    for d in drives:
+        if d.channel in seen:
+            raise UserError(f"campaign: two drives on the same channel ({d.wiring()})")
+        seen[d.channel] = d
     root.done()
     return Campaign(
         name,
@@ -226,6 +241,8 @@ def _cut(cut_t: Table, workload: Workload) -> CutSpec:
     strategy = cut_t.choice("strategy", STRATEGIES)
     if strategy == "during_flush" and not (workload.flush_every or workload.flush_every_ms):
         raise UserError("campaign: [cut].strategy during_flush needs a flush cadence in [workload]")
+    if strategy == "during_discard" and not workload.discard_share:
+        raise UserError("campaign: [cut].strategy during_discard needs [workload].discard_share")
     flush_cadence = bool(workload.flush_every or workload.flush_every_ms)
     window = window_spec.for_strategy(cut_t, strategy, flush_cadence)
     cut = CutSpec(
@@ -244,6 +261,13 @@ def _cut(cut_t: Table, workload: Workload) -> CutSpec:
         window=window,
         shape=shapes.settings(cut_t),
     )
+    cut = replace(
+        cut,
+        recovery=recovery.settings(cut_t, cut.return_timeout_s),
+        maintenance=maintenance.settings(cut_t),
+    )
+    if cut.recovery and cut.maintenance:
+        raise UserError("campaign: [cut.recovery] and [cut.maintenance] are separate campaigns")
     cut_t.done()
     return cut
 
@@ -329,6 +353,9 @@ def _criteria(table: Table) -> Criteria:
     plan, scope = (None, "")
     if "sequential" in table.data:
         plan, scope = sequential.from_table(table.table("sequential"))
+    limit = (
+        table.number("ready_limit_s", None, 0.001, 3600) if "ready_limit_s" in table.data else None
+    )
     criteria = Criteria(
         probability,
         confidence,
@@ -336,6 +363,8 @@ def _criteria(table: Table) -> Criteria:
         table.whole("min_cycles", 0, 0, 100_000_000),
         plan,
         scope or "model",
+        None if limit is None else float(limit),
+        failures.zero_tolerance_setting(table),
     )
     table.done()
     return criteria
@@ -352,16 +381,21 @@ def _health(data: Any) -> HealthSpec:
     return HealthSpec(every, given and every > 0, write_cache)
 
 
-def _drive(index: int, entry: Any, station_kind: KindRules) -> DriveSpec:
+def _drive(index: int, entry: Any, station_kind: KindRules, station: StationSpec) -> DriveSpec:
     table = Table(f"[[drive]] #{index + 1}", entry)
     channel = table.whole("channel", None, 0, 63)
+    board = table.get("board", str, "")
+    # (a kind of several boards names the board and maps its channel to a station channel)
+    board_name, station_channel = station.place(board, channel, table.where)
     identity = drive_identity.settings(table)
     profile = table.get("profile", str, "")
     if station_kind.simulated_drives and not profile:
         raise UserError(f"campaign: {table.where} on a simulated station needs a profile")
     if not station_kind.simulated_drives and profile:
         raise UserError(f"campaign: {table.where}: profile is for simulated drives only")
-    spec = DriveSpec(channel, identity, profile, table.get("allow_wipe", bool, False))
+    allow_wipe = table.get("allow_wipe", bool, False)
+    on_board = channel if board_name else -1
+    spec = DriveSpec(station_channel, identity, profile, allow_wipe, board_name, on_board)
     table.done()
     return spec
 

@@ -172,9 +172,12 @@ class _FlushesLive:
 class _CutClock:
     def __init__(self) -> None:
         self.called_at: float | None = None
+        self.called_ns = 0
+        self.delay_s = -1.0
 
     def cut(self, channel: int, delay_s: float) -> Any:
-        self.called_at = time.monotonic()
+        self.called_at, self.called_ns = time.monotonic(), time.monotonic_ns()
+        self.delay_s = delay_s
         return None
 
 
@@ -183,14 +186,31 @@ def test_a_window_after_the_flush_waits_for_the_flushes_in_flight() -> None:
     in flight or about to be issued, overtakes (decision 460)."""
     live = _FlushesLive()
     live.done_at = time.monotonic() + 0.02  # the first flush completes after the trigger waits
+    flushed: list[int] = []
+
+    def flush_once(_: object) -> int:  # the rig's own flush, once the writers are quiet
+        assert live.release.is_set()
+        flushed.append(time.monotonic_ns() - 3_000_000)  # completed 3 ms ago (a slow return)
+        return flushed[-1]
+
     writer: Any = type(
-        "W", (), {"live": live, "join": lambda _, timeout_s: live.release.wait(timeout_s)}
+        "W",
+        (),
+        {
+            "live": live,
+            "join": lambda _, timeout_s: live.release.wait(timeout_s),
+            "flush_once": flush_once,
+        },
     )()
     clock, stop = _CutClock(), threading.Event()
     released = time.monotonic() + 0.2
     threading.Timer(released - time.monotonic(), live.release.set).start()
     _, detail = cuts.schedule(
-        "window", cuts.CutDraw(0.0, 0.001), writer, stop, clock, 0, 2.0, after="flush"
+        "window", cuts.CutDraw(0.0, 0.010), writer, stop, clock, 0, 2.0, after="flush"
     )
     assert detail["trigger"] == "flush" and stop.is_set()
     assert clock.called_at is not None and clock.called_at >= released
+    # timed from that flush's completion: the join's time is not added to the delay, and the
+    # switch is asked for what is left of it (10 ms planned, 3+ ms of it gone)
+    assert detail["trigger_ns"] == flushed[0]
+    assert abs(clock.called_ns + clock.delay_s * 1e9 - (flushed[0] + 10_000_000)) < 100_000

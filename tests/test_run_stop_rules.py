@@ -47,5 +47,6 @@ def test_criteria_are_stored_with_the_campaign(tmp_path: Path) -> None:
         "confidence": 0.9,
         "classes": ["lost_durable_write"],
         "min_cycles": 0,
+        "zero_tolerance": ["lost_durable_write", "flying_write", "bit_corruption", "dead_device"],
     }
     store.close()

@@ -67,7 +67,9 @@ def test_profiles_state_the_true_curve_they_play() -> None:
     assert len(WINDOW_PROFILES) >= 8
 
 
-@pytest.mark.parametrize("name", ["window-20ms-jitter", "window-200ms"])
+@pytest.mark.parametrize(
+    "name", ["window-20ms-jitter", pytest.param("window-200ms", marks=pytest.mark.slow)]
+)
 def test_interval_covers_true_t99_in_90_percent_of_50_campaigns(name: str) -> None:
     assert coverage(name, designed) >= 0.9
 

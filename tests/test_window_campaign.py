@@ -123,12 +123,20 @@ def assert_found(name: str, result: fit.WindowFit) -> None:
     assert truth / 1.5 <= t99.high_ms + TIMING_MS, result.summary()
 
 
-@pytest.mark.parametrize("name", QUICK)
+# the 200 ms windows take 20-40 s each (CI time); they run with -m slow
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.slow) if "200ms" in n else n for n in QUICK],
+)
 def test_one_real_campaign_per_profile_finds_its_window(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
     flush_every = 0 if PROFILES[name].destage_after == "write" else 4
-    text = campaign_text([name], 40, window_of(name), flush_every=flush_every)
+    # a jittered window needs more cuts to bound its t99 from above: over seeds 0-39 on a quiet
+    # host, window-2ms-jitter failed this check in 3 campaigns of 40 cuts, 1 of 60 (its t99
+    # interval open above); ack-window-20ms-jitter in none of 40 cuts
+    cuts = 60 if PROFILES[name].destage_jitter > 0 else 40
+    text = campaign_text([name], cuts, window_of(name), flush_every=flush_every)
     planner, drives, _ = run(tmp_path, text, monkeypatch)
     assert_found(name, check_against_truth(name, planner, drives[0]))
 

@@ -221,6 +221,7 @@ class _LateRing(BatchRing):
     the run finished). `stop` is the writer's stop event; set here so the engine ends."""
 
     stop: threading.Event | None = None
+    played = False  # the interleaving happened (else the test proves nothing)
 
     def __init__(self, size: int, timers: int) -> None:
         super().__init__(size, timers)
@@ -228,8 +229,10 @@ class _LateRing(BatchRing):
         self._finished = threading.Event()
 
     def collect(self) -> EngineResult | None:
-        if not self._played and self.collected < self.published:
-            self._played = True
+        # (once a batch was retired, so the engine has written: on a loaded host the first look
+        # can come before the engine ran any I/O, and a stop then leaves nothing to check)
+        if not self._played and 0 < self.collected < self.published:
+            self._played = _LateRing.played = True
             assert self.stop is not None
             self.stop.set()  # the cut: the engine drains, retires every batch and returns ...
             assert self._finished.wait(30)  # ... and the writer sets `finished` (then wakes us)
@@ -257,11 +260,12 @@ def test_batches_retired_as_the_run_finishes_are_still_logged(
         state = LbaState(0, target.nblocks)
         log = CycleLog()
         stop = threading.Event()
-        _LateRing.stop = stop
+        _LateRing.stop, _LateRing.played = stop, False
         load = Workload(workers=4, write_blocks=(1, 4), flush_every=0, engine="native")
         writer = Writer(load, WriterContext(42, target, state, log, stop), seed=5)
         writer.start()
         assert writer.join(30)
+        assert _LateRing.played
         on_target = media.parse(target.read(0, target.nblocks))
         per_block = BLOCK // media.SECTOR
         written = np.flatnonzero(on_target.state.reshape(-1, per_block)[:, 0] == media.VALID)

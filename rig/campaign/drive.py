@@ -18,6 +18,7 @@ from rig.campaign.model import CycleRecord, DriveCounts, DriveSummary, ResumePoi
 from rig.campaign.settle import Settlement
 from rig.campaign_spec import Campaign, DriveSpec
 from rig.check import intent
+from rig.station import backends
 from rig.station.model import Station
 from rig.store import Store
 
@@ -52,6 +53,8 @@ class DriveRun:
         attachment: preparation.Attachment | None = None,
     ) -> None:
         self.campaign = campaign
+        # drives the rig process simulates: gone with it, so no resume will read an intent log
+        self.simulated = backends.simulates_drives(campaign.station.kind)
         self.campaign_id = campaign_id
         self.store = store
         self.media_id = recording.media_id(self)  # what the record headers carry
@@ -116,7 +119,8 @@ class DriveRun:
                 if rules.max_failures and failing >= rules.max_failures:
                     self.stop_drive(f"{failing} cycles with failures", "stopped")
                     break
-            if self.intent is not None and not stop.is_set():  # finished: no resume reads it
+            # finished, or a drive no resume can reach (simulated): no resume reads the log
+            if self.intent is not None and (not stop.is_set() or self.simulated):
                 self.intent.path.unlink(missing_ok=True)
         finally:
             self.close()
@@ -154,12 +158,14 @@ class DriveRun:
         if self.settlement is None:
             return
         classes = {f.cls for f in c.findings if f.failure}
-        settled = self.settlement.add(self.plan_key, c.status, classes)
+        exposed = recording.exposure_of(c)
+        settled = self.settlement.add(self.plan_key, c.status, classes, exposed)
         if settled is not None:
             recording.event(self, "settled", self.settlement.event(self.plan_key, settled, c.seq))
+            rule = self.settlement.event(self.plan_key, settled, c.seq)["rule"]
             self.progress(
                 f"ch{self.spec.channel}: plan over {self.plan_key} settled: {settled.decision}"
-                f" after {settled.cuts} cuts ({settled.failing} failing)"
+                f" after {settled.cuts} cuts ({settled.failing} failing; {rule})"
             )
 
     def settled(self) -> str:

@@ -86,6 +86,20 @@ class ResumePoint:
     elapsed_s: float = 0.0  # time spent in cycles so far (the duration stop rules)
 
 
+@dataclass(frozen=True)
+class PowerOn:
+    """One power-on of a cycle (n = 0: the restore after its cut; 1..: after each cut of a
+    recovery burst): when it came, when the drive was back on the bus and ready (None: not
+    before the next cut), and the recovery cut that ended it (None: the cycle's last)."""
+
+    n: int
+    on_ns: int
+    back_ns: int | None
+    ready_ns: int | None
+    cut_ns: int | None = None
+    state_at_cut: str = ""  # booting | not_ready | ready (cutcycle/recovery.py)
+
+
 @dataclass
 class CycleRecord:
     """One cycle as it is recorded: what the record phase hands the store (recording.py) and
@@ -108,6 +122,11 @@ class CycleRecord:
     stop_channel: bool = False  # never write to this channel's node again (ARCHITECTURE §6)
     full_scan: bool = False
     rail: RailResult | None = None  # the cut's rail-sense capture (rig/campaign/cutcycle/runon.py)
+    power_ons: list[PowerOn] = field(default_factory=list)  # a recovery burst's (recovery.py)
+    # the classes the cut was a trial of (rig/check/exposure.py); None: not judged
+    exposure: frozenset[str] | None = None
+    health_compared: bool = False  # health read before and after the cut (counter anomaly)
+    ready_judged: bool = False  # the return was held to a readiness limit (slow_ready)
 
 
 @dataclass

@@ -5,10 +5,13 @@ and only queues a notice (rig/notify/sender.py sends it on its own thread)."""
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from rig.campaign.cutcycle import cuts
 from rig.campaign.observer import Observer
 from rig.campaign_spec import Campaign
 from rig.notify import settings
@@ -32,15 +35,32 @@ class VerdictRule(Protocol):
     ) -> str: ...
 
 
+OUTSIDE_WARN = 0.01  # the end notice warns when more than this share of cuts fell off the range
+
+
 def _classes(counts: dict[str, int]) -> str:
     return ", ".join(f"{cls} x{n}" for cls, n in sorted(counts.items()))
+
+
+def _footer(store: str) -> str:
+    """The lines that say where a notice comes from: the station (host name) and its store,
+    with the command that makes its report there."""
+    lines = [f"station: {socket.gethostname()}"]
+    if store:
+        path = os.path.abspath(store)
+        lines += [f"store: {path}", f"report: rig report {path}"]
+    return "\n\n" + "\n".join(lines)
 
 
 class CampaignNotices(Observer):
     """The campaign's observer that tells people, through `notifier`."""
 
-    def __init__(self, campaign: Campaign, notifier: Notifier, verdict: VerdictRule) -> None:
+    def __init__(
+        self, campaign: Campaign, notifier: Notifier, verdict: VerdictRule, where: str = ""
+    ) -> None:
+        """`where`: the campaign's store; every notice names it and this station (host)."""
         self.campaign = campaign
+        self.footer = _footer(where)
         self.verdict = verdict
         self.spec = campaign.notify
         self.notifier = notifier
@@ -48,10 +68,13 @@ class CampaignNotices(Observer):
         self._failed: set[int] = set()  # channels whose FAIL was sent
         self._errors_in_a_row: dict[int, int] = {}
         self._plans_told: set[str] = set()  # sequential plans whose decision was sent
+        self._timing = [0, 0]  # cuts with a requested range, and those that fell outside it
 
     def _send(self, kind: str, title: str, body: str, level: str) -> None:
         if self.spec.wants(kind):
-            self.notifier.notify_event(kind, f"rig {self.campaign.name}: {title}", body, level)
+            self.notifier.notify_event(
+                kind, f"rig {self.campaign.name}: {title}", body + self.footer, level
+            )
 
     def cycle_recorded(self, drive: DriveRun, c: CycleRecord) -> None:
         """After each recorded cycle, on the drive's thread: queue what it tells, nothing more."""
@@ -59,7 +82,12 @@ class CampaignNotices(Observer):
         channel, label = drive.spec.channel, drive.spec.identity.label()
         where = f"ch{channel} {label}, cycle {c.seq}"
         failing = {f.cls for f in c.findings if f.failure}
+        scheduled = next((d for _, kind, d in c.events if kind == "cut_scheduled"), None)
+        in_range = cuts.fidelity(self.campaign.cut, scheduled, c.edge).in_range
         with self._lock:
+            if in_range is not None:
+                self._timing[0] += 1
+                self._timing[1] += in_range == 0
             first_fail = bool(failing) and channel not in self._failed
             if first_fail:
                 self._failed.add(channel)
@@ -126,6 +154,12 @@ class CampaignNotices(Observer):
                 + f"\n(criteria: failure probability per cut < {rate:g} at {confidence:g})",
                 "failure" if any(v != "PASS" for _, v in settled) else "success",
             )
+        judged, outside = self._timing
+        if judged and outside > OUTSIDE_WARN * judged:  # the plan was not kept: say so
+            lines.append(
+                f"warning: {outside} of {judged} cuts ({100 * outside / judged:.1f} %) fell"
+                " outside the requested delay range"
+            )
         status = "stopped" if stopped else "done"
         worst = "failure" if any(s.failures or s.dead for s in summaries) else "info"
         self._send(
@@ -149,5 +183,5 @@ class CampaignNotices(Observer):
                 f"plan over {drive.plan_key}",
                 done.decision,
                 f"Sequential plan settled after {done.cuts} cuts ({done.failing} failing),"
-                f" on ch{drive.spec.channel}'s cut.",
+                f" on ch{drive.spec.channel}'s cut: {drive.settlement.told(drive.plan_key)}.",
             )

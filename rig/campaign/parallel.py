@@ -12,6 +12,7 @@ from rig.campaign.model import DriveSummary, ResumePoint
 from rig.campaign.observer import Lines, Observer
 from rig.campaign.preparation import Attachment
 from rig.campaign_spec import Campaign
+from rig.check import failures
 from rig.station.model import Station
 from rig.store import Store
 from rig.window.spec import pool_of
@@ -119,6 +120,15 @@ def _drive_runs(
             for run in runs:
                 run.window = planner
         observer.start(runs)
+        for note in settle.start_notes(campaign):
+            observer.message(note)
+        if settlement is not None:
+            for run in runs:
+                if run.tracker is None:  # no health readings: a counter anomaly cannot show
+                    settlement.cannot_exercise(run.plan_key, [failures.COUNTER_ANOMALY])
+                if campaign.criteria.ready_limit_s is None:  # judged only where the drive
+                    # advertises its timeout (CAP.TO / CRTO): its first cut then exposes it
+                    settlement.cannot_exercise(run.plan_key, [failures.SLOW_READY])
     except BaseException:
         for run in runs:
             run.close()

@@ -13,6 +13,7 @@ from rig.campaign.model import ResumePoint
 from rig.campaign_spec import Campaign, DriveSpec
 from rig.check.ledger import LbaState
 from rig.errors import RigError, UserError
+from rig.health import maintenance
 from rig.health.errors import HealthToolError, ToolMissing
 from rig.health.tracker import HealthTracker
 from rig.io.blockio import BlockTarget
@@ -41,6 +42,10 @@ class Attachment:
             self.target = station.open_target(node, spec)
             try:
                 self.region = region_bounds(campaign, spec, self.target)
+                wanted = campaign.cut.maintenance
+                why = wanted and maintenance.refusal(wanted, station.maintenance, node, self.region)
+                if why:
+                    raise UserError(why)
             except BaseException:
                 self.target.close()
                 raise

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rig.campaign.cutcycle import cuts, recovery
 from rig.campaign.cutcycle.blocks import written_lbas
 from rig.campaign.model import CycleRecord
 from rig.campaign_spec import Campaign
-from rig.check import verify
+from rig.check import exposure, failures, verify
 from rig.check.ledger import uncertain
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import snapshot_fields
@@ -37,15 +38,18 @@ def end_campaign(store: Store, campaign_id: int, status: str, power_not_safe: st
     store.end_campaign(campaign_id, status, power_not_safe)
 
 
-def cut_outcomes(store: Store, campaign_id: int) -> list[tuple[str, int, str, list[str]]]:
+def cut_outcomes(
+    store: Store, campaign_id: int
+) -> list[tuple[str, int, str, list[str], frozenset[str] | None]]:
     """Every recorded cycle of the campaign in record order: (the drive's model, its channel,
-    the cycle's status, its failure classes), for a resumed sequential plan."""
+    the cycle's status, its failure classes, its exposure), for a resumed sequential plan."""
     return [
         (
             str(row["model"]),
             int(row["channel"]),
             str(row["status"]),
             [c for c in (row["failure_classes"] or "").split(",") if c],
+            exposure.from_text(row["exposed"]),
         )
         for row in store.cut_outcomes(campaign_id)
     ]
@@ -102,9 +106,23 @@ def record(drive: CycleDrive, c: CycleRecord) -> None:
         # back by a resume), rather than reported as flying writes by a later cycle.
         written = np.unique(written_lbas(log)) - state.first_lba
         state.committed[written] = uncertain(state.committed[written])
+        # ... and zeroes where it discarded may be its discard (docs/checker.md, "Discards")
+        lbas, gens = log.discarded_blocks()
+        rel = lbas - state.first_lba
+        state.trimmed[rel] = np.maximum(state.trimmed[rel], gens).astype(np.uint32)
     rows = [asdict(f) for f in c.findings]
+    power_ons = [
+        (p.n, p.on_ns, p.back_ns, p.ready_ns, p.cut_ns, p.state_at_cut)
+        for p in recovery.power_on_rows(c)
+    ]
     drive.store.record_cycle(
-        _cycle_row(drive, c), rows, c.events, log.to_bytes(), state.to_bytes(), _rail_sense(c)
+        _cycle_row(drive, c),
+        rows,
+        c.events,
+        log.to_bytes(),
+        state.to_bytes(),
+        _rail_sense(c),
+        power_ons,
     )
     drive.counts.elapsed_s += max(0.0, time.time() - c.started_at)
     drive.counts.add(c)
@@ -118,6 +136,8 @@ def _cycle_row(drive: CycleDrive, c: CycleRecord) -> CycleRow:
     ack_ns, flush_ns = (
         log.last_ack_and_flush_to_cut(c.edge.host_ns) if c.edge is not None else (None, None)
     )
+    scheduled = next((d for _, kind, d in c.events if kind == "cut_scheduled"), None)
+    timing = cuts.fidelity(drive.campaign.cut, scheduled, c.edge)
     return CycleRow(
         drive_id=drive.drive_id,
         seq=c.seq,
@@ -130,7 +150,7 @@ def _cycle_row(drive: CycleDrive, c: CycleRecord) -> CycleRow:
         cut_error_ns=c.edge.error_ns if c.edge else None,
         gone_ns=c.gone_ns,
         back_ns=c.back_ns,
-        writes=log.write_count,
+        writes=log.write_count - log.discard_count,  # (writes alone: discards are not)
         writes_acked=int(durability.acked.sum()) if durability else 0,
         writes_durable=int(durability.durable.sum()) if durability else 0,
         flushes=log.flush_count,
@@ -146,7 +166,21 @@ def _cycle_row(drive: CycleDrive, c: CycleRecord) -> CycleRow:
         ),
         last_ack_to_cut_ns=ack_ns,
         last_flush_to_cut_ns=flush_ns,
+        realized_delay_ns=timing.realized_ns,
+        timed_from=timing.timed_from,
+        delay_error_ns=timing.error_ns,
+        delay_in_range=timing.in_range,
+        exposed=exposure.to_text(exposure_of(c)),
     )
+
+
+def exposure_of(c: CycleRecord) -> frozenset[str] | None:
+    """What the cut was a trial of: as the verify phase found, or for a drive that did not come
+    back the drive-scope classes alone; None for a cycle that is no cut (rig error, stop)."""
+    judged = frozenset({failures.SLOW_READY}) if c.ready_judged else frozenset()
+    if c.exposure is not None:
+        return c.exposure | judged
+    return exposure.of_dead_cut() if c.status == "dead" else None
 
 
 def _rail_sense(c: CycleRecord) -> RailSenseRow | None:

@@ -35,6 +35,7 @@ from rig.campaign.progress import Progress
 from rig.campaign.runlog import RunLog
 from rig.campaign_spec import Campaign, Criteria
 from rig.errors import UserError
+from rig.notify import failures as notify_failures
 from rig.notify.sender import Notifier, apprise_services
 from rig.power.base import Edge
 from rig.station import backends, campaign_file
@@ -53,6 +54,7 @@ class RunResult:
     finished_before: list[str]  # drives a resume found dead, stopped or done
     signal: int  # the signal that stopped the run, 0 if none
     criteria: Criteria  # the campaign's pass criteria (the end table's verdicts)
+    resumable: bool = True  # its drives outlive the rig (not a simulated station's)
 
 
 def default_log_path(db: str) -> str:
@@ -110,17 +112,20 @@ def _observer(
     progress: Progress,
     campaign: Campaign,
     verdict: VerdictRule,
+    store: Store,
 ) -> Notifier | None:
     """The run's subscribers after the edge recorder and the start flag, in the order they
-    hear each event: the run log, the progress display and, where the campaign has `[notify]`
-    URLs, its notices (queued only: rig/notify/sender.py sends them). Returns the notifier."""
+        hear each event: the run log, the progress display and, where the campaign has `[notify]`
+        URLs, its notices (queued only: rig/notify/sender.py sends them), whose failures reach the
+    terminal and the store too (rig/notify/failures.py). Returns the notifier."""
     spec = campaign.notify
     services = apprise_services(spec.urls, spec.config) if spec.enabled else []
-    notifier = Notifier(services, log.write) if services else None
+    told = notify_failures.Told(log.write, progress.message, store)
+    notifier = Notifier(services, told.write) if services else None
     events.subscribe(RunLogLines(log))
     events.subscribe(progress)
     if notifier is not None:
-        events.subscribe(CampaignNotices(campaign, notifier, verdict))
+        events.subscribe(CampaignNotices(campaign, notifier, verdict, where=store.path))
     return notifier
 
 
@@ -192,6 +197,7 @@ def run(
     else:
         campaign = campaign or campaign_file.load(campaign_path)
         db = db or f"{campaign.name}.sqlite"
+        startup.refuse_a_used_store(db)  # read-only, before any file is touched
     log_path = log_path or default_log_path(db)
     if store is None:
         unmade = startup.Unmade(db, log_path)  # (their folders checked: before any file)
@@ -242,7 +248,7 @@ class _Run:
         log = RunLog(self.log_path)
         if resumable is not None:  # first: its messages reach the log and progress below
             events.subscribe(ResumeReconciliation(resumable, self.store, events))
-        notifier = _observer(events, log, self.progress, campaign, self.verdict)
+        notifier = _observer(events, log, self.progress, campaign, self.verdict, self.store)
         stop = threading.Event()
         summaries: list[DriveSummary] = []
         finished = resumable.finished if resumable else []
@@ -266,6 +272,7 @@ class _Run:
                 finished,
                 received[0] if received else 0,
                 campaign.criteria,
+                resumable=not backends.simulates_drives(campaign.station.kind),
             )
         finally:
             if notifier is not None:  # queued notices get a few seconds at most (then logged)

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from rig.campaign.preparation import Attachment, check_station
 from rig.campaign_spec import Campaign
+from rig.errors import UserError
 from rig.station.model import Station
 from rig.store import creation
 
@@ -71,6 +72,18 @@ def acquire_drives(campaign: Campaign, station: Station) -> dict[int, Attachment
             attachment.release()
         raise
     return attached
+
+
+def refuse_a_used_store(db: str) -> None:
+    """A new campaign goes into a store of its own: one that already holds a campaign is
+    refused, read-only, before anything is written (decision 550)."""
+    held = creation.held_campaign(db)
+    if held is not None:
+        name, seed = held
+        raise UserError(
+            f"{db}: already holds campaign '{name}' (seed {seed}); a new campaign needs a"
+            f" store of its own (--db NEW.sqlite), or continue it: rig run --resume {db}"
+        )
 
 
 class Unmade:

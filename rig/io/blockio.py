@@ -9,15 +9,19 @@ depth. Timestamps are taken by the caller around each request (see `rig.io.workl
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
-from typing import Protocol
+import struct
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from rig.errors import UserError
 from rig.io.media import aligned_buffer
+
+BLKDISCARD = 0x1277  # _IO(0x12, 119)
 
 
 class BlockTarget(Protocol):
@@ -29,19 +33,31 @@ class BlockTarget(Protocol):
     @property
     def nblocks(self) -> int: ...
 
-    def write(self, lba: int, data: npt.NDArray[np.uint8], durable: bool = False) -> None:
-        """Write whole blocks at `lba`; raises OSError on failure."""
+    def write(self, lba: int, data: npt.NDArray[np.uint8], durable: bool = False) -> int | None:
+        """Write whole blocks at `lba`; raises OSError on failure. Returns the completion instant
+        on the host's CLOCK_MONOTONIC (ns) when the target knows it (a simulated drive keeps
+        time by timestamps), else None: the caller stamps it when the call returns."""
         ...
 
     def read(self, lba: int, count: int) -> npt.NDArray[np.uint8]:
         """Read `count` blocks at `lba`; raises OSError on failure."""
         ...
 
-    def flush(self) -> None:
-        """Make every acknowledged write durable (the drive's cache flush)."""
+    def flush(self) -> int | None:
+        """Make every acknowledged write durable (the drive's cache flush). Returns the
+        completion instant as `write` does."""
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Discards(Protocol):
+    """A target that takes discards (TRIM / UNMAP / deallocate) of whole blocks."""
+
+    def discard(self, lba: int, count: int) -> None:
+        """Discard `count` blocks at `lba`; raises OSError on failure."""
+        ...
 
 
 class DirectTarget:
@@ -104,6 +120,15 @@ class DirectTarget:
 
     def flush(self) -> None:
         os.fdatasync(self._fd)
+
+    def discard(self, lba: int, count: int) -> None:
+        """BLKDISCARD: the kernel's driver sends it as the transport's own command (SCSI UNMAP,
+        NVMe DSM deallocate, ATA TRIM; a loop device punches a hole in its file)."""
+        fcntl.ioctl(
+            self._fd,
+            BLKDISCARD,
+            struct.pack("QQ", lba * self._block_size, count * self._block_size),
+        )
 
     def close(self) -> None:
         if self._fd >= 0:

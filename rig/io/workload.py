@@ -28,9 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from rig.check.ledger import NOT_DONE
 from rig.errors import RigError
+from rig.io.blockio import Discards
 from rig.io.workload_native import NativeRun
 from rig.io.workload_plan import (
+    DISCARD,
     ENGINES,
     FLUSH,
     JESD219_SIZES,
@@ -51,6 +54,7 @@ from rig.io.workload_threads import SlotRun, Stream, TimerFlush
 from rig.io.writer_context import DescriptorTarget, Live, WriterContext
 
 __all__ = [
+    "DISCARD",
     "ENGINES",
     "FLUSH",
     "JESD219_SIZES",
@@ -155,7 +159,14 @@ class Writer:
         for planner, at in zip(planners, self._start_at, strict=False):
             planner.cursor = at if 0 <= at < planner.stripe else 0
         target = self.context.target
-        native = isinstance(target, DescriptorTarget) and self.workload.engine != "threads"
+        discards = self.workload.discard_share > 0
+        if discards and not isinstance(target, Discards):
+            raise ValueError("the workload discards: its target takes no discard")
+        native = (
+            isinstance(target, DescriptorTarget)
+            and self.workload.engine != "threads"
+            and not discards  # (the native engine only writes)
+        )
         if self.workload.engine == "native" and not native:
             raise ValueError("the native engine needs a target with a file descriptor")
         self.engine = "native" if native else "threads"
@@ -194,6 +205,20 @@ class Writer:
         except BaseException as error:
             self.crash = self.crash or error
             self.context.stop.set()  # the other writers stop too: the cycle is a rig error
+
+    def flush_once(self) -> int:
+        """One flush issued by the caller once the writers are quiet (a cut timed from its
+        completion: rig/campaign/cutcycle/cuts.py), logged as the timed flushes are; its
+        completion instant (host ns), or NOT_DONE when it failed."""
+        ctx = self.context
+        issue_ns = time.monotonic_ns()
+        try:
+            done_ns = ctx.target.flush() or time.monotonic_ns()
+        except OSError as error:
+            ctx.log.add_flush(TIMER_WORKER, issue_ns, NOT_DONE, error.errno or 5)
+            return NOT_DONE
+        ctx.log.add_flush(TIMER_WORKER, issue_ns, done_ns, 0)
+        return done_ns
 
     def join(self, timeout_s: float, raise_crash: bool = True) -> bool:
         """Wait for every worker; False if some are still stuck in I/O after `timeout_s`.

@@ -38,7 +38,7 @@ LBA_SKEWS = ("uniform", "jesd219")
 ENGINES = ("auto", "native", "threads")
 LAYOUTS = ("stripes", "stream")
 
-WRITE, FLUSH = 0, 1
+WRITE, FLUSH, DISCARD = 0, 1, 2  # a discard's entry is a write's: a range and its generations
 
 
 @dataclass(frozen=True)
@@ -47,12 +47,16 @@ class Workload:
     write_blocks: tuple[int, ...] = (1, 2, 8, 32)  # sizes drawn uniformly per write (mix uniform)
     size_mix: str = "uniform"  # or "jesd219": JESD219A enterprise transfer sizes
     lba_skew: str = "uniform"  # or "jesd219": 50 % of writes to the first 5 % of each stripe ...
-    flush_every: int = 16  # writes per slot between flushes; 0 = never
+    flush_every: int = 4  # writes per slot between flushes (docs/campaign.md); 0 = never
     flush_every_ms: float = 0.0  # also a flush every T ms across all slots; 0 = off
     durable_writes: bool = False  # every write RWF_DSYNC / FUA
     sequential: bool = False  # each slot writes its stripe in order instead of randomly
     layout: str = "stripes"  # or "stream": all slots share one address stream (as fio's QD)
     engine: str = "auto"  # native when the target has a file descriptor, else threads
+    # share of operations that discard their range instead of writing it (TRIM / UNMAP /
+    # deallocate through the target: docs/checker.md, "Discards"); a share above 0 runs the
+    # threads engine (the native engine only writes)
+    discard_share: float = 0.0
 
 
 def block_sizes(
@@ -186,8 +190,11 @@ class SlotPlanner:
         self.op_seq += writes
         gen_offset = np.cumsum(counts) - counts
         every = self.load.flush_every
+        kinds = np.full(writes, WRITE, dtype=np.uint8)
+        if self.load.discard_share > 0:  # (drawn only then: other plans keep their stream)
+            kinds[self.rng.random(writes) < self.load.discard_share] = DISCARD
         if not every:
-            kind = np.zeros(writes, dtype=np.uint8)
+            kind = kinds
             return Plan(kind, lbas, counts.astype(np.uint32), gen_offset, gens, ops)
         # a flush after every `every`-th write of this slot (the count runs on across batches)
         flush_after = (self.since_flush + np.arange(1, writes + 1)) % every == 0
@@ -195,7 +202,7 @@ class SlotPlanner:
         position = np.arange(writes) + np.cumsum(flush_after) - flush_after
         total = writes + int(flush_after.sum())
         kind = np.full(total, FLUSH, dtype=np.uint8)
-        kind[position] = WRITE
+        kind[position] = kinds
         lba = np.zeros(total, dtype=np.int64)
         lba[position] = lbas
         nblocks = np.zeros(total, dtype=np.uint32)
@@ -223,12 +230,28 @@ def settings(load_t: Table) -> Workload:
         write_blocks=tuple(sizes),
         size_mix=load_t.choice("size_mix", SIZE_MIXES),
         lba_skew=load_t.choice("lba_skew", LBA_SKEWS),
-        flush_every=load_t.whole("flush_every", 16, 0, 1_000_000),
+        flush_every=load_t.whole("flush_every", Workload.flush_every, 0, 1_000_000),
         flush_every_ms=float(load_t.number("flush_every_ms", 0.0, 0, 3_600_000)),
         durable_writes=load_t.get("durable_writes", bool, False),
         sequential=load_t.get("sequential", bool, False),
         layout=load_t.choice("layout", LAYOUTS),
         engine=load_t.choice("engine", ENGINES),
+        discard_share=discard_share_setting(load_t),
     )
     load_t.done()
+    if workload.discard_share > 0 and workload.engine == "native":
+        raise UserError(
+            'campaign: [workload].discard_share needs the threads engine (engine = "auto" or'
+            ' "threads"): the native engine only writes'
+        )
     return workload
+
+
+def discard_share_setting(load_t: Table) -> float:
+    """[workload].discard_share: a fraction of operations, 0 to 1."""
+    share = load_t.get("discard_share", (int, float), 0.0)
+    if isinstance(share, bool) or not 0.0 <= float(share) <= 1.0:
+        raise UserError(
+            f"campaign: [workload].discard_share must be a fraction from 0 to 1 (got {share!r})"
+        )
+    return float(share)

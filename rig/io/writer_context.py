@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -21,11 +22,31 @@ class Live:
     engine updates the same int64 words from C while it runs (and a sixth, its completions read
     from the AIO ring without a system call: a diagnostic)."""
 
-    WORDS = 6  # engine.c LIVE_N
+    WORDS = 7  # engine.c LIVE_N
 
     def __init__(self) -> None:
         self.words = (ctypes.c_int64 * self.WORDS)()
         self._lock = threading.Lock()
+        # called by the threads engine's writer thread with the first write's issue instant,
+        # right after stamping it and before the write reaches the device (a uniform cut is
+        # sent from there: campaign/cutcycle/cuts.py); the native engine does not call it
+        self.on_first_issue: Callable[[int], None] | None = None
+        # called by the threads engine's writer thread with an acknowledgement's instant, once
+        # it is counted (an after_ack or window-after-the-ack cut is sent from there)
+        self.on_ack: Callable[[int], None] | None = None
+        self._discards = 0  # discards in flight (the threads engine's alone: C only writes)
+
+    @property
+    def discards_in_flight(self) -> int:
+        return self._discards
+
+    def discard_started(self) -> None:
+        with self._lock:
+            self._discards += 1
+
+    def discard_ended(self) -> None:
+        with self._lock:
+            self._discards -= 1
 
     @property
     def acks(self) -> int:
@@ -53,14 +74,27 @@ class Live:
         """Native engine: completions it read from the AIO ring without calling io_getevents."""
         return int(self.words[5])
 
-    def issued(self) -> None:
+    @property
+    def first_issue_ns(self) -> int:
+        """Issue instant of the first write that reached the device (0 before it)."""
+        return int(self.words[6])
+
+    def issued(self, at_ns: int) -> None:
         with self._lock:
+            first = not self.words[6]
+            if first:
+                self.words[6] = at_ns
             self.words[4] += 1
+        if first and self.on_first_issue is not None:
+            self.on_first_issue(at_ns)
 
     def acked(self, at_ns: int) -> None:
         with self._lock:
             self.words[1] = at_ns
             self.words[0] += 1
+        hook = self.on_ack
+        if hook is not None:
+            hook(at_ns)
 
     def flush_started(self) -> None:
         with self._lock:

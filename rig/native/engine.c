@@ -100,6 +100,7 @@ enum {
     LIVE_FLUSHES_DONE,
     LIVE_WRITES_ISSUED, /* writes that reached the device (accepted by io_submit) */
     LIVE_RING_REAPED,   /* completions read from the shared ring without io_getevents */
+    LIVE_FIRST_ISSUE_NS, /* issue instant of the first write that reached the device */
     LIVE_N
 };
 static inline void live_set(int64_t *live, int i, int64_t v)
@@ -346,6 +347,8 @@ static int submit_entry(struct engine *E, uint32_t s, struct pfr_batch *b, int64
     if (b->kind[e] == 1) {
         live_add(E->live, LIVE_FLUSHES_IN_FLIGHT, 1);
     } else {
+        if (!__atomic_load_n(&E->live[LIVE_FIRST_ISSUE_NS], __ATOMIC_ACQUIRE))
+            live_set(E->live, LIVE_FIRST_ISSUE_NS, t); /* before the count: a reader of it sees t */
         live_add(E->live, LIVE_WRITES_ISSUED, 1);
         E->busy_lba[s] = b->lba[e];
         E->busy_end[s] = b->lba[e] + b->nblocks[e];

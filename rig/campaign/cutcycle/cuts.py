@@ -7,6 +7,8 @@
 - after_ack: after a write phase of `delay_ms`, at the next acknowledgement the writers stop
   issuing and the cut falls `after_ms` (uniform in [low, high], up to an hour) after that
   acknowledgement: how long does a drive keep acknowledged data at risk?
+- during_discard: after a write phase of `delay_ms`, the cut is sent the moment a discard is in
+  flight (a workload with `discard_share`);
 - idle: after a write phase of `delay_ms`, the writers stop, everything in flight completes, and
   the cut falls `after_ms` later on an idle drive.
 - window: after a write phase of `delay_ms`, at the next acknowledgement or the next completed
@@ -28,9 +30,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rig.campaign.cutcycle.realtime import realtime
+from rig.campaign_spec import CutSpec
 from rig.check.ledger import NOT_DONE, CycleLog
 from rig.io.workload import Writer
-from rig.power.base import PendingCut
+from rig.power.base import Edge, PendingCut
 
 POLL_S = 0.0001  # how often a trigger looks at the writer's live signals
 
@@ -63,7 +67,8 @@ def draw(
     if strategy == "uniform":
         return CutDraw(0.0, rng.uniform(*delay_ms) / 1000)
     warmup = rng.uniform(*delay_ms) / 1000
-    delay = 0.0 if strategy == "during_flush" else rng.uniform(*after_ms) / 1000
+    in_flight = strategy in ("during_flush", "during_discard")
+    delay = 0.0 if in_flight else rng.uniform(*after_ms) / 1000
     return CutDraw(warmup, delay)
 
 
@@ -78,49 +83,163 @@ def schedule(
     after: str = "ack",
 ) -> tuple[PendingCut, dict[str, Any]]:
     """Wait for the strategy's trigger (the writer runs meanwhile), then schedule the cut.
-    `after`: the window strategy's event (ack | flush)."""
+    `after`: the window strategy's event (ack | flush).
+
+    The edge is planned at the trigger's own instant (`trigger_ns`, as the ledger stamped it)
+    plus the delay, not at the instant this thread saw the trigger: the switch is asked for
+    what is left of the delay, so the time the trigger took to be seen is not added to it
+    (only what is left of it when the delay is shorter than that). The wait for the trigger
+    and the request to the switch run at real-time priority where allowed (realtime.py)."""
     detail: dict[str, Any] = {"strategy": strategy, "planned_delay_ns": int(cut.delay_s * 1e9)}
+    if strategy != "uniform" and stop.wait(cut.warmup_s):
+        return power.cut(channel, 0.0), {**detail, "trigger": "stopped"}
+    with realtime() as fifo:
+        detail["realtime"] = fifo
+        return _trigger_and_cut(
+            strategy, cut, writer, stop, power, channel, trigger_timeout_s, after, detail
+        )
+
+
+def _trigger_and_cut(
+    strategy: str,
+    cut: CutDraw,
+    writer: Writer,
+    stop: threading.Event,
+    power: Cutter,
+    channel: int,
+    timeout_s: float,
+    after: str,
+    detail: dict[str, Any],
+) -> tuple[PendingCut, dict[str, Any]]:
+    live = writer.live
     if strategy == "uniform":
+        hook = live.on_first_issue
+        if isinstance(hook, EventCut) and writer.engine == "threads":
+            return hook.result(stop, timeout_s, power, channel, detail)
         # timed from the first write the device got, not from the writer's start: a writer
         # slow to start (a loaded host) would otherwise be cut before it wrote anything
-        _poll(lambda: writer.live.writes_issued > 0 or stop.is_set(), trigger_timeout_s)
-        why = "first_write" if writer.live.writes_issued else "stopped" if stop.is_set() else ""
-        detail.update(trigger=why or "timeout", trigger_ns=time.monotonic_ns())
-        return power.cut(channel, cut.delay_s), detail
-    if stop.wait(cut.warmup_s):
-        return power.cut(channel, 0.0), {**detail, "trigger": "stopped"}
-    live = writer.live
+        _poll(lambda: live.writes_issued > 0 or stop.is_set(), timeout_s)
+        why = "first_write" if live.writes_issued else "stopped" if stop.is_set() else ""
+        return _cut_from(power, channel, cut, live.first_issue_ns, why or "timeout", detail)
     if strategy == "during_flush":
-        seen = _poll(lambda: live.flushes_in_flight > 0, trigger_timeout_s)
-        detail["trigger"] = "flush_in_flight" if seen else "timeout"
+        seen = _poll(lambda: live.flushes_in_flight > 0, timeout_s)
+        detail.update(
+            trigger="flush_in_flight" if seen else "timeout", trigger_ns=time.monotonic_ns()
+        )
+        return power.cut(channel, 0.0), detail
+    if strategy == "during_discard":
+        seen = _poll(lambda: live.discards_in_flight > 0, timeout_s)
+        detail.update(
+            trigger="discard_in_flight" if seen else "timeout", trigger_ns=time.monotonic_ns()
+        )
         return power.cut(channel, 0.0), detail
     if strategy == "window" and after == "flush":
-        done = live.flushes_done
-        seen = _poll(lambda: live.flushes_done > done, trigger_timeout_s)
-        stop.set()  # nothing new is issued after the flush the cut is timed from
-        # and the writers are quiet before the cut is timed: a worker past its stop check can
-        # still issue a flush, which the drive completes before the edge and a loaded host
-        # stamps after it: the cut would be timed from an earlier flush than the drive's
-        # (decision 460)
-        quiet = writer.join(trigger_timeout_s)
-        flush_ns = time.monotonic_ns()  # seen within POLL_S; the ledger has the exact time
-        trigger = "flush" if seen and quiet else "timeout"
-        detail.update(trigger=trigger, trigger_ns=flush_ns)
-        return power.cut(channel, cut.delay_s), detail
+        # The rig issues the flush the cut is timed from itself, once the writers are quiet:
+        # no flush of theirs can fall between it and the edge (one the drive completes before
+        # the edge and a loaded host stamps after it would re-arm the drive's timer unseen), and
+        # the time the writers take to stop is not part of the delay (docs/decisions.md 521).
+        stop.set()
+        quiet = writer.join(timeout_s)
+        flush_ns = writer.flush_once() if quiet else NOT_DONE
+        why = "flush" if flush_ns != NOT_DONE else "timeout"
+        return _cut_from(power, channel, cut, flush_ns if flush_ns != NOT_DONE else 0, why, detail)
+    if strategy in ("after_ack", "window") and writer.engine == "threads":
+        # sent by the writer thread that counts the next acknowledgement (`EventCut`)
+        at_ack = EventCut(power, channel, cut, "ack", stop)
+        live.on_ack = at_ack
+        try:
+            return at_ack.result(stop, timeout_s, power, channel, detail)
+        finally:
+            live.on_ack = None
     if strategy in ("after_ack", "window"):
         before = live.acks
-        seen = _poll(lambda: live.acks > before, trigger_timeout_s)
+        seen = _poll(lambda: live.acks > before, timeout_s)
         stop.set()  # nothing new is issued after the acknowledgement the cut is timed from
-        ack_ns = live.last_ack_ns if seen else time.monotonic_ns()
-        late_s = (time.monotonic_ns() - ack_ns) / 1e9
-        detail.update(trigger="ack" if seen else "timeout", trigger_ns=ack_ns)
-        return power.cut(channel, max(0.0, cut.delay_s - late_s)), detail
+        ack_ns = live.last_ack_ns if seen else 0
+        return _cut_from(power, channel, cut, ack_ns, "ack" if seen else "timeout", detail)
     if strategy == "idle":
         stop.set()
-        quiet = writer.join(trigger_timeout_s)
-        detail.update(trigger="idle" if quiet else "timeout", trigger_ns=time.monotonic_ns())
-        return power.cut(channel, cut.delay_s), detail
+        quiet = writer.join(timeout_s)
+        return _cut_from(power, channel, cut, 0, "idle" if quiet else "timeout", detail)
     raise ValueError(f"unknown cut strategy {strategy!r}")
+
+
+class EventCut:
+    """A cut sent by the writer thread that sees its trigger, the moment it has stamped it
+    (rig/io/writer_context.py `Live.on_first_issue` / `on_ack`; the threads engine): no other
+    thread has to be scheduled, nor take the GIL, before the switch is told. `stop`: set there
+    too (nothing new is issued after an acknowledgement a cut is timed from). A uniform cut's
+    is installed before the writer starts (`arm`)."""
+
+    def __init__(
+        self,
+        power: Cutter,
+        channel: int,
+        cut: CutDraw,
+        why: str = "first_write",
+        stop: threading.Event | None = None,
+    ) -> None:
+        self._power, self._channel, self._cut = power, channel, cut
+        self._why, self._stop = why, stop
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._closed = False
+        self._sent: tuple[PendingCut, dict[str, Any]] | None = None
+        self._error: BaseException | None = None
+
+    def __call__(self, issue_ns: int) -> None:
+        with self._lock:
+            if self._closed or self._sent is not None:
+                return
+            if self._stop is not None:
+                self._stop.set()
+            try:
+                self._sent = _cut_from(self._power, self._channel, self._cut, issue_ns, "", {})
+            except BaseException as error:  # raised again in the cycle's thread
+                self._error = error
+            self._done.set()
+
+    def result(
+        self,
+        stop: threading.Event,
+        timeout_s: float,
+        power: Cutter,
+        channel: int,
+        detail: dict[str, Any],
+    ) -> tuple[PendingCut, dict[str, Any]]:
+        _poll(lambda: self._done.is_set() or stop.is_set(), timeout_s)
+        with self._lock:
+            self._closed = True  # a first write later than this sends nothing
+            if self._error is not None:
+                raise self._error
+            if self._sent is None:
+                why = "stopped" if stop.is_set() else "timeout"
+                return _cut_from(power, channel, self._cut, 0, why, detail)
+            pending, sent = self._sent
+        detail.update(sent, trigger=self._why)
+        return pending, detail
+
+
+def arm(strategy: str, cut: CutDraw, writer: Writer, power: Cutter, channel: int) -> None:
+    """Before the writer starts: a uniform cut is sent by its first write (`EventCut`)."""
+    if strategy == "uniform":
+        writer.live.on_first_issue = EventCut(power, channel, cut)
+
+
+def _cut_from(
+    power: Cutter,
+    channel: int,
+    cut: CutDraw,
+    trigger_ns: int,
+    why: str,
+    detail: dict[str, Any],
+) -> tuple[PendingCut, dict[str, Any]]:
+    """The cut `cut.delay_s` after `trigger_ns` (0: now): the switch gets what is left."""
+    now = time.monotonic_ns()
+    trigger_ns = trigger_ns or now
+    left_s = max(0.0, cut.delay_s - (now - trigger_ns) / 1e9)
+    detail.update(trigger=why, trigger_ns=trigger_ns)
+    return power.cut(channel, left_s), detail
 
 
 def _poll(condition: Any, timeout_s: float) -> bool:
@@ -132,6 +251,43 @@ def _poll(condition: Any, timeout_s: float) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class Fidelity:
+    """Where a cut fell against its plan (stored per cycle: docs/schema.md)."""
+
+    realized_ns: int | None  # the edge minus the event it was timed from (None: no edge)
+    timed_from: str  # that event: the trigger of `schedule` ("" when none was scheduled)
+    error_ns: int | None  # bound of the realized delay: the switch's clock mapping
+    in_range: int | None  # 1 / 0: inside / outside the requested range; None: no range
+
+
+def requested_range_ms(strategy: str, spec: CutSpec) -> tuple[float, float] | None:
+    """The delays the campaign asked for, from the strategy's event (None: during_flush, cut
+    the moment a flush is in flight, has no delay to keep)."""
+    if strategy == "uniform":
+        return spec.delay_ms
+    if strategy == "window":
+        return (spec.window.min_ms, spec.window.max_ms) if spec.window else None
+    if strategy in ("after_ack", "idle"):
+        return spec.after_ms
+    return None
+
+
+def fidelity(spec: CutSpec, scheduled: dict[str, Any] | None, edge: Edge | None) -> Fidelity:
+    """`scheduled`: the detail `schedule` returned (event `cut_scheduled`)."""
+    scheduled = scheduled or {}
+    trigger_ns, why = scheduled.get("trigger_ns"), str(scheduled.get("trigger", ""))
+    if edge is None or not trigger_ns or why in ("timeout", "stopped"):
+        return Fidelity(None, why, None, None)
+    realized, bound = edge.host_ns - int(trigger_ns), edge.error_ns
+    wanted = requested_range_ms(spec.strategy, spec)
+    inside = None
+    if wanted is not None:  # outside only beyond the clock mapping's bound
+        low, high = wanted[0] * 1e6, wanted[1] * 1e6
+        inside = int(realized + bound >= low and realized - bound <= high)
+    return Fidelity(realized, why, bound, inside)
+
+
 def context(log: CycleLog, edge_ns: int) -> dict[str, Any]:
     """Where the edge really fell: flushes and writes in flight at it, time since the last
     acknowledgement and since the last completed flush (None when there was none)."""
@@ -139,11 +295,13 @@ def context(log: CycleLog, edge_ns: int) -> dict[str, Any]:
     w_issue, w_done = log.column("issue_ns"), log.column("complete_ns")
     f_open = (f_issue <= edge_ns) & ((f_done == NOT_DONE) | (f_done > edge_ns))
     w_open = (w_issue <= edge_ns) & ((w_done == NOT_DONE) | (w_done > edge_ns))
+    discards = log.column("discard") == 1
     acked = w_done[(w_done != NOT_DONE) & (w_done <= edge_ns)]
     flushed = f_done[(f_done != NOT_DONE) & (f_done <= edge_ns)]
     return {
         "flushes_in_flight": int(f_open.sum()),
-        "writes_in_flight": int(w_open.sum()),
+        "writes_in_flight": int((w_open & ~discards).sum()),
+        "discards_in_flight": int((w_open & discards).sum()),
         "since_last_ack_ns": int(edge_ns - acked.max()) if len(acked) else None,
         "since_last_flush_ns": int(edge_ns - flushed.max()) if len(flushed) else None,
         "writes_issued_before": int((w_issue <= edge_ns).sum()),

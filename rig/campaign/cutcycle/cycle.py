@@ -9,10 +9,10 @@ import time
 from typing import TYPE_CHECKING
 
 from rig.campaign import recording
-from rig.campaign.cutcycle import cuts, phases, runon
+from rig.campaign.cutcycle import cuts, maintenance, phases, runon
 from rig.campaign.model import Cycle, CycleRecord, DeadDevice, Interrupted
 from rig.check import verify
-from rig.errors import RigError, UnsafeDeviceError
+from rig.errors import ChannelLostError, RigError, UnsafeDeviceError
 from rig.power import shapes
 from rig.window.spec import pool_of
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 RESTORE_ATTEMPTS = 3  # the teardown's tries to switch a channel back on (a serial timeout)
 RESTORE_RETRY_S = 1.0
+CUT_SCHEDULED = frozenset({"write", "maintain"})  # phases after which a cut may have fallen
 
 
 def run_cycle(drive: CycleDrive, seq: int) -> CycleRecord:
@@ -37,7 +38,8 @@ def run_cycle(drive: CycleDrive, seq: int) -> CycleRecord:
     name = ""
     phase_ms: dict[str, float] = {}  # where the cycle's time went (event `phase_ms`)
     try:
-        for phase in phases.PHASES:
+        plan = maintenance.MAINTENANCE_PHASES if spec.maintenance else phases.PHASES
+        for phase in plan:
             name = phase.__name__
             if drive.stop.is_set():
                 raise Interrupted("stop requested")
@@ -55,6 +57,8 @@ def run_cycle(drive: CycleDrive, seq: int) -> CycleRecord:
         c.findings.append(verify.drive_finding(verify.DEAD, {"phase": name}))
     except UnsafeDeviceError as error:  # identity or an interlock failed after a return
         c.status, c.error, c.stop_channel = "error", f"{name}: {error}", True
+    except ChannelLostError as error:  # its board lost or restarted: the others go on
+        c.status, c.error, c.stop_channel = "error", f"{name}: {error}", True
     except (RigError, OSError) as error:
         c.status, c.error = "error", f"{name}: {error}"
     except Exception as error:  # a bug in the rig: an ERROR of the cycle, never a finding
@@ -67,11 +71,11 @@ def run_cycle(drive: CycleDrive, seq: int) -> CycleRecord:
         if c.watch is not None:
             c.events.extend(c.watch.bus_events())
             c.watch.close()
-        if "write" in phase_ms and not c.restored:
+        if CUT_SCHEDULED.intersection(phase_ms) and not c.restored:
             restore_after_fault(drive, c, writers_done)
         c.events.append((time.monotonic_ns(), "phase_ms", phase_ms))
     # the cut was scheduled (its edge may have fallen unseen: a lost reply or edge report)
-    cut_maybe = c.edge is not None or "write" in phase_ms
+    cut_maybe = c.edge is not None or bool(CUT_SCHEDULED.intersection(phase_ms))
     if c.status in ("error", "interrupted") and cut_maybe:
         # maybe a cut, maybe not (power that did not go off): no counter judged across it
         c.findings = [f for f in c.findings if f.cls != verify.COUNTER_ANOMALY]
@@ -109,6 +113,11 @@ def restore_after_fault(drive: CycleDrive, c: Cycle, writers_done: bool) -> None
     for _ in range(RESTORE_ATTEMPTS):
         try:
             edge = drive.station.power.on(drive.spec.channel)
+        except ChannelLostError as error:  # no retry: its board's watchdog has the channel
+            c.stop_channel = True
+            if str(error) not in c.error:
+                c.error += f"; {error}"
+            return
         except (RigError, OSError) as error:
             failed.append(str(error))
             time.sleep(RESTORE_RETRY_S)

@@ -1,8 +1,11 @@
 """The phases of one power-cut cycle, in order (`PHASES`): plain functions of the drive's
 context and the cycle, each filling in what it learns (docs/campaign.md, "Inside a campaign").
 
-    arm -> write -> cut -> observe_loss -> restore -> observe_return -> identify -> health
-    -> verify
+    arm -> write -> cut -> observe_loss -> restore -> recovery -> observe_return -> identify
+    -> health -> verify -> evidence
+
+(recovery, evidence: the burst of cuts after power-on of [cut.recovery] and its mark on the
+findings, cutcycle/recovery.py; no-ops without one)
 
 A phase that raises ends the cycle (rig/campaign/cutcycle/cycle.py); the record phase always
 follows.
@@ -22,9 +25,13 @@ from rig.bus.ready import NotReady
 from rig.campaign import preparation, recording
 from rig.campaign.cutcycle import cuts, runon
 from rig.campaign.cutcycle.blocks import blocks_to_check, unchecked_detail, written_lbas
+from rig.campaign.cutcycle.recovery import evidence, recovery
 from rig.campaign.model import Cycle, DeadDevice
+from rig.check import exposure
 from rig.check import verify as checker
 from rig.errors import RigError, UnsafeDeviceError
+from rig.health.readiness import ready_times, slow_ready
+from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import anomaly_details
 from rig.io.workload import Writer, WriterContext
 from rig.power.shapes import ShapedCuts
@@ -56,11 +63,12 @@ def write(drive: CycleDrive, c: Cycle) -> None:
     sink = drive.intent.add if drive.intent is not None else None
     context = WriterContext(drive.media_id, c.target, drive.state, c.log, c.stop, sink)
     c.writer = Writer(drive.campaign.workload, context, seed=drive.rng.randrange(1 << 30))
-    c.write_start_ns = time.monotonic_ns()
-    c.writer.start()
     draw = cuts.CutDraw(c.cut_warmup_s, c.cut_delay_s)
     power, channel = ShapedCuts(drive.station.power, c.shape), drive.spec.channel
     spec = drive.campaign.cut
+    cuts.arm(spec.strategy, draw, c.writer, power, channel)
+    c.write_start_ns = time.monotonic_ns()
+    c.writer.start()
     after = spec.window.after if spec.window else "ack"
     c.pending, detail = cuts.schedule(
         spec.strategy, draw, c.writer, c.stop, power, channel, after=after
@@ -177,17 +185,47 @@ def health(drive: CycleDrive, c: Cycle) -> None:
         detail = preparation.write_cache(drive, c.node)
         c.events.append((time.monotonic_ns(), "write_cache", detail))
     if drive.tracker is None:
+        _readiness(drive, c, None)
         return
     kept_power = c.rode_through and not c.hung  # (a hung drive was power-cycled)
     snapshot, delta, events = drive.tracker.after_cut(c.node, kept_power)
     c.events.extend((ns or time.monotonic_ns(), kind, d) for ns, kind, d in events)
     if snapshot is not None:
         recording.snapshot(drive, c.seq, snapshot)
+    c.health_compared = delta is not None  # a counter anomaly could be seen (exposure)
     if delta is not None:
         c.findings.extend(
             checker.drive_finding(checker.COUNTER_ANOMALY, detail)
             for detail in anomaly_details(delta)
         )
+    _readiness(drive, c, drive.tracker.last)
+
+
+def _readiness(drive: CycleDrive, c: Cycle, promise: HealthSnapshot | None) -> None:
+    """This power-on's return against the drive's advertised timeout and the lab's limit
+    (rig/health/readiness.py): a `readiness` event each cycle, `slow_ready` past either."""
+    if c.rode_through:
+        return  # no power-on: nothing to be ready from
+    power_on = [ns for ns, kind, _ in c.events if kind == "power_on"]
+    times = ready_times(power_on[-1] if power_on else None, c.back_ns, c.ready_ns)
+    if times.last is None:
+        return
+    limit = drive.campaign.criteria.ready_limit_s
+    timeout_ms = promise.ready_timeout_ms if promise is not None else None
+    detail = {"bus_s": times.bus_s, "ready_s": times.ready_s, "drive_timeout_ms": timeout_ms}
+    c.events.append((time.monotonic_ns(), "readiness", detail))
+    c.ready_judged = timeout_ms is not None or limit is not None  # (exposure to slow_ready)
+    slow = slow_ready(times, promise, limit)
+    if slow is not None:
+        c.findings.append(checker.drive_finding(checker.SLOW_READY, slow))
+
+
+def zeroes_after_discard(drive: CycleDrive) -> bool:
+    """The drive promises zeroes after a discard, by its last health answer (rig/health: NVMe
+    DLFEAT, ATA deterministic zeroes after TRIM, SCSI LBPRZ); without one, no promise: a
+    discarded block may then read zeroes or its old data (docs/checker.md, "Discards")."""
+    last = drive.tracker.last if drive.tracker is not None else None
+    return last is not None and last.zeroes_after_discard is True
 
 
 def verify(drive: CycleDrive, c: Cycle) -> None:
@@ -224,11 +262,15 @@ def verify(drive: CycleDrive, c: Cycle) -> None:
         block,
         policy=policy,
         atomic_blocks=drive.atomic_blocks(c.node or drive.node, block),
+        zeroes=zeroes_after_discard(drive),
     )
     if c.full_scan and state.nblocks > checker.SCAN_CHUNK_BLOCKS:
         # a large region: the blocks this cycle did not touch, chunk by chunk
         judged = np.concatenate([written_lbas(c.log), extra])
-        rest = checker.scan_rest(drive.media_id, state, judged, read, block, policy=policy)
+        rest = checker.scan_rest(
+            drive.media_id, state, judged, read, block, policy=policy,
+            zeroes=zeroes_after_discard(drive),
+        )  # fmt: skip
         c.result = checker.CheckResult(
             c.result.findings + rest.findings,
             c.result.blocks_checked + rest.blocks_checked,
@@ -238,6 +280,7 @@ def verify(drive: CycleDrive, c: Cycle) -> None:
             c.result.unchecked + rest.unchecked,
         )
     c.findings.extend(c.result.findings)  # after the health phase's findings
+    c.exposure = _exposure(c, c.result, block, zeroes_after_discard(drive))
     if c.rode_through and c.target is not None:
         # the drive never lost power: what it holds unflushed is still volatile, and the next
         # cycle must not take it for written (a later cut losing it is no collateral damage)
@@ -246,16 +289,30 @@ def verify(drive: CycleDrive, c: Cycle) -> None:
         c.events.append((time.monotonic_ns(), "unchecked", unchecked_detail(c.result)))
 
 
+def _exposure(
+    c: Cycle, result: checker.CheckResult, block_size: int, zeroes: bool
+) -> frozenset[str]:
+    """The classes this cut was a trial of (rig/check/exposure.py), from what the check read."""
+    assert c.durability is not None
+    written = len(np.unique(written_lbas(c.log)))
+    old = max(0, result.blocks_checked - written)  # (the unread ones counted against the old)
+    unread = tuple((f.lba_first, f.lba_count) for f in result.unchecked)
+    reading = exposure.Reading(result.blocks_checked, old, unread)
+    return exposure.exposed(c.log, c.durability, reading, block_size, c.health_compared, zeroes)
+
+
 PHASES: tuple[Callable[[CycleDrive, Cycle], None], ...] = (
     arm,
     write,
     cut,
     observe_loss,
     restore,
+    recovery,
     observe_return,
     identify,
     health,
     verify,
+    evidence,
 )
 
 
