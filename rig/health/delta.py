@@ -52,7 +52,13 @@ MUST_NOT_RISE = (
 MAY_FALL = frozenset({"pending_sectors"})
 # Lifetime totals that can only grow.
 MONOTONIC = ("power_on_hours", "host_bytes_written", "data_units_written", "percentage_used")
-COUNTERS = ("power_cycles", "unsafe_shutdowns", *MUST_NOT_RISE, *MONOTONIC)
+# The OCP C0h log's power-loss accounting (rig/health/ocp.py): each rises by one per cut.
+OCP_EXACT = ("incomplete_shutdowns", "plp_start_count")
+COUNTERS = ("power_cycles", "unsafe_shutdowns", *OCP_EXACT, *MUST_NOT_RISE, *MONOTONIC)
+# Critical warning bit 4: the volatile memory backup device (the PLP capacitors) has failed:
+# the drive's own verdict that its capacitor health is below its threshold.
+BACKUP_FAILED = 1 << 4
+NO_CAPACITOR = 0xFFFF  # OCP Capacitor Health of a drive without PLP capacitors
 # Fields read from a vendor attribute or a set of log pages: compared only from the same one.
 SOURCED = {
     "unsafe_shutdowns": "unsafe_shutdowns_source",
@@ -127,10 +133,15 @@ def wrap_modulus(before: int, after: int) -> int:
     return 0
 
 
-def diff_snapshots(before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1) -> HealthDelta:
+def diff_snapshots(
+    before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1, clean_offs: int = 0
+) -> HealthDelta:
     # (0: only cuts the drive rode through, a sag: no unsafe shutdown or power cycle expected)
-    if isinstance(cuts, bool) or not isinstance(cuts, int) or cuts < 0:
-        raise ValueError(f"cuts must be an integer >= 0, not {cuts!r}")
+    # clean_offs: controlled power-offs in between (the drive was told to shut down first):
+    # each is a power cycle, and none of them an unsafe or incomplete shutdown or a PLP start
+    for name, value in (("cuts", cuts), ("clean_offs", clean_offs)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be an integer >= 0, not {value!r}")
     anomalies = _identity_anomalies(before, after)
     replaced = _replaced(before, after)
     if replaced is not None:
@@ -141,7 +152,10 @@ def diff_snapshots(before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1)
     not_reported: list[str] = []
     unaccounted = before.power_cycles == 0 or after.power_cycles == 0
     changes, compared = _compare_counters(before, after, anomalies, not_reported)
-    _check_power_counts(before, after, cuts, compared, unaccounted, anomalies, not_reported)
+    _check_power_counts(
+        before, after, (cuts, clean_offs), compared, unaccounted, anomalies, not_reported
+    )
+    _check_ocp(before, after, cuts, compared, anomalies)
     _check_must_not_rise(compared, cuts, unaccounted, anomalies)
     _check_monotonic(compared, unaccounted, anomalies, not_reported)
     _check_spare(after, compared, cuts, anomalies)
@@ -190,23 +204,65 @@ def _compare_counters(
 def _check_power_counts(
     before: HealthSnapshot,
     after: HealthSnapshot,
-    cuts: int,
+    offs: tuple[int, int],
     compared: dict[str, tuple[int, int]],
     unaccounted: bool,
     anomalies: list[CounterAnomaly],
     not_reported: list[str],
 ) -> None:
-    """Unsafe shutdowns and power cycles rise by exactly `cuts`."""
+    """Unsafe shutdowns rise by exactly the cuts, power cycles by the cuts and clean offs."""
+    cuts, clean_offs = offs
     for name, rule in (("unsafe_shutdowns", "unsafe-shutdown"), ("power_cycles", "power-cycle")):
         if unaccounted and name not in not_reported:
             not_reported.append(name)  # a device that keeps no power accounting
         elif name in compared:
-            anomaly = _exact_rise(name, rule, *compared[name], cuts)
+            losses = cuts + clean_offs if name == "power_cycles" else cuts
+            anomaly = _exact_rise(name, rule, *compared[name], losses)
             if anomaly is not None:
                 anomalies.append(anomaly)
         elif getattr(before, name) is None and getattr(after, name) is None:
             not_reported.append(name)
         # otherwise already flagged (lost) above, appeared, or read from another source
+
+
+def declares_plp(snapshot: HealthSnapshot) -> bool:
+    """The drive reports a capacitor health in its OCP log: it has PLP capacitors."""
+    return snapshot.capacitor_health is not None and snapshot.capacitor_health != NO_CAPACITOR
+
+
+def _check_ocp(
+    before: HealthSnapshot,
+    after: HealthSnapshot,
+    cuts: int,
+    compared: dict[str, tuple[int, int]],
+    anomalies: list[CounterAnomaly],
+) -> None:
+    """Incomplete Shutdowns rise by exactly `cuts`; on a PLP drive PLP Start Count does too,
+    and its capacitors stay above the drive's threshold (no backup-failed warning, not 0 %)."""
+    rules = [("incomplete_shutdowns", "incomplete-shutdown")]
+    plp = declares_plp(before) and declares_plp(after)
+    if plp:
+        rules.append(("plp_start_count", "PLP start"))
+    for name, rule in rules:
+        if name in compared:
+            anomaly = _exact_rise(name, rule, *compared[name], cuts)
+            if anomaly is not None:
+                anomalies.append(anomaly)
+    health = after.capacitor_health
+    if not plp or health is None:
+        return
+    failed = (after.critical_warning or 0) & BACKUP_FAILED
+    if failed or health == 0:
+        why = "the drive reports its PLP capacitors failed" if failed else "capacitor health 0 %"
+        anomalies.append(
+            CounterAnomaly(
+                "capacitor_health",
+                before.capacitor_health,
+                health,
+                "above the drive's threshold",
+                f"{why} ({health} %) after {_cuts(cuts)}",
+            )
+        )
 
 
 def _check_must_not_rise(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rig.health.counters import as_uint, counter, load_json_object
-from rig.health.errors import ToolFailed, ToolOutputError, total_parser
+from rig.health.errors import HealthToolError, ToolFailed, ToolOutputError, total_parser
 from rig.health.smart import NVME_DATA_UNIT_BYTES
 from rig.health.snapshot import HealthSnapshot, SmartIdentity
 from rig.health.tools import Runner, ToolResult, first_line
@@ -194,3 +194,27 @@ def nvme_snapshot(dev: str, runner: Runner, timeout_s: float | None = None) -> H
     return snapshot_from_nvme(
         parse_nvme_id_ctrl(ctrl.stdout), parse_nvme_smart_log(log.stdout), raw
     )
+
+
+@total_parser("nvme id-ns")
+def parse_nvme_id_ns_zeroes(text: str) -> bool | None:
+    """Whether a namespace reads zeroes after deallocation, from `nvme id-ns -o json`: DLFEAT
+    bits 2:0 = 001b (NVMe base spec, Identify Namespace, byte 33); None when it says nothing
+    (000b: not reported)."""
+    doc = _load(text, "nvme id-ns")
+    dlfeat = as_uint(doc.get("dlfeat"), 8)
+    if dlfeat is None or dlfeat & 0x7 == 0:
+        return None
+    return dlfeat & 0x7 == 1
+
+
+def nvme_zeroes_after_discard(
+    dev: str, runner: Runner, timeout_s: float | None = None
+) -> bool | None:
+    """DLFEAT of the namespace (`nvme id-ns -o json`), which smartctl does not print; None when
+    nvme-cli cannot say (not installed, refused, unreadable answer): no promise then."""
+    try:
+        result = _run_nvme(["nvme", "id-ns", dev, "--output-format=json"], runner, timeout_s)
+        return parse_nvme_id_ns_zeroes(result.stdout)
+    except HealthToolError:
+        return None

@@ -63,7 +63,24 @@ def parse_smartctl_json(text: str) -> HealthSnapshot:
     elif protocol == "SCSI":
         common.update(_scsi_fields(doc))
     # any other protocol: identity and the common fields only, counters unknown
+    common["zeroes_after_discard"] = zeroes_after_discard(doc, protocol)
     return HealthSnapshot(**common)
+
+
+def zeroes_after_discard(doc: Mapping[str, Any], protocol: str) -> bool | None:
+    """Whether the drive promises zeroes after a discard, where smartctl prints it: ATA IDENTIFY
+    word 69 ("trim": deterministic and zeroed), SCSI LBPRZ (the logical block provisioning
+    VPD page; 1: zeroes, 2: a provisioning pattern). smartctl does not print NVMe's DLFEAT
+    (rig/health/nvme.py reads it from `nvme id-ns`): None there."""
+    if protocol == "ATA":
+        trim = doc.get("trim")
+        if not isinstance(trim, Mapping) or not isinstance(trim.get("supported"), bool):
+            return None
+        return bool(trim["supported"] and trim.get("deterministic") and trim.get("zeroed"))
+    if protocol == "SCSI":
+        lbprz = as_uint(get_path(doc, "scsi_lb_provisioning", "read_zeros", "value"), 8)
+        return None if lbprz is None else lbprz == 1
+    return None
 
 
 def smartctl_messages(text: str) -> list[str]:

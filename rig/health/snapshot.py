@@ -114,4 +114,17 @@ class HealthSnapshot:
     available_spare_threshold: int | None = None
     error_log_entries: int | None = None  # NVMe num_err_log_entries
     smartctl_exit: SmartctlExit | None = None  # as recorded in the JSON, when smartctl made it
+    # OCP SMART / Health Information Extended log (C0h, rig/health/ocp.py), where offered
+    incomplete_shutdowns: int | None = None
+    plp_start_count: int | None = None  # u128
+    capacitor_health: int | None = None  # percent; 0xFFFF: no PLP capacitors
+    pcie_correctable_errors: int | None = None
+    ocp_log_version: int | None = None
+    ocp_unavailable: str | None = None  # the drive's answer that it has no C0h log
+    # the drive's own promise of readiness after power-on (rig/health/regs.py), milliseconds
+    ready_timeout_ms: int | None = None
+    ready_timeout_source: str | None = None  # "crto.crwmt" or "cap.to"
+    # the drive promises that discarded blocks read zeroes (NVMe DLFEAT bits 2:0 = 001b, ATA
+    # "deterministic read zeroes after TRIM", SCSI LBPRZ = 1); None: it does not say
+    zeroes_after_discard: bool | None = None
     raw: str = field(default="", repr=False, compare=False)  # original tool output, for the store

@@ -68,6 +68,8 @@ class HealthTracker:
         self.uncertain = False  # a cycle since the last snapshot may or may not have cut power
         self.kept_power = 0  # cuts since the last snapshot the drive rode through (a sag)
         self.not_reported: tuple[str, ...] = ()  # last said in a `health_not_reported` event
+        self.clean_offs = 0  # controlled power-offs since the last snapshot (no unsafe shutdown)
+        self.ocp_said = False  # the drive's "no OCP C0h log" was said (once)
 
     def _read(self, node: DriveNode) -> HealthSnapshot:
         """One reading; whatever the reader raises about the drive's answer is a typed error.
@@ -87,7 +89,7 @@ class HealthTracker:
     def baseline(self, node: DriveNode) -> HealthSnapshot:
         """The first snapshot, before any cut. Raises HealthToolError if the drive cannot answer."""
         self.last = self._read(node)
-        self.cuts_since = self.offs_between = self.kept_power = 0
+        self.cuts_since = self.offs_between = self.kept_power = self.clean_offs = 0
         self.uncertain = False
         return self.last
 
@@ -95,6 +97,18 @@ class HealthTracker:
         """Power went off and on outside a cut cycle (an endurance retention check, flushed but
         not shut down): the next comparison expects it in the counters with the cuts."""
         self.offs_between += 1
+
+    def clean_power_off(self) -> None:
+        """Power went off after the drive was told to shut down (a controlled power-off): the
+        next comparison expects a power cycle of it, and no unsafe or incomplete shutdown."""
+        self.clean_offs += 1
+
+    def _ocp_events(self, snapshot: HealthSnapshot) -> list[Event]:
+        """`ocp_unavailable` once per drive: a drive without the OCP log is not an error."""
+        if snapshot.ocp_unavailable is None or self.ocp_said:
+            return []
+        self.ocp_said = True
+        return [(0, "ocp_unavailable", {"reason": snapshot.ocp_unavailable})]
 
     def due(self) -> bool:
         return self.cuts_since + 1 >= self.every
@@ -118,18 +132,18 @@ class HealthTracker:
         except HealthToolError as error:
             detail = {"error": str(error), "kind": type(error).__name__}
             return None, None, [(0, "health_error", detail)]
-        events: list[Event] = []
+        events = self._ocp_events(snapshot)
         delta = None
         if self.last is None or self.uncertain:
             events.append((0, "health_rebaseline", {"cuts_since": self.cuts_since}))
         else:
             losses = self.cuts_since - self.kept_power + self.offs_between
-            delta = diff_snapshots(self.last, snapshot, losses)
+            delta = diff_snapshots(self.last, snapshot, losses, self.clean_offs)
             if delta.not_reported != self.not_reported:  # said once, and again when it changes
                 self.not_reported = delta.not_reported
                 events.append((0, "health_not_reported", {"fields": list(delta.not_reported)}))
         self.last, self.cuts_since, self.offs_between, self.uncertain = snapshot, 0, 0, False
-        self.kept_power = 0
+        self.kept_power = self.clean_offs = 0
         return snapshot, delta, events
 
     def cycle_failed_after_cut(self) -> None:

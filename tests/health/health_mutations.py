@@ -70,6 +70,8 @@ def recorded_files() -> dict[str, list[Path]]:
         "nvme id-ctrl": sorted((RECORDED / "nvme" / "id-ctrl").glob("*.json")),
         "nvme smart-log": sorted((RECORDED / "nvme" / "smart-log").glob("*.json")),
         "nvme get-feature": sorted((RECORDED / "nvme" / "get-feature").glob("*.txt")),
+        "nvme ocp": sorted((RECORDED / "nvme" / "ocp").glob("*.json")),
+        "nvme show-regs": sorted((RECORDED / "nvme" / "show-regs").glob("*.json")),
         "smartctl recorded": sorted((RECORDED / "smartctl").glob("*.json")),
         "sg_inq": sorted((RECORDED / "sg_inq").glob("*.txt")),
         "sg_vpd": sorted((RECORDED / "sg_vpd").glob("*.txt")),

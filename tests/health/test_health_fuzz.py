@@ -34,6 +34,8 @@ from hypothesis import strategies as st
 from rig.health.delta import diff_snapshots
 from rig.health.errors import ToolOutputError
 from rig.health.nvme import parse_nvme_id_ctrl, parse_nvme_smart_log, snapshot_from_nvme
+from rig.health.ocp import FIELDS, OcpSmartLog, parse_ocp_smart_add_log
+from rig.health.regs import parse_nvme_show_regs
 from rig.health.scsi import parse_sg_inq, parse_sg_vpd_di
 from rig.health.smart import parse_smartctl_json
 from rig.health.snapshot import HealthSnapshot
@@ -77,11 +79,22 @@ def _nvme_ctrl() -> Any:
 TEXT_PARSERS: dict[str, Callable[[str], Any]] = {
     "nvme id-ctrl": parse_nvme_id_ctrl,
     "nvme get-feature": parse_nvme_vwc,
+    "nvme ocp": lambda text: check_ocp(parse_ocp_smart_add_log(text)),
+    "nvme show-regs": parse_nvme_show_regs,
     "sg_inq": parse_sg_inq,
     "sg_vpd": parse_sg_vpd_di,
     "hdparm": parse_hdparm_w,
     "sdparm": parse_sdparm_wce,
 }
+
+
+def check_ocp(log: OcpSmartLog) -> None:
+    """Every C0h field is None or fits its width in the page; the two 128-bit totals too."""
+    for name, (_, width, _, _, _) in FIELDS.items():
+        value = getattr(log, name)
+        assert value is None or (type(value) is int and 0 <= value < 1 << 8 * width), name
+    for value in (log.physical_media_units_written, log.physical_media_units_read):
+        assert value is None or 0 <= value < 1 << 128
 
 
 def check_snapshot(snap: HealthSnapshot, reference: HealthSnapshot | None) -> None:

@@ -223,3 +223,20 @@ def test_a_field_on_one_side_only_is_a_disagreement(
     # NVMe's id-ctrl carries no WWN: udev's namespace WWN is not asked of it
     nvme = crosscheck.Answer("nvme id-ctrl", DriveIdentity("m", "S1"), crosscheck.SERIAL_MODEL)
     assert crosscheck.disagreement(DriveIdentity("m", "S1", "eui.0025385b71b0a1c2"), nvme) is None
+
+
+def test_tool_drives_read_nvme_dlfeat_from_nvme_cli(
+    fake_tools: ToolRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """smartctl prints no DLFEAT: for an NVMe drive the health answer takes it from `nvme
+    id-ns` (the checker's rule for discards depends on it); a drive whose id-ns cannot be read
+    promises nothing."""
+    drives = ToolDrives(fake_tools, lock_dir=str(tmp_path / "locks"))
+    monkeypatch.setenv("FAKE_SMARTCTL_EXIT", "2")  # nvme-cli answers all (id-ctrl, smart-log)
+    assert drives.health(node("/dev/nvme0", NVME)).zeroes_after_discard is True
+    monkeypatch.delenv("FAKE_SMARTCTL_EXIT")  # smartctl answers; id-ns then adds DLFEAT
+    monkeypatch.setenv("FAKE_SMARTCTL_OUTPUT", str(real_file("INTEL_SSDPE2KX080T8_1.json")))
+    snap = drives.health(node("/dev/nvme0", NVME))
+    assert snap.source == "smartctl" and snap.zeroes_after_discard is True
+    monkeypatch.setenv("FAKE_NVME_EXIT", "1")  # nvme-cli refuses: no promise, no error
+    assert drives.health(node("/dev/nvme0", NVME)).zeroes_after_discard is None
