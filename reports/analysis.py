@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from reports import ordered, stats
+from reports import exposure, ordered, stats
 from reports import verdict as verdicts
 from reports.binned import BinnedDelays, BinnedReturns
 from reports.compare import compare
@@ -34,6 +34,7 @@ from reports.endurance import endurance_series, trim_pairs
 from reports.ordered import nearest_rank
 from reports.record import (
     NOT_REPORTED,
+    ClassExposure,
     ClassStat,
     CounterDelta,
     Criteria,
@@ -48,6 +49,7 @@ from reports.record import (
     Verdict,
 )
 from reports.run_parts import Cuts, RunParts
+from reports.sequential import SequentialReport
 from reports.sequential import analyse as analyse_sequential
 from rig.check import failures
 from rig.health.delta import COUNTERS
@@ -132,6 +134,9 @@ def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts)
     ack_bins = _bins(delays, "ack_to_cut_ms", confidence)
     flush_bins = _bins(delays, "flush_to_cut_ms", confidence)
     let_go()  # (this model's delay points and return times: made again when read)
+    zero = exposure.zero_tolerance_of({id(r.campaign): r.campaign for r in runs}.values())
+    exposed = exposure.per_class(cuts, criteria, zero, proportion)
+    seq = analyse_sequential(runs, criteria.classes, zero)
     return ModelReport(
         model=model,
         firmware={
@@ -169,13 +174,34 @@ def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts)
         rail=[s for s in (_rail(r) for r in runs) if s is not None],
         criteria=criteria,
         criteria_note=note,
-        verdict=model_verdict(
-            criteria, crit, dead, [(d.serial or d.wwn, d.cuts.trials) for d in drives]
-        ),
+        verdict=_verdict(criteria, crit, dead, drives, exposed, seq),
         endurance=(series := endurance_series(runs)),
         trim_pairs=trim_pairs(series),
-        sequential=analyse_sequential(runs, criteria.classes),
+        sequential=seq,
+        exposure=exposed,
     )
+
+
+def _verdict(
+    criteria: Criteria,
+    crit: Proportion,
+    dead: int,
+    drives: list[DriveStat],
+    exposed: list[ClassExposure],
+    seq: SequentialReport | None,
+) -> Verdict:
+    """The model's one verdict (reports/exposure.py:decide) over the pooled rule."""
+    drive_cuts = [(d.serial or d.wwn, d.cuts.trials) for d in drives]
+    base = model_verdict(criteria, crit, dead, drive_cuts)
+    short = any(n < criteria.min_cycles for _, n in drive_cuts)
+    return exposure.decide(base, exposed, criteria, short, _plan_decided(seq))
+
+
+def _plan_decided(seq: SequentialReport | None) -> tuple[str, int] | None:
+    """The model's sequential decision and its cuts, where its plan decided."""
+    if seq is None or seq.model.decision not in (verdicts.PASS, verdicts.FAIL):
+        return None
+    return seq.model.decision, seq.model.cuts
 
 
 def _lost_after(runs: list[DriveRun], which: int) -> Counted:

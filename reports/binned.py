@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -32,12 +33,18 @@ def bin_middle(k: int) -> float:
 @dataclass
 class LogHistogram:
     """Values counted per bin k = floor(ln(max(v, FLOOR_MS)) * BINS_PER_E), with the exact
-    count, minimum, maximum and sum."""
+    count, minimum, maximum and sum. The sum is kept as an exact fraction: the bins arrive in
+    whatever order the server's hash aggregation yields them, and a float sum would then differ
+    in its last bit between two reads of the same rows."""
 
     counts: dict[int, int] = field(default_factory=dict)
     low: float = math.inf
     high: float = -math.inf
-    total: float = 0.0
+    exact_total: Fraction = field(default_factory=Fraction)
+
+    @property
+    def total(self) -> float:
+        return float(self.exact_total)
 
     @property
     def n(self) -> int:
@@ -46,13 +53,13 @@ class LogHistogram:
     def add_bin(self, k: int, n: int, low: float, high: float, total: float) -> None:
         self.counts[k] = self.counts.get(k, 0) + n
         self.low, self.high = min(self.low, low), max(self.high, high)
-        self.total += total
+        self.exact_total += Fraction(total)
 
     def add(self, other: LogHistogram) -> None:
         for k, n in other.counts.items():
             self.counts[k] = self.counts.get(k, 0) + n
         self.low, self.high = min(self.low, other.low), max(self.high, other.high)
-        self.total += other.total
+        self.exact_total += other.exact_total
 
     def at_rank(self, rank: int) -> float:
         """The value of 0-based `rank` among the values in order, to the bin's resolution."""

@@ -16,6 +16,7 @@ from reports.dataset import (
     CHUNK,
     EXAMPLES_PER_DRIVE,
     ROW_COLUMNS,
+    TIMING_COLUMNS,
     Campaign,
     Dataset,
     DriveRun,
@@ -23,7 +24,7 @@ from reports.dataset import (
     decode,
 )
 from reports.run_parts import RunPart, SummarisedCuts
-from rig.check import failures
+from rig.check import exposure, failures
 from rig.check.failures import COUNTER_ANOMALY
 
 Filter = Callable[[dict[str, Any]], bool]
@@ -51,6 +52,7 @@ class CentralReads(Protocol):
         drives: Sequence[tuple[str, int, int]] | None = None,
     ) -> list[Row]: ...
     def cuts_through(self, station: str, uid: int, channel: int, seq: int) -> int: ...
+    def timing_of_campaign(self, station: str, uid: int) -> dict[str, float | int | None]: ...
     def drive_class_totals(self, station: str, uid: int, channel: int) -> list[Row]: ...
     def drive_lost_after(self, station: str, uid: int, channel: int) -> list[Row]: ...
     def health_of(self, station: str, uid: int, channel: int) -> list[Row]: ...
@@ -93,6 +95,9 @@ def read(
         c = campaign_of(row, label)
         campaigns[(row["station"], row["uid"])] = c
         data.campaigns.append(c)
+        data.timing[(c.source, c.campaign_id)] = central.timing_of_campaign(
+            row["station"], row["uid"]
+        )
     rows = [
         row
         for row in central.drive_rows()
@@ -154,7 +159,13 @@ def _tables(
     builder, codes = TableBuilder(), {None: 0}
     for rows in central.cut_columns(*key, CHUNK):
         columns = list(zip(*rows, strict=True))
-        values = dict(zip(("seq", *ROW_COLUMNS), columns[:1] + columns[2:12], strict=True))
+        values = dict(
+            zip(
+                ("seq", *ROW_COLUMNS, *TIMING_COLUMNS),
+                columns[:1] + columns[2:12] + columns[13:15],
+                strict=True,
+            )
+        )
         for text in set(columns[12]) - codes.keys():
             codes[text] = builder.code_of_classes(frozenset(str(text).split(",")))
         builder.add(values, columns[1], [codes[t] for t in columns[12]])
@@ -185,7 +196,7 @@ def _summarised(
     """A drive's cuts as its aggregates (reports.run_parts.SummarisedCuts): the counts, sums
     and place of death of its RunPart, its return-time bins and delay bins (and its rows
     streamed for cuts.csv, `cut_rows`)."""
-    part = RunPart(0, {}, [frozenset()], {}, None, 0, 0, 0, 0, 0)
+    part = RunPart(0, {}, [frozenset()], {}, None, 0, 0, 0, 0, 0, {})
     returns, delays = binned.LogHistogram(), binned.DelayCounts()
     first_dead = None
     bins = len(DELAY_BINS_MS) - 1
@@ -201,6 +212,8 @@ def _summarised(
             if classes not in part.class_sets:
                 part.class_sets.append(classes)
             part.class_counts[classes] = part.class_counts.get(classes, 0) + n
+            pair = (classes, exposure.from_text(r.get("exposed")))  # (None: not replicated)
+            part.exposure_counts[pair] = part.exposure_counts.get(pair, 0) + n
             part.cuts += n
             part.blocks_checked += int(r["blocks_checked"] or 0)
             part.full_scans += int(r["full_scans"] or 0)

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reports import binned, ordered, svg
+from reports import verdict as verdicts
 from reports.binned import BinnedDelays, BinnedReturns
 from reports.cuts import FloatArray, StoredReturns
 from reports.record import DriveStat, ModelReport, RailStat
@@ -31,26 +32,40 @@ def bounds_chart(models: Sequence[ModelReport], confidence: float) -> str:
         [m.any_failure.upper or 1.0 for m in shown] + [m.criteria.max_failure_rate for m in shown]
     )
     chart = svg.Chart(
-        f"Failure probability per cut: rate (dot) and {confidence:.0%} upper bound (bar)",
-        (0, len(shown)),
+        f"Failure probability per cut: rate (dot) and {confidence:.0%} upper bound (bar,"
+        " coloured by the model's verdict)",
+        (0, len(shown) + 1),  # an empty slot at the right: the target's label, over no bar
         (min(lowest / 3, 1e-4), 1.0),
         "model",
         "probability per cut (log)",
         ylog=True,
-        width=max(420, 160 * len(shown) + 120),
+        width=max(560, 160 * (len(shown) + 1) + 120),
     )
     for i, m in enumerate(shown):
         p = m.any_failure
         assert p.upper is not None and p.rate is not None
-        chart.bar(i + 0.25, i + 0.75, p.upper, svg.colour(i), f"{m.model}: upper {p.upper:.3g}")
+        verdict = m.verdict.label
+        tip = f"{m.model}: upper {p.upper:.3g} ({verdict})"
+        chart.bar(i + 0.25, i + 0.75, p.upper, svg.verdict_fill(verdict), tip, verdict)
         if p.failed:
             chart.points([i + 0.5], [p.rate], "#000", f"{m.model}: rate {p.rate:.3g}", r=4)
         else:  # a zero rate is below every point of a log axis: said, never drawn at its floor
             chart.note(i + 0.5, chart.y.low, f"0 of {p.trials}", f"{m.model}: no failing cut")
         chart.category(i + 0.5, m.model)
     for target in sorted({m.criteria.max_failure_rate for m in shown}):
-        chart.hline(target, "#b00", f"target p < {target:g}")
+        chart.hline(target, "#333", f"target p < {target:g}")
+    for verdict in dict.fromkeys(m.verdict.label for m in shown):
+        chart.legend(verdict, svg.verdict_fill(verdict))
     return chart.render()
+
+
+def _verdict_styles(models: Sequence[ModelReport]) -> list[tuple[str, str]]:
+    """Per model: (its verdict's colour, a dash of its own), so a curve's colour says the
+    verdict as the bars do and models of one verdict (or identical curves) still differ."""
+    return [
+        (svg.verdict_fill(m.verdict.label), SAME_CURVE_DASHES[i % len(SAME_CURVE_DASHES)])
+        for i, m in enumerate(models)
+    ]
 
 
 def survival_chart(models: Sequence[ModelReport]) -> str:
@@ -67,6 +82,7 @@ def survival_chart(models: Sequence[ModelReport]) -> str:
     )
     drawn: dict[tuple[object, ...], str] = {}  # a curve -> the first model drawn with it
     drawn_order: list[str] = []  # per model drawn: the first model of its curve
+    styles = _verdict_styles(models)
     for i, m in enumerate(models):
         if not m.survival.subjects:
             continue
@@ -86,18 +102,25 @@ def survival_chart(models: Sequence[ModelReport]) -> str:
         # (the earlier colours show through its gaps) and its legend names the first
         curve = (*xs, None, *ys, None, *censored)
         same = drawn.setdefault(curve, m.model)
-        dash = SAME_CURVE_DASHES[sum(1 for v in drawn_order if v == same) % len(SAME_CURVE_DASHES)]
+        fill, dash = styles[i]  # (a dash per model: identical curves show through each other)
         drawn_order.append(same)
         if m.survival.steps:
-            chart.band(*_stepped(xs, lo, hi), fill=svg.colour(i))
-        chart.step(xs, ys, svg.colour(i), dash)
-        chart.points(censored, [_km_at(m, t) for t in censored], svg.colour(i), "censored", r=4)
+            chart.band(*_stepped(xs, lo, hi), fill=fill)
+        chart.step(xs, ys, fill, dash)
+        chart.points(censored, [_km_at(m, t) for t in censored], fill, "censored", r=4)
         note = f", identical to {same}" if same != m.model else ""
-        chart.legend(f"{m.model} ({len(m.survival.subjects)} drives{note})", svg.colour(i))
+        drives = len(m.survival.subjects)
+        chart.legend(
+            f"{m.model}: {m.verdict.label} ({drives} {_plural(drives, 'drive')}{note})", fill
+        )
     return chart.render()
 
 
 SAME_CURVE_DASHES = ("", "9 5", "3 4", "12 4 3 4")
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
 
 
 def _stepped(
@@ -143,17 +166,19 @@ def return_chart(models: Sequence[ModelReport]) -> str:
         "fraction of cuts",
         xlog=log,
     )
+    styles = _verdict_styles(models)
     for i, m in enumerate(models):
         if not len(m.return_ms):
             continue
+        fill, dash = styles[i]
         if isinstance(m.return_ms, BinnedReturns):  # the central report: a step per bin
             values, counts = m.return_ms.histogram.steps()
-            chart.cdf(values, svg.colour(i), counts)
+            chart.cdf(values, fill, counts, dash)
             error = f" (bins of +-{binned.RELATIVE_ERROR:.1%})"
         else:
-            chart.cdf(svg.Later(functools.partial(_sorted, m), len(m.return_ms)), svg.colour(i))
+            chart.cdf(svg.Later(functools.partial(_sorted, m), len(m.return_ms)), fill, None, dash)
             error = ""
-        chart.legend(m.model + error, svg.colour(i))
+        chart.legend(f"{m.model}: {m.verdict.label}{error}", fill)
     return chart.render()
 
 
@@ -198,10 +223,11 @@ def delay_chart(m: ModelReport) -> str:
         xlog=True,
         ylog=True,
     )
-    chart.point_pieces(functools.partial(_delay_side, m, False), "#2ca02c", "no failure")
-    chart.point_pieces(functools.partial(_delay_side, m, True), "#d62728", "failure", r=3.5)
-    chart.legend(f"no failure ({good})", "#2ca02c")
-    chart.legend(f"failure ({bad})", "#d62728")
+    kept, lost = svg.verdict_fill(verdicts.PASS), svg.verdict_fill(verdicts.FAIL)
+    chart.point_pieces(functools.partial(_delay_side, m, False), kept, "no failure")
+    chart.point_pieces(functools.partial(_delay_side, m, True), lost, "failure", r=3.5)
+    chart.legend(f"no failure ({good})", kept)
+    chart.legend(f"failure ({bad})", lost)
     return chart.render()
 
 
@@ -271,19 +297,19 @@ def class_chart(drives: Sequence[DriveStat]) -> str:
                 w = width * n / biggest
                 parts.append(
                     f'<rect class="mark" x="{x:.1f}" y="{y}" width="{max(w, 1):.1f}"'
-                    f' height="{row_h - 6}" fill="{svg.colour(k + 1)}">'
+                    f' height="{row_h - 6}" fill="{svg.colour(k)}">'
                     f"<title>{esc(cls)}: {n}</title></rect>"
                 )
                 x += w
         if x == left:
             parts.append(
-                f'<text x="{left}" y="{y + 15}" font-size="12" fill="#080">no failures</text>'
+                f'<text x="{left}" y="{y + 15}" font-size="12" fill="#1b7837">no failures</text>'
             )
     y = 36 + len(drives) * row_h
     x = float(left)
     for k, cls in enumerate(classes):
         parts.append(
-            f'<rect x="{x:.0f}" y="{y}" width="10" height="10" fill="{svg.colour(k + 1)}"/>'
+            f'<rect x="{x:.0f}" y="{y}" width="10" height="10" fill="{svg.colour(k)}"/>'
             f'<text x="{x + 13:.0f}" y="{y + 9}" font-size="10">{esc(cls)}</text>'
         )
         x += 24 + 5.6 * len(cls)

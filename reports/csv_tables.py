@@ -38,27 +38,40 @@ class Table:
     head: Sequence[str]
     rows: Callable[[Report], Iterable[Row]] | None = None
     lines: Callable[[Dataset], Iterable[str]] | None = None
+    # a table of a kind of run the stores may not hold (endurance): written only with a row,
+    # never as a header alone beside a report that has no such run
+    optional: bool = False
 
-    def write(self, out: Path, report: Report, data: Dataset) -> Path:
+    def write(self, out: Path, report: Report, data: Dataset) -> Path | None:
+        rows = iter(self.rows(report)) if self.rows is not None else iter(())
+        first = next(rows, None)
+        if self.optional and first is None:
+            return None
         path = out / self.name
         with open(path, "w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
             writer.writerow(self.head)
-            if self.rows is not None:
-                writer.writerows(self.rows(report))
+            if first is not None:
+                writer.writerow(first)
+                writer.writerows(rows)
             if self.lines is not None:
                 handle.writelines(self.lines(data))
         return path
 
 
 def write_csvs(report: Report, data: Dataset, out: Path) -> list[Path]:
-    return [table.write(out, report, data) for table in TABLES]
+    written = (table.write(out, report, data) for table in TABLES)
+    return [path for path in written if path is not None]
 
 
 MODELS_HEAD = (
     *("model", "drives", "cuts", "failing_cuts", "rate", "upper_bound"),
     *("reliability_demonstrated", "drives_failed", "drives_dead", "rig_errors", "interrupted"),
-    *("criteria", "verdict"),
+    *("criteria", "verdict", "verdict_rule"),
+)
+EXPOSURE_HEAD = (
+    *("model", "class", "exposed_cuts", "failing_cuts", "unknown_exposure", "rate"),
+    *("upper_bound", "zero_tolerance", "verdict"),
 )
 CLASSES_HEAD = ("model", "class", "findings", "blocks", "cuts_with", "cuts", "rate", "upper_bound")
 DRIVES_HEAD = (
@@ -81,8 +94,16 @@ def _model_rows(report: Report) -> Iterator[Row]:
         yield (
             *(m.model, len(m.drives), m.cuts, p.failed, p.rate, p.upper),
             *(m.reliability_demonstrated, m.drive_level.failed, m.drives_dead, m.rig_errors),
-            *(m.interrupted, m.criteria.describe(), m.verdict.label),
+            *(m.interrupted, m.criteria.describe(), m.verdict.label, m.verdict.rule),
         )
+
+
+def _exposure_rows(report: Report) -> Iterator[Row]:
+    for m in report.models:
+        for e in m.exposure:
+            c = e.cuts
+            yield (m.model, e.cls, c.trials, c.failed, e.unknown, c.rate, c.upper,
+                   int(e.zero_tolerance), e.verdict)  # fmt: skip
 
 
 def _class_rows(report: Report) -> Iterator[Row]:
@@ -150,6 +171,7 @@ def _cuts_lines(data: Dataset) -> Iterator[str]:
 CUTS_HEAD = (
     *("store", "campaign", "model", "serial", "channel", "seq", "status", "cut_delay_ms"),
     *("ack_to_cut_ms", "flush_to_cut_ms", "gone_ms", "return_ms", "failure_classes"),
+    *("realized_delay_ms", "delay_error_ms"),
 )
 CHUNK = 8192  # rows made at a time
 
@@ -183,7 +205,10 @@ def _table_lines(head: str, source: SpilledCuts | CutTable) -> Iterator[str]:
     once per kind, a float by repr."""
     statuses = [_csv_cell(s) for s in source.statuses]
     classes = [_csv_cell(" ".join(sorted(s))) for s in source.class_sets]
-    names = ("seq", "cut_delay_ms", "ack_to_cut_ms", "flush_to_cut_ms", "gone_ms", "return_ms")
+    names = (
+        *("seq", "cut_delay_ms", "ack_to_cut_ms", "flush_to_cut_ms", "gone_ms", "return_ms"),
+        *("realized_delay_ms", "delay_error_ms"),
+    )
     for piece in column_chunks(source, (*names, "status", "classes")):
         for start in range(0, len(piece["status"]), CHUNK):
             end = start + CHUNK
@@ -196,8 +221,9 @@ def _table_lines(head: str, source: SpilledCuts | CutTable) -> Iterator[str]:
             yield "".join(
                 f"{head}{seq},{statuses[s]},{delay!r},{'' if a != a else repr(a)},"
                 f"{'' if f != f else repr(f)},{'' if g != g else repr(g)},"
-                f"{'' if b != b else repr(b)},{classes[c]}\r\n"
-                for (seq, delay, a, f, g, b), (s, c) in zip(
+                f"{'' if b != b else repr(b)},{classes[c]},"
+                f"{'' if r != r else repr(r)},{'' if e != e else repr(e)}\r\n"
+                for (seq, delay, a, f, g, b, r, e), (s, c) in zip(
                     zip(*columns, strict=True), codes, strict=True
                 )
             )
@@ -314,12 +340,13 @@ def _endurance_row(model: str, row: dict[str, Any]) -> list[object]:
 TABLES = (
     Table("models.csv", MODELS_HEAD, _model_rows),
     Table("classes.csv", CLASSES_HEAD, _class_rows),
+    Table("exposure.csv", EXPOSURE_HEAD, _exposure_rows),
     Table("drives.csv", DRIVES_HEAD, _drive_rows),
     Table("cuts.csv", CUTS_HEAD, lines=_cuts_lines),
     Table("comparisons.csv", COMPARISONS_HEAD, _comparison_rows),
     Table("survival.csv", SURVIVAL_HEAD, _survival_rows),
-    Table("endurance.csv", ENDURANCE_HEAD, _interval_rows),
-    Table("endurance_series.csv", SERIES_HEAD, _series_rows),
-    Table("endurance_marks.csv", MARKS_HEAD, _mark_rows),
-    Table("pts_windows.csv", PTS_WINDOW_HEAD, _pts_window_rows),
+    Table("endurance.csv", ENDURANCE_HEAD, _interval_rows, optional=True),
+    Table("endurance_series.csv", SERIES_HEAD, _series_rows, optional=True),
+    Table("endurance_marks.csv", MARKS_HEAD, _mark_rows, optional=True),
+    Table("pts_windows.csv", PTS_WINDOW_HEAD, _pts_window_rows, optional=True),
 )

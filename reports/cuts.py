@@ -7,9 +7,6 @@ cut's status and its set of failure classes are small codes into per-table vocab
 
 from __future__ import annotations
 
-import os
-import tempfile
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from reports import spill_owner
+from reports.spill_owner import SpillFolder
 
 CUT_STATUSES = ("ok", "dead")
 FloatArray = npt.NDArray[np.float64]
@@ -36,8 +33,15 @@ COLUMNS: dict[str, Any] = {
     "blocks_checked": np.int64,
     "full_scan": np.bool_,
     "blocks_unchecked": np.int64,
+    "realized_delay_ms": np.float64,
+    "delay_error_ms": np.float64,
 }
-OPTIONAL = ("return_ms", "gone_ms", "ack_to_cut_ms", "flush_to_cut_ms")
+Values = Mapping[str, Sequence[Any]]  # a chunk's columns by name
+Texts = Sequence[str | None] | None  # a chunk's `cycle.exposed` texts (None: not known)
+OPTIONAL = (
+    *("return_ms", "gone_ms", "ack_to_cut_ms", "flush_to_cut_ms"),
+    *("realized_delay_ms", "delay_error_ms"),
+)
 
 
 @dataclass
@@ -57,6 +61,8 @@ class Cut:
     blocks_checked: int
     full_scan: bool  # store v3: the cut's check read the whole test region
     blocks_unchecked: int = 0  # store v9: meant to be read, left unread by a read budget
+    realized_delay_ms: float | None = None  # store v14: the edge minus its trigger event
+    delay_error_ms: float | None = None  # (that figure's bound: the clock mapping's)
 
     @property
     def is_cut(self) -> bool:
@@ -83,6 +89,9 @@ class CutTable(Sequence[Cut]):
     classes: npt.NDArray[np.int32] = field(default_factory=lambda: np.empty(0, np.int32))
     statuses: list[str] = field(default_factory=list)
     class_sets: list[frozenset[str]] = field(default_factory=lambda: [frozenset()])
+    # per cut a code into `exposed_sets`: the classes it was a trial of (code 0: not known)
+    exposed: npt.NDArray[np.int32] = field(default_factory=lambda: np.empty(0, np.int32))
+    exposed_sets: list[frozenset[str] | None] = field(default_factory=lambda: [None])
 
     def __len__(self) -> int:
         return len(self.status)
@@ -126,6 +135,8 @@ class TableBuilder:
         self.chunks: dict[str, list[npt.NDArray[Any]]] = {k: [] for k in COLUMNS}
         self.status_chunks: list[npt.NDArray[np.int16]] = []
         self.class_chunks: list[npt.NDArray[np.int32]] = []
+        self.exposed_chunks: list[npt.NDArray[np.int32]] = []
+        self.exposed_code: dict[str | None, int] = {None: 0}
         self.status_code: dict[str, int] = {}
         self.class_code: dict[frozenset[str], int] = {frozenset(): 0}
 
@@ -137,14 +148,23 @@ class TableBuilder:
         return code
 
     def add(
-        self, values: Mapping[str, Sequence[Any]], statuses: Sequence[str], classes: Sequence[int]
+        self, values: Values, statuses: Sequence[str], classes: Sequence[int], exposed: Texts = None
     ) -> None:
-        """One chunk: a sequence per COLUMNS name (None allowed in float columns), the statuses
-        and the class-set codes (from code_of_classes)."""
+        """One chunk: a sequence per COLUMNS name (None allowed in float columns), the statuses,
+        the class-set codes (from code_of_classes) and each cut's exposure as the store keeps
+        it (`cycle.exposed`; None or absent: not known)."""
         for name, dtype in COLUMNS.items():
             self.chunks[name].append(np.array(values[name], dtype=dtype))
         self.status_chunks.append(self.status_codes(statuses))
         self.class_chunks.append(np.array(classes, dtype=np.int32))
+        self.exposed_chunks.append(self.exposed_codes(exposed, len(statuses)))
+
+    def exposed_codes(self, exposed: Texts, n: int) -> npt.NDArray[np.int32]:
+        texts = exposed if exposed is not None else [None] * n
+        for text in set(texts) - self.exposed_code.keys():
+            self.exposed_code[text] = len(self.table.exposed_sets)
+            self.table.exposed_sets.append(frozenset(c for c in str(text).split(",") if c))
+        return np.array([self.exposed_code[t] for t in texts], np.int32)
 
     def status_codes(self, statuses: Sequence[str]) -> npt.NDArray[np.int16]:
         codes = []
@@ -164,6 +184,7 @@ class TableBuilder:
         if self.status_chunks:
             t.status = np.concatenate(self.status_chunks)
             t.classes = np.concatenate(self.class_chunks)
+            t.exposed = np.concatenate(self.exposed_chunks)
         self.chunks.clear()
         return t
 
@@ -197,21 +218,6 @@ def let_go() -> None:
     _RETURNS.get(None, lambda: None)
 
 
-class SpillFolder:
-    """A temporary folder for spilled tables, removed once nothing refers to it (and at any
-    exit of the process but SIGKILL: reports/spill_owner.py; a later report removes what a
-    killed one left)."""
-
-    def __init__(self) -> None:
-        spill_owner.remove_stale()
-        self.folder = tempfile.TemporaryDirectory(prefix=spill_owner.prefix())
-        spill_owner.track(self.folder.name)
-
-    def base(self) -> str:
-        """A new file name stem in the folder."""
-        return os.path.join(self.folder.name, uuid.uuid4().hex)
-
-
 class SpillBuilder(TableBuilder):
     """A TableBuilder that appends each chunk's columns to files (raw arrays, one per column)
     instead of keeping them: a drive's cuts are never whole in memory while read."""
@@ -221,16 +227,18 @@ class SpillBuilder(TableBuilder):
         self.spill, self.stem, self.rows = spill, spill.base(), 0
 
     def add(
-        self, values: Mapping[str, Sequence[Any]], statuses: Sequence[str], classes: Sequence[int]
+        self, values: Values, statuses: Sequence[str], classes: Sequence[int], exposed: Texts = None
     ) -> None:
         for name, dtype in COLUMNS.items():
             _append(f"{self.stem}.{name}", np.array(values[name], dtype=dtype))
         _append(f"{self.stem}.status", self.status_codes(statuses))
         _append(f"{self.stem}.classes", np.array(classes, dtype=np.int32))
+        _append(f"{self.stem}.exposed", self.exposed_codes(exposed, len(statuses)))
         self.rows += len(statuses)
 
     def spilled(self) -> SpilledCuts:
-        for name in (*COLUMNS, "status", "classes"):  # (a drive without cycles: empty files)
+        # (a drive without cycles: empty files)
+        for name in (*COLUMNS, "status", "classes", "exposed"):
             _append(f"{self.stem}.{name}", np.empty(0, np.int8))
         return SpilledCuts(self.spill, self.stem, self.rows, self.table)
 
@@ -274,6 +282,7 @@ class SpilledCuts(Sequence[Cut]):
         self.spill = spill  # keeps the folder while this table may be read
         self.stem, self.rows = stem, rows
         self.statuses, self.class_sets = vocabulary.statuses, vocabulary.class_sets
+        self.exposed_sets = vocabulary.exposed_sets
 
     def table(self) -> CutTable:
         table: CutTable = _TABLES.get(self, self._load)
@@ -286,6 +295,8 @@ class SpilledCuts(Sequence[Cut]):
             np.fromfile(f"{self.stem}.classes", np.int32),
             self.statuses,
             self.class_sets,
+            np.fromfile(f"{self.stem}.exposed", np.int32),
+            self.exposed_sets,
         )
 
     def __len__(self) -> int:
@@ -299,7 +310,7 @@ class SpilledCuts(Sequence[Cut]):
 
 
 ROWS_AT_A_TIME = 65_536  # rows of a table's columns read at a time by `column_chunks`
-CODES: dict[str, Any] = {"status": np.int16, "classes": np.int32}
+CODES: dict[str, Any] = {"status": np.int16, "classes": np.int32, "exposed": np.int32}
 
 
 def column_chunks(
@@ -319,8 +330,9 @@ def column_chunks(
             }
         return
     t = table_of(cuts)
-    whole = {n: t.status if n == "status" else t.classes if n == "classes" else t.columns[n]
-             for n in names}  # fmt: skip
+    coded: dict[str, npt.NDArray[Any]] = {"status": t.status, "classes": t.classes}
+    coded["exposed"] = t.exposed
+    whole = {n: coded[n] if n in coded else t.columns[n] for n in names}
     for start in range(0, len(t), rows):
         yield {n: v[start : start + rows] for n, v in whole.items()}
 

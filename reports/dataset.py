@@ -11,7 +11,6 @@ counted twice.
 from __future__ import annotations
 
 import io
-import itertools
 import json
 import re
 import sqlite3
@@ -26,7 +25,9 @@ import numpy.typing as npt
 
 from reports import cut_shapes
 from reports.counted import add_counts
-from reports.cuts import Cut, CutTable, SpillBuilder, SpillFolder, TableBuilder
+from reports.cuts import Cut, CutTable, SpillBuilder, TableBuilder
+from reports.spill_owner import SpillFolder
+from reports.stored_exposure import StoredExposure
 from rig.check.failures import COUNTER_ANOMALY
 from rig.errors import UserError
 from rig.store import StoreReader, lost_after_ms
@@ -100,13 +101,19 @@ class Dataset:
     runs: list[DriveRun]
     # tables a store holds that this report version does not read, per store
     unread_tables: dict[str, list[str]] = field(default_factory=dict)
+    # where the cuts fell against their plan, per (campaign source, id), as a source other than
+    # a store file read it (the central database: reports/central.py); a store's is read from
+    # the file by reports/timing.py
+    timing: dict[tuple[str, int], dict[str, float | int | None]] = field(default_factory=dict)
 
 
 # tables this report reads, or that hold nothing a report shows (cycle_start: resume bookkeeping;
-# a crashed cycle reaches the report as an `interrupted` cycle row)
+# a crashed cycle reaches the report as an `interrupted` cycle row; power_on: each cycle's last
+# return is its cycle row's, shown; a recovery burst's power-ons are not shown yet)
 KNOWN_TABLES = {
     *("campaign", "drive", "cycle", "finding", "event", "ledger", "lba_state", "health"),
-    *("rail_sense", "cycle_start", "finding_total", "lost_after", "cycle_total"),
+    *("rail_sense", "cycle_start", "finding_total", "lost_after", "cycle_total", "power_on"),
+    "exposure_total",  # (rig status's sums; the report counts cycle.exposed itself)
 }
 
 
@@ -179,9 +186,9 @@ def _load_store(
             row["profile"],
             row["status"],
         )
-        _load_cuts(db, run, has_ledger, "finding" in tables, spill)
         if "health" in tables and {"after_seq", "fields"} <= db.columns("health"):
-            run.health = _load_health(db, run.drive_id)
+            run.health = _load_health(db, run.drive_id)  # (before the cuts: their exposure)
+        _load_cuts(db, run, has_ledger, "finding" in tables, spill, row["block_size"])
         data.runs.append(run)
     for table, attr in _optional_tables(db, tables).items():
         extra = [t for t in extra if t != table]
@@ -205,7 +212,7 @@ def _criteria_column(row: sqlite3.Row) -> dict[str, Any]:
 
 
 def _load_cuts(
-    db: StoreReader, run: DriveRun, has_ledger: bool, has_finding: bool, spill: SpillFolder
+    db: StoreReader, run: DriveRun, has_ledger: bool, has_finding: bool, spill: SpillFolder, bs: int
 ) -> None:
     if has_finding:
         run.examples = [
@@ -218,7 +225,9 @@ def _load_cuts(
             if isinstance(_decode(f["detail"]), dict)
         ]
     builder = SpillBuilder(spill)  # each chunk to files: the drive's cuts never whole here
-    _cut_table(db, run.drive_id, has_ledger, has_finding, builder)
+    healthy = {h.after_seq for h in run.health}
+    exposure = StoredExposure(db, has_ledger, bs, healthy)
+    _cut_table(db, run.drive_id, has_ledger, has_finding, builder, exposure)
     run.cuts = builder.spilled()
 
 
@@ -228,11 +237,13 @@ ROW_COLUMNS = (
     *("cut_delay_ms", "return_ms", "gone_ms", "ack_to_cut_ms", "flush_to_cut_ms", "started_at"),
     *("bytes_written", "blocks_checked", "full_scan", "blocks_unchecked"),
 )
+TIMING_COLUMNS = ("realized_delay_ms", "delay_error_ms")  # after them, at the rows' end
 
 
 def _cut_table(
-    db: StoreReader, drive_id: int, has_ledger: bool, has_finding: bool, builder: TableBuilder
-) -> None:
+    db: StoreReader, drive_id: int, has_ledger: bool, has_finding: bool, builder: TableBuilder,
+    exposure: StoredExposure | None = None,
+) -> None:  # fmt: skip
     """The drive's cycles as columns into `builder`, read a chunk at a time. v8 stores carry the
     delays in the cycle row: a ledger is decoded only for a cycle without them (recorded by an
     older rig)."""
@@ -241,13 +252,18 @@ def _cut_table(
     while rows := cursor.fetchmany(CHUNK):
         columns = list(zip(*rows, strict=True))
         values: dict[str, Sequence[Any]] = dict(
-            zip(("seq", *ROW_COLUMNS), columns[1:2] + columns[3:13], strict=True)
+            zip(
+                ("seq", *ROW_COLUMNS, *TIMING_COLUMNS),
+                columns[1:2] + columns[3:13] + columns[18:20],
+                strict=True,
+            )
         )
         if has_ledger and any(columns[14]):
             values["ack_to_cut_ms"], values["flush_to_cut_ms"] = _ledger_delays(db, columns)
         for text in set(columns[15]) - codes.keys():
             codes[text] = builder.code_of_classes(frozenset(str(text).split(",")))
-        builder.add(values, columns[2], [codes[t] for t in columns[15]])
+        exposed = exposure.of_chunk(columns) if exposure else columns[16]
+        builder.add(values, columns[2], [codes[t] for t in columns[15]], exposed)
 
 
 def _ledger_delays(
@@ -274,12 +290,6 @@ def _load_health(db: StoreReader, drive_id: int) -> list[HealthRow]:
     return rows
 
 
-def _ms(later_ns: int | None, cut_ns: int | None) -> float | None:
-    if later_ns is None or cut_ns is None or later_ns < cut_ns:
-        return None
-    return (later_ns - cut_ns) / 1e6
-
-
 LEDGER_COLUMNS = ("complete_ns", "status", "flush_complete_ns", "flush_status")
 _NPY_HEADER = re.compile(
     rb"'descr':\s*'([<>|]?[a-z]\d+)',\s*'fortran_order':\s*False,\s*'shape':\s*\((\d*),?\)"
@@ -304,11 +314,6 @@ def _npz_columns(blob: bytes, names: tuple[str, ...]) -> dict[str, npt.NDArray[A
             count = int(match.group(2) or 1)
             result[name] = np.frombuffer(data, dtype, count, offset=start + size)
     return result
-
-
-def _delay_ms(ns: int | None) -> float | None:
-    """A v8 delay column: -1 (nothing before the cut) and NULL read as no delay."""
-    return ns / 1e6 if ns is not None and ns >= 0 else None
 
 
 def _last_ack_and_flush(blob: bytes, cut_ns: int) -> tuple[float | None, float | None]:
@@ -409,38 +414,6 @@ def _decode(value: Any) -> Any:
     return value
 
 
-# -- for readers of other sources (reports/central.py: the fleet's PostgreSQL) ------------------
-
-
-def cuts_from_rows(rows: Iterable[Any], classes: dict[int, set[str]]) -> CutTable:
-    """The cuts of cycle rows that have the v8 delay columns (any mappings of the cycle table's
-    columns, in seq order), with the failure classes their findings showed (by seq), made into
-    columns a chunk at a time."""
-    builder = TableBuilder()
-    rows = iter(rows)
-    while chunk := list(itertools.islice(rows, CHUNK)):
-        values: dict[str, list[Any]] = {k: [] for k in ("seq", *ROW_COLUMNS)}
-        for c in chunk:
-            cut_ns = c["cut_ns"]
-            for name, value in (
-                ("seq", c["seq"]),
-                ("cut_delay_ms", c["cut_delay_ns"] / 1e6),
-                ("return_ms", _ms(c["back_ns"], cut_ns)),
-                ("gone_ms", _ms(c["gone_ns"], cut_ns)),
-                ("ack_to_cut_ms", _delay_ms(c["last_ack_to_cut_ns"])),
-                ("flush_to_cut_ms", _delay_ms(c["last_flush_to_cut_ns"])),
-                ("started_at", c["started_at"]),
-                ("bytes_written", c["bytes_written"]),
-                ("blocks_checked", c["blocks_checked"]),
-                ("full_scan", bool(c["full_scan"])),
-                ("blocks_unchecked", c["blocks_unchecked"]),
-            ):
-                values[name].append(value)
-        codes = [builder.code_of_classes(frozenset(classes.get(c["seq"], ()))) for c in chunk]
-        builder.add(values, [c["status"] for c in chunk], codes)
-    return builder.done()
-
-
 def decode(value: Any) -> Any:
     """A column that may hold JSON text, decoded (as the store loader decodes it)."""
     return _decode(value)
@@ -475,4 +448,5 @@ def merge(parts: Iterable[Dataset]) -> Dataset:
         merged.campaigns += part.campaigns
         merged.runs += part.runs
         merged.unread_tables.update(part.unread_tables)
+        merged.timing.update(part.timing)
     return merged

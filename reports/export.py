@@ -21,6 +21,8 @@ from reports import (
     json_out,
     junit,
     markdown,
+    ocp,
+    timing,
     window,
     window_html,
 )
@@ -55,15 +57,21 @@ def write_dataset_report(
     sags = brownout.analyse(data, confidence)  # the brownout map (sag campaigns only)
     extra_json.update({"brownout": [m.to_json() for m in sags]} if sags else {})
     unmapped = brownout.not_mapped(data)  # sags of the central database: not mapped yet
-    extra_html = window_html.window_section(windows) + brownout.section(sags, unmapped)
+    accounts = ocp.analyse(data)  # the OCP log and readiness (drives that report them only)
+    extra_json.update({"ocp": ocp.to_json(accounts)} if accounts else {})
+    timed = timing.analyse(data)  # where the cuts fell against their plan
+    extra_json.update({"timing": timing.to_json(timed)} if timed else {})
+    window_part = window_html.window_section(windows)  # before the models' finding lists
+    extra_html = brownout.section(sags, unmapped) + ocp.section(accounts) + timing.section(timed)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     now = time.time()
     page = out / "report.html"
-    deferred.write(str(page), html.render_text(report, now, extra_html))
+    deferred.write(str(page), html.render_text(report, now, extra_html, window_part))
     deferred.write(str(out / "report.json"), json_out.json_text(report, now, extra_json))
     junit.write(report, junit_path or out / "junit.xml")
     csv_tables.write_csvs(report, data, out)
+    ocp.write_csv(accounts, out)
     if markdown_path:
         markdown.write(report, markdown_path, now)
     for model in report.models:  # a page per model too, for a file that cites one model

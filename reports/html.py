@@ -10,7 +10,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from reports import certificate, charts, deferred, intervals
+from reports import certificate, charts, deferred, intervals, svg
 from reports.cells import (
     anchor,
     finding_detail,
@@ -24,6 +24,7 @@ from reports.cells import (
 from reports.endurance_html import endurance_sections
 from reports.record import (
     NOT_REPORTED,
+    ClassExposure,
     Comparison,
     DelayBin,
     DriveHealth,
@@ -42,11 +43,18 @@ h1{margin-bottom:0}h2{border-bottom:2px solid #ddd;padding-bottom:2px;margin-top
 table{border-collapse:collapse;margin:.6em 0}
 td,th{border:1px solid #ccc;padding:3px 7px;font-size:13px;text-align:left;vertical-align:top}
 th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
-.PASS{color:#080;font-weight:bold}.FAIL{color:#b00;font-weight:bold}
-.DEAD{color:#fff;background:#b00;font-weight:bold}
-.verdict{display:inline-block;padding:4px 12px;border-radius:4px;color:#fff;font-weight:bold}
-.verdict.PASS{background:#2a2}.verdict.FAIL{background:#c22}
-.verdict.NOT-YET-DEMONSTRATED{background:#c70;color:#fff}.NOT-YET-DEMONSTRATED{color:#a50;font-weight:bold}
+.PASS{color:#1b7837;font-weight:bold}.FAIL{color:#b2182b;font-weight:bold}
+.DEAD{color:#fff;background:#252525;font-weight:bold}
+.verdict{display:inline-block;padding:4px 12px;border-radius:4px;color:#000;font-weight:bold;
+  border:1px solid #555;-webkit-print-color-adjust:exact;print-color-adjust:exact}
+"""
+    # the badges in the charts' verdict colours (reports/svg.py: VERDICT_FILL), FAIL hatched
+    + f""".verdict.PASS{{background:{svg.VERDICT_FILL["PASS"]};color:#000}}
+.verdict.FAIL{{background:repeating-linear-gradient(45deg,{svg.VERDICT_FILL["FAIL"]} 0 6px,
+  #7a0f1d 6px 9px);color:#fff}}
+.verdict.NOT-YET-DEMONSTRATED{{background:{svg.VERDICT_FILL["NOT YET DEMONSTRATED"]};color:#000}}
+"""
+    + """.NOT-YET-DEMONSTRATED{color:#8a6d00;font-weight:bold}
 .absent{color:#777;font-style:italic}.note{color:#555;font-size:13px}
 .detail{font-size:12px;white-space:nowrap}
 code{font-size:12px;word-break:break-all}.charts{display:flex;flex-wrap:wrap;gap:12px}
@@ -60,10 +68,13 @@ def render(report: Report, generated_at: float | None = None) -> str:
     return deferred.join(render_text(report, generated_at))
 
 
-def render_text(report: Report, generated_at: float | None = None, extra: str = "") -> str:
+def render_text(
+    report: Report, generated_at: float | None = None, extra: str = "", before: str = ""
+) -> str:
     """The page with its largest parts as tokens (reports/deferred.py), for writing to a file
-    as it is made. `extra`: sections of their own modules, after the models' (the window of
-    vulnerability, reports/window_html.py); "" leaves the page as it was."""
+    as it is made. `extra`: sections of their own modules, after the models' (brownouts);
+    `before`: before the models' long sections (the window of vulnerability,
+    reports/window_html.py); "" leaves the page as it was."""
     stamp = datetime.datetime.fromtimestamp(
         generated_at if generated_at is not None else 0, tz=datetime.UTC
     ).strftime("%Y-%m-%d %H:%M UTC")
@@ -85,6 +96,7 @@ def render_text(report: Report, generated_at: float | None = None, extra: str = 
         return_chart=Markup(charts.return_chart(report.models)),
         models=[model_section(m, report.confidence) for m in report.models],
         extra=Markup(extra),
+        before=Markup(before),
         certificates=Markup(certificate.certificates(report, stamp)),
     )
 
@@ -149,6 +161,11 @@ def comparison_row(c: Comparison) -> list[object]:
     ]
 
 
+def exposure_row(e: ClassExposure) -> list[object]:
+    zero = "yes" if e.zero_tolerance else ""
+    return [e.cls, e.cuts.trials, e.cuts.failed, pct(e.cuts.upper), e.unknown, zero, e.verdict]
+
+
 def model_section(m: ModelReport, confidence: float) -> Markup:
     c = f"{confidence:.0%}"
     v6 = intervals.is_v6(m)
@@ -160,6 +177,7 @@ def model_section(m: ModelReport, confidence: float) -> Markup:
             sequential=Markup(sequential_section(m.sequential)),
             firmware=[[fw, *prop_cells(p)] for fw, p in m.firmware.items()],
             classes=[[s.cls, s.findings, s.blocks, *prop_cells(s.cuts)] for s in m.classes],
+            exposure=[exposure_row(e) for e in m.exposure],
             drive_head=drive_head(c),
             drives=[drive_row(d) for d in m.drives],
             class_chart=Markup(charts.class_chart(m.drives)),
@@ -203,7 +221,8 @@ def drive_head(c: str) -> list[str]:
     return [
         *("drive (serial, WWN)", "firmware", "stations", "campaigns", "profile", "cuts"),
         *("failing cuts", f"{c} upper (this drive)", "findings", "allowed losses"),
-        *("written / checked / full scans / unchecked", "rig errors / interrupted", "status"),
+        *("written", "blocks checked", "full scans", "blocks unchecked"),
+        *("rig errors / interrupted", "status"),
         *("median return ms", "verdict"),
     ]
 
@@ -216,8 +235,7 @@ def drive_row(d: DriveStat) -> list[object]:
         *(", ".join(d.stations), ", ".join(d.campaigns), d.profile, d.cuts.trials),
         *(d.cuts.failed, pct(d.cuts.upper), Markup("<br>".join(findings)) or "none"),
         d.allowed_losses,
-        f"{d.bytes_written / 1e9:.3g} GB / {d.blocks_checked} blocks / {d.full_scans} full"
-        f" / {d.blocks_unchecked} unchecked",
+        *(f"{d.bytes_written / 1e9:.3g} GB", d.blocks_checked, d.full_scans, d.blocks_unchecked),
         d.rig_errors + d.interrupted,
         "alive" if d.dead_at_cut is None else f"dead at cut {d.dead_at_cut}",
         ms(d.median_return_ms),

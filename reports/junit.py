@@ -43,7 +43,17 @@ def _model_case(suite: ET.Element, m: ModelReport) -> None:
     failing = m.criteria_failure.failed
     _properties(
         case,
-        {"verdict": m.verdict.label, "cuts": m.cuts, "failing_cuts": failing},
+        {
+            "verdict": m.verdict.label,
+            "cuts": m.cuts,
+            "failing_cuts": failing,
+            "verdict_rule": m.verdict.rule,
+            # per judged class: failing / exposed cuts, upper bound, verdict (reports/exposure.py)
+            **{
+                f"exposure.{e.cls}": f"{e.cuts.failed}/{e.cuts.trials} {e.cuts.upper} {e.verdict}"
+                for e in m.exposure
+            },
+        },
     )
     findings = {c.cls: c.findings for c in m.classes}
     summary = "; ".join(m.verdict.reasons) or f"{failing} of {m.cuts} cuts failed"

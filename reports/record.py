@@ -65,6 +65,17 @@ class ClassStat:
 
 
 @dataclass
+class ClassExposure:
+    """One judged class of a model (reports/exposure.py): its cuts exposed and failing."""
+
+    cls: str
+    cuts: Proportion  # failing cuts of the class over the cuts exposed to it, with its bounds
+    unknown: int  # of those, cuts whose exposure the store does not know
+    zero_tolerance: bool  # its first occurrence fails the model
+    verdict: str  # PASS | FAIL | NOT YET DEMONSTRATED | NOT EXERCISED
+
+
+@dataclass
 class DriveStat:
     key: str
     model: str
@@ -154,6 +165,7 @@ class Verdict:
     label: str  # PASS | FAIL | NOT YET DEMONSTRATED
     reasons: list[str]
     cuts_needed: int = 0  # NOT YET DEMONSTRATED: more failure-free cuts that reach the claim
+    rule: str = ""  # the one line naming the rule that decided (reports/exposure.py:decide)
 
     @property
     def css(self) -> str:
@@ -199,6 +211,8 @@ class ModelReport:
     trim_pairs: list[TrimPair] = field(default_factory=list)  # same drive, discard off and on
     # the sequential plan's decision, where the model's campaigns state a plan (decision 173)
     sequential: SequentialReport | None = None
+    # per judged class: cuts exposed to it, failing ones and the bound (reports/exposure.py)
+    exposure: list[ClassExposure] = field(default_factory=list)
 
 
 @dataclass

@@ -25,6 +25,7 @@ from reports.cuts import (
 )
 from reports.dataset import DriveRun
 from rig.check import failures
+from rig.check.exposure import is_exposed
 
 
 @dataclass
@@ -44,6 +45,8 @@ class RunPart:
     blocks_checked: int  # over the cuts
     full_scans: int
     blocks_unchecked: int
+    # cuts per (set of failure classes, set of classes exposed to; None: not known)
+    exposure_counts: dict[tuple[frozenset[str], frozenset[str] | None], int]
 
     @classmethod
     def of(cls, cuts: Iterable[Cut]) -> RunPart:
@@ -57,9 +60,14 @@ class RunPart:
         per_status = np.zeros(len(statuses), np.int64)
         seen, dead_at, returns = 0, None, 0
         sums = dict.fromkeys(SUMMED, 0)
-        for c in column_chunks(source, ("status", "classes", "return_ms", *SUMMED)):
+        exposed_sets = source.exposed_sets
+        per_pair = np.zeros(len(sets) * len(exposed_sets), np.int64)
+        names = ("status", "classes", "exposed", "return_ms", *SUMMED)
+        for c in column_chunks(source, names):
             m = np.isin(c["status"], cut_codes)
             per_set += np.bincount(c["classes"][m], minlength=len(sets))
+            pair = c["classes"][m].astype(np.int64) * len(exposed_sets) + c["exposed"][m]
+            per_pair += np.bincount(pair, minlength=len(per_pair))
             per_status += np.bincount(c["status"], minlength=len(statuses))
             if dead is not None and dead_at is None:
                 found = np.flatnonzero(c["status"][m] == dead)
@@ -84,6 +92,11 @@ class RunPart:
             blocks_checked=sums["blocks_checked"],
             full_scans=sums["full_scan"],
             blocks_unchecked=sums["blocks_unchecked"],
+            exposure_counts={
+                (sets[i // len(exposed_sets)], exposed_sets[i % len(exposed_sets)]): int(n)
+                for i, n in enumerate(per_pair)
+                if n
+            },
         )
 
 
@@ -158,6 +171,19 @@ class Cuts:
     def where(self, keep: Callable[[frozenset[str]], bool]) -> int:
         """Cuts whose set of failure classes `keep` accepts."""
         return sum(n for p in self.parts for s, n in p.class_counts.items() if keep(s))
+
+    def exposure(self, cls: str) -> tuple[int, int, int]:
+        """For one class: cuts exposed to it (a cut of unknown exposure counts, as before
+        exposure was kept), failing cuts of it among them, and cuts of unknown exposure."""
+        exposed = failing = unknown = 0
+        for p in self.parts:
+            for (found, seen), n in p.exposure_counts.items():
+                if (trial := is_exposed(seen, cls)) is False:
+                    continue
+                exposed += n
+                failing += n * (cls in found)
+                unknown += n * (trial is None)
+        return exposed, failing, unknown
 
     def returns(self) -> StoredReturns:
         """Return times of cuts with status ok that have one, in order: made from the runs'

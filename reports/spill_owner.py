@@ -13,6 +13,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import uuid
 from types import FrameType
 
 PREFIX = "rig-report-"
@@ -94,3 +95,18 @@ def _die(sig: int, frame: FrameType | None) -> None:
     _remove_tracked()
     signal.signal(sig, signal.SIG_DFL)
     os.kill(os.getpid(), sig)
+
+
+class SpillFolder:
+    """A temporary folder for spilled tables, removed once nothing refers to it (and at any
+    exit of the process but SIGKILL: this module; a later report removes what a
+    killed one left)."""
+
+    def __init__(self) -> None:
+        remove_stale()
+        self.folder = tempfile.TemporaryDirectory(prefix=prefix())
+        track(self.folder.name)
+
+    def base(self) -> str:
+        """A new file name stem in the folder."""
+        return os.path.join(self.folder.name, uuid.uuid4().hex)

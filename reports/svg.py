@@ -14,18 +14,40 @@ import numpy.typing as npt
 
 from reports import deferred
 
+# Series that are not verdicts (drives, classes, delays): no green, red or orange, which mean a
+# verdict on every chart of the report and the dashboard (VERDICT_FILL)
 PALETTE = (
     "#1f77b4",
-    "#d62728",
-    "#2ca02c",
-    "#ff7f0e",
     "#9467bd",
     "#8c564b",
+    "#17becf",
     "#e377c2",
     "#7f7f7f",
     "#bcbd22",
-    "#17becf",
+    "#393b79",
 )
+
+# A verdict's colour, the same in every chart and on the dashboard; the lightness alone tells
+# them apart in grey (relative luminance DEAD 0.02 < FAIL 0.10 < PASS 0.43 < NOT YET 0.75), and
+# FAIL and DEAD marks are hatched as well (HATCH)
+VERDICT_FILL = {
+    "PASS": "#7fbf7b",
+    "NOT YET DEMONSTRATED": "#fee08b",
+    "FAIL": "#b2182b",
+    "DEAD": "#252525",
+}
+HATCHED = ("FAIL", "DEAD")
+HATCH_ID = "verdict-hatch"
+HATCH = (
+    f'<defs><pattern id="{HATCH_ID}" width="6" height="6" patternUnits="userSpaceOnUse"'
+    ' patternTransform="rotate(45)"><rect width="2" height="6" fill="#fff"'
+    ' fill-opacity="0.6"/></pattern></defs>'
+)
+
+
+def verdict_fill(verdict: str) -> str:
+    """The fill of a mark that stands for a verdict (PASS, FAIL, ...; grey for any other)."""
+    return VERDICT_FILL.get(verdict, "#999")
 
 
 CHUNK = 8192  # marks formatted at a time
@@ -214,6 +236,7 @@ class Chart:
         ordered: Values | Iterable[float] | Later,
         stroke: str,
         counts: Sequence[int] | None = None,
+        dash: str = "",
     ) -> None:
         """The empirical CDF of sorted values as a step line, each value up by its count / n
         (`counts`: how many times each distinct value was seen, decision 146; None: once each),
@@ -237,18 +260,27 @@ class Chart:
                     for xv, low, high in zip(x.many(values), ys, ys[1:], strict=False)
                 )
                 below = at[-1]
-            yield f'" fill="none" stroke="{stroke}" stroke-width="2"/>'
+            extra = f' stroke-dasharray="{dash}"' if dash else ""
+            yield f'" fill="none" stroke="{stroke}" stroke-width="2"{extra}/>'
 
         self.parts.append(deferred.defer(points))
 
-    def bar(self, x0: float, x1: float, y: float, fill: str, label: str = "") -> None:
+    def bar(
+        self, x0: float, x1: float, y: float, fill: str, label: str = "", verdict: str = ""
+    ) -> None:
+        """A bar from the axis up to y; `verdict`: it stands for one (its fill is the verdict's
+        colour, FAIL and DEAD hatched over it; `data-verdict` names it)."""
         left, right = self.x(x0), self.x(x1)
         top, base = self.y(y), self.y(self.y.low)
         tip = f"<title>{html.escape(label)}</title>" if label else ""
-        self.parts.append(
-            f'<rect class="mark" x="{left:.1f}" y="{top:.1f}" width="{max(right - left, 1):.1f}"'
-            f' height="{max(base - top, 0):.1f}" fill="{fill}">{tip}</rect>'
+        box = (
+            f'x="{left:.1f}" y="{top:.1f}" width="{max(right - left, 1):.1f}"'
+            f' height="{max(base - top, 0):.1f}"'
         )
+        said = f' data-verdict="{html.escape(verdict)}"' if verdict else ""
+        self.parts.append(f'<rect class="mark"{said} {box} fill="{fill}">{tip}</rect>')
+        if verdict in HATCHED:
+            self.parts.append(f'<rect class="hatch" {box} fill="url(#{HATCH_ID})"/>')
 
     def note(self, x: float, y: float, text: str, label: str = "") -> None:
         """A short text standing for a value instead of a mark (a zero on a log axis, which
@@ -261,12 +293,14 @@ class Chart:
         )
 
     def hline(self, y: float, stroke: str, label: str) -> None:
+        """A dashed line across the plot, its label at the right end (a chart with marks there
+        leaves that end free: `bounds_chart` keeps an empty slot)."""
         yy = self.y(y)
         self.parts.append(
             f'<line x1="{self.left}" x2="{self.width - self.right}" y1="{yy:.1f}" y2="{yy:.1f}"'
             f' stroke="{stroke}" stroke-dasharray="6 4"/>'
-            f'<text x="{self.width - self.right - 4}" y="{yy - 4:.1f}" font-size="11"'
-            f' text-anchor="end" fill="{stroke}">{html.escape(label)}</text>'
+            f'<text class="line-label" x="{self.width - self.right - 4}" y="{yy - 4:.1f}"'
+            f' font-size="11" text-anchor="end" fill="{stroke}">{html.escape(label)}</text>'
         )
 
     def vline(self, x: float, stroke: str, label: str) -> None:
@@ -305,6 +339,7 @@ class Chart:
         out = [
             f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{full}"'
             f' viewBox="0 0 {w} {full}" role="img" aria-label="{html.escape(self.title)}">',
+            HATCH,
             f'<rect x="0" y="0" width="{w}" height="{full}" fill="#fff"/>',
             f'<text x="{left}" y="18" font-size="13" font-weight="bold">'
             f"{html.escape(self.title)}</text>",

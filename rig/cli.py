@@ -36,7 +36,12 @@ def _print_summaries(summaries: list[DriveSummary], criteria: Criteria) -> None:
         failures = ", ".join(f"{cls} x{n}" for cls, n in sorted(s.failures.items()))
         cuts = s.cycles - s.errors
         verdict = verdicts.drive_verdict(s.dead, len(s.failures), cuts, rate, confidence)
-        if verdict == verdicts.NOT_YET:
+        settled = s.stopped_by.startswith("plan settled: ")
+        if settled and verdict not in (verdicts.FAIL, verdicts.DEAD):  # (a failure stays)
+            # one verdict: the sequential plan's, not the fixed-sample bound's beside it
+            decision, _, after = s.stopped_by.removeprefix("plan settled: ").partition(" after ")
+            verdict = f"{decision} (sequential plan, after {after})"
+        elif verdict == verdicts.NOT_YET:
             needed = verdicts.cuts_still_needed(cuts, rate, confidence)
             verdict += f" (no failure; {needed} more failure-free cuts for p < {rate:g})"
         print(
@@ -56,12 +61,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from rig.station.kinds.simulated import truth_path
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    campaign = demo.campaign(args.cycles, args.in_process)
     db = out / "demo.sqlite"
     log = runner.default_log_path(str(db))
-    for old in (db, Path(log), truth_path(str(db))):  # a fresh demo each time
-        old.unlink(missing_ok=True)
+    earlier = [p for p in (db, Path(log), truth_path(str(db)), out / "report.html") if p.exists()]
+    if earlier:  # an earlier demo's record is never replaced (decision 551)
+        raise UserError(
+            f"rig demo --out {out}: holds an earlier demo ({earlier[0].name}); give another"
+            " --out, or remove that folder first"
+        )
+    campaign = demo.campaign(args.cycles, args.in_process)
+    out.mkdir(parents=True, exist_ok=True)
     print(demo.headline(campaign))
     result = runner.run(
         build_station,
@@ -108,10 +117,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     _print_summaries(result.summaries, result.criteria)
     print(f"\nstore: {result.db}\nlog:   {result.log}")
     if result.signal:
-        print(
-            f"stopped by {signal.Signals(result.signal).name}; continue with:"
-            f" rig run --resume {result.db}"
-        )
+        name = signal.Signals(result.signal).name
+        if result.resumable:
+            print(f"stopped by {name}; continue with: rig run --resume {result.db}")
+        else:  # a simulated station's drives died with the rig: nothing to continue
+            print(f"stopped by {name}; a simulated campaign cannot be resumed")
         return 128 + result.signal
     return 1 if any(s.failures or s.dead for s in result.summaries) else 0
 
@@ -267,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser(
         "status", help="per-drive summary of a store; exit 1 if a drive failed", epilog=STATUS_EXIT
     )
-    status.add_argument("db")
+    status.add_argument("db", metavar="STORE", help="the SQLite store to read (never written)")
     status.add_argument("--json", action="store_true", help="schema rig.status/1 (docs/json.md)")
     status.set_defaults(func=cmd_status)
     report = sub.add_parser(

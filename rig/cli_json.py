@@ -35,6 +35,26 @@ def status(store: str, report: CampaignReport, failing: bool) -> dict[str, Any]:
         "campaign": {"name": report.name, "station": report.station, "status": report.status},
         "failing": failing,
         "drives": [_status_drive(d) for d in report.drives],
+        "undelivered_notices": _undelivered(report),
+    }
+
+
+def _undelivered(report: CampaignReport) -> dict[str, Any]:
+    """The notices the store's campaign could not deliver: a URL's scheme and host only."""
+    u = report.undelivered
+    return {
+        "counts": {kind: n for kind, (n, _) in sorted(u.kinds.items())},
+        "last": [
+            {
+                "kind": one.kind,
+                "notice": one.notice,
+                "scheme": one.scheme,
+                "host": one.host,
+                "at": None if one.at is None else round(one.at, 3),
+                "reason": one.reason,
+            }
+            for one in u.last
+        ],
     }
 
 
@@ -54,6 +74,12 @@ def _status_drive(d: DriveReport) -> dict[str, Any]:
         "failures": dict(sorted(d.failures.items())),
         "allowed_losses": d.allowed_losses,
         "blocks_unchecked": d.blocks_unchecked,
+        # per class a cut was exposed to (docs/checker.md, "Exposure"); {} for an older store;
+        # the bound as the report computes it (reports/exact_bound.py: no scipy, decision 506)
+        "exposure": {
+            k: {"exposed": n, "failing": f, "upper_bound": d.exposure_bound(k)}
+            for k, (n, f) in sorted(d.exposure.items())
+        },
         "writes": d.writes,
         "bytes_written": d.bytes_written,
         "median_return_ms": None if median is None else round(median, 3),

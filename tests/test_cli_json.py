@@ -11,22 +11,30 @@ import os
 import re
 import subprocess
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
-from reports import summary
+from reports import stats, summary
 from rig import cli_json
 from rig.fleet.views import StoreView
+from rig.notify import failures
 from rig.power.relay.wire import FIRMWARE_VERSION, PROTOCOL_VERSION
+from rig.station import check_cli
 from rig.store import Store
 from tests.cli_runner import rig
 from tests.json_schemas import documented_fields, schema_fields, validate
 from tests.loopdev import attached, loop_available
 from tests.reports.storebuilder import DriveSpec, build
 
-SCHEMAS = (cli_json.STATUS_SCHEMA, cli_json.DRIVES_SCHEMA, cli_json.FLEET_STATUS_SCHEMA)
+SCHEMAS = (
+    cli_json.STATUS_SCHEMA,
+    cli_json.DRIVES_SCHEMA,
+    cli_json.FLEET_STATUS_SCHEMA,
+    check_cli.SCHEMA,
+)
 CONFIG = '[campaign]\nname = "qual"\n[criteria]\nmax_failure_probability = 0.05\n'
 CRITERIA = json.dumps({"max_failure_probability": 0.05, "confidence": 0.95, "min_cycles": 0})
 
@@ -74,6 +82,7 @@ def test_status_exits_0_without_a_failure_and_1_for_a_dead_drive(tmp_path: Path)
     assert doc is not None
     validate(doc)
     assert doc["failing"] is False and doc["drives"][0]["verdict"] == "NOT YET DEMONSTRATED"
+    assert doc["undelivered_notices"] == {"counts": {}, "last": []}
     store = Store(str(db))
     try:
         store.set_drive_status(int(store.all_drives()[0]["id"]), "dead")
@@ -81,6 +90,81 @@ def test_status_exits_0_without_a_failure_and_1_for_a_dead_drive(tmp_path: Path)
         store.close()
     done, doc = _status(db, "--json")
     assert done.returncode == 1 and doc is not None and doc["drives"][0]["verdict"] == "DEAD"
+
+
+def test_status_states_the_upper_bound_per_exposed_class_without_scipy(tmp_path: Path) -> None:
+    """Beside exposed and failing cuts, each class's one-sided Clopper-Pearson bound per exposed
+    cut, the report's figure (reports.stats, scipy) computed without scipy, in text and JSON."""
+    db = build(
+        tmp_path / "exposed.sqlite",
+        [DriveSpec("Lost", "L1", ["ok"] * 20 + ["lost_durable_write"])],
+        config=CONFIG,
+        criteria_column=CRITERIA,
+    )
+    store = Store(str(db))
+    try:
+        drive = int(store.all_drives()[0]["id"])
+        with store.transaction() as tx:
+            for cls, exposed, failing in (("lost_durable_write", 17, 1), ("shorn_write", 21, 0)):
+                tx.execute(
+                    "INSERT INTO exposure_total VALUES (?, ?, ?, ?)", (drive, cls, exposed, failing)
+                )
+    finally:
+        store.close()
+    done, doc = _status(db, "--json")
+    assert doc is not None, done.stderr
+    validate(doc)
+    exposure = doc["drives"][0]["exposure"]
+    for cls, (exposed, failing) in {"lost_durable_write": (17, 1), "shorn_write": (21, 0)}.items():
+        bound = stats.clopper_pearson_upper(failing, exposed, 0.95)
+        assert exposure[cls]["exposed"] == exposed and exposure[cls]["failing"] == failing
+        assert exposure[cls]["upper_bound"] == pytest.approx(bound, rel=1e-9)
+    text, _ = _status(db)
+    line = f"lost_durable_write 16/17 (<= {100 * stats.clopper_pearson_upper(1, 17, 0.95):.3g} %)"
+    assert "exposed cuts (passing/exposed, 95 % upper bound)" in text.stdout
+    assert line in text.stdout and "shorn_write 21/21 (<= 13.3 %)" in text.stdout
+
+
+SECRET_URL = "json://bob:hunter2@hooks.example:8443/T0KEN/x?key=s3cr3t"
+
+
+def test_status_json_lists_undelivered_notices_without_the_urls_secrets(tmp_path: Path) -> None:
+    """Notices not delivered, written by the runner's own `Told` (rig/notify/failures.py):
+    counts per kind and the newest five, each with its URL's scheme and host only, its time
+    and reason; a retried try is no failure. Neither the JSON nor the text shows the URL's
+    user, password, path or query, even where the service's error quotes the URL."""
+    db = build(tmp_path / "n.sqlite", [DriveSpec("Fine", "F1", ["ok"] * 3)], config=CONFIG)
+    store = Store(str(db))
+    before = time.time()
+    try:
+        told = failures.Told(lambda *a, **k: None, lambda line: None, store)
+        failed = {"event": "fail", "url": SECRET_URL, "attempt": 3, "retry": False}
+        for _ in range(6):
+            told.write("notify_failed", **failed, error=f"refused: {SECRET_URL} said 401")
+        told.write("notify_failed", **{**failed, "retry": True}, error="retried")
+        told.write("notify_dropped", event="fail", title="FAIL", url=SECRET_URL, queue=100)
+        told.write("notify_gave_up", url=SECRET_URL, sending="campaign_end", pending=["fail"])
+    finally:
+        store.close()
+    done, doc = _status(db, "--json")
+    assert done.returncode == 0 and doc is not None, done.stderr
+    validate(doc)
+    notices = doc["undelivered_notices"]
+    assert notices["counts"] == {"notify_dropped": 1, "notify_failed": 6, "notify_gave_up": 1}
+    last = notices["last"]
+    assert [n["kind"] for n in last] == ["notify_gave_up", "notify_dropped"] + ["notify_failed"] * 3
+    assert {(n["scheme"], n["host"]) for n in last} == {("json", "hooks.example:8443")}
+    assert all(before - 0.001 <= n["at"] <= time.time() for n in last)  # rounded to ms
+    assert last[0]["notice"] == "campaign_end" and "2 notice(s) not delivered" in last[0]["reason"]
+    assert last[2] == {
+        **last[2],
+        "notice": "fail",
+        "reason": "refused: json://hooks.example:8443 said 401",
+    }
+    text, _ = _status(db)
+    assert "notifications not delivered: 6 notify_failed" in text.stdout, text.stdout
+    for secret in ("bob", "hunter2", "T0KEN", "s3cr3t"):
+        assert secret not in done.stdout and secret not in text.stdout
 
 
 def test_status_bad_input_is_exit_2_with_one_line_and_no_document(tmp_path: Path) -> None:
@@ -204,3 +288,17 @@ def test_completion_in_bash_as_the_readme_registers_it() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert set(done.stdout.split()) == {"status", "stop"}
+
+
+def test_station_check_json_validates_against_its_published_schema(tmp_path: Path) -> None:
+    """On the in-process twin (no board, no rail: both null); the relay board's document with
+    board and rail is validated in tests/test_station_check_loop.py."""
+    from tests.test_sim_campaign import campaign_text
+
+    (tmp_path / "c.toml").write_text(campaign_text(["plp", "torn"], 1))
+    done = rig("station", "check", "c.toml", "--json", cwd=tmp_path)
+    # (1: another program's disk left the bus during a cut, as other tests' loop devices do)
+    assert done.returncode in (0, 1), done.stderr
+    doc = json.loads(done.stdout)
+    validate(doc)
+    assert doc["board"] is None and [c["channel"] for c in doc["channels"]] == [0, 1]

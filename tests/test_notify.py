@@ -108,7 +108,7 @@ def test_fail_and_campaign_end_reach_a_mail_server_and_a_json_endpoint(tmp_path:
     sent = log_lines(result, "notify_sent")
     assert len(sent) == 2 * len(subjects) and not log_lines(result, "notify_failed")
     assert all("127.0.0.1" in line["url"] for line in sent)
-    assert {line["thread"] for line in sent} == {"notify-sender"}
+    assert {line["thread"] for line in sent} == {"notify-sender-0", "notify-sender-1"}
 
 
 def test_a_receiver_that_hangs_changes_no_cut(tmp_path: Path) -> None:
@@ -130,7 +130,7 @@ def test_a_receiver_that_hangs_changes_no_cut(tmp_path: Path) -> None:
     # no cycle's thread ever waited on the receiver: a try that ended (timed out) during the
     # run was the sender thread's, and at the end the sender was still inside its send
     tries = log_lines(loud, "notify_failed")
-    assert all(line["thread"] == "notify-sender" for line in tries)
+    assert all(line["thread"] == "notify-sender-0" for line in tries)
     gave_up = log_lines(loud, "notify_gave_up")
     assert len(gave_up) == 1 and gave_up[0]["sending"] is not None
 
@@ -281,6 +281,9 @@ def test_a_sequential_plan_that_settles_is_told_when_it_settles(tmp_path: Path) 
     # the PLP drive's plan needs more cuts than 40 to PASS at p1 = 0.05: not told
     assert [p["title"] for p in told] == ["rig t: FAIL: plan over SIM lying-flush"], posts
     assert "Sequential plan settled after" in told[0]["message"]
+    # ... naming the rule that decided it and the exposed cuts per class
+    assert "zero tolerance: lost_durable_write" in told[0]["message"]
+    assert "lost_durable_write 1/1" in told[0]["message"]
     stopped = {s.channel: s.stopped_by for s in result.summaries}
     assert "plan settled: FAIL" in stopped[1]
 

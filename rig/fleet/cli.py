@@ -277,17 +277,29 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--until-done", action="store_true", help="stop when the campaigns end")
     p.set_defaults(func=_one_line(cmd_demo))
 
+    _add_serve(sub)
+
+
+def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = sub.add_parser("serve", help="the live dashboard (fleet or one station's store)")
     serve.add_argument("--central", help="central PostgreSQL to read (a reader role)")
-    serve.add_argument("--db", nargs="+", help="or one station's SQLite store(s)")
+    serve.add_argument(
+        "--db",
+        nargs="+",
+        action="extend",
+        metavar="STORE",
+        help="or one station's SQLite stores (--db A B, or --db A --db B: all are served)",
+    )
     serve.add_argument("--dispatch", help="DSN of a dispatch role, for submit and stop")
     serve.add_argument("--token-file", help="the token that submit and stop requests must carry")
-    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
     serve.add_argument(
         "--notify",
         action="append",
         metavar="URL",
         help="Apprise URL told when a station falls silent (repeatable; with --central)",
     )
-    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
     serve.set_defaults(func=_one_line(cmd_serve))

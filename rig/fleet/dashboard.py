@@ -28,9 +28,10 @@ from markupsafe import Markup
 
 from reports import analysis
 from reports import html as report_html
+from reports.cells import pct
 from rig.errors import UserError
 from rig.fleet import station_watch
-from rig.fleet.model_summary import ModelSummary
+from rig.fleet.model_summary import DriveSummary, ModelSummary
 from rig.fleet.verdicts import VerdictBoard
 from rig.fleet.views import CampaignProgress, CentralView, FleetView, Overview, StoreView
 from rig.notify import settings
@@ -116,7 +117,9 @@ PAGES.globals.update(href=_href, several=_several)
 
 
 def overview_fragment(view: Overview, verdicts: VerdictBoard | None = None) -> str:
-    """The overview; with `verdicts`, the report's verdict of each campaign and model."""
+    """The overview; with `verdicts`, the report's verdict of each campaign and model; the
+    notifications each campaign's station could not deliver (rig/notify/failures.py), a line
+    per campaign and kind."""
     running = [c for c in view.campaigns if c.status == "running"]
     cards = [
         (
@@ -136,6 +139,11 @@ def overview_fragment(view: Overview, verdicts: VerdictBoard | None = None) -> s
         cards=cards,
         per_campaign={c.key: verdicts.campaign(c) for c in view.campaigns} if verdicts else {},
         models=verdicts.models(view) if verdicts else {},
+        undelivered=[
+            f"campaign {c.name} on {c.station}: {line}"
+            for c in view.campaigns
+            for line in c.undelivered.lines()
+        ],
     )
 
 
@@ -148,7 +156,23 @@ def model_fragment(m: ModelSummary | None) -> str:
     """A model's verdict, counts and drives from the summaries (its per-cut charts: the report)."""
     if m is None or not m.cuts:
         return "<p class='note'>No cut has been recorded yet.</p>"
-    return PAGES.get_template("model.html.j2").render(m=m, classes=m.classes)
+    return PAGES.get_template("model.html.j2").render(
+        m=m,
+        classes=m.classes,
+        exposure=[report_html.exposure_row(e) for e in m.exposure],
+        drive_exposure=_drive_exposure,
+    )
+
+
+def _drive_exposure(d: DriveSummary) -> list[str]:
+    """Per judged class of a drive: failing/exposed cuts and the upper bound on its failure
+    probability per exposed cut (as the report prints it), or not exercised."""
+    return [
+        f"{e.cls} {e.cuts.failed}/{e.cuts.trials} <= {pct(e.cuts.upper)}"
+        if e.cuts.trials
+        else f"{e.cls} not exercised"
+        for e in d.exposure
+    ]
 
 
 def report_fragment(data: Any) -> str:
@@ -206,6 +230,12 @@ def _find(view: FleetView, key: str) -> CampaignProgress:
     return found
 
 
+def _known_model(view: FleetView, model: str) -> None:
+    """A model no campaign's drive has is a page that does not exist (404), never an empty 200."""
+    if model not in view.overview().models:
+        abort(404)
+
+
 def _authorize(token: str, dispatch_dsn: str) -> None:
     """Submit and stop: a configured token, presented exactly."""
     given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
@@ -236,7 +266,7 @@ def _add_pages(app: Flask, view: FleetView) -> None:
     def overview() -> str:
         return _page(
             "Power-fault rig: fleet overview",
-            _live("/fragment/overview", overview_fragment(view.overview(), verdicts)),
+            _live("/fragment/overview", overview_live()),
         )
 
     @app.get("/fragment/overview")
@@ -268,6 +298,7 @@ def _add_pages(app: Flask, view: FleetView) -> None:
 
     @app.get("/model/<path:model>")
     def model(model: str) -> str:
+        _known_model(view, model)
         return _page(
             f"Model {model}",
             _live(f"/fragment/model/{quote(model, safe='')}", model_live(model), REPORT_EVERY_MS),
@@ -275,6 +306,7 @@ def _add_pages(app: Flask, view: FleetView) -> None:
 
     @app.get("/fragment/model/<path:model>")
     def model_live(model: str) -> str:
+        _known_model(view, model)
         summaries = view.model_summaries(model)
         if summaries is None:  # a station's stores: the report itself
             return report_fragment(view.model_dataset(model))

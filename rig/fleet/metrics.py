@@ -7,7 +7,8 @@ twice and nothing is kept in between. docs/fleet.md, "Metrics", lists the names.
   (labels station, campaign, model, serial, channel);
 - rig_failing_cuts_by_class_total: the same with the failure class (label class);
 - rig_return_seconds: a histogram of the time from the cut to the drive back on the bus, per model;
-- rig_drives: drives by state (active, dead, stopped) per station.
+- rig_drives: drives by state (active, dead, stopped; ended or failed once their campaign
+  ended) per station.
 """
 
 from __future__ import annotations
@@ -48,6 +49,14 @@ class MetricData:
         row[-1] += seconds
 
 
+def _state(row: Any) -> str:
+    """A drive's state as the dashboard shows it: its own (dead, stopped), else its campaign's
+    end (ended, stopped, failed) once it has one, else active (rig/fleet/views.py)."""
+    from rig.fleet.views import drive_state
+
+    return drive_state(str(row["status"]), str(row["campaign_end"] or ""))
+
+
 def _labels(row: Any, station: str) -> list[str]:
     return [station, row["campaign"], row["model"], row["serial"], str(row["channel"])]
 
@@ -64,7 +73,7 @@ def from_stores(paths: list[str], station: str) -> MetricData:
             for row in store.metric_drives():
                 labels = _labels(row, station)
                 models[row["campaign"], row["serial"], row["channel"]] = row["model"]
-                data.drives.append({"labels": labels, "status": row["status"], **_counts(row)})
+                data.drives.append({"labels": labels, "status": _state(row), **_counts(row)})
             for row in store.metric_failing_classes():
                 model = models[row["campaign"], row["serial"], row["channel"]]
                 labels = [station, row["campaign"], model, row["serial"], str(row["channel"])]
@@ -86,7 +95,7 @@ def from_central(central: Any) -> MetricData:
     for row in central.metric_drives():
         labels = _labels(row, row["station"])
         models[row["station"], row["campaign"], row["serial"], row["channel"]] = row["model"]
-        data.drives.append({"labels": labels, "status": row["status"], **_counts(row)})
+        data.drives.append({"labels": labels, "status": _state(row), **_counts(row)})
     for row in central.metric_failing_classes():
         key = (row["station"], row["campaign"], row["serial"], row["channel"])
         labels = [key[0], key[1], models.get(key, ""), key[2], str(key[3])]

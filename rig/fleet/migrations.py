@@ -418,12 +418,36 @@ CREATE INDEX drive_class_model ON fleet.drive_class (model);
 CREATE INDEX drive_failing_model ON fleet.drive_failing (model);
 """
 
+# migration of expo: each cut's exposure (the station store's `cycle.exposed`), so the central
+# report counts per class the cuts that could have failed it
+_EXPOSED = "ALTER TABLE fleet.cycle ADD COLUMN exposed text;"
+
+# migration of views2: the notifications a station could not deliver (rig/notify/failures.py),
+# replicated as its station-wide events, found per campaign without a pass over every event
+# (the station store's `event_notify`; the WHERE is repeated by each read of them)
+NOTIFY_KINDS = "('notify_failed', 'notify_gave_up', 'notify_dropped')"
+_EVENT_NOTIFY = (
+    "CREATE INDEX IF NOT EXISTS event_notify ON fleet.event (station, campaign_uid, local_id)"
+    f" WHERE kind IN {NOTIFY_KINDS};"
+)
+
+# migration of timing: where each cut fell against its plan (the station store's v14 columns,
+# rig/campaign/cutcycle/cuts.py `fidelity`), so the central cut rows carry the realized delay
+_TIMING = (
+    "ALTER TABLE fleet.cycle ADD COLUMN realized_delay_ns bigint,"
+    " ADD COLUMN timed_from text NOT NULL DEFAULT '', ADD COLUMN delay_error_ns bigint,"
+    " ADD COLUMN delay_in_range integer;"
+)
+
 MIGRATIONS: tuple[str, ...] = (
     _ROLES + _V1 + _grants_and_policies(),
     _V2,
     _V3,
     _V4 + _summary_grants(),
     _V5 + _summary_grants(DRIVE_TABLES),
+    _EXPOSED,
+    _EVENT_NOTIFY,
+    _TIMING,
 )
 # versions whose SQL is followed, in the same transaction, by a backfill from the rows already
 # there (rig/fleet/central/summaries.py: rebuild_days, rebuild_drives)

@@ -10,12 +10,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from reports import exposure as exposures
 from reports import verdict as verdicts
 from reports.analysis import model_verdict, proportion
 from reports.criteria import merged_criteria
 from reports.dataset import Campaign
-from reports.record import Criteria, Proportion, Verdict
-from rig.check import failures
+from reports.record import ClassExposure, Criteria, Proportion, Verdict
+from reports.run_parts import Cuts, RunPart
+from rig.check import exposure, failures
 
 CONFIDENCE = 0.95  # the report's default confidence (reports.analysis.analyse)
 
@@ -36,6 +38,8 @@ class DriveSummary:
     failing: int  # cuts with a failure finding of any class
     dead: bool
     verdict: str
+    # per judged class: exposed cuts, failing ones, the bound (read for a model's page only)
+    exposure: list[ClassExposure] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,8 @@ class ModelSummary:
     verdict: Verdict
     # failure classes: (name, cuts with it, findings, blocks); read for a model's page only
     classes: list[ClassRow] = field(default_factory=list)
+    # per judged class, over the cuts exposed to it (reports/exposure.py); a model's page only
+    exposure: list[ClassExposure] = field(default_factory=list)
 
     def cuts_with(self, cls: str) -> int:
         return sum(n for s, n in self.failing_sets.items() if cls in s)
@@ -148,6 +154,10 @@ def read_summaries(
     for name, rows in sorted(drives.items()):
         if any((r["station"], r["campaign_uid"]) in campaigns for r in rows):
             found[name] = summarise(name, rows, failing.get(name, []), campaigns)
+    for name, m in found.items():  # the verdict on exposed cuts, as the report's
+        kept = [r for r in drives[name] if (r["station"], r["campaign_uid"]) in campaigns]
+        judged = [campaigns[k] for k in sorted({(r["station"], r["campaign_uid"]) for r in kept})]
+        found[name] = _exposed(m, kept, central.model_exposure_sets(name), judged)
     if model is not None and model in found:  # a model's page: its classes too
         m = found[model]
         rows = [r for r in central.model_class_totals(model) if r["failure"]]
@@ -159,3 +169,40 @@ def read_summaries(
         ]
         found[model] = replace(m, classes=classes)
     return found
+
+
+def _exposed(
+    m: ModelSummary, drive_rows: list[Any], rows: Iterable[Any], judged: list[Campaign]
+) -> ModelSummary:
+    """The model's and each drive's (of `drive_rows`: the judged campaigns' drives) exposure
+    per judged class, by the report's own rule
+    (reports/exposure.py: per_class) over the cuts per set of failure classes and of classes
+    exposed to (`model_exposure_sets`), as reports/central.py counts a drive's aggregates."""
+    parts: dict[tuple[str, int, int], RunPart] = {}
+    for r in rows:
+        part = parts.setdefault(
+            (r["station"], r["campaign_uid"], r["channel"]),
+            RunPart(0, {}, [frozenset()], {}, None, 0, 0, 0, 0, 0, {}),
+        )
+        text = r["failure_classes"]
+        pair = (
+            frozenset(text.split(",")) if text else frozenset(),
+            exposure.from_text(r["exposed"]),
+        )
+        part.exposure_counts[pair] = part.exposure_counts.get(pair, 0) + int(r["cuts"])
+    zero = exposures.zero_tolerance_of(judged)
+
+    def of(keys: Iterable[tuple[str, int, int]]) -> list[ClassExposure]:
+        cuts = Cuts([], [parts[k] for k in keys if k in parts])
+        return exposures.per_class(cuts, m.criteria, zero, proportion)
+
+    by_name: dict[str, list[tuple[str, int, int]]] = {}
+    for r in drive_rows:
+        by_name.setdefault(r["serial"] or r["wwn"], []).append(
+            (r["station"], r["campaign_uid"], r["channel"])
+        )
+    listed = [replace(d, exposure=of(by_name.get(d.name, []))) for d in m.drives]
+    classes = of(k for keys in by_name.values() for k in keys)
+    short = any(d.cuts < m.criteria.min_cycles for d in listed)
+    verdict = exposures.decide(m.verdict, classes, m.criteria, short, None)
+    return replace(m, drives=listed, exposure=classes, verdict=verdict)

@@ -21,7 +21,13 @@ from typing import Any
 
 from rig.check.failures import LOST_DURABLE
 from rig.errors import UserError
-from rig.fleet.central import CentralStore, ReplicationBatch
+from rig.fleet.central import (
+    CYCLE_COLUMNS,
+    FINDING_COLUMNS,
+    RAIL_COLUMNS,
+    CentralStore,
+    ReplicationBatch,
+)
 from rig.store import Store
 from rig.store.totals import CycleTotals
 
@@ -83,7 +89,7 @@ def next_batch(
         for c in cycles:
             seq_of[c["id"]] = (c["channel"], c["seq"])
             batch.cycles.append(
-                (uid, c["channel"], c["seq"], c["id"], *(c[k] for k in _CYCLE_KEYS))
+                (uid, c["channel"], c["seq"], c["id"], *(c[k] for k in CYCLE_COLUMNS))
             )
         ids = list(seq_of)
         ordinal: dict[int, int] = {}
@@ -91,7 +97,7 @@ def next_batch(
         for f in store.findings_of_cycles(ids):
             n = ordinal[f["cycle_id"]] = ordinal.get(f["cycle_id"], -1) + 1
             channel, seq = seq_of[f["cycle_id"]]
-            batch.findings.append((uid, channel, seq, n, *(f[k] for k in _FINDING_KEYS)))
+            batch.findings.append((uid, channel, seq, n, *(f[k] for k in FINDING_COLUMNS)))
             share = shares.get(f["cycle_id"]) or shares.setdefault(f["cycle_id"], CycleTotals())
             add_share(share, f)
         for cycle_id, share in shares.items():
@@ -101,7 +107,7 @@ def next_batch(
             batch.events.append((uid, e["id"], channel, seq, e["host_ns"], e["kind"], e["detail"]))
         for r in store.rail_sense_of(ids):
             channel, seq = seq_of[r["cycle_id"]]
-            batch.rail.append((uid, channel, seq, *(r[k] for k in _RAIL_KEYS)))
+            batch.rail.append((uid, channel, seq, *(r[k] for k in RAIL_COLUMNS)))
         if ledgers:
             for led in store.ledgers_of(ids):
                 channel, seq = seq_of[led["cycle_id"]]
@@ -156,23 +162,6 @@ def add_summaries(batch: ReplicationBatch, key: tuple[int, int, int], share: Cyc
         batch.totals.append((*key, cls, failure, n, share.blocks[cls, failure]))
     for (since, ms), n in share.lost.items():
         batch.lost.append((*key, since, ms, n))
-
-
-_CYCLE_KEYS = (
-    *("status", "error", "cut_delay_ns", "write_start_ns", "cut_ns", "cut_error_ns", "gone_ns"),
-    *("back_ns", "writes", "writes_acked", "writes_durable", "flushes", "bytes_written"),
-    *("blocks_checked", "nondurable_writes", "nondurable_survived", "failures", "full_scan"),
-    *("unserializable_writes", "last_ack_to_cut_ns", "last_flush_to_cut_ns", "started_at"),
-    *("ended_at", "blocks_unchecked", "failure_classes"),
-)
-_FINDING_KEYS = (
-    *("class", "failure", "lba_first", "lba_count", "expected_gen", "observed_gen"),
-    *("expected_op", "observed_op", "detail"),
-)
-_RAIL_KEYS = (
-    *("edge_mcu_us", "edge_ns", "edge_error_ns", "hi_threshold", "lo_threshold", "window_ms"),
-    *("v0", "hi_us", "lo_us", "min_v", "end_reason", "sample_dt_us", "samples"),
-)
 
 
 def replicate_store(

@@ -13,7 +13,6 @@ import threading
 import time
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from reports import dataset as report_data
@@ -28,80 +27,11 @@ from rig.fleet.freshness import (
     station_statuses,
 )
 from rig.fleet.model_summary import read_summaries  # per model, from the per-drive totals
+from rig.fleet.progress import CampaignProgress, DriveProgress, Overview
+from rig.notify import failures
+from rig.notify.failures import NotDelivered
 
 RATE_WINDOW_S = 900.0  # cycles per hour: over the last 15 minutes (or the campaign's age)
-
-
-@dataclass
-class DriveProgress:
-    channel: int
-    model: str
-    serial: str
-    status: str  # active | dead | stopped, or after its campaign's end: ended | failed
-    cycles: int
-    cuts: int
-    rig_errors: int
-    failing: int
-
-
-@dataclass
-class CampaignProgress:
-    key: str  # <station>/<media id>, or q<submission id> while no cycle has reached us
-    name: str
-    station: str
-    status: str  # queued | running | done | stopped | error | failed
-    submission_id: int | None
-    started_at: float | None
-    ended_at: float | None
-    planned: int  # cycles per drive times drives
-    cycles: int
-    cuts: int
-    rig_errors: int
-    failing: int  # cycles with a failure finding
-    per_hour: float
-    eta_s: float | None
-    resumes: int
-    findings: dict[str, int] = field(default_factory=dict)  # failure findings per class
-    drives: list[DriveProgress] = field(default_factory=list)
-    # how old this is (rig/fleet/freshness.py): the state the centre can vouch for (`status`,
-    # or `shipping` while cycles the station recorded have not all arrived), lagging (its
-    # station is stale: the numbers are its last report's), the age of that report
-    state: str = ""
-    lagging: bool = False
-    reported_s: float | None = None
-    recorded_rows: int | None = None  # cycle rows the station last said its store holds
-    held_rows: int = 0  # cycle rows the centre holds
-    final_rows: int | None = None  # the station's count at the end
-    process_bound: bool = False  # in-process drives: cannot survive its rig process
-    duration_s: float | None = None  # an ended campaign's, instead of a rate
-
-    def __post_init__(self) -> None:
-        self.state = self.state or self.status
-
-    @property
-    def dead(self) -> list[str]:
-        return [f"{d.model} s/n {d.serial}" for d in self.drives if d.status == "dead"]
-
-    @property
-    def percent(self) -> float:
-        return 100.0 * min(1.0, self.cycles / self.planned) if self.planned else 0.0
-
-
-@dataclass
-class Overview:
-    source: str
-    stations: list[StationStatus]
-    campaigns: list[CampaignProgress]
-    models: list[str]
-    generated_at: float
-
-    @property
-    def findings(self) -> dict[str, int]:
-        total: dict[str, int] = {}
-        for c in self.campaigns:
-            for cls, n in c.findings.items():
-                total[cls] = total.get(cls, 0) + n
-        return dict(sorted(total.items()))
 
 
 class FleetView(Protocol):
@@ -194,6 +124,7 @@ class CentralView:
         for d in central.drive_rows():
             drives.setdefault((d["station"], d["campaign_uid"]), []).append(d)
         submissions = {s["id"]: s for s in central.submissions()}
+        undelivered = _central_undelivered(central)
         campaigns: list[CampaignProgress] = []
         shown: set[int] = set()
         for c in central.campaign_rows():
@@ -205,6 +136,7 @@ class CentralView:
                 c, sub, drives.get(key, []), progress, findings.get(key, {}), now
             )
             held = sum(int(p["rows"]) for k, p in progress.items() if k[:2] == key)
+            made.undelivered = undelivered.get(key, made.undelivered)
             campaigns.append(_freshen(made, sub, by_name.get(c["station"]), held))
         campaigns += [
             _freshen(_queued(s, now), s, by_name.get(s["station"]), 0)
@@ -237,6 +169,18 @@ class CentralView:
 
     def close(self) -> None:
         self._central.close()
+
+
+def _central_undelivered(central: Any) -> dict[tuple[str, int], NotDelivered]:
+    """Per campaign (station, uid) the notifications not delivered that reached us."""
+    found: dict[tuple[str, int], NotDelivered] = {}
+    for r in central.notify_failure_kinds():
+        one = found.setdefault((r["station"], r["campaign_uid"]), NotDelivered())
+        one.kinds[r["kind"]] = (int(r["n"]), failures.undelivered(r["kind"], r["last"]))
+    for r in central.notify_failures_last(failures.LAST):
+        one = found.setdefault((r["station"], r["campaign_uid"]), NotDelivered())
+        one.last.append(failures.undelivered(r["kind"], r["detail"]))
+    return found
 
 
 def _freshen(
@@ -451,7 +395,10 @@ class StoreView:
                 findings: dict[int, dict[str, int]] = {}
                 for r in store.failure_counts():
                     findings.setdefault(r["campaign_id"], {})[r["class"]] = int(r["n"])
-                for c in store.campaigns():
+                undelivered = failures.read(store)
+                held = list(store.campaigns())
+                last_id = max((c["id"] for c in held), default=None)
+                for c in held:
                     rows = store.drives_of(c["id"])
                     models.update(d["model"] for d in rows)
                     campaigns.append(
@@ -468,6 +415,8 @@ class StoreView:
                             )
                         )
                     )
+                    if c["id"] == last_id:
+                        campaigns[-1].undelivered = undelivered
             finally:
                 store.close()
         return Overview(self.source, [], campaigns, sorted(models), now)

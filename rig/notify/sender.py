@@ -1,17 +1,19 @@
-"""The sender: notifications leave the campaign's threads at once and are sent by one background
-thread, so a receiver that is down or hangs never stops or slows a cut.
+"""The sender: notifications leave the campaign's threads at once and are sent by background
+threads, one per URL, so a receiver that is down or hangs never stops or slows a cut, nor delays
+what the other URLs are sent.
 
-- `notify_event` only appends to a bounded queue (never waits on the network); when the queue is
-  full the oldest notice is dropped, and the drop is logged;
-- one daemon thread sends each notice to every URL through Apprise, with a timeout per send and
-  a few tries with growing pauses between them; every send and every failure goes to the run log;
-- `close` gives the queue a few seconds to drain, then gives up (logged): the campaign's end never
-  waits on a receiver for longer than that.
+- `notify_event` only appends to each URL's bounded queue (never waits on the network); when a
+  queue is full its oldest notice is dropped, and the drop is logged;
+- each URL's daemon thread sends its notices through Apprise, with a timeout per send and a few
+  tries with growing pauses between them; every send and every failure goes to the run log;
+- `close` gives the queues a few seconds (in all) to drain, then gives up (logged per URL): the
+  campaign's end never waits on a receiver for longer than that.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -81,7 +83,14 @@ def _sender(plugin: Any) -> Callable[[Notice], tuple[bool, str]]:
 
     def send(notice: Notice) -> tuple[bool, str]:
         with apprise.LogCapture(level=apprise.logging.WARNING) as captured:
-            ok = bool(plugin.notify(body=notice.body, title=notice.title, notify_type=notice.level))
+            ok = bool(
+                plugin.notify(
+                    body=notice.body,
+                    title=notice.title,
+                    notify_type=notice.level,
+                    body_format=apprise.NotifyFormat.TEXT,
+                )
+            )
             why = captured.getvalue().strip().splitlines()
         return ok, (why[-1] if why else "the service refused it")[:300]
 
@@ -89,7 +98,7 @@ def _sender(plugin: Any) -> Callable[[Notice], tuple[bool, str]]:
 
 
 class Notifier:
-    """Notices in, sent by one background thread; see the module's docstring."""
+    """Notices in, sent by one background thread per URL; see the module's docstring."""
 
     def __init__(
         self,
@@ -110,63 +119,106 @@ class Notifier:
         self.sent = 0
         self.failed = 0
         self.dropped = 0
-        self._queue: deque[Notice] = deque()
-        self._ready = threading.Condition()
-        self._closing = threading.Event()
-        self._busy: Notice | None = None  # the notice being sent
-        self._thread = threading.Thread(target=self._run, name="notify-sender", daemon=True)
-        self._thread.start()
+        self._counts = threading.Lock()
+        self.closing = threading.Event()
+        self._lanes = [_Lane(self, service, i) for i, service in enumerate(services)]
 
     def notify_event(self, kind: str, title: str, body: str, level: str = "info") -> None:
-        """Queue a notice; never waits on a receiver (any thread may call it)."""
+        """Queue a notice for every URL; never waits on a receiver (any thread may call it)."""
         notice = Notice(kind, title, body, level if level in LEVELS else "info")
+        for lane in self._lanes:
+            lane.put(notice)
+
+    def close(self) -> None:
+        """Let the senders drain their queues for at most `exit_wait_s` in all, then give up on
+        each URL still sending (logged)."""
+        self.closing.set()
+        for lane in self._lanes:
+            lane.wake()
+        deadline = time.monotonic() + self.exit_wait_s
+        for lane in self._lanes:
+            lane.thread.join(max(0.0, deadline - time.monotonic()))
+        for lane in self._lanes:
+            if lane.thread.is_alive():
+                pending, busy = lane.abandon()
+                self.log(
+                    "notify_gave_up",
+                    url=lane.service.shown,
+                    waited_s=self.exit_wait_s,
+                    sending=busy,
+                    pending=pending,
+                )
+
+    def count(self, name: str) -> None:
+        with self._counts:
+            setattr(self, name, getattr(self, name) + 1)
+
+
+class _Lane:
+    """One URL's queue and the daemon thread that sends it."""
+
+    def __init__(self, owner: Notifier, service: Service, index: int) -> None:
+        self.owner, self.service = owner, service
+        self._queue: deque[Notice] = deque()
+        self._ready = threading.Condition()
+        self._busy: Notice | None = None  # the notice being sent
+        self.thread = threading.Thread(target=self._run, name=f"notify-sender-{index}", daemon=True)
+        self.thread.start()
+
+    def put(self, notice: Notice) -> None:
         dropped: Notice | None = None
         with self._ready:
-            if len(self._queue) >= self.capacity:
+            if len(self._queue) >= self.owner.capacity:
                 dropped = self._queue.popleft()
-                self.dropped += 1
+                self.owner.count("dropped")
             self._queue.append(notice)
             self._ready.notify()
         if dropped is not None:
-            self.log("notify_dropped", event=dropped.kind, title=dropped.title, queue=self.capacity)
+            self.owner.log(
+                "notify_dropped",
+                event=dropped.kind,
+                title=dropped.title,
+                url=self.service.shown,
+                queue=self.owner.capacity,
+            )
 
-    def close(self) -> None:
-        """Let the sender drain the queue for at most `exit_wait_s`, then give up (logged)."""
+    def wake(self) -> None:
         with self._ready:
-            self._closing.set()
             self._ready.notify()
-        self._thread.join(self.exit_wait_s)
-        if self._thread.is_alive():
-            with self._ready:
-                pending = [n.kind for n in self._queue]
-                self._queue.clear()
-            busy = self._busy.kind if self._busy is not None else None
-            self.log("notify_gave_up", waited_s=self.exit_wait_s, sending=busy, pending=pending)
 
-    # the sender thread ------------------------------------------------------------------------
+    def abandon(self) -> tuple[list[str], str | None]:
+        """(kinds still queued, the kind being sent): the queue is emptied."""
+        with self._ready:
+            pending = [n.kind for n in self._queue]
+            self._queue.clear()
+            busy = self._busy.kind if self._busy is not None else None
+        return pending, busy
+
     def _run(self) -> None:
+        closing = self.owner.closing
         while True:
             with self._ready:
-                while not self._queue and not self._closing.is_set():
+                while not self._queue and not closing.is_set():
                     self._ready.wait()
                 if not self._queue:
                     return
-                self._busy = self._queue.popleft()
-            for service in self.services:
-                self._deliver(self._busy, service)
-            self._busy = None
+                self._busy = notice = self._queue.popleft()
+            self._deliver(notice)
+            with self._ready:
+                self._busy = None
 
-    def _deliver(self, notice: Notice, service: Service) -> None:
-        for attempt in range(1, self.attempts + 1):
+    def _deliver(self, notice: Notice) -> None:
+        owner, service = self.owner, self.service
+        for attempt in range(1, owner.attempts + 1):
             try:
                 ok, why = service.send(notice)
             except Exception as error:  # a plugin's bug must not end the sender
                 ok, why = False, repr(error)[:300]
-            # the thread that waited on the receiver: always this sender, never a cycle's
+            # the thread that waited on the receiver: always this URL's sender, never a cycle's
             thread = threading.current_thread().name
             if ok:
-                self.sent += 1
-                self.log(
+                owner.count("sent")
+                owner.log(
                     "notify_sent",
                     event=notice.kind,
                     url=service.shown,
@@ -174,9 +226,9 @@ class Notifier:
                     thread=thread,
                 )
                 return
-            self.failed += 1
-            last = attempt == self.attempts or self._closing.is_set()
-            self.log(
+            owner.count("failed")
+            last = attempt == owner.attempts or owner.closing.is_set()
+            owner.log(
                 "notify_failed",
                 event=notice.kind,
                 url=service.shown,
@@ -187,4 +239,4 @@ class Notifier:
             )
             if last:
                 return
-            self._closing.wait(self.backoff_s * 2 ** (attempt - 1))  # a close cuts it short
+            owner.closing.wait(owner.backoff_s * 2 ** (attempt - 1))  # a close cuts it short

@@ -30,7 +30,10 @@ from tests.test_sim_campaign import campaign_text
 
 def make_store(path: Path) -> dict[str, int]:
     """A campaign on an honest and a lying drive; what the store says, by plain SQL."""
-    campaign = campaign_file.parse(campaign_text(["plp", "lying-flush"], 6, flush_every=2))
+    text = campaign_text(["plp", "lying-flush"], 6, flush_every=2)
+    # cuts late enough that flushes have completed: the liar loses flushed data at every cut
+    # (cuts at 0.5-8 ms after the first write, as they fall on time, may hold none)
+    campaign = campaign_file.parse(text.replace("delay_ms = [0.5, 8]", "delay_ms = [20, 40]"))
     station, _ = sim_station.build(campaign)
     store = Store(str(path))
     run_campaign(campaign, station, store, Observer())
@@ -95,7 +98,9 @@ def test_prometheus_scrapes_rig_serve_and_answers_promql(tmp_path: Path) -> None
             assert value(fast) == facts["returned_fast"]
             by_model = prom.query('rig_failing_cuts_total{model="SIM plp"}')
             assert value(by_model) == 0
-            assert value(prom.query('rig_drives{state="active"}')) == 2
+            # the campaign ended: its drives are no longer active (the dashboard's states)
+            assert value(prom.query('rig_drives{state="ended"}')) == 2
+            assert prom.query('rig_drives{state="active"}') == []
     finally:
         serve.terminate()
         serve.wait(10)
@@ -159,3 +164,17 @@ def test_the_central_database_gives_the_same_metrics(pg: Cluster, tmp_path: Path
     assert any(name == "rig_failing_cuts_by_class_total" for name, _ in expected)
     got = samples(fleet.get_data(as_text=True), "alpha")
     assert got == pytest.approx(expected, rel=1e-9)  # sums of seconds: summed in another order
+
+
+def test_rig_drives_stops_counting_a_drive_active_once_its_campaign_ended(tmp_path: Path) -> None:
+    """Both drives' campaign ended `done`: they are `ended`, as the dashboard shows them."""
+    db = tmp_path / "ended.sqlite"
+    make_store(db)
+    text = create_app(StoreView([str(db)])).test_client().get("/metrics").get_data(as_text=True)
+    states = {
+        s.labels["state"]: s.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "rig_drives"
+        for s in family.samples
+    }
+    assert states == {"ended": 2}, states

@@ -14,6 +14,7 @@ import pytest
 
 from fixtures.pgcluster import Cluster
 from reports import analysis
+from reports.cells import pct
 from rig.fleet.central import CentralStore
 from rig.fleet.dashboard import create_app
 from rig.fleet.model_summary import ModelSummary
@@ -94,11 +95,11 @@ def test_the_summaries_verdict_is_the_reports(pg: Cluster, view: CentralView) ->
     _state(pg, LAX)  # criteria lax enough that the honest drives' models pass
     labels = _same_as_the_analysis(view)
     assert {"PASS", "FAIL"} <= labels, labels
-    # criteria that count one class only: the cuts failing in it, not in any class
-    sets = [s for m in view.model_summaries().values() for s in m.failing_sets if len(s) > 1]
-    assert sets, "the demo has cuts failing in several classes"
-    one = sorted(sets[0])[0]
-    _state(pg, {**LAX, "classes": [one]})
+    # criteria that count one class only: the cuts failing in it, not in any class (the lying
+    # and the torn drive fail in different classes)
+    found = {c for m in view.model_summaries().values() for s in m.failing_sets for c in s}
+    assert len(found) > 1, found
+    _state(pg, {**LAX, "classes": [sorted(found)[0]]})
     _same_as_the_analysis(view)
 
 
@@ -122,5 +123,48 @@ def test_the_model_page_comes_from_the_summaries(view: CentralView) -> None:
     assert all(d.name in page for d in failing.drives)
     assert "rig report --central" in page
     assert "<svg" not in page  # no per-cut chart
-    missing = client.get("/fragment/model/no such model").get_data(as_text=True)
-    assert "No cut" in missing
+    assert client.get("/fragment/model/no such model").status_code == 404
+
+
+def _exposure_facts(classes: object) -> list[tuple[object, ...]]:
+    return [
+        (e.cls, e.cuts.trials, e.cuts.failed, e.cuts.upper, e.unknown, e.zero_tolerance, e.verdict)
+        for e in classes  # type: ignore[attr-defined]
+    ]
+
+
+def test_the_model_page_states_the_reports_exposure_per_class_and_drive(
+    pg: Cluster, view: CentralView
+) -> None:
+    """Per model and per drive, each judged class's exposed and failing cuts and the bound over
+    them (reports/exposure.py's own figures, from the replicated `fleet.cycle.exposed`) are the
+    report's from every cut; the page shows them, and "not exercised" where no cut was exposed."""
+    _state(pg, {})  # the default criteria: every class judged (another test may have set some)
+    client = create_app(view).test_client()
+    for model in view.model_summaries():
+        m = view.model_summaries(model)[model]
+        (reported,) = analysis.analyse(view.model_dataset(model)).models
+        assert m.exposure and _exposure_facts(m.exposure) == _exposure_facts(reported.exposure)
+        assert any(e.cuts.trials for e in m.exposure)
+        per_drive = {d.serial or d.wwn: d for d in reported.drives}
+        for d in m.drives:
+            assert sum(e.cuts.trials for e in d.exposure) > 0
+            assert {e.cls for e in d.exposure} == {e.cls for e in m.exposure}
+            for e in d.exposure:  # each drive's counts add up to the model's
+                assert e.cuts.trials <= next(x for x in m.exposure if x.cls == e.cls).cuts.trials
+            assert d.name in per_drive
+        page = client.get(f"/fragment/model/{model}").get_data(as_text=True)
+        stated = f"{m.criteria.confidence * 100:.0f}% upper bound"  # (the criteria in force)
+        assert "Exposure per class" in page and stated in page
+        for e in m.exposure:
+            assert f"<td>{e.cls}</td><td class='n'>{e.cuts.trials}</td>" in page
+            if e.cuts.trials:
+                shown = f"{e.cls} {e.cuts.failed}/{e.cuts.trials} &lt;= {pct(e.cuts.upper)}"
+                assert shown in page or len(m.drives) > 1
+            else:
+                assert "NOT EXERCISED" in page and f"{e.cls} not exercised" in page
+    assert any(
+        not e.cuts.trials
+        for model in view.model_summaries()
+        for e in view.model_summaries(model)[model].exposure
+    ), "the demo leaves some class not exercised (a discard-free workload)"

@@ -3,6 +3,7 @@ database once (by natural keys), in order, and a report read from it is the repo
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import sqlite3
@@ -141,6 +142,26 @@ def test_replication_is_exact_idempotent_and_reports_the_same(
     streamed = (tmp_path / "rows" / "cuts.csv").read_text().splitlines()
     own = (tmp_path / "station" / "cuts.csv").read_text().splitlines()
     assert [r.split(",", 1)[1] for r in streamed] == [r.split(",", 1)[1] for r in own]
+    # both delays: the planned one and where the cut fell (with its bound), as the store has them
+    with sqlite3.connect(demo_store) as db:
+        realized = {
+            (serial, seq): (ns / 1e6, bound / 1e6)
+            for serial, seq, ns, bound in db.execute(
+                "SELECT d.serial, c.seq, c.realized_delay_ns, c.delay_error_ns FROM cycle c"
+                " JOIN drive d ON d.id = c.drive_id WHERE c.realized_delay_ns IS NOT NULL"
+            )
+        }
+    rows = list(csv.DictReader(streamed))
+    in_rows = {
+        (r["serial"], int(r["seq"])): (float(r["realized_delay_ms"]), float(r["delay_error_ms"]))
+        for r in rows
+        if r["realized_delay_ms"]
+    }
+    assert in_rows == realized and len(in_rows) == len(rows) == 36  # (every demo cycle was cut)
+    # the cut timing section from the server's rows: the station's, but for the source's name
+    timing = [{k: v for k, v in t.items() if k != "source"} for t in body["timing"]]
+    assert timing == [{k: v for k, v in t.items() if k != "source"} for t in listed["timing"]]
+    assert timing and timing[0]["cuts"] == 36
     page = (tmp_path / "central" / "report.html").read_text()
     assert "keeps the delays as cuts and failing cuts per delay bin" in page
     assert "(bins of +-2.2%)" in page  # the return-time curve's legend

@@ -163,6 +163,7 @@ def test_four_drives_at_once_in_the_guest_match_the_ground_truth(
     assert not guest_station.errors()
 
 
+@pytest.mark.slow  # 53 s of CI time; tests/sim/test_twin_station_check.py runs it in CI
 def test_station_check_in_the_guest(guest_station: GuestStation, guest_workdir: Path) -> None:
     """`rig station check` inside the guest on its campaign: the board found by its USB
     identity, each channel's cut takes exactly its drive off the bus (hot-plug: the kernel
@@ -179,7 +180,7 @@ def test_station_check_in_the_guest(guest_station: GuestStation, guest_workdir: 
     assert result.rc == 0, result.stdout[-3000:] + result.stderr[-3000:]
     report = json.loads(result.stdout)
     assert report["station"] == f"relay-board {BOARD_SERIAL}"
-    assert report["board"]["board"] == "nano328p" and report["board"]["protocol"] == 2
+    assert report["board"]["board"] == "nano328p" and report["board"]["protocol"] == 3
     for check in report["channels"]:
         assert check["ok"] and len(check["left"]) == 1, check
         assert check["departure_s"] is not None and check["return_s"] is not None, check
@@ -207,6 +208,7 @@ def test_100_cuts_in_the_guest_match_the_ground_truth(
         assert any(e.kind == "torn" for events in truth.events.values() for e in events)
 
 
+@pytest.mark.slow  # 48 s of CI time; the twin's dead-device tests run in CI
 def test_a_drive_that_needs_a_rescan_is_dead_without_recovery(
     guest_station: GuestStation, guest_workdir: Path
 ) -> None:
@@ -341,3 +343,37 @@ def test_a_purge_by_format_through_nvme_cli(
     assert node.startswith("/dev/nvme"), node
     out = python_in_guest(guest_station, guest_workdir, "purge_probe", PURGE_SCRIPT, [node])
     assert out.split() == ["nvme_format", "True"], out
+
+
+# (a long target for now: in the merged suite it failed at load ~3 and in its branch at load ~20,
+# passing at load ~4; the cause is not found: docs/simulator.md, "The guest station")
+@pytest.mark.slow
+def test_discards_and_cuts_during_them_through_real_nvme_and_scsi_drivers(
+    guest_station: GuestStation, guest_workdir: Path
+) -> None:
+    """A campaign that discards a quarter of its operations, cut the moment a discard is in
+    flight, on the hot-plug NVMe and the SCSI disk: the rig's BLKDISCARD goes out as NVMe
+    Dataset Management deallocate and SCSI UNMAP through the guest's real drivers, QEMU turns
+    them into NBD_CMD_TRIM, and the fault core behind NBD deallocates; every cycle's findings
+    match its ground truth (docs/checker.md, "Discards")."""
+    name = "guest-discard"
+    channels = [0, 2]
+    text = campaign_text(name, guest_station, channels, CUTS, recover_wait_s=WAITS)
+    text = text.replace("flush_every = 2\n", "flush_every = 2\ndiscard_share = 0.25\n")
+    text = text.replace("[cut]\n", '[cut]\nstrategy = "during_discard"\n')
+    run = run_campaign(guest_station, guest_workdir, name, text)
+    for channel in channels:
+        check_campaign(run, channel, CUTS)
+        triggers = [d["trigger"] for _, d in event_rows(run.run, channel, "cut_scheduled")]
+        assert triggers == ["discard_in_flight"] * CUTS, triggers
+        ledgers = run.run.rows(
+            "SELECT l.writes FROM ledger l JOIN cycle c ON c.id = l.cycle_id JOIN drive d"
+            " ON d.id = c.drive_id WHERE d.channel = ?",
+            channel,
+        )
+        issued = sum(int(scoring._ledger(blob).column("discard").sum()) for (blob,) in ledgers)
+        edges = event_rows(run.run, channel, "cut_context")
+        in_flight = [d["discards_in_flight"] for _, d in edges]
+        print(f"\nch{channel}: {issued} discards; in flight at the edges: {in_flight}")
+        assert issued > 0
+    assert not guest_station.errors()

@@ -64,6 +64,7 @@ def run_window(station: GuestStation, name: str, cuts: int, seed: int) -> window
     return found
 
 
+@pytest.mark.slow  # 105 s of CI time; the window campaign's CI runs are in-process twins
 def test_a_short_window_campaign_in_the_guest(window_station: GuestStation) -> None:
     found = run_window(window_station, "guest-window", CUTS, seed=3)
     print(f"\nguest window: {found.result.summary()}")

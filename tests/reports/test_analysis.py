@@ -346,7 +346,9 @@ def test_the_campaign_records_the_delays_its_ledger_gives(tmp_path: Path) -> Non
     from tests import scoring
 
     _, _, store = scoring.run(
-        tmp_path / "delays.sqlite", scoring.campaign_text(["honest", "lying-flush"], 8)
+        tmp_path / "delays.sqlite",
+        # cut 2-12 ms after the arm, so some flush has completed before the cut even under load
+        scoring.campaign_text(["honest", "lying-flush"], 8, delay_ms=(2, 12)),
     )
     rows = store.query(
         "SELECT c.cut_ns, c.last_ack_to_cut_ns, c.last_flush_to_cut_ns, l.writes FROM cycle c"
@@ -355,9 +357,9 @@ def test_the_campaign_records_the_delays_its_ledger_gives(tmp_path: Path) -> Non
     assert len(rows) == 16
     for row in rows:
         assert row["last_ack_to_cut_ns"] is not None and row["last_flush_to_cut_ns"] is not None
-        from_row = (
-            dataset._delay_ms(row["last_ack_to_cut_ns"]),
-            dataset._delay_ms(row["last_flush_to_cut_ns"]),
+        from_row = tuple(  # (-1: nothing before the cut)
+            ns / 1e6 if ns >= 0 else None
+            for ns in (row["last_ack_to_cut_ns"], row["last_flush_to_cut_ns"])
         )
         assert from_row == dataset._last_ack_and_flush(row["writes"], row["cut_ns"])
     assert any(row["last_flush_to_cut_ns"] > 0 for row in rows)
@@ -381,12 +383,18 @@ def test_verdict_three_states_and_drive_rows_agree(tmp_path: Path) -> None:
     bad = build(tmp_path / "b.sqlite", [DriveSpec("BAD", "B1", lossy)], name="b", config=CRITERIA)
     model = analysis.analyse(dataset.load([str(bad)])).models[0]
     assert model.verdict.label == "FAIL" and model.verdict.cuts_needed == 0
-    assert "above 0.001" in model.verdict.reasons[0]
+    # one verdict line naming the rule: lost durable writes are zero-tolerance (the pooled
+    # bound, above the claim too, follows)
+    assert model.verdict.rule == model.verdict.reasons[0]
+    assert model.verdict.rule == "zero tolerance: lost_durable_write in 20 cut(s)"
+    assert any("above 0.001" in r for r in model.verdict.reasons[1:])
     assert [d.verdict for d in model.drives] == ["FAIL"]
 
-    # one loss in 100 cuts does not show p > 1e-3 (lower bound 5e-4) nor p < 1e-3: not yet
+    # one loss in 100 cuts does not show p > 1e-3 (lower bound 5e-4) nor p < 1e-3: not yet,
+    # where lost durable writes are not zero-tolerance (by default one FAILs at once)
     once = ["ok"] * 99 + ["lost_durable_write"]
-    one = build(tmp_path / "o.sqlite", [DriveSpec("ONE", "O1", once)], name="o", config=CRITERIA)
+    tolerant = CRITERIA + "zero_tolerance = []\n"
+    one = build(tmp_path / "o.sqlite", [DriveSpec("ONE", "O1", once)], name="o", config=tolerant)
     model = analysis.analyse(dataset.load([str(one)])).models[0]
     assert model.verdict.label == "NOT YET DEMONSTRATED"
     assert model.verdict.cuts_needed == stats.trials_to_demonstrate(1, 1e-3, 0.95) - 100

@@ -23,8 +23,9 @@ pytestmark = pytest.mark.skipif(
     CHROMIUM is None or not POPPLER,
     reason="Debian chromium and poppler-utils absent (make setup installs them)",
 )
-# the verdict badges' colours (reports/html.py STYLE), printed as they are on screen
-BADGE = {"FAIL": (0xCC, 0x22, 0x22), "NOT YET DEMONSTRATED": (0xCC, 0x77, 0x00)}
+# the verdict badges' colours (reports/svg.py VERDICT_FILL through reports/html.py STYLE; FAIL's
+# stripes are that colour), printed as they are on screen
+BADGE = {"FAIL": (0xB2, 0x18, 0x2B), "NOT YET DEMONSTRATED": (0xFE, 0xE0, 0x8B)}
 
 
 def print_pdf(page: Path) -> Path:

@@ -19,8 +19,9 @@ from tests.cli_runner import rig
 from tests.reports.storebuilder import DriveSpec, build, falling_rails, healthy_plp_drive
 
 CHROMIUM = shutil.which("chromium")
-# the colours of the two models' bars and curves (reports/svg.py PALETTE), drawn opaque
-PLOT_COLOURS = {"#1f77b4", "#d62728"}
+# the colours of the two models' bars and curves: their verdicts' (reports/svg.py VERDICT_FILL:
+# Model Liar FAIL, Model PLP not yet demonstrated), drawn opaque
+PLOT_COLOURS = {"#b2182b", "#fee08b"}
 
 
 def _stores(tmp_path: Path) -> list[Path]:

@@ -54,7 +54,7 @@ def _held(path: Path) -> tuple[int, int]:
     finally:
         tracemalloc.stop()
     page = deferred.join(text)  # the marks are made now: one per cut in the delay chart
-    delay_marks = page.count('r="3" fill="#2ca02c"') + page.count('r="3.5" fill="#d62728"')
+    delay_marks = page.count('r="3" fill="#7fbf7b"') + page.count('r="3.5" fill="#b2182b"')
     assert delay_marks == report.models[0].cuts == 2 * len(data.runs[0].cuts)
     return analysed, rendered
 

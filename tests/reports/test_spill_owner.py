@@ -11,11 +11,11 @@ import tempfile
 from pathlib import Path
 
 from reports import spill_owner
-from reports.cuts import SpillFolder
+from reports.spill_owner import SpillFolder
 
 REPO = Path(__file__).resolve().parents[2]
 CHILD = (
-    "import sys, time; from reports.cuts import SpillFolder; s = SpillFolder();"
+    "import sys, time; from reports.spill_owner import SpillFolder; s = SpillFolder();"
     " print(s.folder.name, flush=True); time.sleep(60)"
 )
 

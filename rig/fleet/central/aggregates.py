@@ -14,7 +14,7 @@ from rig.fleet.central.reads import MS
 
 # the columns as reports/dataset.py and CUT_COLUMNS compute them (ns as a double / 1e6)
 _PER_CUT = f"""
-SELECT station, campaign_uid, channel, seq, status, failure_classes,
+SELECT station, campaign_uid, channel, seq, status, failure_classes, exposed,
     bytes_written, blocks_checked, full_scan, blocks_unchecked, ret,
     CASE WHEN ret IS NOT NULL THEN floor(ln(greatest(ret, %(floor)s)) * %(per_e)s)::integer
         END AS rbin,
@@ -27,27 +27,30 @@ FROM (SELECT *, status IN ('ok', 'dead') AS cut,
     CASE WHEN last_flush_to_cut_ns >= 0 THEN last_flush_to_cut_ns{MS} END AS flush
     FROM fleet.cycle {{where}}) c
 """
+# (the return times' sum in numeric: exact, so it does not depend on the order the groups,
+# split by exposure too, are added in)
 # per drive and combination of keys first (hashed in parallel workers over a sequential scan: a
 # few thousand groups), then the four groupings of those few rows
 AGGREGATES = f"""
 SELECT station, campaign_uid, channel,
-    CASE GROUPING(status, failure_classes, rbin, abin, fbin, failed)
-        WHEN 15 THEN 'status' WHEN 55 THEN 'return' WHEN 58 THEN 'ack' ELSE 'flush' END AS kind,
-    status, failure_classes, rbin, abin, fbin, failed, sum(n) AS n,
+    CASE GROUPING(status, failure_classes, exposed, rbin, abin, fbin, failed)
+        WHEN 15 THEN 'status' WHEN 119 THEN 'return' WHEN 122 THEN 'ack' ELSE 'flush' END AS kind,
+    status, failure_classes, exposed, rbin, abin, fbin, failed, sum(n) AS n,
     sum(bytes_written) AS bytes_written, sum(blocks_checked) AS blocks_checked,
     sum(full_scans) AS full_scans, sum(blocks_unchecked) AS blocks_unchecked,
-    min(first_dead) AS first_dead, min(low) AS low, max(high) AS high, sum(total) AS total
-FROM (SELECT station, campaign_uid, channel, status, failure_classes, rbin, abin, fbin,
+    min(first_dead) AS first_dead, min(low) AS low, max(high) AS high,
+    sum(total)::double precision AS total
+FROM (SELECT station, campaign_uid, channel, status, failure_classes, exposed, rbin, abin, fbin,
     bool_or(failed) AS failed, count(*) AS n,
     sum(bytes_written) AS bytes_written, sum(blocks_checked) AS blocks_checked,
     count(*) FILTER (WHERE full_scan <> 0) AS full_scans,
     sum(blocks_unchecked) AS blocks_unchecked,
     min(seq) FILTER (WHERE status = 'dead') AS first_dead,
-    min(ret) AS low, max(ret) AS high, sum(ret) AS total
+    min(ret) AS low, max(ret) AS high, sum(ret::numeric) AS total
     FROM ({_PER_CUT}) p
-    GROUP BY station, campaign_uid, channel, status, failure_classes, rbin, abin, fbin) g
+    GROUP BY station, campaign_uid, channel, status, failure_classes, exposed, rbin, abin, fbin) g
 GROUP BY station, campaign_uid, channel,
-    GROUPING SETS ((status, failure_classes), (rbin), (abin, failed), (fbin, failed))
+    GROUPING SETS ((status, failure_classes, exposed), (rbin), (abin, failed), (fbin, failed))
 """
 # The planner's estimate of the groups is millions (it cannot know that a drive's cycles fall in
 # a few combinations), so left alone it sorts 10 M rows along the primary key (47 s at 10 M

@@ -9,6 +9,7 @@ from typing import Any
 from psycopg.rows import tuple_row
 
 from rig.fleet.central.connection import CentralConnection, Row
+from rig.fleet.migrations import NOTIFY_KINDS
 
 MS = "::double precision / 1000000.0::double precision"
 CUT_COLUMNS = (
@@ -18,7 +19,8 @@ CUT_COLUMNS = (
     f" CASE WHEN last_ack_to_cut_ns >= 0 THEN last_ack_to_cut_ns{MS} END,"
     f" CASE WHEN last_flush_to_cut_ns >= 0 THEN last_flush_to_cut_ns{MS} END,"
     " started_at, bytes_written, blocks_checked, full_scan <> 0, blocks_unchecked,"
-    " failure_classes FROM fleet.cycle WHERE station = %s AND campaign_uid = %s"
+    f" failure_classes, realized_delay_ns{MS}, delay_error_ns{MS}"
+    " FROM fleet.cycle WHERE station = %s AND campaign_uid = %s"
     " AND channel = %s ORDER BY seq"
 )
 MODEL_DAYS = (
@@ -74,6 +76,28 @@ class ReadQueries(CentralConnection):
             " WHERE failure = 1 GROUP BY station, campaign_uid, class"
         )
 
+    def notify_failure_kinds(self) -> list[Row]:
+        """(station, campaign_uid, kind, n, last): per campaign the notifications its station
+        could not deliver, per kind, with the newest one's detail (JSON), through the partial
+        index `event_notify` (migration 7)."""
+        return self._read(
+            "SELECT DISTINCT ON (station, campaign_uid, kind) station, campaign_uid, kind,"
+            " count(*) OVER (PARTITION BY station, campaign_uid, kind) AS n, detail AS last"
+            f" FROM fleet.event WHERE kind IN {NOTIFY_KINDS}"
+            " ORDER BY station, campaign_uid, kind, local_id DESC"
+        )
+
+    def notify_failures_last(self, limit: int) -> list[Row]:
+        """(station, campaign_uid, kind, detail): per campaign the newest `limit` of them,
+        newest first."""
+        return self._read(
+            "SELECT station, campaign_uid, kind, detail FROM (SELECT station, campaign_uid,"
+            " local_id, kind, detail, row_number() OVER (PARTITION BY station, campaign_uid"
+            f" ORDER BY local_id DESC) AS r FROM fleet.event WHERE kind IN {NOTIFY_KINDS}) e"
+            " WHERE r <= %s ORDER BY station, campaign_uid, local_id DESC",
+            (limit,),
+        )
+
     def model_drive_totals(self, model: str | None = None) -> list[Row]:
         """Per drive of a model (or of every model): its identity and cycle counts (from the
         per-drive totals: a row per drive)."""
@@ -95,6 +119,19 @@ class ReadQueries(CentralConnection):
             {"model": model},
         )
 
+    def model_exposure_sets(self, model: str) -> list[Row]:
+        """Per drive of a model: its cuts (status ok or dead) per set of failure classes
+        (`failure_classes`, NULL none) and of classes exposed to (`exposed`, NULL not known),
+        as reports/central.py counts them; from the cycle table (a model's page only)."""
+        return self._read(
+            "SELECT c.station, c.campaign_uid, c.channel, c.failure_classes, c.exposed,"
+            " count(*) AS cuts FROM fleet.cycle c JOIN fleet.drive d"
+            " USING (station, campaign_uid, channel)"
+            " WHERE d.model = %s AND c.status IN ('ok', 'dead')"
+            " GROUP BY c.station, c.campaign_uid, c.channel, c.failure_classes, c.exposed",
+            (model,),
+        )
+
     def model_class_totals(self, model: str) -> list[Row]:
         """A model's findings and blocks per class (from the per-drive totals)."""
         return self._read(
@@ -111,14 +148,42 @@ class ReadQueries(CentralConnection):
             (station, uid, channel),
         )
 
+    def timing_of_campaign(self, station: str, uid: int) -> dict[str, float | int | None]:
+        """How the campaign's cuts fell against their plan, as the station store's
+        `timing_of_campaign` states it (the same ranks): cuts with a realized delay (fleet v8),
+        those outside the requested range, the lateness (realized minus planned, ms) at p50,
+        p99 and max; a quantile read as one row through the drive's primary key."""
+        where = (
+            " FROM fleet.cycle WHERE station = %s AND campaign_uid = %s"
+            " AND realized_delay_ns IS NOT NULL"
+        )
+        row = self._one(
+            "SELECT count(*) AS n, count(*) FILTER (WHERE delay_in_range = 0) AS outside" + where,
+            (station, uid),
+        )
+        n = int(row["n"]) if row else 0
+        found: dict[str, float | int | None] = {
+            "cuts": n,
+            "outside_range": int(row["outside"]) if row else 0,
+        }
+        for name, q in (("p50_ms", 0.5), ("p99_ms", 0.99), ("max_ms", 1.0)):
+            late = self._one(
+                f"SELECT (realized_delay_ns - cut_delay_ns){MS} AS late{where}"
+                " ORDER BY late LIMIT 1 OFFSET %s",
+                (station, uid, max(0, min(n - 1, int(q * n)))),
+            )
+            found[name] = None if late is None else round(float(late["late"]), 3)
+        return found
+
     def cut_columns(
         self, station: str, uid: int, channel: int, chunk: int
     ) -> Iterator[list[tuple[Any, ...]]]:
         """A drive's cycles in order as the report's per-cut figures, `chunk` rows at a time
         (a server-side cursor): seq, status, cut_delay_ms, return_ms, gone_ms, ack_to_cut_ms,
         flush_to_cut_ms, started_at, bytes_written, blocks_checked, full_scan,
-        blocks_unchecked, failure_classes; ms computed here as reports/dataset.py computes
-        them from a row (ns as a double / 1e6; NULL where absent or negative)."""
+        blocks_unchecked, failure_classes, realized_delay_ms, delay_error_ms; ms computed here
+        as reports/dataset.py computes them from a row (ns as a double / 1e6; NULL where absent
+        or negative)."""
         with self._db.cursor(name="cut_columns", row_factory=tuple_row) as cur:
             cur.execute(CUT_COLUMNS, (station, uid, channel))
             while rows := cur.fetchmany(chunk):
@@ -234,6 +299,7 @@ class ReadQueries(CentralConnection):
     def metric_drives(self) -> list[Row]:
         return self._read(
             "SELECT d.station, k.name AS campaign, d.model, d.serial, d.channel, d.status,"
+            " CASE WHEN k.ended_at IS NULL THEN '' ELSE k.status END AS campaign_end,"
             " coalesce(sum(s.cuts), 0)::bigint AS cuts,"
             " coalesce(sum(s.rig_errors), 0)::bigint AS rig_errors,"
             " coalesce(sum(s.failing), 0)::bigint AS failing"
@@ -241,7 +307,7 @@ class ReadQueries(CentralConnection):
             " ON k.station = d.station AND k.uid = d.campaign_uid"
             " LEFT JOIN fleet.day_cycles s ON s.station = d.station"
             " AND s.campaign_uid = d.campaign_uid AND s.channel = d.channel"
-            " GROUP BY d.station, d.campaign_uid, d.channel, k.name"
+            " GROUP BY d.station, d.campaign_uid, d.channel, k.name, k.status, k.ended_at"
             " ORDER BY d.station, d.campaign_uid, d.channel"
         )
 

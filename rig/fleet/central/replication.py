@@ -24,7 +24,8 @@ CYCLE_COLUMNS = (
     *("back_ns", "writes", "writes_acked", "writes_durable", "flushes", "bytes_written"),
     *("blocks_checked", "nondurable_writes", "nondurable_survived", "failures", "full_scan"),
     *("unserializable_writes", "last_ack_to_cut_ns", "last_flush_to_cut_ns", "started_at"),
-    *("ended_at", "blocks_unchecked", "failure_classes"),
+    *("ended_at", "blocks_unchecked", "failure_classes", "exposed"),
+    *("realized_delay_ns", "timed_from", "delay_error_ns", "delay_in_range"),
 )
 FINDING_COLUMNS = (
     *("class", "failure", "lba_first", "lba_count", "expected_gen", "observed_gen"),
