@@ -29,7 +29,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 NATIVE_LIB := rig/native/libpfr.so
 NATIVE_SRC := $(wildcard rig/native/*.c) $(wildcard rig/native/*.h)
 
-.PHONY: setup station demo fleet-demo test lint typecheck firmware station-firmware native clean-sim
+.PHONY: setup station demo fleet-demo test check lint typecheck firmware station-firmware native clean-sim
 setup: $(VENV)/.installed firmware native
 station: $(VENV)/.runtime native station-firmware
 
@@ -90,6 +90,15 @@ typecheck: $(VENV)/.installed
 test: setup lint typecheck
 	@if [ -f firmware/Makefile ]; then $(MAKE) -s -C firmware test; fi
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+
+# The inner loop: lint, type-check and the tests that need no QEMU guest, PostgreSQL, KiCad or
+# Chromium (those tiers run in `make test`). The twins (simavr, FUSE, loop devices) stay in.
+QUICK_IGNORE := --ignore=tests/guest --ignore=tests/fleet --ignore=tests/hardware \
+	--ignore=tests/test_hardware_board.py --ignore=tests/test_guest_nbd.py \
+	--ignore=tests/test_udev_identity_guest.py --ignore=tests/test_health_qemu_policy.py \
+	--ignore=tests/test_install_split.py
+check: setup lint typecheck
+	$(VENV)/bin/pytest -q $(QUICK_IGNORE) -k "not chromium and not browser and not print" $(PYTEST_ARGS)
 
 clean-sim: $(VENV)/.installed
 	$(VENV)/bin/rig clean-sim

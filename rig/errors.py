@@ -28,3 +28,9 @@ class PowerTimeoutError(PowerError):
 
 class ProtocolMismatchError(PowerError):
     """The relay board speaks another protocol version."""
+
+
+class ChannelLostError(PowerError):
+    """The switch lost control of the channel (its relay board lost or restarted): the cycle is a
+    rig ERROR and the channel stops; other boards' channels go on (docs/campaign.md, "Several
+    relay boards")."""
