@@ -6,9 +6,10 @@
  *                                                      every pin write that changes a level
  *                                                      (clk_us as the simavr bridge's)
  *   reset mcu_us=<n> mono_ns=<n>                       after SIGUSR1 (simulated MCU reset)
- * The core boots 100 ms after the pty is first opened (as a Nano resets on open), so the host
- * reads the BOOT line. The "MCU clock" is CLOCK_MONOTONIC since boot (or the last reset), in µs. The rails are
- * modelled (RC charge/discharge) so rail sense has something to measure. SIGTERM/SIGINT end it. */
+ * The core boots once the pty is first opened and written to (as a Nano resets on open and
+ * its bootloader waits), so the host reads the BOOT line. The "MCU clock" is CLOCK_MONOTONIC
+ * since boot (or the last reset), in µs. The rails are modelled (RC charge/discharge) so rail
+ * sense has something to measure. SIGTERM/SIGINT end it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -186,9 +187,13 @@ static int open_pty(void)
 	return 0;
 }
 
-/* Like a Nano, which resets when the host opens its port and boots after its bootloader: wait
- * for the first open, then boot 100 ms later, so the host sees the BOOT line. Then keep a slave
- * fd of our own so a host that closes and reopens does not leave the master hung up. */
+/* Like a Nano, which resets when the host opens its port and whose bootloader waits for the
+ * host: boot once the pty is first opened and then written to (or 1 s later, optiboot's wait,
+ * for a host that only listens). Not a fixed delay after the open: pyserial flushes its input
+ * after opening (serialposix.py: reset_input_buffer), and on a loaded host that flush can come
+ * later than any delay and swallow the BOOT line; the host's first byte comes after it. Then
+ * keep a slave fd of our own so a host that closes and reopens does not leave the master hung
+ * up. */
 static void wait_for_first_open(void)
 {
 	for (;;) {
@@ -198,8 +203,18 @@ static void wait_for_first_open(void)
 		if (stop_requested)
 			return;
 	}
-	struct timespec bootloader = {.tv_sec = 0, .tv_nsec = 100000000L};
-	nanosleep(&bootloader, NULL);
+	struct timespec start, now;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		struct pollfd p = {.fd = pty_master, .events = POLLIN};
+		if (poll(&p, 1, 10) > 0 && (p.revents & POLLIN))
+			break; /* the host's first bytes wait in the pty for the core to read */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long waited_ms = (now.tv_sec - start.tv_sec) * 1000 +
+				 (now.tv_nsec - start.tv_nsec) / 1000000;
+		if (stop_requested || waited_ms >= 1000)
+			break;
+	}
 	if (open(pty_name, O_RDWR | O_NOCTTY) < 0)
 		perror(pty_name);
 }
