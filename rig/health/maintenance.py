@@ -22,8 +22,8 @@ from typing import Protocol
 from rig.bus.base import DriveNode
 from rig.config import Table
 from rig.errors import UserError
-from rig.health.errors import HealthToolError, ToolFailed
-from rig.health.tools import Runner, first_line
+from rig.health.errors import HealthToolError
+from rig.health.tools import Runner, run_checked
 
 FORMAT = "format"
 SANITIZE_BLOCK = "sanitize_block"
@@ -179,16 +179,7 @@ class ToolMaintenance:
     runner: Runner
 
     def _run(self, argv: list[str], timeout_s: float = TOOL_TIMEOUT_S) -> str:
-        result = self.runner.run(argv, timeout_s)
-        if result.exit_code != 0:
-            detail = first_line(result.stderr) or first_line(result.stdout)
-            raise ToolFailed(
-                f"{' '.join(argv[:2])} failed (exit {result.exit_code}): {detail}",
-                result.argv,
-                result.exit_code,
-                result.stderr,
-            )
-        return result.stdout
+        return run_checked(argv, self.runner, timeout_s).stdout
 
     def _nvme(self, node: DriveNode) -> bool:
         return os.path.basename(os.path.realpath(node.devnode)).startswith("nvme")

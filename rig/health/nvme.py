@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from rig.health.counters import as_uint, counter, load_json_object
-from rig.health.errors import HealthToolError, ToolFailed, ToolOutputError, total_parser
+from rig.health.errors import HealthToolError, ToolOutputError, total_parser
 from rig.health.smart import NVME_DATA_UNIT_BYTES
 from rig.health.snapshot import HealthSnapshot, SmartIdentity
-from rig.health.tools import Runner, ToolResult, first_line
+from rig.health.tools import Runner, run_checked
 
 KELVIN_OFFSET = 273  # NVMe reports whole kelvins; nvme-cli and smartctl both subtract 273
 
@@ -163,33 +163,20 @@ def snapshot_from_nvme(id_ctrl: NvmeIdCtrl, log: NvmeSmartLog, raw: str = "") ->
     )
 
 
-def _run_nvme(argv: list[str], runner: Runner, timeout_s: float | None) -> ToolResult:
-    result = runner.run(argv, timeout_s)
-    if result.exit_code != 0:
-        detail = first_line(result.stderr) or first_line(result.stdout)
-        raise ToolFailed(
-            f"{' '.join(argv[:2])} failed (exit {result.exit_code}): {detail}",
-            result.argv,
-            result.exit_code,
-            result.stderr,
-        )
-    return result
-
-
 def nvme_id_ctrl(dev: str, runner: Runner, timeout_s: float | None = None) -> NvmeIdCtrl:
-    result = _run_nvme(["nvme", "id-ctrl", dev, "--output-format=json"], runner, timeout_s)
+    result = run_checked(["nvme", "id-ctrl", dev, "--output-format=json"], runner, timeout_s)
     return parse_nvme_id_ctrl(result.stdout)
 
 
 def nvme_smart_log(dev: str, runner: Runner, timeout_s: float | None = None) -> NvmeSmartLog:
-    result = _run_nvme(["nvme", "smart-log", dev, "--output-format=json"], runner, timeout_s)
+    result = run_checked(["nvme", "smart-log", dev, "--output-format=json"], runner, timeout_s)
     return parse_nvme_smart_log(result.stdout)
 
 
 def nvme_snapshot(dev: str, runner: Runner, timeout_s: float | None = None) -> HealthSnapshot:
     """id-ctrl and smart-log; `raw` keeps both JSON texts (one object) for the store."""
-    ctrl = _run_nvme(["nvme", "id-ctrl", dev, "--output-format=json"], runner, timeout_s)
-    log = _run_nvme(["nvme", "smart-log", dev, "--output-format=json"], runner, timeout_s)
+    ctrl = run_checked(["nvme", "id-ctrl", dev, "--output-format=json"], runner, timeout_s)
+    log = run_checked(["nvme", "smart-log", dev, "--output-format=json"], runner, timeout_s)
     raw = '{"id_ctrl": ' + ctrl.stdout.strip() + ', "smart_log": ' + log.stdout.strip() + "}"
     return snapshot_from_nvme(
         parse_nvme_id_ctrl(ctrl.stdout), parse_nvme_smart_log(log.stdout), raw
@@ -214,7 +201,7 @@ def nvme_zeroes_after_discard(
     """DLFEAT of the namespace (`nvme id-ns -o json`), which smartctl does not print; None when
     nvme-cli cannot say (not installed, refused, unreadable answer): no promise then."""
     try:
-        result = _run_nvme(["nvme", "id-ns", dev, "--output-format=json"], runner, timeout_s)
+        result = run_checked(["nvme", "id-ns", dev, "--output-format=json"], runner, timeout_s)
         return parse_nvme_id_ns_zeroes(result.stdout)
     except HealthToolError:
         return None

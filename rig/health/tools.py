@@ -169,6 +169,21 @@ def first_line(text: str) -> str:
     return lines[0] if lines else ""
 
 
+def run_checked(argv: list[str], runner: Runner, timeout_s: float | None) -> ToolResult:
+    """Run a tool whose every non-zero exit is a failure (nvme-cli, hdparm, sdparm, sg3_utils'
+    maintenance commands); the error names the tool, its exit and its first line of output."""
+    result = runner.run(argv, timeout_s)
+    if result.exit_code != 0:
+        detail = first_line(result.stderr) or first_line(result.stdout)
+        raise ToolFailed(
+            f"{' '.join(argv[:2])} failed (exit {result.exit_code}): {detail}",
+            result.argv,
+            result.exit_code,
+            result.stderr,
+        )
+    return result
+
+
 # --- smartctl -------------------------------------------------------------------------------
 
 

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from rig.health.errors import ToolFailed, ToolOutputError, total_parser
-from rig.health.tools import Runner, first_line
+from rig.health.errors import ToolOutputError, total_parser
+from rig.health.tools import Runner, run_checked
 
 CacheTool = Literal["hdparm", "sdparm", "nvme"]
 NVME_FEATURE_VWC = 6
@@ -118,16 +118,7 @@ _PARSERS = {"hdparm": parse_hdparm_w, "sdparm": parse_sdparm_wce, "nvme": parse_
 
 
 def _run(argv: list[str], runner: Runner, timeout_s: float | None) -> str:
-    result = runner.run(argv, timeout_s)
-    if result.exit_code != 0:
-        raise ToolFailed(
-            f"{' '.join(argv[:2])} failed (exit {result.exit_code}): "
-            f"{first_line(result.stderr) or first_line(result.stdout)}",
-            result.argv,
-            result.exit_code,
-            result.stderr,
-        )
-    return result.stdout
+    return run_checked(argv, runner, timeout_s).stdout
 
 
 def read_write_cache(
