@@ -41,7 +41,7 @@ from rig.campaign.drive import DriveRun  # noqa: E402
 from rig.campaign.model import Cycle  # noqa: E402
 from rig.campaign.observer import Observer  # noqa: E402
 from rig.campaign.parallel import run_campaign  # noqa: E402
-from rig.station import campaign_file  # noqa: E402
+from rig.config import campaign_file  # noqa: E402
 from rig.station.model import Station  # noqa: E402
 from rig.store import Store  # noqa: E402
 

@@ -44,9 +44,13 @@ sys.path.insert(0, str(REPO / "bench"))
 import fleet_replication as fr  # noqa: E402
 
 from fixtures import pgcluster  # noqa: E402
-from rig.fleet import dispatch  # noqa: E402
-from rig.fleet.central import CentralStore  # noqa: E402
-from rig.fleet.replicator import ReplicatorLoop, StoreSource, replicate_store  # noqa: E402
+from rig.interface.fleet import dispatch  # noqa: E402
+from rig.interface.fleet.central import CentralStore  # noqa: E402
+from rig.interface.fleet.replicator import (  # noqa: E402
+    ReplicatorLoop,
+    StoreSource,
+    replicate_store,
+)
 from rig.store import Store  # noqa: E402
 
 DRIVES = 8
@@ -293,7 +297,16 @@ def measure(pg: pgcluster.Cluster, args: argparse.Namespace, work: Path) -> None
         return
     out = work / "report"
     wall, rss, code = timed_child(
-        [sys.executable, "-m", "rig.cli", "report", "--central", viewer, "--out", str(out)]
+        [
+            sys.executable,
+            "-m",
+            "rig.interface.cli",
+            "report",
+            "--central",
+            viewer,
+            "--out",
+            str(out),
+        ]
         + (["--cut-rows"] if args.cut_rows else []),
         args.report_timeout,
     )
@@ -307,8 +320,9 @@ def measure(pg: pgcluster.Cluster, args: argparse.Namespace, work: Path) -> None
 SPLIT = """
 import resource, sys, tempfile, time
 t = time.perf_counter()
-from reports import central, export
-from rig.fleet.central import CentralStore
+from reports import export
+from reports.load import central
+from rig.interface.fleet.central import CentralStore
 with CentralStore(sys.argv[1]) as store:
     aggregates, spent = store.cut_aggregates, []
     def timed(*args):
@@ -347,7 +361,7 @@ def start_server(dsn: str, code: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = pgcluster.free_port()
     env = dict(os.environ, PYTHONPATH=str(code))  # (ahead of the venv's own rig)
     serve = subprocess.Popen(
-        [sys.executable, "-m", "rig.cli", "serve", "--central", dsn, "--port", str(port)],
+        [sys.executable, "-m", "rig.interface.cli", "serve", "--central", dsn, "--port", str(port)],
         cwd=code,
         env=env,
         stdout=subprocess.DEVNULL,

@@ -30,8 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from rig.check import verify  # noqa: E402
-from rig.check.ledger import CycleLog, LbaState  # noqa: E402
 from rig.io import media  # noqa: E402
+from rig.io.ledger import CycleLog, LbaState  # noqa: E402
 
 BLOCK = 4096
 

@@ -39,7 +39,7 @@ sys.path.insert(0, os.getcwd())
 from fixtures import sim_station
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
-from rig.station import campaign_file
+from rig.config import campaign_file
 from rig.store import Store
 
 STRATEGIES = {

@@ -53,7 +53,7 @@ def run(work: Path, name: str, text: str) -> tuple[Path, float]:
     db = work / f"{name}.sqlite"
     started = time.monotonic()
     subprocess.run(
-        [sys.executable, "-m", "rig.cli", "run", str(path), "--db", str(db), "--quiet"],
+        [sys.executable, "-m", "rig.interface.cli", "run", str(path), "--db", str(db), "--quiet"],
         cwd=work, stdout=subprocess.DEVNULL, check=False,
     )  # fmt: skip
     return db, time.monotonic() - started

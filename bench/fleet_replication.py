@@ -35,9 +35,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from fixtures import pgcluster  # noqa: E402
-from rig.fleet import dispatch  # noqa: E402
-from rig.fleet.central import CentralStore  # noqa: E402
-from rig.fleet.replicator import ReplicatorLoop, StoreSource, replicate_store  # noqa: E402
+from rig.interface.fleet import dispatch  # noqa: E402
+from rig.interface.fleet.central import CentralStore  # noqa: E402
+from rig.interface.fleet.replicator import (  # noqa: E402
+    ReplicatorLoop,
+    StoreSource,
+    replicate_store,
+)
 from rig.store import CycleRow, Store  # noqa: E402
 
 CYCLE_FIELDS = [f for f in CycleRow.__dataclass_fields__ if f not in ("drive_id", "seq")]
@@ -49,7 +53,7 @@ def templates(work: Path) -> list[tuple[dict[str, object], list[dict[str, object
         [
             sys.executable,
             "-m",
-            "rig.cli",
+            "rig.interface.cli",
             "demo",
             "--in-process",
             "--cycles",

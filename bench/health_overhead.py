@@ -26,9 +26,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rig.bus.base import DriveNode  # noqa: E402
-from rig.bus.identity import DriveIdentity  # noqa: E402
 from rig.bus.ready import probe_once  # noqa: E402
+from rig.drive.identity import DriveIdentity  # noqa: E402
+from rig.drive.node import DriveNode  # noqa: E402
 from rig.health import crosscheck  # noqa: E402
 from rig.health.smart import parse_smartctl_json  # noqa: E402
 from rig.health.tools import ToolRunner, smartctl_snapshot  # noqa: E402

@@ -28,11 +28,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fixtures import sim_station
-from reports import verdict as verdicts
 from rig.campaign import runner
 from rig.campaign.progress import Progress
-from rig.station import campaign_file
+from rig.config import campaign_file
 from rig.store import Store
+from rig.verdict import rule as verdicts
 from tests.notify_receivers import hanging_receiver
 from tests.test_sim_campaign import campaign_text
 
@@ -56,7 +56,6 @@ def figures(db: str) -> tuple[float, float, float]:
 def run(text: str, db: str) -> tuple[float, float, float]:
     runner.run(
         lambda c, on_edge, db: sim_station.build(c)[0],
-        verdicts.drive_verdict,
         campaign=campaign_file.parse(text),
         db=db,
         progress=Progress(io.StringIO(), live=False),

@@ -52,9 +52,9 @@ sys.path.insert(1, str(REPO))
 
 from bench.writer_vs_fio import attach, machine  # noqa: E402
 from rig.check import readback, verify  # noqa: E402
-from rig.check.ledger import CycleLog, LbaState  # noqa: E402
 from rig.io import media  # noqa: E402
 from rig.io.blockio import DirectTarget  # noqa: E402
+from rig.io.ledger import CycleLog, LbaState  # noqa: E402
 
 CAMPAIGN = 5
 
@@ -168,7 +168,7 @@ def main() -> None:
                 load = os.getloadavg()[0]
                 fio, fio_cpu = fio_verify(devnode, opts.mib, bs)
                 for buffers in depths:
-                    readback.BUFFERS = buffers  # read by rig/check/verify_reads.py per check
+                    readback.BUFFERS = buffers  # read by rig/check/verify/reads.py per check
                     rig, rig_cpu, inflight, idle, tail = rig_readback(devnode, opts.mib, bs)
                     ratios[buffers].append(rig / fio)
                     idles[buffers].append(idle)

@@ -1,6 +1,6 @@
 """How many cuts a sequential plan spends against the fixed-sample plan with the same risks.
 
-For each plan: the exact average sample number (rig/sequential.py, the recursion over the
+For each plan: the exact average sample number (rig/verdict/sequential.py, the recursion over the
 truncated binomial walk) at p = 0, p0, p1 and 10 x p1 (capped at 1), the fixed-sample size n
 with the same alpha and beta (scipy.stats.binom: the smallest n and c with P(more than c fail |
 p0) <= alpha and P(at most c fail | p1) <= beta), and their ratio. The plans: the demo
@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rig.sequential import Plan, curves, fixed_sample_size  # noqa: E402
+from rig.verdict.sequential import Plan, curves, fixed_sample_size  # noqa: E402
 
 PLANS = [
     Plan(0.01, 0.1, 0.05, 0.1, 200),

@@ -7,7 +7,7 @@ store through the production `Store.record_cycle`, each cycle a copy of a templa
 ledger blob, findings, events and LBA-state snapshot as the demo recorded them, spread over the
 demo's drives), in the campaign's own pattern: one transaction per cycle. It prints the record
 time per cut over successive slices (flat = no slow-down as the file grows), the file's size per
-cut, and the wall time of `reports.dataset.load` and of the whole report (`reports.export`).
+cut, and the wall time of `reports.load.dataset.load` and of the whole report (`reports.export`).
 
 Expected (ARCHITECTURE §7): a store fast enough for millions of cuts: record time per cut flat
 and far below a cycle's length, a few KiB per cut.
@@ -59,8 +59,8 @@ from rig.store import SCHEMA_VERSION, CycleRow, Store, cycle_sums  # noqa: E402
 def demo_store(work: Path) -> Path:
     out = work / "demo"
     subprocess.run(
-        [sys.executable, "-m", "rig.cli", "demo", "--in-process", "--quiet", "--cycles", "40",
-         "--out", str(out)],
+        [sys.executable, "-m", "rig.interface.cli", "demo", "--in-process", "--quiet",
+         "--cycles", "40", "--out", str(out)],
         check=True, stdout=subprocess.DEVNULL,
     )  # fmt: skip
     return out / "demo.sqlite"
@@ -224,7 +224,10 @@ def copy_by_sql(path: Path, cuts: int) -> None:
 # what no stage below covers), from whichever checkout it runs
 PHASES = """
 import os, sys, threading, time
-from reports import analysis, csv_tables, dataset, deferred, export
+from reports import export
+from reports.analysis import reliability as analysis
+from reports.load import dataset
+from reports.render import csv_tables, deferred
 page, phase, peaks = os.sysconf("SC_PAGE_SIZE"), ["other"], {}
 def sample():
     while True:
@@ -279,7 +282,7 @@ def status_in_child(path: Path, code: Path) -> None:
     `code` (this one, or an older commit's for a before/after figure): wall time and peak RSS
     (the child's own rusage, from wait4)."""
     for extra in ([], ["--json"]):
-        command = [sys.executable, "-m", "rig.cli", "status", str(path), *extra]
+        command = [sys.executable, "-m", "rig.interface.cli", "status", str(path), *extra]
         started = time.perf_counter()
         child = subprocess.Popen(command, cwd=code, stdout=subprocess.DEVNULL)
         _, status, usage = os.wait4(child.pid, 0)
@@ -371,12 +374,14 @@ def main() -> None:
                     else:
                         report_in_child(path, work / "report", checkout, args.phases)
         else:
-            from reports import dataset
+            from reports.load import dataset
 
             started = time.perf_counter()
             runs = dataset.load([str(path)]).runs
             loaded = time.perf_counter() - started
-            print(f"reports.dataset.load: {loaded:.1f} s ({sum(len(r.cuts) for r in runs)} cuts)")
+            print(
+                f"reports.load.dataset.load: {loaded:.1f} s ({sum(len(r.cuts) for r in runs)} cuts)"
+            )
         print(machine())
 
 

@@ -31,10 +31,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.writer_vs_fio import attach, machine  # noqa: E402
-from rig.check.ledger import CycleLog, LbaState  # noqa: E402
 from rig.io import media, workload_native  # noqa: E402
 from rig.io import workload as workload_module  # noqa: E402
 from rig.io.blockio import DirectTarget  # noqa: E402
+from rig.io.ledger import CycleLog, LbaState  # noqa: E402
 
 CASES = {
     "128k-seq-qd32": workload_module.Workload(

@@ -54,8 +54,8 @@ REPO = Path(__file__).resolve().parents[1]
 CODE = Path(sys.argv[sys.argv.index("--code") + 1]) if "--code" in sys.argv else REPO
 sys.path.insert(0, str(CODE))
 
-from rig.check.ledger import CycleLog, LbaState  # noqa: E402
 from rig.io.blockio import DirectTarget  # noqa: E402
+from rig.io.ledger import CycleLog, LbaState  # noqa: E402
 from rig.io.workload import Workload, Writer, WriterContext  # noqa: E402
 
 SIZE_MIB = 1024

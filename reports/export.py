@@ -1,8 +1,10 @@
-"""Write a report folder from one or more stores: one record (reports/record.py) from the
+"""Write a report folder from one or more stores: one record (reports/analysis/record.py) from the
 analysis, and each output a consumer of it: report.html and one page per model
-(reports/html.py on reports/templates/), report.json (reports/json_out.py), the CSV tables
-(reports/csv_tables.py), junit.xml (reports/junit.py) and, where asked, a Markdown summary
-(reports/markdown.py)."""
+(reports/render/html.py on reports/render/templates/), report.json (reports/render/json_out.py),
+the CSV tables
+(reports/render/csv_tables.py), junit.xml (reports/render/junit.py) and, where asked, a Markdown
+summary
+(reports/render/markdown.py)."""
 
 from __future__ import annotations
 
@@ -11,11 +13,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from reports import (
-    analysis,
+from reports.analysis import reliability as analysis
+from reports.analysis import window
+from reports.analysis.record import ModelReport, Report
+from reports.load import dataset
+from reports.render import (
     brownout,
     csv_tables,
-    dataset,
     deferred,
     html,
     json_out,
@@ -23,10 +27,8 @@ from reports import (
     markdown,
     ocp,
     timing,
-    window,
     window_html,
 )
-from reports.record import ModelReport, Report
 
 
 def write_report(

@@ -6,8 +6,8 @@ import numpy as np
 import numpy.typing as npt
 
 from rig.check import verify
-from rig.check.ledger import NOT_DONE, CycleLog, LbaState
 from rig.io import media
+from rig.io.ledger import NOT_DONE, CycleLog, LbaState
 
 CAMPAIGN = 11
 BS = 4096

@@ -13,7 +13,7 @@ def rig(
 ) -> subprocess.CompletedProcess[str]:
     """`env`: variables added to this process's environment for the child."""
     return subprocess.run(
-        [sys.executable, "-m", "rig.cli", *args],
+        [sys.executable, "-m", "rig.interface.cli", *args],
         capture_output=True,
         text=True,
         cwd=cwd,

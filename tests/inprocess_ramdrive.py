@@ -12,8 +12,8 @@ import time
 import numpy as np
 import numpy.typing as npt
 
-from rig.bus.base import DriveNode
-from rig.bus.identity import DriveIdentity
+from rig.drive.identity import DriveIdentity
+from rig.drive.node import DriveNode
 from rig.io.blockio import BlockTarget
 
 

@@ -28,9 +28,9 @@ from rig.campaign.model import DriveSummary
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.check import failures, verify
-from rig.check.ledger import CycleLog
+from rig.config import campaign_file
+from rig.io.ledger import CycleLog
 from rig.power.base import Edge, PendingCut, PowerSwitch
-from rig.station import campaign_file
 from rig.store import Store
 
 # what the checker must report for a block, by the kind of fault the drive injected there

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rig.sequential import FAIL_CODE, PASS_CODE, Plan, curves, fixed_sample_size
+from rig.verdict.sequential import FAIL_CODE, PASS_CODE, Plan, curves, fixed_sample_size
 
 Z = 3.0
 ROWS = 20_000  # campaigns simulated at once (memory: ROWS x BLOCK draws)
@@ -120,7 +120,7 @@ def simulate_exposed(
     plan: Plan, p: float, exposure: float, runs: int, rng: np.random.Generator
 ) -> ExposedRun:
     from rig.campaign.settle import Settlement
-    from rig.criteria import Criteria
+    from rig.config.criteria import Criteria
 
     judged = "lost_durable_write"
     criteria = Criteria(classes=(judged,), sequential=plan, scope="drive", zero_tolerance=())

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from rig.check import verify
-from rig.check.ledger import CycleLog, LbaState
 from rig.io import media
 from rig.io.blockio import DirectTarget
+from rig.io.ledger import CycleLog, LbaState
 from rig.io.workload import Workload, Writer, WriterContext
 from tests.loopdev import attached, loop_available
 

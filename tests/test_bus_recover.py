@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from rig.bus.base import DriveNode
-from rig.bus.identity import DriveIdentity
 from rig.bus.recover import RecoveringPresence, hotplug_label, locate
+from rig.drive.identity import DriveIdentity
+from rig.drive.node import DriveNode
 
 FIXED_PORT = "0000:00:19.0"
 HOTPLUG_PORT = "0000:00:18.0"

@@ -16,13 +16,20 @@ ROOT = Path(__file__).resolve().parent.parent
 # Runs a `rig` command in a fresh interpreter and prints its exit status and what it imported
 PROBE = """
 import json, sys
-from rig import cli
+from rig.interface import cli
 code = cli.main(sys.argv[1:])
 sys.stdout.flush()
 print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
-HEAVY = ("numpy", "scipy", "argcomplete", "rig.campaign_spec", "rig.campaign", "rig.sequential")
+HEAVY = (
+    "numpy",
+    "scipy",
+    "argcomplete",
+    "rig.config.campaign",
+    "rig.campaign",
+    "rig.verdict.sequential",
+)
 
 
 def _run(*argv: str, env: dict[str, str] | None = None) -> tuple[int, set[str], str]:
@@ -68,7 +75,7 @@ def test_argcomplete_is_imported_only_when_a_shell_completes(tmp_path: Path) -> 
     env = dict(os.environ, _ARGCOMPLETE="1", COMP_LINE="rig sta", COMP_POINT="7")
     env["_ARGCOMPLETE_STDOUT_FILENAME"] = str(tmp_path / "completions")
     done = subprocess.run(
-        [sys.executable, "-m", "rig.cli"], cwd=ROOT, env=env, timeout=120, check=False
+        [sys.executable, "-m", "rig.interface.cli"], cwd=ROOT, env=env, timeout=120, check=False
     )
     assert done.returncode == 0  # argcomplete answered and exited
     assert "status" in (tmp_path / "completions").read_text()
@@ -76,6 +83,7 @@ def test_argcomplete_is_imported_only_when_a_shell_completes(tmp_path: Path) -> 
 
 def test_the_station_check_schema_is_told_by_its_parser() -> None:
     """check_cli names the JSON schema in its --json help without importing the check."""
-    from rig.station import check, check_cli
+    from rig.interface import station_check as check_cli
+    from rig.station import check
 
     assert check_cli.SCHEMA == check.SCHEMA

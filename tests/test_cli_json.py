@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from reports import stats, summary
-from rig import cli_json
-from rig.fleet.views import StoreView
+from reports.load import summary
+from rig.interface import cli_json
+from rig.interface import station_check as check_cli
+from rig.interface.fleet.views import StoreView
 from rig.notify import failures
 from rig.power.relay.wire import FIRMWARE_VERSION, PROTOCOL_VERSION
-from rig.station import check_cli
 from rig.store import Store
+from rig.verdict import stats
 from tests.cli_runner import rig
 from tests.json_schemas import documented_fields, schema_fields, validate
 from tests.loopdev import attached, loop_available
@@ -94,7 +95,7 @@ def test_status_exits_0_without_a_failure_and_1_for_a_dead_drive(tmp_path: Path)
 
 def test_status_states_the_upper_bound_per_exposed_class_without_scipy(tmp_path: Path) -> None:
     """Beside exposed and failing cuts, each class's one-sided Clopper-Pearson bound per exposed
-    cut, the report's figure (reports.stats, scipy) computed without scipy, in text and JSON."""
+    cut, the report's figure (rig.verdict.stats, scipy) computed without scipy, in text and JSON."""
     db = build(
         tmp_path / "exposed.sqlite",
         [DriveSpec("Lost", "L1", ["ok"] * 20 + ["lost_durable_write"])],
@@ -261,7 +262,8 @@ def test_completion_through_argcomplete(tmp_path: Path) -> None:
     assert _complete("rig st", tmp_path) == {"station", "status"}
     assert _complete("rig fleet st", tmp_path) == {"status", "stop"}
     assert _complete("rig status --j", tmp_path) == {"--json"}
-    # global completion (activate-global-python-argcomplete) finds the marker in rig/cli.py
+    # global completion (activate-global-python-argcomplete) finds the marker in
+    # rig/interface/cli.py
     script = Path(sys.executable).parent / "rig"
     check = subprocess.run(
         [sys.executable, "-m", "argcomplete._check_console_script", str(script)],

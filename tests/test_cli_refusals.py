@@ -164,8 +164,9 @@ def test_drives_lists_identity_and_safety_and_prints_a_stanza(tmp_path: Path) ->
 def test_drives_shows_transport_and_a_claimed_drive_and_the_stanza_is_a_campaign_block(
     tmp_path: Path,
 ) -> None:
-    from rig.bus.identity import DriveIdentity
-    from rig.station import campaign_file, locks
+    from rig.config import campaign_file
+    from rig.drive.identity import DriveIdentity
+    from rig.station import locks
 
     image = tmp_path / "claimed.img"
     with image.open("wb") as handle:

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from fixtures import sim_station
-from reports import verdict as verdicts
 from rig.campaign import runner
 from rig.campaign.progress import Progress
-from rig.station import campaign_file
+from rig.config import campaign_file
 from rig.store import Store
 from tests.cli_runner import rig
 from tests.notify_receivers import json_endpoint
@@ -58,7 +57,6 @@ def test_cuts_outside_the_requested_range_are_stored_and_warned_of(
         campaign = campaign_file.parse(TEXT.format(delay=delay, port=port))
         runner.run(
             lambda c, on_edge, db: sim_station.build(c)[0],
-            verdicts.drive_verdict,
             campaign=campaign,
             db=db,
             progress=Progress(io.StringIO(), live=False),

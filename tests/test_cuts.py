@@ -14,11 +14,11 @@ import pytest
 
 from fixtures.fake_power import FakePowerSwitch
 from rig.campaign.cutcycle import cuts
-from rig.check.ledger import CycleLog, LbaState
+from rig.config import campaign_file
 from rig.errors import UserError
 from rig.io.blockio import DirectTarget
+from rig.io.ledger import CycleLog, LbaState
 from rig.io.workload import Workload, Writer, WriterContext
-from rig.station import campaign_file
 from tests.test_sim_campaign import campaign_text, run
 
 

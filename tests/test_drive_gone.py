@@ -17,8 +17,8 @@ import numpy.typing as npt
 import pytest
 
 from rig.check import verify
-from rig.check.ledger import CycleLog, LbaState
 from rig.io.blockio import DirectTarget
+from rig.io.ledger import CycleLog, LbaState
 from rig.io.workload import Workload, Writer, WriterContext
 
 GONE = [errno.ENOSPC, errno.ENXIO, errno.ENODEV, errno.EIO]

@@ -16,9 +16,9 @@ from fixtures import sim_station
 from rig.campaign.endurance import endurance, intervals
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
-from rig.check.ledger import CycleLog
+from rig.config import campaign_file
 from rig.errors import UserError
-from rig.station import campaign_file
+from rig.io.ledger import CycleLog
 from rig.store import Store
 from tests.older_stores import downgrade_to_v10
 from tests.test_sim_campaign import campaign_text

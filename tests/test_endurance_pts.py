@@ -12,14 +12,15 @@ from pathlib import Path
 import pytest
 
 from fixtures import sim_station
-from rig.bus.base import DriveNode
-from rig.bus.identity import DriveIdentity
 from rig.campaign.observer import CampaignEvents, Lines, Observer, ResumeReconciliation
 from rig.campaign.parallel import run_campaign
+from rig.config import campaign_file
+from rig.drive.identity import DriveIdentity
+from rig.drive.node import DriveNode
 from rig.errors import UserError
 from rig.health.errors import ToolMissing
 from rig.health.tools import ToolResult
-from rig.station import campaign_file, purge
+from rig.station import purge
 from rig.station.build import ToolDrives
 from rig.store import Store
 from tests.test_sim_campaign import campaign_text

@@ -46,7 +46,16 @@ def test_endurance_killed_mid_interval_resumes(tmp_path: Path, udevd: None) -> N
         )
         db = tmp_path / "e.sqlite"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "rig.cli", "run", str(campaign), "--db", str(db), "--quiet"],
+            [
+                sys.executable,
+                "-m",
+                "rig.interface.cli",
+                "run",
+                str(campaign),
+                "--db",
+                str(db),
+                "--quiet",
+            ],
             cwd=REPO,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

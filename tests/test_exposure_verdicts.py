@@ -21,9 +21,9 @@ import pytest
 from fixtures import sim_station
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
-from rig.sequential import Plan
-from rig.station import campaign_file
+from rig.config import campaign_file
 from rig.store import Store
+from rig.verdict.sequential import Plan
 from tests.cli_runner import rig
 from tests.json_schemas import validate
 from tests.test_cli_refusals import assert_one_line_refusal

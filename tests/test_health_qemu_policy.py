@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from rig.bus.base import DriveNode
-from rig.bus.identity import DriveIdentity
+from rig.drive.identity import DriveIdentity
+from rig.drive.node import DriveNode
 from rig.health.delta import diff_snapshots
 from rig.health.smart import parse_smartctl_json
 from rig.health.snapshot import HealthSnapshot

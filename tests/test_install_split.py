@@ -165,7 +165,7 @@ class DevOnly:
         return None
 sys.meta_path.insert(0, DevOnly())
 """
-_RIG = "from rig.cli import main\nsys.exit(main(sys.argv[2:]))\n"
+_RIG = "from rig.interface.cli import main\nsys.exit(main(sys.argv[2:]))\n"
 
 
 @pytest.mark.timeout(600)
@@ -186,7 +186,8 @@ def test_the_rig_runs_with_the_dev_only_packages_out_of_reach(tmp_path: Path) ->
     assert "dev-only, not on a station" in run("import pytest\n").stderr
     assert rig("--help").returncode == 0
     # the agent, the dashboard, the job queue and the board driver import without them too
-    station = "import rig.fleet.agent, rig.fleet.dashboard, rig.fleet.dispatch, rig.power.relay\n"
+    fleet = ", ".join(f"rig.interface.fleet.{m}" for m in ("agent", "dashboard", "dispatch"))
+    station = f"import {fleet}, rig.power.relay\n"
     imported = run(station)
     assert imported.returncode == 0, imported.stderr
     demo = rig("demo", "--in-process", "--cycles", "2", "--quiet", "--out", str(tmp_path / "d"))

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from rig.campaign import resume
 from rig.campaign.drive import DriveRun
 from rig.check import intent
-from rig.check.ledger import LbaState
+from rig.io.ledger import LbaState
 
 REPO = Path(__file__).resolve().parent.parent
 

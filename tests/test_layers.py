@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import functools
 import textwrap
+import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,27 +23,35 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("rig", "reports")
 
-# Top first. A module may import its own layer or any layer below; a name is a package (all of
-# it) or a module, the longest that matches wins. Layers of more than one name hold siblings
-# that may import each other (never in a circle between files).
+# Top first, as docs/architecture.md ("The layers") states it. A module may import its own layer
+# or any layer below; a name is a package (all of it) or a module, the longest that matches wins.
+# One name per layer: two names in one layer would be siblings free to import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("rig.cli", "rig.demo"),  # the `rig` command
-    ("rig.fleet", "rig.cli_json"),  # many stations (agent, dispatch, dashboard); --json documents
-    ("reports",),  # the report generator: reads the store, uses the rig's tables and statistics
+    ("rig.interface",),  # the `rig` command, its --json documents, the demo and the fleet
+    ("reports",),  # the public names rig/interface/ uses (reports/__init__.py)
+    ("reports.export",),  # a report folder written from stores: the report's entry point
+    ("reports.render",),  # HTML, SVG, CSV, JSON, JUnit and Markdown of the record
+    ("reports.analysis",),  # from the dataset to the figures (pure, no I/O)
+    ("reports.load",),  # the dataset read from SQLite stores or the fleet's PostgreSQL
     ("rig.campaign",),  # cycles, drives, campaigns, resume, the run's observer
+    ("rig.config.campaign_file",),  # a campaign file read with the station kinds handed in
     ("rig.station",),  # a station and its wiring: kinds, interlocks, locks, purge, check
-    # campaign files: the sections assembled, the station kinds handed in; the pass criteria
-    ("rig.campaign_spec", "rig.criteria"),
+    ("rig.config.campaign",),  # campaign files: the sections assembled
+    ("rig.config.criteria",),  # the pass criteria
     ("rig.window",),  # the window of vulnerability's keys, design and fit
-    ("rig.bus", "rig.health"),  # a drive on the bus (presence, identity proof) and its health
+    ("rig.bus",),  # a drive on the bus: presence, recovery, readiness
+    ("rig.health",),  # the drive's own tools: SMART, nvme-cli, sg3_utils, OCP, maintenance
+    ("rig.drive",),  # a drive's node and identity, as the bus and the health layer name it
     ("rig.power",),  # the power switch and its backends
     ("rig.store",),  # the SQLite store
-    ("rig.check", "rig.io"),  # the data path: the writer logs into the ledger, the checker parses
+    ("rig.check",),  # the checker: what a read-back block says against the ledger
+    ("rig.io",),  # the data path's writer, its record format and the ledger it logs into
     ("rig.native",),  # the C kernels of io and check
     ("rig.notify",),  # notifications: the [notify] table and the sender
-    ("rig.sequential",),  # the sequential plans' statistics
-    ("rig.schema",),  # what every station has in a campaign file
-    ("rig.config",),  # reading campaign files: the TOML, typed tables and their shared helpers
+    ("rig.verdict",),  # a drive's verdict: the rule, its statistics, the sequential plans
+    ("rig.config.station_keys",),  # what every station has in a campaign file
+    ("rig.config.tables",),  # reading campaign files: the TOML, typed tables, shared helpers
+    ("rig.config",),  # the package itself (a docstring)
     ("rig.errors",),
 )
 
@@ -236,9 +245,10 @@ def test_no_import_against_the_layer_order() -> None:
 
 
 def test_config_imports_only_errors() -> None:
-    """Issue 28: each package reads its own campaign-file section; rig/config.py, the reading of
+    """Issue 28: each package reads its own campaign-file section; rig/config/tables.py, the
+    reading of
     the file and the shared table helpers, stands on rig.errors alone (decision 390)."""
-    imported = {imp.imported for imp in all_imports() if imp.importer == "rig.config"}
+    imported = {imp.imported for imp in all_imports() if imp.importer == "rig.config.tables"}
     assert imported == {"rig.errors"}
 
 
@@ -269,8 +279,35 @@ def test_a_planted_upward_import_fails() -> None:
     planted = probe({"rig.bus.probe": "from rig.campaign import runner\nfrom rig import errors\n"})
     assert list(against_order(planted)) == ["rig.bus.probe -> rig.campaign.runner"]
     # rig's library reaching up into reports is against the order too
-    planted = probe({"rig.store.probe": "def f():\n    from reports import verdict\n"})
-    assert list(against_order(planted)) == ["rig.store.probe -> reports.verdict"]
+    planted = probe({"rig.store.probe": "def f():\n    from reports.load import dataset\n"})
+    assert list(against_order(planted)) == ["rig.store.probe -> reports.load.dataset"]
+
+
+def test_each_layer_is_one_name() -> None:
+    """Two names in one layer would be siblings free to import each other both ways."""
+    assert [names for names in LAYERS if len(names) != 1] == []
+
+
+def reaches_into_reports(imports: tuple[Import, ...] | list[Import]) -> list[str]:
+    """Imports of rig/ that name a module of reports/ rather than the package's public names."""
+    return sorted(
+        f"{imp.importer}:{imp.line}: {imp.imported}"
+        for imp in imports
+        if imp.importer.startswith("rig.") and imp.imported.startswith("reports.")
+    )
+
+
+def test_rig_reaches_reports_only_through_its_public_names() -> None:
+    assert reaches_into_reports(all_imports()) == []
+    import reports
+
+    for name in reports.__all__:  # each a function, class or constant, none a module
+        assert not isinstance(getattr(reports, name), types.ModuleType), name
+
+
+def test_a_planted_reach_into_reports_fails() -> None:
+    planted = probe({"rig.interface.probe": "from reports.load.dataset import Dataset\n"})
+    assert reaches_into_reports(planted) == ["rig.interface.probe:1: reports.load.dataset"]
 
 
 def test_a_planted_cycle_fails_and_a_type_only_one_is_told_apart() -> None:
@@ -289,6 +326,6 @@ def test_a_planted_cycle_fails_and_a_type_only_one_is_told_apart() -> None:
 def test_relative_and_package_imports_resolve() -> None:
     [imp] = probe({"rig.campaign.cutcycle.probe": "from .. import drive\n"})
     assert imp.imported == "rig.campaign.drive"
-    [imp] = probe({"rig.fleet.probe": "import rig.store\n"})
+    [imp] = probe({"rig.interface.fleet.probe": "import rig.store\n"})
     assert imp.imported == "rig.store" and layer_of("rig.store.reads") == layer_of("rig.store")
     assert layer_of("rig.campaign.runner") == LAYERS.index(("rig.campaign",))

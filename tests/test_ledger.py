@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rig.check.ledger import (
+from rig.io.ledger import (
     NOT_DONE,
     UNCERTAIN,
     UNKNOWN,

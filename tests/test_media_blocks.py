@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rig.check.verify_sectors import Sectors
+from rig.check.verify.sectors import Sectors
 from rig.io import media
 
 BLOCK = 4096

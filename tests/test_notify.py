@@ -14,20 +14,20 @@ from typing import Any
 import pytest
 
 from fixtures import sim_station
-from reports import verdict as verdicts
-from rig import campaign_spec
 from rig.campaign import notices as campaign_notices
 from rig.campaign import runner
 from rig.campaign.model import CycleRecord
 from rig.campaign.notices import CampaignNotices
 from rig.campaign.progress import Progress
-from rig.campaign_spec import Campaign
 from rig.check import verify
-from rig.fleet.station_watch import StationWatch
-from rig.fleet.views import StationStatus
+from rig.config import campaign as campaign_spec
+from rig.config import campaign_file
+from rig.config.campaign import Campaign
+from rig.interface.fleet.station_watch import StationWatch
+from rig.interface.fleet.views import StationStatus
 from rig.notify.sender import Notice, Notifier, Service, apprise_services
-from rig.station import campaign_file
 from rig.store import Store
+from rig.verdict import rule as verdicts
 from tests.cli_runner import rig
 from tests.notify_receivers import hanging_receiver, json_endpoint, smtp_server
 from tests.test_sim_campaign import campaign_text
@@ -42,7 +42,6 @@ def notify_table(*urls: str, extra: str = "") -> str:
 def run(tmp_path: Path, name: str, campaign: Campaign) -> runner.RunResult:
     return runner.run(
         lambda c, on_edge, db: sim_station.build(c)[0],
-        verdicts.drive_verdict,
         campaign=campaign,
         db=str(tmp_path / f"{name}.sqlite"),
         progress=Progress(io.StringIO(), live=False),
@@ -164,7 +163,7 @@ def test_a_full_queue_drops_the_oldest_and_says_so() -> None:
 
 
 def test_station_offline_is_told_once_per_fall(tmp_path: Path) -> None:
-    """The fleet's station watch (rig/fleet/station_watch.py) through the notifier's API
+    """The fleet's station watch (rig/interface/fleet/station_watch.py) through the notifier's API
     `notify_event(kind, title, body)` to a real JSON endpoint."""
     with json_endpoint() as (posts, port):
         notifier = Notifier(apprise_services([f"json://127.0.0.1:{port}/"]), lambda k, **f: None)
@@ -200,7 +199,7 @@ def test_each_event_is_told_once_when_it_happens() -> None:
     )
     campaign = campaign_file.parse(text)
     told = Told()
-    notices = CampaignNotices(campaign, told, verdicts.drive_verdict)  # type: ignore[arg-type]
+    notices = CampaignNotices(campaign, told)  # type: ignore[arg-type]
     # what the notices read of a drive's run: its spec, and its sequential plan (none here)
     ch0 = SimpleNamespace(spec=campaign.drives[0], settlement=None, plan_key="")
     ch1 = SimpleNamespace(spec=campaign.drives[1], settlement=None, plan_key="")
@@ -225,7 +224,7 @@ def test_each_event_is_told_once_when_it_happens() -> None:
     ]
     only_dead = campaign_file.parse(text + '\nevents = ["dead"]')
     told = Told()
-    notices = CampaignNotices(only_dead, told, verdicts.drive_verdict)  # type: ignore[arg-type]
+    notices = CampaignNotices(only_dead, told)  # type: ignore[arg-type]
     notices.cycle_recorded(ch1, cycle(1, classes=(verify.LOST_DURABLE,)))
     notices.cycle_recorded(ch1, cycle(2, "dead", classes=(verify.DEAD,)))
     assert [kind for kind, _ in told.notices] == ["dead"]
@@ -289,7 +288,7 @@ def test_a_sequential_plan_that_settles_is_told_when_it_settles(tmp_path: Path) 
 
 
 def test_the_notices_settle_on_the_verdicts_the_report_settles_on() -> None:
-    """The notices take the report's rule handed in (rig/ does not import reports/): a verdict
+    """The notices call the verdict rule (rig/verdict/rule.py) directly: a verdict
     they count as settled is one the rule settles a drive with."""
     settled = {verdicts.PASS, verdicts.FAIL, verdicts.DEAD}
     assert set(campaign_notices.SETTLED_VERDICTS) == settled

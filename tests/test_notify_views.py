@@ -11,12 +11,11 @@ import socket
 from pathlib import Path
 
 from fixtures import sim_station
-from reports import verdict as verdicts
 from rig.campaign import runner
 from rig.campaign.progress import Progress
-from rig.fleet.dashboard import create_app
-from rig.fleet.views import StoreView
-from rig.station import campaign_file
+from rig.config import campaign_file
+from rig.interface.fleet.dashboard import create_app
+from rig.interface.fleet.views import StoreView
 from tests.cli_runner import rig
 from tests.notify_receivers import hanging_receiver, smtp_server
 from tests.test_notify import notify_table
@@ -29,7 +28,6 @@ DOWN = "json://127.0.0.1:9/"  # nothing listens on the discard port: connection 
 def run(tmp_path: Path, text: str, terminal: io.StringIO | None = None) -> runner.RunResult:
     return runner.run(
         lambda c, on_edge, db: sim_station.build(c)[0],
-        verdicts.drive_verdict,
         campaign=campaign_file.parse(text),
         db=str(tmp_path / "n.sqlite"),
         progress=Progress(terminal or io.StringIO(), live=False),

@@ -6,8 +6,8 @@ import pytest
 
 from fixtures import sim_station
 from fixtures.profiles import has_bus_behaviour, modifiers, profile
+from rig.config import campaign_file
 from rig.errors import UserError
-from rig.station import campaign_file
 
 
 def test_a_modifier_adds_its_keys_to_a_profile() -> None:

@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rig.check import readback, verify, verify_reads
-from rig.check.ledger import LbaState
+from rig.check import readback, verify
+from rig.check.verify import reads as verify_reads
 from rig.io.blockio import DirectTarget
+from rig.io.ledger import LbaState
 from rig.io.media import aligned_buffer
 from tests.checker_scenario import BS, CAMPAIGN, Scenario
 

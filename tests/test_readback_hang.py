@@ -18,8 +18,8 @@ import pytest
 
 from fixtures.simssd.fuse import FuseServer
 from rig.check import verify
-from rig.check.ledger import CycleLog, LbaState
 from rig.io.blockio import DirectTarget
+from rig.io.ledger import CycleLog, LbaState
 from rig.io.workload import Workload, Writer, WriterContext
 from tests.loopdev import attached, loop_available
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from fixtures.simssd.fuse import FuseServer
-from rig.bus.base import DriveNode
-from rig.bus.identity import DriveIdentity
 from rig.bus.ready import NotReady, probe_once, wait_ready
+from rig.drive.identity import DriveIdentity
+from rig.drive.node import DriveNode
 from rig.health.tools import ToolRunner
 from tests.loopdev import attached, loop_available
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from rig import campaign_spec
 from rig.bus.recover import DEFAULT_WAIT_S, RecoveringPresence
+from rig.config import campaign as campaign_spec
+from rig.config import campaign_file
 from rig.errors import UserError
 from rig.station import build as station
-from rig.station import campaign_file
 
 CAMPAIGN = """
 [campaign]

@@ -125,7 +125,7 @@ def read_only_folder() -> Iterator[Path]:
 
 def rig_as_nobody(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*NOBODY, sys.executable, "-m", "rig.cli", *args],
+        [*NOBODY, sys.executable, "-m", "rig.interface.cli", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -198,12 +198,12 @@ def test_a_refused_drive_never_makes_the_store(
 ) -> None:
     """The checks run before the store exists (not after, with the files removed again): the
     store's creation is never even attempted."""
-    from reports import verdict as verdicts
     from rig.campaign import runner
+    from rig.config import campaign_file
     from rig.errors import UserError
-    from rig.station import campaign_file
     from rig.station.build import build as station_factory
     from rig.store import creation
+    from rig.verdict import rule as verdicts
 
     created: list[str] = []
     real_create = creation.create

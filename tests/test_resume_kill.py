@@ -56,7 +56,7 @@ def _read_store(db: Path) -> Snapshot:
 
 def _start(args: list[str], cwd: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "rig.cli", *args],
+        [sys.executable, "-m", "rig.interface.cli", *args],
         cwd=REPO,
         stdout=open(cwd / "rig.out", "ab"),
         stderr=subprocess.STDOUT,

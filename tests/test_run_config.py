@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from fixtures import sim_station
-from rig import campaign_spec
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
+from rig.config import campaign as campaign_spec
+from rig.config import campaign_file
 from rig.errors import UserError
-from rig.station import campaign_file
 from rig.store import Store
 from tests.test_sim_campaign import campaign_text
 

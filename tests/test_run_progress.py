@@ -12,7 +12,7 @@ from rig.campaign.drive import DriveRun
 from rig.campaign.observer import CampaignEvents, Observer
 from rig.campaign.parallel import run_campaign
 from rig.campaign.progress import Progress, _duration
-from rig.station import campaign_file
+from rig.config import campaign_file
 from rig.store import Store
 from tests.test_sim_campaign import campaign_text
 

@@ -33,7 +33,16 @@ def test_signal_stops_safely_and_resume_finishes(
         campaign.write_text(campaign_text(station, CYCLES, watchdog_ms=60_000))
         db = tmp_path / "run.sqlite"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "rig.cli", "run", str(campaign), "--db", str(db), "--quiet"],
+            [
+                sys.executable,
+                "-m",
+                "rig.interface.cli",
+                "run",
+                str(campaign),
+                "--db",
+                str(db),
+                "--quiet",
+            ],
             cwd=REPO,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

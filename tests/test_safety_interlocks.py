@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from rig.bus.identity import DriveIdentity
 from rig.bus.udev import UdevPresence
-from rig.campaign_spec import DriveSpec
+from rig.config.campaign import DriveSpec
+from rig.drive.identity import DriveIdentity
 from rig.errors import UnsafeDeviceError
 from rig.station import locks, safety
 from rig.station.build import ToolDrives
@@ -151,7 +151,7 @@ def holder(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], DriveIdentit
     identity = DriveIdentity(LOOP, str(tmp_path / "claimed.img"))
     code = (
         "import sys\nfrom rig.station import locks\n"
-        "from rig.bus.identity import DriveIdentity\n"
+        "from rig.drive.identity import DriveIdentity\n"
         f"with locks.claim(DriveIdentity({LOOP!r}, {identity.serial!r}), 'overnight'):\n"
         "    print('held', flush=True)\n    sys.stdin.read()\n"
     )

@@ -11,8 +11,8 @@ import pytest
 
 from reports.export import write_report
 from rig.check import verify
+from rig.config import campaign_file
 from rig.errors import UserError
-from rig.station import campaign_file
 from tests import scoring
 from tests.cli_runner import rig
 

@@ -1,4 +1,4 @@
-"""Sequential plans (rig/sequential.py): their error rates, OC and ASN proven by simulated
+"""Sequential plans (rig/verdict/sequential.py): their error rates, OC and ASN proven by simulated
 campaigns (tests/sequential_sim.py states the simulation's error), and plans broken on purpose
 caught by the same checks."""
 
@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from rig.sequential import (
+from rig.verdict.sequential import (
     CONTINUE,
     FAIL,
     PASS,

@@ -11,14 +11,16 @@ from pathlib import Path
 import pytest
 
 from fixtures import sim_station
-from reports import export, html
-from rig import campaign_spec, demo
+from reports import export
+from reports.render import html
 from rig.campaign import recording, settle
 from rig.campaign.observer import Lines, Observer
 from rig.campaign.parallel import run_campaign
-from rig.sequential import CONTINUE, FAIL, Plan
-from rig.station import campaign_file
+from rig.config import campaign as campaign_spec
+from rig.config import campaign_file
+from rig.interface import demo
 from rig.store import Store
+from rig.verdict.sequential import CONTINUE, FAIL, Plan
 from tests.cli_runner import rig
 from tests.test_cli_refusals import assert_one_line_refusal
 

@@ -14,7 +14,7 @@ from rig.campaign.model import DriveSummary
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.check import verify
-from rig.station import campaign_file
+from rig.config import campaign_file
 from rig.store import Store
 
 DRIVE = """

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fixtures.profiles import profile
 from fixtures.simssd.device import SimulatedSsd
-from rig.bus.identity import DriveIdentity
+from rig.drive.identity import DriveIdentity
 
 
 def test_concurrent_state_writes_neither_fail_nor_leave_a_broken_file(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from fixtures.sim_station import in_process_station
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
-from rig.station.campaign_file import parse
+from rig.config.campaign_file import parse
 from rig.store import Store
 from tests.inprocess_ramdrive import RamDisk
 from tests.test_sim_campaign import campaign_text

@@ -185,7 +185,7 @@ def test_rebuild_summaries_makes_them_again_from_the_findings(tmp_path: Path) ->
 
 def test_findings_enter_a_station_store_only_through_record_cycle() -> None:
     """The summaries are kept by record_cycle: no other code of the rig may write finding rows
-    into the station's SQLite store (rig/fleet/central/ writes the fleet's PostgreSQL)."""
+    into the station's SQLite store (rig/interface/fleet/central/ writes the fleet's PostgreSQL)."""
     root = Path(__file__).resolve().parents[1]
     writes = re.compile(
         r"(INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE|DELETE\s+FROM|REPLACE\s+INTO)\s+finding\b"

@@ -1,7 +1,8 @@
 """The layout rules of rig/ and reports/, read from the source with `ast` (nothing is run):
 
 - SQL lives only in the stores (checked in rig/ and reports/): the rig/store/ package for the
-  station's SQLite, rig/fleet/central/ and rig/fleet/migrations.py for the fleet's PostgreSQL;
+  station's SQLite, rig/interface/fleet/central/ and rig/interface/fleet/migrations.py for the
+  fleet's PostgreSQL;
 - no module reaches into another rig or reports module's underscore names;
 - every file under 500 lines, every function under 80;
 - the same limits on fixtures/, and every C function (firmware/, rig/native/, fixtures/)
@@ -32,7 +33,7 @@ FIRST_PARTY = ("rig", "reports")  # packages whose modules keep their underscore
 MAX_FILE_LINES = 500  # a file must be shorter than this
 MAX_FUNCTION_LINES = 80  # a function (def line to last line) must be shorter than this
 
-SQL_STORES = ("rig/store/", "rig/fleet/central/", "rig/fleet/migrations.py")
+SQL_STORES = ("rig/store/", "rig/interface/fleet/central/", "rig/interface/fleet/migrations.py")
 SQL_START = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|WITH|PRAGMA)\s")
 SQL_CALLS = frozenset({"execute", "executemany", "executescript"})
 
@@ -467,7 +468,9 @@ def test_allow_lists_hold_only_live_entries() -> None:
 
 # -- the checks themselves catch what they are for ---------------------------------------------
 
-PROBE = ROOT / "rig" / "fleet" / "probe.py"  # never written: the finders read the tree given
+PROBE = (
+    ROOT / "rig" / "interface" / "fleet" / "probe.py"
+)  # never written: the finders read the tree given
 
 
 def probe_private(source: str) -> list[str]:
@@ -487,19 +490,21 @@ def test_sql_finder_names_file_and_line() -> None:
     quiet = SqlFinder("rig/probe.py")
     quiet.visit(ast.parse('"""With a docstring."""\nmessage = "select a drive"\n'))
     assert quiet.found == []
-    assert in_sql_store("rig/store/recording.py") and in_sql_store("rig/fleet/central/reads.py")
-    assert not in_sql_store("rig/storage.py") and not in_sql_store("rig/fleet/views.py")
+    assert in_sql_store("rig/store/recording.py") and in_sql_store(
+        "rig/interface/fleet/central/reads.py"
+    )
+    assert not in_sql_store("rig/storage.py") and not in_sql_store("rig/interface/fleet/views.py")
 
 
 def test_private_and_length_checks_read_reports_too() -> None:
     checked = {rel(p) for p in checked_files()}
-    assert "reports/html.py" in checked and "rig/cli.py" in checked
-    assert rig_module("reports.cells") and not rig_module("reports.nothing_here")
+    assert "reports/render/html.py" in checked and "rig/interface/cli.py" in checked
+    assert rig_module("reports.render.cells") and not rig_module("reports.nothing_here")
 
 
 def test_sql_check_reads_reports_too() -> None:
     checked = {rel(p) for p in sql_checked_files()}
-    assert "reports/dataset.py" in checked and "reports/summary.py" in checked
+    assert "reports/load/dataset.py" in checked and "reports/load/summary.py" in checked
     assert not any(in_sql_store(name) for name in checked if name.startswith("reports/"))
 
 
@@ -509,7 +514,7 @@ def test_private_finder_catches_each_kind_of_reach() -> None:
         import rig.store
         from rig import store as st
         from rig.store import Store, _connect
-        from rig.fleet.central import replication
+        from rig.interface.fleet.central import replication
 
         def f(run):
             _connect()
@@ -521,13 +526,13 @@ def test_private_finder_catches_each_kind_of_reach() -> None:
         """
     )
     assert [line.split("  [key")[0] for line in found] == [
-        "rig/fleet/probe.py:4: <module>: from rig.store import _connect",
-        "rig/fleet/probe.py:9: f: st._migrate (a private name of rig.store)",
-        "rig/fleet/probe.py:10: f: rig.store._migrate (a private name of rig.store)",
-        "rig/fleet/probe.py:11: f: Store._open (Store is rig.store's)",
-        "rig/fleet/probe.py:12: f: replication._helper (a private name of rig.fleet.central"
-        ".replication)",
-        "rig/fleet/probe.py:13: f: ._stop_drive (a name this module does not define)",
+        "rig/interface/fleet/probe.py:4: <module>: from rig.store import _connect",
+        "rig/interface/fleet/probe.py:9: f: st._migrate (a private name of rig.store)",
+        "rig/interface/fleet/probe.py:10: f: rig.store._migrate (a private name of rig.store)",
+        "rig/interface/fleet/probe.py:11: f: Store._open (Store is rig.store's)",
+        "rig/interface/fleet/probe.py:12: f: replication._helper (a private name of"
+        " rig.interface.fleet.central.replication)",
+        "rig/interface/fleet/probe.py:13: f: ._stop_drive (a name this module does not define)",
     ]
 
 

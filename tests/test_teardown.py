@@ -16,7 +16,7 @@ from rig.campaign.drive import DriveRun
 from rig.campaign.model import CycleRecord
 from rig.campaign.observer import Lines, Observer
 from rig.campaign.parallel import run_campaign
-from rig.station import campaign_file
+from rig.config import campaign_file
 from rig.store import Store
 
 TEXT = """

@@ -15,7 +15,7 @@ from fixtures import sim_station
 from fixtures.faultcore import DESTAGE_TIMER
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
-from rig.station import campaign_file
+from rig.config import campaign_file
 from rig.store import Store
 from tests.hog import cpu_hog
 from tests.test_window_campaign import PROFILES, campaign_text, run, window_of

@@ -25,14 +25,14 @@ import pytest
 
 from fixtures import loopctl
 from fixtures.fake_power import FakePowerSwitch
-from rig.bus.base import DriveNode
 from rig.bus.udev import UdevPresence
 from rig.campaign.observer import Lines, Observer
 from rig.campaign.parallel import run_campaign
-from rig.campaign_spec import DriveSpec
+from rig.config import campaign_file
+from rig.config.campaign import DriveSpec
+from rig.drive.node import DriveNode
 from rig.health.tools import ToolRunner
 from rig.io.blockio import BlockTarget
-from rig.station import campaign_file
 from rig.station.build import ToolDrives
 from rig.station.model import Station
 from rig.store import Store

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from rig.bus.identity import DriveIdentity
+from rig.drive.identity import DriveIdentity
 from rig.health import crosscheck
 from rig.health.smart import parse_smartctl_json
 from tests.health.health_paths import real_file

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rig.bus.identity import DriveIdentity
+from rig.drive.identity import DriveIdentity
 from rig.health import crosscheck
 from rig.health.smart import parse_smartctl_json
 from tests.test_udev_identity import udev_view

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from fixtures import loopctl
-from rig.bus.identity import DriveIdentity
 from rig.bus.udev import UdevPresence
-from rig.campaign_spec import DriveSpec
+from rig.config.campaign import DriveSpec
+from rig.drive.identity import DriveIdentity
 from rig.errors import UnsafeDeviceError
 from rig.station.build import ToolDrives
 from tests.loopdev import loop_available

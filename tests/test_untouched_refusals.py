@@ -139,7 +139,16 @@ def test_an_interrupted_simulated_campaign_offers_no_resume_and_leaves_no_intent
     """Its drives die with the rig: no `--resume` hint (that command refuses), no `.intent-N`."""
     (tmp_path / "camp.toml").write_text(campaign_text(["plp", "plp", "plp"], 100_000))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rig.cli", "run", "camp.toml", "--db", "s.sqlite", "--quiet"],
+        [
+            sys.executable,
+            "-m",
+            "rig.interface.cli",
+            "run",
+            "camp.toml",
+            "--db",
+            "s.sqlite",
+            "--quiet",
+        ],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rig.check import verify
-from rig.check.ledger import is_uncertain
+from rig.io.ledger import is_uncertain
 from tests.checker_scenario import BS, Scenario, classes, failures
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from rig.check import verify
-from rig.check.ledger import uncertain
+from rig.io.ledger import uncertain
 from tests.checker_scenario import BS, Scenario
 
 

@@ -12,7 +12,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rig.check import verify, verify_reads
+from rig.check import verify
+from rig.check.verify import reads as verify_reads
 from tests.checker_scenario import BS, CAMPAIGN, Scenario, failures
 
 N = 64

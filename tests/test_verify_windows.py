@@ -17,9 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rig.check import verify, verify_evidence, verify_reads, verify_windows
-from rig.check.ledger import NOT_DONE, CycleLog, Durability, LbaState, uncertain
-from rig.check.verify_rules import (
+from rig.check import verify
+from rig.check.verify import evidence as verify_evidence
+from rig.check.verify import read_spans as verify_windows
+from rig.check.verify import reads as verify_reads
+from rig.check.verify.rules import (
     FINE,
     Classified,
     atomic_tears,
@@ -29,6 +31,7 @@ from rig.check.verify_rules import (
     resolve,
     settle,
 )
+from rig.io.ledger import NOT_DONE, CycleLog, Durability, LbaState, uncertain
 from tests.checker_scenario import BS, CAMPAIGN, Scenario
 
 N = 96

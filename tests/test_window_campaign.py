@@ -13,8 +13,8 @@ from fixtures.profiles import load_profiles
 from fixtures.virtual_drive import VirtualDrive
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
+from rig.config import campaign_file
 from rig.errors import UserError
-from rig.station import campaign_file
 from rig.store import Store
 from rig.window import fit
 from rig.window import planner as planner_module

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from rig.check import verify
-from rig.check.ledger import NOT_DONE, CycleLog, LbaState
 from rig.io import media
 from rig.io.blockio import DirectTarget
+from rig.io.ledger import NOT_DONE, CycleLog, LbaState
 from rig.io.workload import (
     FLUSH,
     JESD219_SIZES,
@@ -244,8 +244,8 @@ def test_native_engine_is_refused_for_a_target_without_a_descriptor() -> None:
 
 
 def test_campaign_file_sets_the_workload_and_refuses_unknown_choices() -> None:
+    from rig.config.campaign_file import parse
     from rig.errors import UserError
-    from rig.station.campaign_file import parse
 
     head = '[campaign]\nname = "x"\ncycles = 1\n[station]\nkind = "manual"\n'
     drive = '[[drive]]\nchannel = 0\nwwn = "0x1"\n'
@@ -302,8 +302,8 @@ def test_a_crowded_stream_holds_back_writes_that_would_overlap_one_in_flight(
 
 
 def test_campaign_file_sets_the_layout() -> None:
+    from rig.config.campaign_file import parse
     from rig.errors import UserError
-    from rig.station.campaign_file import parse
 
     head = '[campaign]\nname = "x"\ncycles = 1\n[station]\nkind = "manual"\n'
     drive = '[[drive]]\nchannel = 0\nwwn = "0x1"\n'

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from rig.check import verify
-from rig.check.ledger import CycleLog, LbaState
 from rig.io import media, workload_native
 from rig.io.blockio import DirectTarget
+from rig.io.ledger import CycleLog, LbaState
 from rig.io.workload import Live, Workload, Writer, WriterContext
 from rig.native import AioContext, BatchRing, EngineResult, engine_loop
 

@@ -18,7 +18,7 @@ import mmap
 import os
 import time
 
-from rig.bus.base import DriveNode
+from rig.drive.node import DriveNode
 from rig.health.errors import HealthToolError, ToolMissing
 from rig.health.nvme import nvme_id_ctrl
 from rig.health.scsi import Readiness, sg_turs

@@ -29,10 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rig.bus.base import DriveNode, Presence, PresenceWatch
-from rig.bus.identity import DriveIdentity
 from rig.bus.ready import read_probe
-from rig.config import Table
+from rig.config.tables import Table
+from rig.drive.identity import DriveIdentity
+from rig.drive.node import DriveNode, Presence, PresenceWatch
 from rig.errors import UserError
 
 RECOVER_MODES = ("none", "rescan")

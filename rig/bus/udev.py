@@ -22,8 +22,8 @@ from typing import Any
 import pyudev
 
 from rig.bus import proof
-from rig.bus.base import DriveNode
-from rig.bus.identity import DriveIdentity
+from rig.drive.identity import DriveIdentity
+from rig.drive.node import DriveNode
 from rig.errors import UnsafeDeviceError
 
 SKIPPED_PREFIXES = ("ram", "zram", "dm-", "md", "sr", "fd", "nbd")

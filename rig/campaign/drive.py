@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from rig.bus.base import DriveNode
 from rig.campaign import preparation, recording
 from rig.campaign.cutcycle.cycle import run_cycle
 from rig.campaign.model import CycleRecord, DriveCounts, DriveSummary, ResumePoint
 from rig.campaign.settle import Settlement
-from rig.campaign_spec import Campaign, DriveSpec
 from rig.check import intent
+from rig.config.campaign import Campaign, DriveSpec
+from rig.drive.node import DriveNode
 from rig.station import backends
 from rig.station.model import Station
 from rig.store import Store

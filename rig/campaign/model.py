@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from rig.bus.base import DriveNode, PresenceWatch
-from rig.campaign_spec import Campaign, DriveSpec
 from rig.check import verify
 from rig.check.intent import IntentLog
-from rig.check.ledger import CycleLog, Durability, LbaState
+from rig.config.campaign import Campaign, DriveSpec
+from rig.drive.node import DriveNode, PresenceWatch
 from rig.health.tracker import HealthTracker
 from rig.io.blockio import BlockTarget
+from rig.io.ledger import CycleLog, Durability, LbaState
 from rig.io.workload import Writer
 from rig.power.base import Edge, PendingCut, RailResult
 from rig.power.shapes import OFF, Shape

@@ -9,30 +9,22 @@ import os
 import socket
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from rig.campaign.cutcycle import cuts
 from rig.campaign.observer import Observer
-from rig.campaign_spec import Campaign
+from rig.config.campaign import Campaign
 from rig.notify import settings
 from rig.notify.sender import Notifier
+from rig.verdict import rule
 
 if TYPE_CHECKING:
     from rig.campaign.drive import DriveRun
     from rig.campaign.model import CycleRecord, DriveSummary
 
 
-# The verdicts a rule settles a drive with; any other answer is "not yet demonstrated".
-SETTLED_VERDICTS = ("PASS", "FAIL", "DEAD")
-
-
-class VerdictRule(Protocol):
-    """A drive's verdict from its counts: reports/verdict.py:drive_verdict, handed in by the
-    command (rig's library does not import reports/, decision 282)."""
-
-    def __call__(
-        self, dead: bool, failing_cuts: int, cuts: int, max_failure_rate: float, confidence: float
-    ) -> str: ...
+# The verdicts the rule settles a drive with; any other answer is "not yet demonstrated".
+SETTLED_VERDICTS = (rule.PASS, rule.FAIL, rule.DEAD)
 
 
 OUTSIDE_WARN = 0.01  # the end notice warns when more than this share of cuts fell off the range
@@ -55,13 +47,10 @@ def _footer(store: str) -> str:
 class CampaignNotices(Observer):
     """The campaign's observer that tells people, through `notifier`."""
 
-    def __init__(
-        self, campaign: Campaign, notifier: Notifier, verdict: VerdictRule, where: str = ""
-    ) -> None:
+    def __init__(self, campaign: Campaign, notifier: Notifier, where: str = "") -> None:
         """`where`: the campaign's store; every notice names it and this station (host)."""
         self.campaign = campaign
         self.footer = _footer(where)
-        self.verdict = verdict
         self.spec = campaign.notify
         self.notifier = notifier
         self._lock = threading.Lock()  # drive threads report at once
@@ -134,7 +123,7 @@ class CampaignNotices(Observer):
         lines, settled = [], []
         for s in summaries:
             cuts = s.cycles - s.errors
-            verdict = self.verdict(s.dead, len(s.failures), cuts, rate, confidence)
+            verdict = rule.drive_verdict(s.dead, len(s.failures), cuts, rate, confidence)
             found = _classes(s.failures) or "no failure"
             line = (
                 f"ch{s.channel} {s.label}: {verdict}; {s.cycles} cycles, {s.errors} rig errors,"

@@ -11,8 +11,8 @@ from rig.campaign.endurance import endurance
 from rig.campaign.model import DriveSummary, ResumePoint
 from rig.campaign.observer import Lines, Observer
 from rig.campaign.preparation import Attachment
-from rig.campaign_spec import Campaign
 from rig.check import failures
+from rig.config.campaign import Campaign
 from rig.station.model import Station
 from rig.store import Store
 from rig.window.spec import pool_of

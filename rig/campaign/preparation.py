@@ -7,16 +7,16 @@ from contextlib import ExitStack
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from rig.bus.base import DriveNode
 from rig.campaign import recording
 from rig.campaign.model import ResumePoint
-from rig.campaign_spec import Campaign, DriveSpec
-from rig.check.ledger import LbaState
+from rig.config.campaign import Campaign, DriveSpec
+from rig.drive.node import DriveNode
 from rig.errors import RigError, UserError
 from rig.health import maintenance
 from rig.health.errors import HealthToolError, ToolMissing
 from rig.health.tracker import HealthTracker
 from rig.io.blockio import BlockTarget
+from rig.io.ledger import LbaState
 from rig.station.model import Station
 
 if TYPE_CHECKING:

@@ -14,11 +14,11 @@ import numpy as np
 from rig.campaign.cutcycle import cuts, recovery
 from rig.campaign.cutcycle.blocks import written_lbas
 from rig.campaign.model import CycleRecord
-from rig.campaign_spec import Campaign
 from rig.check import exposure, failures, verify
-from rig.check.ledger import uncertain
+from rig.config.campaign import Campaign
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import snapshot_fields
+from rig.io.ledger import uncertain
 from rig.power.base import RailResult
 from rig.station.model import Station
 from rig.store import CycleRow, RailSenseRow, Store

@@ -28,13 +28,13 @@ import numpy.typing as npt
 
 from rig.campaign.drive import DriveRun
 from rig.campaign.model import ResumePoint
-from rig.campaign_spec import Campaign
 from rig.check import intent, readback
 from rig.check.failures import ALLOWED_LOSS
-from rig.check.ledger import UNKNOWN, LbaState, is_uncertain
+from rig.config import campaign_file
+from rig.config.campaign import Campaign
 from rig.errors import UserError
 from rig.io import media
-from rig.station import campaign_file
+from rig.io.ledger import UNKNOWN, LbaState, is_uncertain
 from rig.store import CycleRow, Store
 
 MIN_GENERATION_GAP = 1 << 16

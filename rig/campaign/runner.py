@@ -21,7 +21,7 @@ from types import FrameType
 
 from rig.campaign import resume, startup
 from rig.campaign.model import DriveSummary
-from rig.campaign.notices import CampaignNotices, VerdictRule
+from rig.campaign.notices import CampaignNotices
 from rig.campaign.observer import (
     CampaignEvents,
     EdgeRecorder,
@@ -33,12 +33,13 @@ from rig.campaign.parallel import run_campaign
 from rig.campaign.preparation import Attachment
 from rig.campaign.progress import Progress
 from rig.campaign.runlog import RunLog
-from rig.campaign_spec import Campaign, Criteria
+from rig.config import campaign_file
+from rig.config.campaign import Campaign, Criteria
 from rig.errors import UserError
 from rig.notify import failures as notify_failures
 from rig.notify.sender import Notifier, apprise_services
 from rig.power.base import Edge
-from rig.station import backends, campaign_file
+from rig.station import backends
 from rig.station.model import Station
 from rig.store import Store, open_existing
 
@@ -111,7 +112,6 @@ def _observer(
     log: RunLog,
     progress: Progress,
     campaign: Campaign,
-    verdict: VerdictRule,
     store: Store,
 ) -> Notifier | None:
     """The run's subscribers after the edge recorder and the start flag, in the order they
@@ -125,7 +125,7 @@ def _observer(
     events.subscribe(RunLogLines(log))
     events.subscribe(progress)
     if notifier is not None:
-        events.subscribe(CampaignNotices(campaign, notifier, verdict, where=store.path))
+        events.subscribe(CampaignNotices(campaign, notifier, where=store.path))
     return notifier
 
 
@@ -172,7 +172,6 @@ def _begin(
 
 def run(
     station_factory: StationFactory,
-    verdict: VerdictRule,
     *,
     campaign_path: str = "",
     campaign: Campaign | None = None,
@@ -183,8 +182,7 @@ def run(
 ) -> RunResult:
     """Run a campaign file (`campaign_path`), a campaign already read (`campaign`: `rig demo`'s,
     adjusted by its command line), or resume a store (`resume_db`). A new campaign's store and
-    log are made only once every check that can refuse it has passed (rig/campaign/startup.py).
-    `verdict`: a drive's verdict from its counts, for the end-of-campaign notice."""
+    log are made only once every check that can refuse it has passed (rig/campaign/startup.py)."""
     if sum(map(bool, (campaign_path, campaign, resume_db))) != 1:
         raise UserError("rig run: give a campaign file, or --resume STORE (not both)")
     progress = progress or Progress()
@@ -213,7 +211,7 @@ def run(
                 attached = startup.acquire_drives(campaign, station)
                 store = Store(db)
             edges.attach(store)
-            run = _Run(campaign, db, station, store, log_path, events, progress, verdict)
+            run = _Run(campaign, db, station, store, log_path, events, progress)
             return run.go(resumable, attached)
         finally:
             for attachment in attached.values():
@@ -241,14 +239,13 @@ class _Run:
     log_path: str
     events: CampaignEvents
     progress: Progress
-    verdict: VerdictRule
 
     def go(self, resumable: resume.Resumable | None, attached: dict[int, Attachment]) -> RunResult:
         campaign, events = self.campaign, self.events
         log = RunLog(self.log_path)
         if resumable is not None:  # first: its messages reach the log and progress below
             events.subscribe(ResumeReconciliation(resumable, self.store, events))
-        notifier = _observer(events, log, self.progress, campaign, self.verdict, self.store)
+        notifier = _observer(events, log, self.progress, campaign, self.store)
         stop = threading.Event()
         summaries: list[DriveSummary] = []
         finished = resumable.finished if resumable else []

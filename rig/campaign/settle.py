@@ -18,12 +18,12 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from rig.campaign_spec import Campaign, Criteria
 from rig.check import exposure, failures
+from rig.config.campaign import Campaign, Criteria
 from rig.health import maintenance
-from rig.sequential import CONTINUE, FAIL, PASS, Plan, Settled
+from rig.verdict.sequential import CONTINUE, FAIL, PASS, Plan, Settled
 
-CUT_STATUSES = ("ok", "dead")  # a cycle whose cut reached the drive (as reports/cuts.py)
+CUT_STATUSES = ("ok", "dead")  # a cycle whose cut reached the drive (as reports/load/cuts.py)
 
 
 @dataclass

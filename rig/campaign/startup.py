@@ -13,7 +13,7 @@ import threading
 from typing import Any, Protocol
 
 from rig.campaign.preparation import Attachment, check_station
-from rig.campaign_spec import Campaign
+from rig.config.campaign import Campaign
 from rig.errors import UserError
 from rig.station.model import Station
 from rig.store import creation

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rig.check import failures
-from rig.check.ledger import CycleLog, Durability
+from rig.io.ledger import CycleLog, Durability
 
 SECTOR = 512  # a tear shows at a sector boundary (docs/record-format.md: a header per sector)
 ALWAYS = frozenset({failures.DEAD, failures.HANG})  # every cut can leave a drive dead or hung

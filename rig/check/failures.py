@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from rig.config import Table
+from rig.config.tables import Table
 from rig.errors import UserError
 
 Scope = Literal["block", "cut", "drive"]  # what one finding of the class is about
@@ -134,7 +134,7 @@ def by_precedence(classes: Iterable[str]) -> list[str]:
 
 
 # the classes that destroy data the host was promised, or the drive itself: one occurrence fails
-# (rig.criteria.Criteria.zero_tolerance holds the same default; tests/test_failures.py)
+# (rig.config.criteria.Criteria.zero_tolerance holds the same default; tests/test_failures.py)
 ZERO_TOLERANCE = (LOST_DURABLE, FLYING, CORRUPTION, DEAD)
 
 

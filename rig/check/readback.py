@@ -7,7 +7,7 @@ or `Hung` (no answer within the timeout: the drive sits on it). The next window 
 before the last one is taken, so reading goes on while the checker takes and parses. Extra reads
 (retries, halves of a failing range) go through `read`. The checker consumes outcomes in order
 with its read budget, so its verdicts are those of reading one range after another
-(rig/check/verify_reads.py).
+(rig/check/verify/reads.py).
 
 - `AioReader`: a `DirectTarget`'s descriptor through the calling thread's native read stream
   (rig/native/readq.c, Linux AIO, served by its own C thread): up to `depth` reads in flight,
@@ -186,7 +186,7 @@ class _Stream:
     period). Requests are served in the order added, window after window, so the queue stays
     full across windows. The arrays of requests not settled yet are kept alive here."""
 
-    CAPACITY = 4 * 4096  # requests queued at once: a few windows of rig/check/verify_reads.py
+    CAPACITY = 4 * 4096  # requests queued at once: a few windows of rig/check/verify/reads.py
 
     def __init__(self, depth: int) -> None:
         handle = ctypes.c_void_p(0)

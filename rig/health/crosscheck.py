@@ -19,7 +19,7 @@ import os
 import re
 from typing import NamedTuple
 
-from rig.bus.identity import DriveIdentity, normalise_wwn
+from rig.drive.identity import DriveIdentity, normalise_wwn
 from rig.health.errors import HealthToolError
 from rig.health.nvme import nvme_id_ctrl
 from rig.health.scsi import sg_inq, sg_vpd_wwn

@@ -19,8 +19,8 @@ import os
 from dataclasses import dataclass
 from typing import Protocol
 
-from rig.bus.base import DriveNode
-from rig.config import Table
+from rig.config.tables import Table
+from rig.drive.node import DriveNode
 from rig.errors import UserError
 from rig.health.errors import HealthToolError
 from rig.health.tools import Runner, run_checked

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from rig.bus.identity import DriveIdentity
+from rig.drive.identity import DriveIdentity
 
 
 class SmartctlExit(enum.IntFlag):

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from rig.bus.base import DriveNode
+from rig.drive.node import DriveNode
 from rig.health.delta import HealthDelta, diff_snapshots
 from rig.health.errors import PARSER_SLIPS, HealthToolError, ToolOutputError
 from rig.health.snapshot import HealthSnapshot

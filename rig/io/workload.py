@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from rig.check.ledger import NOT_DONE
 from rig.errors import RigError
 from rig.io.blockio import Discards
+from rig.io.ledger import NOT_DONE
 from rig.io.workload_native import NativeRun
 from rig.io.workload_plan import (
     DISCARD,

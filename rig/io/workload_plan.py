@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from rig.check.ledger import LbaState
-from rig.config import Table
+from rig.config.tables import Table
 from rig.errors import UserError
+from rig.io.ledger import LbaState
 
 # JESD219A (JEDEC SSD endurance workloads, 2012), enterprise workload: transfer sizes in bytes and
 # their share of requests ...

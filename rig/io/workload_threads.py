@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rig.check.ledger import NOT_DONE
 from rig.io import media
 from rig.io.blockio import Discards
+from rig.io.ledger import NOT_DONE
 from rig.io.workload_plan import (
     DISCARD,
     FLUSH,

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from rig.check.ledger import CycleLog, LbaState
 from rig.io.blockio import BlockTarget
+from rig.io.ledger import CycleLog, LbaState
 from rig.io.workload_plan import IntentSink
 
 

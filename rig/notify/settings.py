@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rig.config import Table
+from rig.config.tables import Table
 from rig.errors import UserError
 
 # The events a campaign (and a fleet) can send, in the order docs/campaign.md lists them.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from rig.config import Table
+from rig.config.tables import Table
 from rig.errors import UserError
 
 MAX_BURST = 1000

@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from rig.config import Table
+from rig.config.tables import Table
 from rig.errors import UserError
 from rig.power.base import PendingCut, PowerSwitch
 

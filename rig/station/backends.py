@@ -6,7 +6,7 @@ constructor) plus one row below. Kinds on the real bus give a power backend (`po
 rig/station/build.py wires it to udev presence and the real tools. A kind that brings its whole
 station (the simulated rig) gives `station` instead. Nothing registers itself: a test passes its own
 copy of the table to `campaign_spec.parse` and `station.build` (decision 81); the commands read
-campaign files through rig/station/campaign_file.py, which hands this table to
+campaign files through rig/config/campaign_file.py, which hands this table to
 `campaign_spec.parse`.
 """
 
@@ -17,15 +17,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rig.config import Table
+from rig.config.station_keys import StationSpec
+from rig.config.tables import Table
 from rig.errors import UserError
 from rig.power.base import Edge, PowerSwitch
 from rig.power.shapes import CUT_KINDS
-from rig.schema import StationSpec
 from rig.station.kinds import manual, relay_board, scpi_supply, simulated
 
 if TYPE_CHECKING:
-    from rig.campaign_spec import Campaign
+    from rig.config.campaign import Campaign
     from rig.station.model import Station, Wiring
 
 

@@ -8,12 +8,12 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 
 from rig.bus import proof
-from rig.bus.base import DriveNode
-from rig.bus.identity import DriveIdentity
 from rig.bus.ready import wait_ready
 from rig.bus.recover import RecoveringPresence
 from rig.bus.udev import UdevPresence
-from rig.campaign_spec import Campaign, DriveSpec
+from rig.config.campaign import Campaign, DriveSpec
+from rig.drive.identity import DriveIdentity
+from rig.drive.node import DriveNode
 from rig.errors import UnsafeDeviceError
 from rig.health import crosscheck
 from rig.health.errors import HealthToolError, ToolFailed

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import pyudev
 
 from rig.bus import proof
-from rig.bus.identity import DriveIdentity
 from rig.bus.udev import identity_of
+from rig.drive.identity import DriveIdentity
 
 
 @dataclass(frozen=True)

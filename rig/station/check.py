@@ -17,9 +17,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from rig.bus.base import PresenceWatch
-from rig.bus.identity import DriveIdentity
-from rig.campaign_spec import Campaign, DriveSpec
+from rig.config.campaign import Campaign, DriveSpec
+from rig.drive.identity import DriveIdentity
+from rig.drive.node import PresenceWatch
 from rig.errors import RigError, UserError
 from rig.power.base import RailResult, RailSensedCut
 from rig.power.relay import BoardIdentity, BoardSet

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rig.bus.base import DriveNode
 from rig.bus.recover import BusLocation, hotplug_label, locate
+from rig.drive.node import DriveNode
 from rig.health import crosscheck
 from rig.health.tools import Runner
 from rig.station import locks, safety

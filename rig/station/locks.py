@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
-from rig.bus.identity import DriveIdentity, normalise_wwn
+from rig.drive.identity import DriveIdentity, normalise_wwn
 from rig.errors import UserError
 
 LOCK_DIR = "/run/lock/rig"

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
-from rig.bus.base import DriveNode, Presence
-from rig.campaign_spec import DriveSpec
+from rig.config.campaign import DriveSpec
+from rig.drive.node import DriveNode, Presence
 from rig.health.maintenance import Maintenance
 from rig.health.tracker import HealthReader
 from rig.io.blockio import BlockTarget

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rig.bus.base import DriveNode
+from rig.drive.node import DriveNode
 from rig.errors import RigError
 from rig.health.counters import load_json_object
 from rig.health.errors import HealthToolError

@@ -34,7 +34,7 @@ def of_row(
     import numpy as np
 
     from rig.check import exposure
-    from rig.check.ledger import CycleLog
+    from rig.io.ledger import CycleLog
 
     if status == "dead":
         return exposure.of_dead_cut()

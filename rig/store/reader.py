@@ -167,7 +167,7 @@ class StoreReader:
         )
 
     def cut_columns(self, drive_id: int, has_finding: bool) -> sqlite3.Cursor:
-        """The drive's cycles in order as the report's per-cut figures (reports/cuts.py), ms
+        """The drive's cycles in order as the report's per-cut figures (reports/load/cuts.py), ms
         computed here as the report computed them (ns / 1e6; NULL where absent): id, seq, status,
         cut_delay_ms, return_ms, gone_ms, ack_to_cut_ms, flush_to_cut_ms, started_at,
         bytes_written, blocks_checked, full_scan, blocks_unchecked, cut_ns, `no_delays`: 1 where

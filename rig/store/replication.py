@@ -1,4 +1,5 @@
-"""Reads for the fleet's replicator (rig/fleet/replicator.py) and the dashboard: everything a
+"""Reads for the fleet's replicator (rig/interface/fleet/replicator.py) and the dashboard:
+everything a
 finished cycle left, in the order it was recorded (row ids only grow: one writer, one transaction
 at a time)."""
 

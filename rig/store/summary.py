@@ -1,4 +1,4 @@
-"""Reads for the short campaign summary (reports/summary.py)."""
+"""Reads for the short campaign summary (reports/load/summary.py)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class SummaryReads(StoreConnection):
         return self.query("SELECT * FROM drive ORDER BY campaign_id, channel")
 
     def criteria_of_campaign(self, campaign_id: int) -> dict[str, Any]:
-        """The campaign's stored pass criteria (rig.campaign_spec.Criteria as JSON; {} where
+        """The campaign's stored pass criteria (rig.config.campaign.Criteria as JSON; {} where
         none)."""
         rows = self.query("SELECT criteria FROM campaign WHERE id = ?", (campaign_id,))
         value = json.loads(rows[0]["criteria"]) if rows and rows[0]["criteria"] else {}

@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rig.bus.identity import DriveIdentity
 from rig.check.failures import ALLOWED_LOSS, LOST_DURABLE, UNSERIALIZABLE
-from rig.config import Table
+from rig.config.tables import Table
+from rig.drive.identity import DriveIdentity
 from rig.errors import UserError
 
 LOST_WRITE = "lost_write"  # an acknowledged write that did not survive (allowed or not)

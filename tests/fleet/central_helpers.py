@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from reports import central as report_central
-from reports.dataset import Dataset
-from rig.fleet.central import CentralStore
+from reports.load import central as report_central
+from reports.load.dataset import Dataset
+from rig.interface.fleet.central import CentralStore
 
 
 def central_dataset(dsn: str) -> Dataset:

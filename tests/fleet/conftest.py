@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from fixtures import pgcluster
-from rig.fleet import dispatch
-from rig.fleet.central import CentralStore
+from rig.interface.fleet import dispatch
+from rig.interface.fleet.central import CentralStore
 
 
 @pytest.fixture(scope="module")

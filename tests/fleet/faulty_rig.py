@@ -11,9 +11,9 @@ import sqlite3
 import sys
 from typing import Any
 
-from rig import cli
 from rig.campaign.drive import DriveRun
 from rig.campaign.model import CycleRecord
+from rig.interface import cli
 from rig.store import Store
 
 FAULT = "RIG_TEST_FAULT"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rig.fleet.agent import AgentConfig, StationAgent
-from rig.fleet.local import LOST_IN_PROCESS, LocalCampaign
+from rig.interface.fleet.agent import AgentConfig, StationAgent
+from rig.interface.fleet.local import LOST_IN_PROCESS, LocalCampaign
 from rig.store import Store
 from tests.cli_runner import rig
 

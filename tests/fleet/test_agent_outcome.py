@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.fleet_demo import sim_campaign
-from rig.fleet.agent import AgentConfig, StationAgent
+from rig.interface.fleet.agent import AgentConfig, StationAgent
 from rig.store import Store
 from tests.fleet import faulty_rig
 

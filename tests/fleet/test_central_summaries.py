@@ -15,9 +15,9 @@ import psycopg
 import pytest
 
 from fixtures.pgcluster import Cluster
-from rig.fleet.central import CentralStore, Cursors
-from rig.fleet.migrations import DRIVE_TABLES, SCHEMA_VERSION, SUMMARY_TABLES
-from rig.fleet.replicator import next_batch, replicate_store
+from rig.interface.fleet.central import CentralStore, Cursors
+from rig.interface.fleet.migrations import DRIVE_TABLES, SCHEMA_VERSION, SUMMARY_TABLES
+from rig.interface.fleet.replicator import next_batch, replicate_store
 from rig.store import Store
 from tests.cli_runner import rig
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from fixtures.pgcluster import Cluster
-from rig.fleet.central import CentralStore
-from rig.fleet.dashboard import create_app
-from rig.fleet.views import CentralView
+from rig.interface.fleet.central import CentralStore
+from rig.interface.fleet.dashboard import create_app
+from rig.interface.fleet.views import CentralView
 
 TOKEN = "s3cret-token-of-the-lab-0123"
 DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "demo.toml"

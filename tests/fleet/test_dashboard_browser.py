@@ -30,7 +30,10 @@ def campaign_text(cycles: int) -> str:
 def start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
     with open(log, "wb") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "rig.cli", *argv], cwd=REPO, stdout=out, stderr=subprocess.STDOUT
+            [sys.executable, "-m", "rig.interface.cli", *argv],
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
 
 

@@ -10,11 +10,11 @@ import re
 from pathlib import Path
 
 from fixtures.pgcluster import Cluster
-from rig.fleet.central import CentralStore
-from rig.fleet.dashboard import create_app, overview_fragment
-from rig.fleet.replicator import replicate_store
-from rig.fleet.verdicts import VerdictBoard
-from rig.fleet.views import CentralView, StoreView
+from rig.interface.fleet.central import CentralStore
+from rig.interface.fleet.dashboard import create_app, overview_fragment
+from rig.interface.fleet.replicator import replicate_store
+from rig.interface.fleet.verdicts import VerdictBoard
+from rig.interface.fleet.views import CentralView, StoreView
 from rig.notify import failures
 from rig.store import Store, open_existing
 from tests.cli_runner import rig

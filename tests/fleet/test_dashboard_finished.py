@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.pgcluster import free_port
-from rig.fleet.views import StoreView
+from rig.interface.fleet.views import StoreView
 from rig.store import Store
 from tests.cli_runner import rig
 from tests.fleet import browser

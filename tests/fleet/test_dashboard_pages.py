@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
-from rig.fleet import dashboard
-from rig.fleet.freshness import StationStatus
-from rig.fleet.verdicts import ModelVerdict
-from rig.fleet.views import CampaignProgress, DriveProgress, Overview
+from rig.interface.fleet import dashboard
+from rig.interface.fleet.freshness import StationStatus
+from rig.interface.fleet.verdicts import ModelVerdict
+from rig.interface.fleet.views import CampaignProgress, DriveProgress, Overview
 
 REFERENCE = Path(__file__).resolve().parent / "golden" / "dashboard.html"
 ODD = "Q'\"&<x> /#?"  # a name that must be escaped, and URL-quoted in a link

@@ -33,7 +33,7 @@ import pytest
 
 from fixtures import pgcluster
 from fixtures.fleet_demo import PLP, SIM_STATION, inventory, sim_campaign, sim_drives
-from rig.fleet.central import CentralStore
+from rig.interface.fleet.central import CentralStore
 from rig.store import Store
 from tests.fleet import browser, netns
 from tests.fleet.test_dashboard_browser import end, wait_http
@@ -83,7 +83,7 @@ class Fleet:
 
     def rig(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "rig.cli", *args],
+            [sys.executable, "-m", "rig.interface.cli", *args],
             cwd=REPO,
             capture_output=True,
             text=True,
@@ -113,7 +113,7 @@ class Fleet:
             *self.lab.exec_prefix(station),
             sys.executable,
             "-m",
-            "rig.cli",
+            "rig.interface.cli",
             "fleet",
             "agent",
             "--station",
@@ -348,7 +348,7 @@ def shoot_overview(fleet: Fleet, shots: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "rig.cli",
+                "rig.interface.cli",
                 "serve",
                 "--central",
                 fleet.pg.dsn("viewer"),

@@ -9,7 +9,7 @@ import pytest
 
 from fixtures import pgcluster
 from fixtures.pgcluster import Cluster
-from rig.fleet.central import CentralStore
+from rig.interface.fleet.central import CentralStore
 from tests.cli_runner import rig
 
 DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "demo.toml"

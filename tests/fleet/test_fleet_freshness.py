@@ -13,21 +13,21 @@ from pathlib import Path
 import pytest
 
 from fixtures.pgcluster import Cluster
-from rig.cli_json import fleet_status
-from rig.fleet import dashboard
-from rig.fleet.central import CentralStore
-from rig.fleet.freshness import (
+from rig.interface.cli_json import fleet_status
+from rig.interface.fleet import dashboard
+from rig.interface.fleet.central import CentralStore
+from rig.interface.fleet.freshness import (
     StaleWatch,
     StationStatus,
     Transition,
     effective_kind,
     process_bound,
 )
-from rig.fleet.replicator import next_batch, replicate_store
-from rig.fleet.station_states import StationStates
-from rig.fleet.station_watch import StationWatch
-from rig.fleet.status import overview_text
-from rig.fleet.views import CampaignProgress, CentralView, StoreView
+from rig.interface.fleet.replicator import next_batch, replicate_store
+from rig.interface.fleet.station_states import StationStates
+from rig.interface.fleet.station_watch import StationWatch
+from rig.interface.fleet.status import overview_text
+from rig.interface.fleet.views import CampaignProgress, CentralView, StoreView
 from rig.store import Store
 from tests.cli_runner import rig
 
@@ -82,7 +82,7 @@ def test_a_station_is_stale_after_three_missed_heartbeats_and_the_hook_sees_it(
 
 def test_both_station_watchers_take_their_transitions_from_one_memory() -> None:
     """StaleWatch (the notifier's hook) and StationWatch (`station_offline` notices) see one
-    sequence of looks through rig/fleet/station_states.py: the hook every change after its
+    sequence of looks through rig/interface/fleet/station_states.py: the hook every change after its
     first poll, the notices each fall from online, a station silent at the first look and one
     missing from a look (its last state kept) included."""
     alpha = {

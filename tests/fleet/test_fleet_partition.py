@@ -31,9 +31,9 @@ import pytest
 
 from fixtures import pgcluster
 from fixtures.fleet_demo import SIM_STATION, sim_campaign, sim_drives
-from rig.fleet import dashboard, dispatch
-from rig.fleet.central import CentralStore
-from rig.fleet.views import CentralView, Overview
+from rig.interface.fleet import dashboard, dispatch
+from rig.interface.fleet.central import CentralStore
+from rig.interface.fleet.views import CentralView, Overview
 from rig.store import Store
 from tests.fleet import netns
 from tests.fleet.test_fleet_acceptance import Fleet, alive, being_created, rig_runs_of, wait_for
@@ -343,7 +343,7 @@ def test_partition_scenario_long(fleet: Fleet) -> None:
 
 HOLDER = """
 import sys, time
-from rig.fleet.central import CentralStore
+from rig.interface.fleet.central import CentralStore
 central = CentralStore(sys.argv[1])
 with central.transaction() as db:  # a heartbeat's transaction, cut off before its commit
     db.execute("UPDATE fleet.station SET agent = 'cut off' WHERE name = 'alpha'")

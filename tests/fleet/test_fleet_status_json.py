@@ -1,5 +1,6 @@
 """`rig fleet status --json` against a real PostgreSQL: the document validates against its
-published schema (docs/json/rig.fleet-status-1.schema.json) and says what the central database
+published schema (docs/json/rig.interface.fleet-status-1.schema.json) and says what the central
+database
 holds. Failed before issue 25 (no --json)."""
 
 from __future__ import annotations
@@ -8,8 +9,8 @@ import json
 from pathlib import Path
 
 from fixtures.pgcluster import Cluster
-from rig.fleet.central import CentralStore
-from rig.fleet.replicator import replicate_store
+from rig.interface.fleet.central import CentralStore
+from rig.interface.fleet.replicator import replicate_store
 from rig.store import Store
 from tests.cli_runner import rig
 from tests.json_schemas import validate
@@ -38,7 +39,7 @@ def test_fleet_status_json_validates_and_counts_the_replicated_cycles(
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     validate(doc)
-    assert doc["schema"] == "rig.fleet-status/1"
+    assert doc["schema"] == "rig.interface.fleet-status/1"
     assert {"alpha", "beta"} <= {s["name"] for s in doc["stations"]}
     (night,) = [c for c in doc["campaigns"] if c["name"] == "json-night"]
     assert night["station"] == "alpha" and night["key"].startswith("alpha/")

@@ -1,4 +1,5 @@
-"""Prometheus metrics (rig/fleet/metrics.py): `rig serve --db STORE` and the station agent's
+"""Prometheus metrics (rig/interface/fleet/metrics.py): `rig serve --db STORE` and the station
+agent's
 listener scraped by a real Prometheus server (Debian's) on loopback, its PromQL answers compared
 with the store."""
 
@@ -17,12 +18,12 @@ from fixtures import sim_station
 from fixtures.pgcluster import Cluster
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
-from rig.fleet import metrics
-from rig.fleet.central import CentralStore
-from rig.fleet.dashboard import create_app
-from rig.fleet.replicator import replicate_store
-from rig.fleet.views import CentralView, StoreView
-from rig.station import campaign_file
+from rig.config import campaign_file
+from rig.interface.fleet import metrics
+from rig.interface.fleet.central import CentralStore
+from rig.interface.fleet.dashboard import create_app
+from rig.interface.fleet.replicator import replicate_store
+from rig.interface.fleet.views import CentralView, StoreView
 from rig.store import Store
 from tests.prometheus_server import available, free_port, prometheus
 from tests.test_sim_campaign import campaign_text
@@ -78,7 +79,7 @@ def test_prometheus_scrapes_rig_serve_and_answers_promql(tmp_path: Path) -> None
     assert facts["failing"] and facts["lost_durable"]  # something to count
     port = free_port()
     serve = subprocess.Popen(
-        [sys.executable, "-m", "rig.cli", "serve", "--db", str(db), "--port", str(port)],
+        [sys.executable, "-m", "rig.interface.cli", "serve", "--db", str(db), "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -143,7 +144,8 @@ def samples(text: str, station: str) -> dict[tuple[str, tuple[tuple[str, str], .
 
 
 def test_the_central_database_gives_the_same_metrics(pg: Cluster, tmp_path: Path) -> None:
-    """`rig serve --central`: the fleet's SQL (rig/fleet/central/reads.py) gives the station
+    """`rig serve --central`: the fleet's SQL (rig/interface/fleet/central/reads.py) gives the
+    station
     store's figures once the store is replicated."""
     db = tmp_path / "replicated.sqlite"
     make_store(db)

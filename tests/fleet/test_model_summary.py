@@ -1,5 +1,6 @@
 """A model's verdict from the central database's per-drive totals (schema v5,
-rig/fleet/model_summary.py) equals the report's verdict from every cut (reports/analysis.py) on
+reports/analysis/model_summary.py) equals the report's verdict from every cut
+(reports/analysis/reliability.py) on
 the same rows: per model over the fleet and per campaign, under the demo's own criteria (its
 lying drive FAILs) and under criteria lax enough that the honest drives' models PASS; the model
 page shows it without the per-cut report."""
@@ -13,13 +14,13 @@ import psycopg
 import pytest
 
 from fixtures.pgcluster import Cluster
-from reports import analysis
-from reports.cells import pct
-from rig.fleet.central import CentralStore
-from rig.fleet.dashboard import create_app
-from rig.fleet.model_summary import ModelSummary
-from rig.fleet.replicator import replicate_store
-from rig.fleet.views import CentralView
+from reports.analysis import reliability as analysis
+from reports.analysis.model_summary import ModelSummary
+from reports.render.cells import pct
+from rig.interface.fleet.central import CentralStore
+from rig.interface.fleet.dashboard import create_app
+from rig.interface.fleet.replicator import replicate_store
+from rig.interface.fleet.views import CentralView
 from rig.store import open_existing
 from tests.cli_runner import rig
 
@@ -137,7 +138,8 @@ def test_the_model_page_states_the_reports_exposure_per_class_and_drive(
     pg: Cluster, view: CentralView
 ) -> None:
     """Per model and per drive, each judged class's exposed and failing cuts and the bound over
-    them (reports/exposure.py's own figures, from the replicated `fleet.cycle.exposed`) are the
+    them (reports/analysis/exposure.py's own figures, from the replicated `fleet.cycle.exposed`)
+    are the
     report's from every cut; the page shows them, and "not exercised" where no cut was exposed."""
     _state(pg, {})  # the default criteria: every class judged (another test may have set some)
     client = create_app(view).test_client()

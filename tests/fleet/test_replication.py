@@ -15,12 +15,14 @@ import psycopg
 import pytest
 
 from fixtures.pgcluster import Cluster
-from reports import analysis, binned, dataset, export
-from reports import central as report_central
+from reports import export
+from reports.analysis import reliability as analysis
+from reports.load import binned, dataset
+from reports.load import central as report_central
 from rig.errors import UserError
-from rig.fleet import dispatch
-from rig.fleet.central import CentralStore
-from rig.fleet.replicator import next_batch, replicate_store
+from rig.interface.fleet import dispatch
+from rig.interface.fleet.central import CentralStore
+from rig.interface.fleet.replicator import next_batch, replicate_store
 from rig.store import Store
 from tests.cli_runner import rig
 from tests.fleet.central_helpers import central_dataset

@@ -8,7 +8,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from rig.fleet.replicator import OpenStores
+from rig.interface.fleet.replicator import OpenStores
 from rig.store import SCHEMA_VERSION, Store
 
 

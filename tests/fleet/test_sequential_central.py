@@ -8,11 +8,12 @@ from pathlib import Path
 
 from fixtures import sim_station
 from fixtures.pgcluster import Cluster
-from reports import analysis, dataset
+from reports.analysis import reliability as analysis
+from reports.load import dataset
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
-from rig.fleet.central import CentralStore
-from rig.fleet.replicator import replicate_store
+from rig.interface.fleet.central import CentralStore
+from rig.interface.fleet.replicator import replicate_store
 from rig.store import Store
 from tests.fleet.central_helpers import central_dataset
 from tests.test_settled_campaign import settled_demo

@@ -8,11 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reports import stats
-from reports.cells import pct
-from rig.fleet.dashboard import create_app
-from rig.fleet.views import StoreView
+from reports.render.cells import pct
+from rig.interface.fleet.dashboard import create_app
+from rig.interface.fleet.views import StoreView
 from rig.store import Store
+from rig.verdict import stats
 from tests.cli_runner import rig
 from tests.prometheus_server import free_port
 from tests.reports.storebuilder import DriveSpec, build
@@ -30,7 +30,7 @@ def test_a_repeated_db_serves_every_store(tmp_path: Path) -> None:
     port = free_port()
     command = ["serve", "--db", str(a), "--db", str(b), "--port", str(port)]
     serve = subprocess.Popen(
-        [sys.executable, "-m", "rig.cli", *command],
+        [sys.executable, "-m", "rig.interface.cli", *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -68,7 +68,8 @@ def test_help_texts_name_each_argument_and_its_default(tmp_path: Path) -> None:
 
 def test_a_station_model_page_states_exposure_per_class(tmp_path: Path) -> None:
     """`rig serve --db`: a model's page is the report's, with its "Exposure per class": exposed
-    and failing cuts and the upper bound of reports/exposure.py, NOT EXERCISED where no cut was
+    and failing cuts and the upper bound of reports/analysis/exposure.py, NOT EXERCISED where no
+    cut was
     exposed to a class."""
     a, _ = stores(tmp_path)
     store = Store(str(a))

@@ -17,7 +17,8 @@ from fixtures.guest.drive import GuestDriveSpec
 from fixtures.guest.faultdrive import fault_core_drives
 from fixtures.guest.station import GuestStation
 from fixtures.profiles import profile
-from reports import dataset, window
+from reports.analysis import window
+from reports.load import dataset
 from tests.guest.conftest import guest_unavailable
 from tests.guest.guest_helpers import campaign_text, run_campaign
 

@@ -16,8 +16,8 @@ from rig.campaign.model import DriveSummary
 from rig.campaign.observer import Lines, Observer
 from rig.campaign.parallel import run_campaign
 from rig.check import verify
+from rig.config import campaign_file
 from rig.errors import UserError
-from rig.station import campaign_file
 from rig.store import Store
 
 TEXT = """

@@ -9,7 +9,7 @@ from fixtures.faultcore import Profile
 from fixtures.profiles import profile
 from fixtures.virtual_drive import VirtualDrive
 from fixtures.virtual_health import VirtualHealth
-from rig.bus.identity import DriveIdentity
+from rig.drive.identity import DriveIdentity
 from rig.health.nvme import parse_nvme_id_ns_zeroes
 from rig.health.smart import parse_smartctl_json
 from tests.health.health_paths import real_file

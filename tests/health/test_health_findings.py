@@ -21,8 +21,8 @@ from drive_models import (
 from health_mutations import replace_at
 from health_paths import RECORDED, real_file
 
-from rig.bus.base import DriveNode
-from rig.bus.identity import DriveIdentity
+from rig.drive.identity import DriveIdentity
+from rig.drive.node import DriveNode
 from rig.health.counters import as_uint
 from rig.health.delta import diff_snapshots
 from rig.health.errors import HealthToolError, ToolOutputError

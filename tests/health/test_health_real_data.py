@@ -260,6 +260,6 @@ def test_identity_converts_to_campaign_identity() -> None:
     ident = s.identity.to_drive_identity()
     assert ident.model == "Micron_5300_MTFDDAK1T9TDS"
     assert ident.wwn == "naa.500a0750499602d2"
-    from rig.bus.identity import DriveIdentity
+    from rig.drive.identity import DriveIdentity
 
     assert ident.matches(DriveIdentity(model="x", serial="y", wwn="0x500a0750499602d2"))

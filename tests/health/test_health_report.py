@@ -9,7 +9,9 @@ from pathlib import Path
 from drive_models import SAMSUNG_PM893, without_drivedb_entry
 from health_paths import real_file
 
-from reports import analysis, dataset, html
+from reports.analysis import reliability as analysis
+from reports.load import dataset
+from reports.render import html
 from rig.health.smart import parse_smartctl_json
 from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import snapshot_fields

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rig.bus.base import DriveNode
-from rig.bus.identity import DriveIdentity
+from rig.drive.identity import DriveIdentity
+from rig.drive.node import DriveNode
 from rig.health.errors import ToolTimeout
 from rig.health.snapshot import HealthSnapshot, SmartIdentity
 from rig.health.tracker import HealthTracker, snapshot_fields

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rig.bus.base import DriveNode
-from rig.bus.identity import DriveIdentity
+from rig.drive.identity import DriveIdentity
+from rig.drive.node import DriveNode
 from rig.health import maintenance as m
 from rig.health.errors import ToolFailed
 from rig.health.tools import ToolResult

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fixtures.ocp_log import c0_page, smart_add_log_json
-from rig.bus.base import DriveNode
-from rig.bus.identity import DriveIdentity
+from rig.drive.identity import DriveIdentity
+from rig.drive.node import DriveNode
 from rig.health.errors import ToolOutputError
 from rig.health.ocp import (
     FIELDS,

@@ -16,14 +16,14 @@ import pytest
 from fixtures import sim_station
 from fixtures.virtual_health import VirtualHealth
 from reports import export
-from reports import ocp as ocp_report
+from reports.render import ocp as ocp_report
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.check import verify
+from rig.config import campaign_file
 from rig.errors import UserError
 from rig.health.delta import diff_snapshots
 from rig.health.tracker import HealthTracker
-from rig.station import campaign_file
 from rig.store import Store
 
 CYCLES = 8

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from health_paths import real_file
 
-from rig.bus.base import DriveNode
-from rig.bus.identity import DriveIdentity
 from rig.bus.ready import NotReady, probe_once, wait_ready
-from rig.campaign_spec import DriveSpec
+from rig.config.campaign import DriveSpec
+from rig.drive.identity import DriveIdentity
+from rig.drive.node import DriveNode
 from rig.errors import UnsafeDeviceError
 from rig.health import crosscheck
 from rig.health.errors import ToolMissing

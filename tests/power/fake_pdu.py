@@ -8,11 +8,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rig.campaign_spec import Campaign
-from rig.config import Table
+from rig.config.campaign import Campaign
+from rig.config.station_keys import StationSpec
+from rig.config.tables import Table
 from rig.errors import UserError
 from rig.power.base import Edge
-from rig.schema import StationSpec
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from rig import campaign_spec
 from rig.bus.recover import RecoveringPresence
+from rig.config import campaign as campaign_spec
+from rig.config import campaign_file
 from rig.errors import UserError
 from rig.power.base import Edge
-from rig.station import backends, campaign_file
+from rig.station import backends
 from rig.station import build as station
 from rig.station.backends import StationKind
 from tests.power import fake_pdu

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from fixtures.board_station import HOST_BINARY, BoardStation, drive_toml
-from rig.station import campaign_file
+from rig.config import campaign_file
+from rig.interface.station_check import table
 from rig.station.check import run_check
-from rig.station.check_cli import table
 
 pytestmark = pytest.mark.skipif(not HOST_BINARY.exists(), reason="firmware host build missing")
 

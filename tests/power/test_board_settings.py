@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from fixtures.board_station import HOST_BINARY, BoardStation
+from rig.config import campaign_file
 from rig.errors import PowerError, UserError
 from rig.power.relay import find_port
-from rig.station import campaign_file
 from rig.station.kinds.relay_board import BoardSpec
 from tests.cli_runner import rig
 

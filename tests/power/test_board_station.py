@@ -17,11 +17,10 @@ from pathlib import Path
 import pytest
 
 from fixtures.board_station import HOST_BINARY, BoardStation, drive_toml
-from reports import verdict as verdicts
 from rig.campaign import runner
 from rig.campaign.progress import Progress
+from rig.config import campaign_file
 from rig.power.base import Edge
-from rig.station import campaign_file
 from tests.notify_receivers import json_endpoint
 
 BOARDS = ("a", "b", "c", "d")
@@ -102,7 +101,6 @@ def test_a_killed_board_stops_only_its_own_channels(tmp_path: Path) -> None:
             campaign = campaign_file.parse(_campaign_text(rig, port))
             result = runner.run(
                 factory,
-                verdicts.drive_verdict,
                 campaign=campaign,
                 db=str(tmp_path / "sixteen.sqlite"),
                 log_path=str(tmp_path / "sixteen.log.jsonl"),
@@ -202,7 +200,6 @@ def test_a_restarted_or_silent_board_stops_only_its_own_channels(
             campaign = campaign_file.parse(_campaign_text(rig, port, ("a", "b"), 8))
             result = runner.run(
                 factory,
-                verdicts.drive_verdict,
                 campaign=campaign,
                 db=str(tmp_path / "fault.sqlite"),
                 log_path=str(tmp_path / "fault.log.jsonl"),

@@ -14,10 +14,10 @@ from fixtures import faultcore
 from fixtures.profiles import profile
 from fixtures.rail import RailFollower
 from fixtures.virtual_drive import VirtualDrive, VirtualTarget
-from rig.bus.identity import DriveIdentity
 from rig.check import verify
-from rig.check.ledger import CycleLog, LbaState
+from rig.drive.identity import DriveIdentity
 from rig.io import media
+from rig.io.ledger import CycleLog, LbaState
 
 
 class Recorder:

@@ -18,16 +18,16 @@ from pathlib import Path
 from fixtures.fake_presence import FakePresence
 from fixtures.profiles import profile
 from fixtures.virtual_drive import VirtualDrive, VirtualTarget
-from rig import campaign_spec
-from rig.bus.base import DriveNode
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
-from rig.campaign_spec import DriveSpec
+from rig.config import campaign as campaign_spec
+from rig.config import campaign_file
+from rig.config.campaign import DriveSpec
+from rig.drive.node import DriveNode
 from rig.io.blockio import BlockTarget
 from rig.power.base import Edge
 from rig.power.relay import RelayBoard
 from rig.station import build as station
-from rig.station import campaign_file
 from rig.station.model import Station
 from rig.store import Store
 from tests.power.twins import Pin, Proxy, Twin

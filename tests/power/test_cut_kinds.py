@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rig import campaign_spec
+from rig.config import campaign as campaign_spec
+from rig.config import campaign_file
 from rig.errors import UserError
 from rig.power import shapes
-from rig.station import campaign_file
 from rig.station.backends import StationKind
 from tests.cli_runner import rig
 

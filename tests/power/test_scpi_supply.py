@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from fixtures.scpi_supply import SimSupply, SupplyServer
+from rig.config import campaign_file
 from rig.errors import PowerError, PowerTimeoutError, UserError
 from rig.power.base import Edge
 from rig.power.scpi import ScpiSupply
 from rig.power.scpi_families import FAMILIES
 from rig.power.shapes import Shape
 from rig.station import build as station
-from rig.station import campaign_file
 from rig.station.kinds.scpi_supply import ScpiSupplySpec, open_resource
 
 REPO = Path(__file__).resolve().parents[2]

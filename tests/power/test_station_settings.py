@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from rig.config import campaign_file
 from rig.errors import UserError
 from rig.power.relay import RelayBoard, SerialPendingCut
 from rig.station import build as station
-from rig.station import campaign_file
 from rig.station.kinds.relay_board import RailSenseSpec
 from tests.power.raw_session import raw_session
 from tests.power.twins import Twin

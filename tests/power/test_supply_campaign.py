@@ -15,12 +15,12 @@ import pytest
 from fixtures import faultcore
 from fixtures.scpi_supply import SimSupply, SupplyServer
 from fixtures.supply_station import supply_station
-from rig import campaign_spec
 from rig.campaign.observer import Lines, Observer
 from rig.campaign.parallel import run_campaign
 from rig.check import verify
+from rig.config import campaign as campaign_spec
+from rig.config import campaign_file
 from rig.errors import PowerTimeoutError
-from rig.station import campaign_file
 from rig.store import Store
 from tests import scoring
 

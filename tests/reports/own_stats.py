@@ -1,5 +1,5 @@
 """The project's own implementation of the report's statistics, kept as a cross-check of
-reports/stats.py (which calls scipy.stats at run time since issue 16): two independent
+rig/verdict/stats.py (which calls scipy.stats at run time since issue 16): two independent
 implementations that agree are the test; neither is imported by the rig.
 
 - regularized incomplete beta I_x(a, b) by its continued fraction (modified Lentz), and the beta
@@ -10,7 +10,7 @@ implementations that agree are the test; neither is imported by the rig.
   observed one), Holm's step-down adjustment;
 - Kaplan-Meier with Greenwood's variance and a log-log (Kalbfleisch-Prentice) confidence band.
 
-Compared with reports/stats.py and published values in tests/reports/test_stats.py.
+Compared with rig/verdict/stats.py and published values in tests/reports/test_stats.py.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from rig.check import failures
-from rig.check.ledger import CycleLog
+from rig.io.ledger import CycleLog
 from rig.store import CycleRow, RailSenseRow, Store
 
 MS = 1_000_000

@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from reports import analysis, dataset, html, stats
+from reports.analysis import reliability as analysis
+from reports.load import dataset
+from reports.render import html
 from rig.errors import UserError
+from rig.verdict import stats
 from tests.reports.storebuilder import DriveSpec, build
 
 CRITERIA = """[campaign]
@@ -299,7 +302,7 @@ def test_ledger_columns_read_directly_equal_np_load(writes: int) -> None:
 
     import numpy as np
 
-    from rig.check.ledger import CycleLog
+    from rig.io.ledger import CycleLog
 
     log = CycleLog()
     rng = np.random.default_rng(writes)

@@ -1,4 +1,5 @@
-"""The central report's binned return times (reports/binned.py, decision 420): its quantiles lie
+"""The central report's binned return times (reports/load/binned.py, decision 420): its quantiles
+lie
 within the stated RELATIVE_ERROR of the per-cut analysis's nearest-rank values, and the minimum,
 maximum, mean and count are exact."""
 
@@ -9,11 +10,13 @@ import math
 import numpy as np
 import pytest
 
-from reports import analysis, binned
+from reports.analysis import reliability as analysis
+from reports.load import binned
 
 
 def histogram_of(values: np.ndarray) -> binned.LogHistogram:
-    """The bins as the server makes them (rig/fleet/central/aggregates.py): the same formula."""
+    """The bins as the server makes them (rig/interface/fleet/central/aggregates.py): the same
+    formula."""
     h = binned.LogHistogram()
     keys = np.floor(np.log(np.maximum(values, binned.FLOOR_MS)) * binned.BINS_PER_E)
     for k in np.unique(keys):

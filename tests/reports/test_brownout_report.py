@@ -1,5 +1,5 @@
 """The brownout map reads each cut's shape from the dataset (the station loader carries it on the
-drive's run, reports/cut_shapes.py), never by opening the stores again; a source whose loader
+drive's run, reports/load/cut_shapes.py), never by opening the stores again; a source whose loader
 carries no shapes (the central database) is named in the section as not mapped yet."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from reports import brownout, dataset
+from reports.load import dataset
+from reports.render import brownout
 from rig.check import failures
 from tests.reports.storebuilder import DriveSpec, build
 
@@ -65,7 +66,7 @@ def test_the_map_is_drawn_from_the_shapes_the_station_loader_carries(tmp_path: P
 
 def test_sags_of_a_source_without_shapes_are_named_as_not_mapped_yet(tmp_path: Path) -> None:
     data = dataset.load([str(sag_store(tmp_path))])
-    # the central loader (reports/central.py) builds its runs without shapes
+    # the central loader (reports/load/central.py) builds its runs without shapes
     data.runs = [dataclasses.replace(r, shapes=None) for r in data.runs]
     maps = brownout.analyse(data)
     assert maps == []

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from reports import export, html
+from reports import export
+from reports.render import html
 from tests.reports.storebuilder import DriveSpec, build
 
 CHROMIUM = shutil.which("chromium")
@@ -23,7 +24,8 @@ pytestmark = pytest.mark.skipif(
     CHROMIUM is None or not POPPLER,
     reason="Debian chromium and poppler-utils absent (make setup installs them)",
 )
-# the verdict badges' colours (reports/svg.py VERDICT_FILL through reports/html.py STYLE; FAIL's
+# the verdict badges' colours (reports/render/svg.py VERDICT_FILL through reports/render/html.py
+# STYLE; FAIL's
 # stripes are that colour), printed as they are on screen
 BADGE = {"FAIL": (0xB2, 0x18, 0x2B), "NOT YET DEMONSTRATED": (0xFE, 0xE0, 0x8B)}
 

@@ -9,10 +9,13 @@ import sqlite3
 from pathlib import Path
 
 from fixtures import sim_station
-from reports import analysis, dataset, export, html
+from reports import export
+from reports.analysis import reliability as analysis
+from reports.load import dataset
+from reports.render import html
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
-from rig.station import campaign_file
+from rig.config import campaign_file
 from rig.store import Store
 from tests.test_sim_campaign import campaign_text
 

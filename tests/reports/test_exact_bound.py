@@ -1,4 +1,4 @@
-"""`rig status`'s Clopper-Pearson upper bound without scipy (reports/exact_bound.py, decision
+"""`rig status`'s Clopper-Pearson upper bound without scipy (rig/verdict/exact_bound.py, decision
 506) against scipy.stats.beta.ppf, the figure the report prints, on many (k, n, C)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import random
 import pytest
 from scipy.stats import beta
 
-from reports import stats
-from reports.exact_bound import upper_bound
+from rig.verdict import stats
+from rig.verdict.exact_bound import upper_bound
 
 
 def _cases() -> list[tuple[int, int, float]]:

@@ -1,4 +1,5 @@
-"""JUnit XML of a report (reports/junit.py), read back by a maintained JUnit parser (junitparser)
+"""JUnit XML of a report (reports/render/junit.py), read back by a maintained JUnit parser
+(junitparser)
 and compared with report.json: a suite per model, a test case for the model and one per drive,
 FAIL and DEAD as <failure> with the findings per class, NOT YET DEMONSTRATED as <skipped>."""
 
@@ -14,7 +15,7 @@ from junitparser import Failure, JUnitXml, Properties, Skipped
 from fixtures import sim_station
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
-from rig.station import campaign_file
+from rig.config import campaign_file
 from rig.store import Store
 from tests.cli_runner import rig
 from tests.test_sim_campaign import campaign_text

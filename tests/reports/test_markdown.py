@@ -1,4 +1,4 @@
-"""The Markdown summary (`rig report --markdown FILE`, reports/markdown.py), read back with a
+"""The Markdown summary (`rig report --markdown FILE`, reports/render/markdown.py), read back with a
 maintained Markdown parser (Python-Markdown, its tables extension) and compared with report.json:
 the models table, each model's verdict and reasons, each drive's line."""
 
@@ -13,7 +13,9 @@ from typing import Any
 
 import markdown as markdown_parser
 
-from reports import analysis, dataset, markdown
+from reports.analysis import reliability as analysis
+from reports.load import dataset
+from reports.render import markdown
 from tests.cli_runner import rig
 from tests.reports.golden_report import CASES, GOLDEN
 

@@ -1,4 +1,4 @@
-"""reports/ordered.py gives every value in sorted order, exactly, holding a bounded number at a
+"""reports/load/ordered.py gives every value in sorted order, exactly, holding a bounded number at a
 time: the same as np.sort for values with many repeats, wide and narrow ranges, adjacent floats
 and empty pieces; and the nearest ranks as the report's quantiles take them."""
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from reports import ordered
+from reports.load import ordered
 
 
 def _pieces(values: np.ndarray, sizes: list[int]) -> list[np.ndarray]:

@@ -1,4 +1,4 @@
-"""The PTS, write-cliff and TRIM sections (reports/endurance_html.py) of fixed runs equal the
+"""The PTS, write-cliff and TRIM sections (reports/render/endurance_html.py) of fixed runs equal the
 reference written before they came from a template (tests/reports/golden/pts-sections.html):
 steady state reached and not reached, a short run, a TRIM pair, a pair that is not one, and
 names that must be escaped.
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from reports import deferred, endurance_html
-from reports.record import ModelReport
+from reports.analysis.record import ModelReport
+from reports.render import deferred, endurance_html
 from tests.reports.test_pts_report import CLIFF, WITH_TRIM, _campaign, _report, _run
 
 REFERENCE = Path(__file__).resolve().parent / "golden" / "pts-sections.html"

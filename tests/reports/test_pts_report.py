@@ -1,4 +1,5 @@
-"""The report's PTS, write-cliff and TRIM sections (reports/endurance.py, endurance_html.py) from
+"""The report's PTS, write-cliff and TRIM sections (reports/analysis/endurance.py,
+endurance_html.py) from
 drive runs with known series: rounds judged by the rig's own rule (campaign/endurance/pts.py),
 a cliff at a known capacity multiple, cuts and retention checks at known places."""
 
@@ -9,8 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from reports import analysis, csv_tables, endurance, html, json_out
-from reports.dataset import Campaign, Cut, Dataset, DriveRun
+from reports.analysis import endurance
+from reports.analysis import reliability as analysis
+from reports.load.dataset import Campaign, Cut, Dataset, DriveRun
+from reports.render import csv_tables, html, json_out
 from rig.campaign.endurance import pts
 
 REGION = 64 << 20

@@ -19,7 +19,8 @@ from tests.cli_runner import rig
 from tests.reports.storebuilder import DriveSpec, build, falling_rails, healthy_plp_drive
 
 CHROMIUM = shutil.which("chromium")
-# the colours of the two models' bars and curves: their verdicts' (reports/svg.py VERDICT_FILL:
+# the colours of the two models' bars and curves: their verdicts' (reports/render/svg.py
+# VERDICT_FILL:
 # Model Liar FAIL, Model PLP not yet demonstrated), drawn opaque
 PLOT_COLOURS = {"#b2182b", "#fee08b"}
 
@@ -186,7 +187,9 @@ def test_bad_confidence_is_one_line(tmp_path: Path) -> None:
 
 
 def test_drives_that_disagree_are_pointed_out(tmp_path: Path) -> None:
-    from reports import analysis, dataset, html
+    from reports.analysis import reliability as analysis
+    from reports.load import dataset
+    from reports.render import html
 
     db = build(
         tmp_path / "d.sqlite",

@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 from markupsafe import Markup
 
-from reports import deferred, export, html, svg, window_html
-from reports.window import ModelWindow
-from rig.fleet.dashboard import create_app
-from rig.fleet.views import StoreView
+from reports import export
+from reports.analysis.window import ModelWindow
+from reports.render import deferred, html, svg, window_html
+from rig.interface.fleet.dashboard import create_app
+from rig.interface.fleet.views import StoreView
 from rig.window import fit
 from tests.fleet.browser import chromium, requirements
 from tests.reports.storebuilder import DriveSpec, build
@@ -159,7 +160,8 @@ def test_the_window_chart_has_its_labels_legend_and_quantile_marks(tmp_path: Pat
 
 
 def test_the_window_section_comes_before_the_models_finding_lists(report: Path) -> None:
-    from reports import analysis, dataset
+    from reports.analysis import reliability as analysis
+    from reports.load import dataset
 
     data = dataset.load([str(report / "models.sqlite")])
     marker = "<h2>Window of vulnerability</h2>"

@@ -9,8 +9,11 @@ import re
 from html import escape
 from pathlib import Path
 
-from reports import analysis, cells, charts, dataset, deferred, export
-from reports.record import NOT_REPORTED, Report
+from reports import export
+from reports.analysis import reliability as analysis
+from reports.analysis.record import NOT_REPORTED, Report
+from reports.load import dataset
+from reports.render import cells, charts, deferred
 from tests.reports.storebuilder import MS, DriveSpec, build
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from reports import analysis, cuts, dataset, deferred, html
+from reports.analysis import reliability as analysis
+from reports.load import cuts, dataset
+from reports.render import deferred, html
 from rig.check import failures
 from tests.reports.golden_report import CASES, GOLDEN, report_files
 from tests.reports.storebuilder import DriveSpec, build
@@ -37,7 +39,7 @@ def _store(path: Path, per_drive: int) -> Path:
 
 def _held(path: Path) -> tuple[int, int]:
     """Bytes allocated and still held after the analysis, and after the page is rendered (its
-    charts drawn) but not yet written; the one-at-a-time slots of reports.cuts let go."""
+    charts drawn) but not yet written; the one-at-a-time slots of reports.load.cuts let go."""
     data = dataset.load([str(path)])
     gc.collect()
     tracemalloc.start()
@@ -78,7 +80,7 @@ def test_what_a_report_holds_does_not_grow_with_cuts(tmp_path: Path) -> None:
 def test_read_in_pieces_of_a_few_rows_the_report_is_the_reference(
     case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The report reads the runs' columns a piece at a time (reports.cuts.column_chunks); with
+    """The report reads the runs' columns a piece at a time (reports.load.cuts.column_chunks); with
     pieces of 7 rows, so that every pass meets many boundaries (a few per drive in the golden
     stores otherwise: none), every file is still the reference's."""
     monkeypatch.setattr(cuts, "ROWS_AT_A_TIME", 7)

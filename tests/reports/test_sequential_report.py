@@ -1,12 +1,12 @@
-"""The report's sequential section from stated plans (reports/sequential.py): which plan a
+"""The report's sequential section from stated plans (reports/analysis/sequential.py): which plan a
 model's campaigns state, and nothing at all for a model without one."""
 
 from __future__ import annotations
 
-from reports.dataset import Campaign
-from reports.sequential import merged_plan, plan_of
-from reports.sequential_html import sequential_section
-from rig.sequential import Plan
+from reports.analysis.sequential import merged_plan, plan_of
+from reports.load.dataset import Campaign
+from reports.render.sequential_html import sequential_section
+from rig.verdict.sequential import Plan
 
 
 def campaign(

@@ -10,12 +10,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from reports import spill_owner
-from reports.spill_owner import SpillFolder
+from reports.load import spill_owner
+from reports.load.spill_owner import SpillFolder
 
 REPO = Path(__file__).resolve().parents[2]
 CHILD = (
-    "import sys, time; from reports.spill_owner import SpillFolder; s = SpillFolder();"
+    "import sys, time; from reports.load.spill_owner import SpillFolder; s = SpillFolder();"
     " print(s.folder.name, flush=True); time.sleep(60)"
 )
 

@@ -1,4 +1,5 @@
-"""A drive's cut columns spilled to files (reports.cuts.SpillBuilder / SpilledCuts, issue 27) read
+"""A drive's cut columns spilled to files (reports.load.cuts.SpillBuilder / SpilledCuts, issue 27)
+read
 back as the table an in-memory builder makes of the same chunks, one drive's table in memory at a
 time, and the temporary folder goes when nothing refers to it."""
 
@@ -12,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from reports import cuts
-from reports.cuts import (
+from reports.load import cuts
+from reports.load.cuts import (
     COLUMNS,
     OPTIONAL,
     CutTable,

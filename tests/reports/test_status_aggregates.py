@@ -11,8 +11,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reports import summary
-from rig import cli_json
+from reports.load import summary
+from rig.interface import cli_json
 from rig.store import CycleRow, Store
 
 NS = st.one_of(st.none(), st.just(0), st.integers(1, 10**12))

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reports import export, summary
+from reports import export
+from reports.load import summary
 from rig.store import Store
 from tests.reports.storebuilder import DriveSpec, build
 

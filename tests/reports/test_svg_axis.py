@@ -8,8 +8,8 @@ import random
 
 import numpy as np
 
-from reports import deferred
-from reports.svg import Axis, Chart
+from reports.render import deferred
+from reports.render.svg import Axis, Chart
 
 
 def _values(rng: random.Random, low: float, high: float) -> list[float]:

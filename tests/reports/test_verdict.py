@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reports import stats
-from reports.verdict import DEAD, FAIL, NOT_YET, PASS, cuts_still_needed, drive_verdict
+from rig.verdict import stats
+from rig.verdict.rule import DEAD, FAIL, NOT_YET, PASS, cuts_still_needed, drive_verdict
 
 
 def test_failure_free_cuts_pass_only_once_they_demonstrate_the_claim() -> None:

@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from reports import stats, verdict
+from rig.verdict import rule as verdict
+from rig.verdict import stats
 
 
 def _claims_at_the_bound(rng: random.Random, count: int) -> list[tuple[int, float, float]]:

@@ -1,5 +1,6 @@
 """The report's "Window of vulnerability" section, from the stores of real window campaigns on
-in-process virtual drives with known windows (reports/window.py, reports/window_html.py)."""
+in-process virtual drives with known windows (reports/analysis/window.py,
+reports/render/window_html.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import pytest
 
 from fixtures import sim_station
 from fixtures.profiles import profile
-from reports import dataset, window
+from reports.analysis import window
 from reports.export import write_report
+from reports.load import dataset
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
-from rig.station import campaign_file
+from rig.config import campaign_file
 from rig.store import Store
 from tests.test_window_campaign import DRIVE, campaign_text, window_of
 

@@ -18,12 +18,14 @@ import pytest
 
 from fixtures import sim_station
 from fixtures.profiles import profile
-from reports import analysis, dataset, html
-from reports.endurance import EnduranceSeries
+from reports.analysis import reliability as analysis
+from reports.analysis.endurance import EnduranceSeries
+from reports.load import dataset
+from reports.render import html
 from rig.campaign.endurance import pts
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
-from rig.station import campaign_file
+from rig.config import campaign_file
 from rig.store import Store
 from tests.sim.twin_helpers import campaign_text as twin_campaign_text
 from tests.sim.twin_helpers import run_twin

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from fixtures.simssd import nvme_cli, smartctl
-from rig.bus.identity import DriveIdentity
+from rig.drive.identity import DriveIdentity
 from rig.health.nvme import parse_nvme_id_ns_zeroes
 from rig.health.smart import parse_smartctl_json
 

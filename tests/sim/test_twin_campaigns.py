@@ -245,7 +245,15 @@ def test_clean_sim_after_kill_9_of_a_twin_run(tmp_path: Path, twin: None) -> Non
     output = tmp_path / "rig.out"
     with output.open("wb") as sink:
         run = subprocess.Popen(
-            [sys.executable, "-m", "rig.cli", "run", str(campaign), "--db", str(tmp_path / "db")],
+            [
+                sys.executable,
+                "-m",
+                "rig.interface.cli",
+                "run",
+                str(campaign),
+                "--db",
+                str(tmp_path / "db"),
+            ],
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: rig, simulator daemon, simavr bridge

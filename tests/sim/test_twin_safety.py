@@ -231,7 +231,8 @@ def test_read_errors_are_exact_per_block_and_unchecked_blocks_are_counted(
     )
     assert report.returncode == 0, report.stderr
     html = (tmp_path / "r" / "report.html").read_text()
-    # the per-drive table's "blocks unchecked" column (reports/html.py drive_head / drive_row)
+    # the per-drive table's "blocks unchecked" column (reports/render/html.py drive_head /
+    # drive_row)
     table = next(t for t in html.split("<table") if "<th>blocks unchecked</th>" in t)
     head = re.findall(r"<th>(.*?)</th>", table)
     row = table.split("</tr>")[1]

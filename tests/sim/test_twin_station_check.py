@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from fixtures.sim_station import WIRING_ENV
-from rig.bus.identity import DriveIdentity
-from rig.station import build, campaign_file
+from rig.config import campaign_file
+from rig.drive.identity import DriveIdentity
+from rig.station import build
 from rig.station.check import run_check
 from tests.cli_runner import rig
 from tests.sim.twin_helpers import campaign_text, image_writes

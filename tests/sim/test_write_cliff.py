@@ -12,7 +12,7 @@ import pytest
 from fixtures.perfmodel import FRESH, GC, CliffSpec, WriteCliff
 from fixtures.profiles import profile
 from fixtures.virtual_drive import VirtualDrive, VirtualTarget
-from rig.bus.identity import DriveIdentity
+from rig.drive.identity import DriveIdentity
 from rig.io import discard, media
 from rig.io.blockio import DirectTarget
 from tests.sim.conftest import twin_unavailable

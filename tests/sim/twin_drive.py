@@ -13,7 +13,7 @@ from pathlib import Path
 from fixtures.profiles import profile
 from fixtures.simssd.device import SimulatedSsd
 from fixtures.simssd.fuse import FuseServer
-from rig.bus.identity import DriveIdentity
+from rig.drive.identity import DriveIdentity
 
 
 @contextlib.contextmanager

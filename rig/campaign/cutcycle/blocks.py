@@ -8,7 +8,7 @@ import numpy as np
 
 from rig.campaign.model import Cycle
 from rig.check import verify
-from rig.check.ledger import CycleLog
+from rig.io.ledger import CycleLog
 
 if TYPE_CHECKING:
     from rig.campaign.model import CycleDrive

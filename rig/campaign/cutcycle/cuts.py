@@ -31,8 +31,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from rig.campaign.cutcycle.realtime import realtime
-from rig.campaign_spec import CutSpec
-from rig.check.ledger import NOT_DONE, CycleLog
+from rig.config.campaign import CutSpec
+from rig.io.ledger import NOT_DONE, CycleLog
 from rig.io.workload import Writer
 from rig.power.base import Edge, PendingCut
 

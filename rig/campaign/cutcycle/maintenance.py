@@ -27,10 +27,10 @@ from rig.campaign.model import Cycle, DeadDevice
 from rig.check import exposure
 from rig.check import verify as checker
 from rig.check.failures import SURVIVED_ERASE
-from rig.check.ledger import uncertain
 from rig.errors import RigError
 from rig.health import maintenance as ops
 from rig.io import media
+from rig.io.ledger import uncertain
 from rig.io.workload import Writer, WriterContext
 
 if TYPE_CHECKING:

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rig.bus.base import DriveNode
 from rig.bus.ready import NotReady
 from rig.campaign import preparation, recording
 from rig.campaign.cutcycle import cuts, runon
@@ -29,6 +28,7 @@ from rig.campaign.cutcycle.recovery import evidence, recovery
 from rig.campaign.model import Cycle, DeadDevice
 from rig.check import exposure
 from rig.check import verify as checker
+from rig.drive.node import DriveNode
 from rig.errors import RigError, UnsafeDeviceError
 from rig.health.readiness import ready_times, slow_ready
 from rig.health.snapshot import HealthSnapshot

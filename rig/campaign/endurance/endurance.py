@@ -21,13 +21,13 @@ from typing import Any
 from rig.campaign.drive import DriveRun
 from rig.campaign.endurance import pts, pts_flow
 from rig.campaign.endurance.intervals import Latency, commit_flushed, latency_us, mean_latency_us
-from rig.campaign_spec import EnduranceSpec
 from rig.check import verify
-from rig.check.ledger import CycleLog
+from rig.config.campaign import EnduranceSpec
 from rig.errors import RigError
 from rig.health.errors import HealthToolError
 from rig.health.tracker import snapshot_fields
 from rig.io import discard
+from rig.io.ledger import CycleLog
 from rig.io.workload import Writer, WriterContext
 from rig.store import IntervalRow
 

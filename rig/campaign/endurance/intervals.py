@@ -9,7 +9,7 @@ import numpy.typing as npt
 
 from rig.campaign.drive import DriveRun
 from rig.campaign.endurance import pts
-from rig.check.ledger import CycleLog, uncertain
+from rig.io.ledger import CycleLog, uncertain
 
 # Samples an interval needs before a percentile is stated: at least 10 samples lie beyond a tail
 # percentile (p99 from 1,000, p99.9 from 10,000), so one slow write cannot make it; the median is

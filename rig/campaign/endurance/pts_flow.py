@@ -13,9 +13,9 @@ from typing import Any, Protocol
 from rig.campaign.drive import DriveRun
 from rig.campaign.endurance import intervals, pts
 from rig.campaign.endurance.intervals import Latency
-from rig.campaign_spec import EnduranceSpec
-from rig.check.ledger import CycleLog
+from rig.config.campaign import EnduranceSpec
 from rig.errors import RigError
+from rig.io.ledger import CycleLog
 from rig.io.workload import Workload, Writer, WriterContext
 from rig.store import IntervalRow
 

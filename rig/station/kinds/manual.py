@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rig.config import Table
+from rig.config.station_keys import StationSpec
+from rig.config.tables import Table
 from rig.power.base import Edge, PowerSwitch
 from rig.power.manual import ManualSwitch
-from rig.schema import StationSpec
 
 if TYPE_CHECKING:
-    from rig.campaign_spec import Campaign
+    from rig.config.campaign import Campaign
 
 
 def settings(keys: Table, common: StationSpec) -> StationSpec:

@@ -9,14 +9,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rig.config import Table
+from rig.config.station_keys import StationSpec
+from rig.config.tables import Table
 from rig.errors import PowerError, UserError
 from rig.power.base import Edge, PowerSwitch
 from rig.power.relay import BOARD_STRIDE, BoardSet, RelayBoard, ResetInfo, find_port
-from rig.schema import StationSpec
 
 if TYPE_CHECKING:
-    from rig.campaign_spec import Campaign
+    from rig.config.campaign import Campaign
 
 
 @dataclass(frozen=True)

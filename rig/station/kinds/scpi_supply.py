@@ -12,16 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rig.config import Table
+from rig.config.station_keys import StationSpec
+from rig.config.tables import Table
 from rig.errors import UserError
 from rig.power import shapes
 from rig.power.base import Edge, PowerSwitch
 from rig.power.scpi import ScpiSupply, Timeout
 from rig.power.scpi_families import FAMILIES
-from rig.schema import StationSpec
 
 if TYPE_CHECKING:
-    from rig.campaign_spec import Campaign
+    from rig.config.campaign import Campaign
 
 
 @dataclass(frozen=True)

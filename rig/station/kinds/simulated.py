@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rig.config import Table
+from rig.config.station_keys import StationSpec
+from rig.config.tables import Table
 from rig.errors import UserError
-from rig.schema import StationSpec
 
 if TYPE_CHECKING:
-    from rig.campaign_spec import Campaign
+    from rig.config.campaign import Campaign
     from rig.station.model import Station, Wiring
 
 TWINS = ("in-process", "simavr")  # fixtures/: virtual drives, or the full-system twin

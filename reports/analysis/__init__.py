@@ -1,0 +1,1 @@
+"""From a dataset to the figures a report states (pure, no I/O)."""

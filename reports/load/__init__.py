@@ -1,0 +1,1 @@
+"""Reading a report's dataset from SQLite stores or the fleet's PostgreSQL."""

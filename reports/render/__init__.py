@@ -1,0 +1,1 @@
+"""Writing the record as HTML, SVG, CSV, JSON, JUnit and Markdown."""

@@ -1,0 +1,1 @@
+"""Reading campaign files: typed TOML tables, station keys, the sections assembled, criteria."""

@@ -1,0 +1,1 @@
+"""A drive as the rig names it: its node on the bus and its identity."""

@@ -1,0 +1,1 @@
+"""A drive's verdict: the rule, its statistics and the sequential plans."""
