@@ -32,7 +32,6 @@ from rig.campaign import runner
 from rig.campaign.progress import Progress
 from rig.config import campaign_file
 from rig.store import Store
-from rig.verdict import rule as verdicts
 from tests.notify_receivers import hanging_receiver
 from tests.test_sim_campaign import campaign_text
 

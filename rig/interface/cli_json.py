@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 STATUS_SCHEMA = "rig.status/1"
 DRIVES_SCHEMA = "rig.drives/1"
-FLEET_STATUS_SCHEMA = "rig.interface.fleet-status/1"
+FLEET_STATUS_SCHEMA = "rig.fleet-status/1"
 
 
 def dumps(document: dict[str, Any]) -> str:

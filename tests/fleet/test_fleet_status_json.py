@@ -1,5 +1,5 @@
 """`rig fleet status --json` against a real PostgreSQL: the document validates against its
-published schema (docs/json/rig.interface.fleet-status-1.schema.json) and says what the central
+published schema (docs/json/rig.fleet-status-1.schema.json) and says what the central
 database
 holds. Failed before issue 25 (no --json)."""
 
@@ -39,7 +39,7 @@ def test_fleet_status_json_validates_and_counts_the_replicated_cycles(
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     validate(doc)
-    assert doc["schema"] == "rig.interface.fleet-status/1"
+    assert doc["schema"] == "rig.fleet-status/1"
     assert {"alpha", "beta"} <= {s["name"] for s in doc["stations"]}
     (night,) = [c for c in doc["campaigns"] if c["name"] == "json-night"]
     assert night["station"] == "alpha" and night["key"].startswith("alpha/")

@@ -266,7 +266,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.set_defaults(func=_one_line(cmd_stop))
     p = central(commands.add_parser("status", help="stations, campaigns and their progress"))
     p.add_argument(
-        "--json", action="store_true", help="schema rig.interface.fleet-status/1 (docs/json.md)"
+        "--json", action="store_true", help="schema rig.fleet-status/1 (docs/json.md)"
     )
     p.set_defaults(func=_one_line(cmd_status))
 
