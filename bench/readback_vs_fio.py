@@ -58,18 +58,18 @@ from rig.io.ledger import CycleLog, LbaState  # noqa: E402
 
 CAMPAIGN = 5
 
-# When each window's reads were taken and retired (`AioWindow.finish`, on the checking thread):
+# When each window's reads were taken and retired (`AioBatch.finish`, on the checking thread):
 # the time after the last one is the check's tail, when no read is left to put in flight
 FINISHED: list[float] = []
-_finish = readback.AioWindow.finish
+_finish = readback.AioBatch.finish
 
 
-def _timed_finish(window: readback.AioWindow) -> None:
+def _timed_finish(window: readback.AioBatch) -> None:
     _finish(window)
     FINISHED.append(time.perf_counter())
 
 
-readback.AioWindow.finish = _timed_finish  # type: ignore[method-assign]
+readback.AioBatch.finish = _timed_finish  # type: ignore[method-assign]
 
 
 def fio_verify(devnode: str, mib: int, bs: int) -> tuple[float, float]:

@@ -9,7 +9,7 @@ is printed, and the ratios uniform / window and log-uniform / window.
 "window" is `WindowDesign` cut by cut (it adapts to every response). The baselines do not
 adapt, so they are drawn in numpy blocks, and their delays are rounded to a log lattice of
 LATTICE points over the range (0.33 % apart, far finer than the +-10 % asked): the fit then
-sees at most LATTICE distinct delays however many cuts it has (`fit.Cuts`, an exact binomial
+sees at most LATTICE distinct delays however many cuts it has (`fit.CutsByDelay`, an exact binomial
 likelihood per delay), which lets a baseline run to millions of cuts.
 
     PYTHONPATH=. .venv/bin/python bench/window_efficiency.py [--seeds 5] [--cap 20000000]
@@ -41,7 +41,7 @@ LATTICE = 4096
 Draw = Callable[[np.random.Generator, int], np.ndarray]  # n delays in ms
 
 
-def met(c: fit.Cuts) -> bool:
+def met(c: fit.CutsByDelay) -> bool:
     t99 = fit.fit_cuts(c, qs=(0.99,)).quantile(0.99)
     return t99 is not None and t99.relative_half_width() <= TARGET
 
@@ -54,7 +54,7 @@ def window_needed(drive: Profile, cap: int, seed: int, step: float) -> float:
         design.observe(delay, rng.random() < drive.true_loss_probability(delay))
         if len(design.lost) >= check:
             check = max(check + 1, int(check * step))
-            if met(fit.Cuts.of(design.delays_ms, design.lost)):
+            if met(fit.CutsByDelay.of(design.delays_ms, design.lost)):
                 return len(design.lost)
     return math.inf
 
@@ -73,7 +73,7 @@ def placement_needed(drive: Profile, draw: Draw, cap: int, seed: int, step: floa
         cuts += np.bincount(at, minlength=LATTICE)
         n, check = n + take, max(check + 1, int(check * step))
         seen = cuts > 0
-        if met(fit.Cuts(x[seen], lost[seen], cuts[seen])):
+        if met(fit.CutsByDelay(x[seen], lost[seen], cuts[seen])):
             return n
     return math.inf
 

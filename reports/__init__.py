@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from reports.analysis.model_summary import DriveSummary, ModelSummary, read_summaries
+    from reports.analysis.model_summary import ModelDriveSummary, ModelSummary, read_summaries
     from reports.analysis.reliability import analyse
     from reports.export import write_dataset_report, write_report
     from reports.load.central import read as read_central
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 # public name -> (module, name in it)
 _PUBLIC = {
-    "DriveSummary": ("reports.analysis.model_summary", "DriveSummary"),
+    "ModelDriveSummary": ("reports.analysis.model_summary", "ModelDriveSummary"),
     "ModelSummary": ("reports.analysis.model_summary", "ModelSummary"),
     "read_summaries": ("reports.analysis.model_summary", "read_summaries"),
     "analyse": ("reports.analysis.reliability", "analyse"),
@@ -54,7 +54,7 @@ __all__ = [
     "CampaignReport",
     "Dataset",
     "DriveReport",
-    "DriveSummary",
+    "ModelDriveSummary",
     "ModelSummary",
     "analyse",
     "exposure_row",
@@ -71,10 +71,12 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'reports' has no attribute {name!r}")
-    module, attr = _PUBLIC[name]
-    value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value  # the next lookup is a plain global
-    return value
+if not TYPE_CHECKING:  # hidden from mypy, which would let any name through a module __getattr__
+
+    def __getattr__(name: str) -> Any:
+        if name not in _PUBLIC:
+            raise AttributeError(f"module 'reports' has no attribute {name!r}")
+        module, attr = _PUBLIC[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value  # the next lookup is a plain global
+        return value

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rig.check.verify.sectors import Sectors
+from rig.check.verify.sectors import SectorSummary
 from rig.io import media
 
 BLOCK = 4096
@@ -141,13 +141,13 @@ def test_summaries_equal_the_per_sector_truth_under_random_damage(
 
 
 def test_the_checkers_rows_expand_uniform_blocks_to_their_sectors() -> None:
-    """`Sectors.rows` gives every sector's state and fields, whether the parse summarised the
+    """`SectorSummary.rows` gives every sector's state and fields, whether the parse summarised the
     block or copied its sectors."""
     blocks = [write(1, lba, 10 + lba) for lba in range(4)]
     blocks[1][sector(2)] = write(1, 9, 3)[sector(2)]
     blocks[2][:] = 0
     data = np.concatenate(blocks)
-    sec = Sectors.empty(6, PER_BLOCK)  # rows 0 and 5 never read
+    sec = SectorSummary.empty(6, PER_BLOCK)  # rows 0 and 5 never read
     sec.fill(slice(1, 5), data)
     rows = sec.rows(np.arange(6))
     state, fields, _ = truth(data)
@@ -175,7 +175,7 @@ def test_parse_blocks_into_refuses_partial_blocks_and_wrong_layouts() -> None:
     wrong = media.BlockColumns(out.state, out.uniform, out.state0, overlapping, out.fields)
     with pytest.raises(ValueError, match="layout"):
         media.parse_blocks_into(data, PER_BLOCK, wrong)
-    sec = Sectors.empty(3, PER_BLOCK)
+    sec = SectorSummary.empty(3, PER_BLOCK)
     with pytest.raises(ValueError, match="beyond"):
         sec.parser.parse(data, 2)  # two blocks from row 2 of 3
 
@@ -184,7 +184,7 @@ def test_parse_blocks_into_refuses_partial_blocks_and_wrong_layouts() -> None:
 def test_the_checkers_columns_take_any_number_of_rows(rows: int, per_block: int) -> None:
     """A check of no block at all (a cycle that wrote nothing) or of one: numpy gives axes of
     length 0 or 1 strides of its choice, which the layout check must not refuse."""
-    sec = Sectors.empty(rows, per_block)
+    sec = SectorSummary.empty(rows, per_block)
     assert len(sec.rows(np.arange(rows)).state) == rows
     if rows:
         record = media.WriteRecord(1, 5, np.full(rows, 3, dtype=np.uint64), 0, 1, 1)

@@ -18,7 +18,7 @@ import pytest
 from rig.errors import UserError
 from rig.store import SCHEMA_VERSION, Store, StoreReader, open_read_only
 from rig.store.cycle_sums import NAMES, SHARES
-from rig.store.progress import Progress
+from rig.store.progress import StoredProgress
 from tests.older_stores import TO_V10, TO_V11
 
 REPO = Path(__file__).resolve().parents[1]
@@ -254,7 +254,7 @@ class _Terminal(io.StringIO):
 def test_on_a_terminal_one_line_is_rewritten_with_rate_and_eta() -> None:
     now = [100.0]
     out = _Terminal()
-    meter = Progress("pass", 1000, "rows", stream=out, clock=lambda: now[0])
+    meter = StoredProgress("pass", 1000, "rows", stream=out, clock=lambda: now[0])
     now[0] = 100.2
     meter.update(100)  # under half a second since the last: not shown
     now[0] = 102.0

@@ -20,7 +20,7 @@ def test_reached_exactly_when_the_window_fills_and_not_before() -> None:
     verdicts = _feed(state, [1000, 1001, 999, 1000, 1000])
     assert verdicts == [pts.FILLING] * 4 + [pts.REACHED]
     assert state.reached_at == 5
-    assert [r.number for r in state.window_rounds()] == [1, 2, 3, 4, 5]
+    assert [r.number for r in state.steady_state_rounds()] == [1, 2, 3, 4, 5]
     assert all(c.ok for c in state.checks) and len(state.checks) == len(pts.TRACKED)
 
 
@@ -30,12 +30,12 @@ def test_reached_after_the_drive_settles_with_the_window_that_made_it() -> None:
     assert verdicts[:4] == [pts.FILLING] * 4
     assert verdicts[4:6] == [pts.TRACKING] * 2  # windows still holding 5000 or 3000
     assert verdicts[6] == pts.REACHED and state.reached_at == 7
-    assert [r.number for r in state.window_rounds()] == [3, 4, 5, 6, 7]
+    assert [r.number for r in state.steady_state_rounds()] == [3, 4, 5, 6, 7]
 
 
 def test_range_violation_is_not_steady() -> None:
     # no trend (the line is flat) but max - min = 30 % of the average
-    check = pts.check_window([100, 130, 100, 130, 100, 130, 100][:5])
+    check = pts.check_steady_state([100, 130, 100, 130, 100, 130, 100][:5])
     assert not check.range_ok
     state = pts.SteadyState(window=5, max_rounds=25)
     assert _feed(state, [100, 130, 100, 130, 100])[-1] == pts.TRACKING
@@ -44,7 +44,7 @@ def test_range_violation_is_not_steady() -> None:
 def test_slope_violation_within_the_range_is_not_steady() -> None:
     # range 16 % (< 20 %) but the fitted line moves 16 % (> 10 %) across the window
     series = [108.0, 104.0, 100.0, 96.0, 92.0]
-    check = pts.check_window(series)
+    check = pts.check_steady_state(series)
     assert check.range_ok and not check.slope_ok
     assert check.excursion == pytest.approx(0.16)
     state = pts.SteadyState(window=5, max_rounds=25)
@@ -74,11 +74,11 @@ def test_reached_stays_reached_with_its_window() -> None:
     state = pts.SteadyState(window=5, max_rounds=25)
     _feed(state, [100] * 5 + [10, 500])
     assert state.verdict == pts.REACHED and state.reached_at == 5
-    assert [r.number for r in state.window_rounds()] == [1, 2, 3, 4, 5]
+    assert [r.number for r in state.steady_state_rounds()] == [1, 2, 3, 4, 5]
 
 
 def test_zero_average_never_passes() -> None:
-    check = pts.check_window([0, 0, 0, 0, 0])
+    check = pts.check_steady_state([0, 0, 0, 0, 0])
     assert not check.ok
 
 
@@ -89,11 +89,11 @@ def test_bad_bookkeeping_is_refused() -> None:
     with pytest.raises(ValueError, match="out of order"):
         state.add(_round(2, 100))
     with pytest.raises(ValueError):
-        pts.check_window([1.0])
+        pts.check_steady_state([1.0])
 
 
 def test_window_check_fits_the_line() -> None:
-    check = pts.check_window([10, 12, 14, 16, 18])
+    check = pts.check_steady_state([10, 12, 14, 16, 18])
     assert check.slope == pytest.approx(2.0) and check.intercept == pytest.approx(10.0)
     assert check.average == pytest.approx(14.0)
     assert check.range_share == pytest.approx(8 / 14)

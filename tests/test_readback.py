@@ -145,7 +145,7 @@ def test_a_finished_window_has_nothing_left_in_flight(tmp_path: Path) -> None:
         window = reader.read_ahead(ranges, out, [k * BS for k in range(len(ranges))])
         after = aligned_buffer(8 * BS)
         window.finish()
-        assert isinstance(window, readback.AioWindow)
+        assert isinstance(window, readback.AioBatch)
         assert set(window.state.tolist()) <= {readback.RQ_DONE, readback.RQ_UNSENT}
         done = np.flatnonzero(window.state == readback.RQ_DONE)
         for k in done.tolist():  # what did complete is the data
@@ -282,7 +282,7 @@ class _CountingReader(readback.SerialReader):
 
     def read_ahead(
         self, ranges: readback.Ranges, out: np.ndarray, offsets: list[int]
-    ) -> readback.Window:
+    ) -> readback.ReadBatch:
         self.started += 1
         return super().read_ahead(ranges, out, offsets)
 

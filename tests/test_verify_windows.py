@@ -38,7 +38,7 @@ N = 96
 
 
 def _nondurable_outcomes(
-    cyc: verify_evidence.Cycle,
+    cyc: verify_evidence.CycleWrites,
     checked: npt.NDArray[np.int64],
     obs_gen: npt.NDArray[np.int64],
     readable: npt.NDArray[np.bool_],
@@ -72,7 +72,7 @@ def _nondurable_outcomes(
 
 
 def _unserializable(
-    cyc: verify_evidence.Cycle,
+    cyc: verify_evidence.CycleWrites,
     checked: npt.NDArray[np.int64],
     held: npt.NDArray[np.int64],
     klass: npt.NDArray[np.uint8],
@@ -123,7 +123,7 @@ def whole_region_check(
 ) -> verify.CheckResult:
     """Every block read first, then every rule over the whole region at once."""
     policy = verify.ReadPolicy()
-    cyc = verify_evidence.Cycle(log, durability)
+    cyc = verify_evidence.CycleWrites(log, durability)
     checked = verify_evidence.sorted_unique(np.concatenate([cyc.lba, extra]))
     idx = checked - state.first_lba
     budget = verify.Budget(policy.max_reads, policy.max_hangs)
@@ -258,16 +258,16 @@ def test_a_check_stopped_by_a_vanished_drive_leaves_the_state_as_it_found_it() -
         return s.read(lba, count)
 
     judged = []
-    judge = verify_windows.Judging.window
+    judge = verify_windows.Judging.take
 
-    def window(self: verify_windows.Judging, rows: slice, reads: verify_reads.Reads) -> None:
+    def take(self: verify_windows.Judging, rows: slice, reads: verify_reads.Reads) -> None:
         judged.append(rows)
         judge(self, rows, reads)
 
     with (
         patch.object(verify_reads, "WINDOW_BYTES", 8 * BS),
         patch.object(verify_windows, "JUDGE_ROWS", 8),
-        patch.object(verify_windows.Judging, "window", window),
+        patch.object(verify_windows.Judging, "take", take),
         pytest.raises(verify.DriveGone),
     ):
         verify.check(CAMPAIGN, s.state, s.log, s.log.durability(t + 10, 0), everything, read,

@@ -163,7 +163,7 @@ def test_the_limit_is_bartlett_corrected_where_the_deviance_runs_above_chi_squar
     def factor(name: str) -> float:
         design = designed()
         result = window_sim.campaign(profile(name).true_loss_probability, design, CUTS, seed=0)
-        cuts = fit.Cuts.of(design.delays_ms, design.lost)
+        cuts = fit.CutsByDelay.of(design.delays_ms, design.lost)
         return fit.bartlett(cuts, result.mu, result.sigma, (0.99,))[0]
 
     assert factor("window-2s-jitter") > 1.1

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports.load.dataset import DriveRun
+from reports.load.dataset import DriveData
 from rig.campaign.endurance import pts
 from rig.config.tables import SIZE_UNITS
 
@@ -28,7 +28,7 @@ class Mark:
 
 
 @dataclass
-class WindowFit:
+class SteadyStateFit:
     """One tracking variable over the measurement window (rig/campaign/endurance/pts.py's check, for
     plotting)."""
 
@@ -49,7 +49,7 @@ class Steady:
     reached_at: int | None
     window: int
     max_rounds: int
-    fits: list[WindowFit] = field(default_factory=list)
+    fits: list[SteadyStateFit] = field(default_factory=list)
 
 
 @dataclass
@@ -94,7 +94,7 @@ def _num(value: object) -> float | None:
     return None
 
 
-def series_of(run: DriveRun) -> EnduranceSeries | None:
+def series_of(run: DriveData) -> EnduranceSeries | None:
     rows = sorted(
         (r for r in run.intervals if r.get("_table") == "endurance_interval"),
         key=lambda r: int(r.get("seq") or 0),
@@ -130,7 +130,7 @@ def series_of(run: DriveRun) -> EnduranceSeries | None:
 
 
 def _place(
-    rows: list[dict[str, Any]], region: int, run: DriveRun
+    rows: list[dict[str, Any]], region: int, run: DriveData
 ) -> tuple[list[dict[str, Any]], list[Mark]]:
     """The rows that wrote, each with `capacity_multiple` (host bytes / the tested capacity);
     retention checks and cuts placed after the row they followed (cuts by their start time)."""
@@ -194,14 +194,14 @@ def _steady(rounds: list[dict[str, Any]], window: int, max_rounds: int) -> Stead
         (int(r["round"]) for r in rounds if r.get("verdict") == pts.REACHED and "round" in r),
         None,
     )
-    chosen = tracker.window_rounds()
+    chosen = tracker.steady_state_rounds()
     fits = []
     if len(chosen) >= 2:
         for variable in pts.TRACKED:
             values = [r.value(variable) for r in chosen]
-            check = pts.check_window(values, variable)
+            check = pts.check_steady_state(values, variable)
             fits.append(
-                WindowFit(
+                SteadyStateFit(
                     variable,
                     [r.number for r in chosen],
                     values,
@@ -216,7 +216,7 @@ def _steady(rounds: list[dict[str, Any]], window: int, max_rounds: int) -> Stead
     return Steady(verdict, reached, window, max_rounds, fits)
 
 
-def endurance_series(runs: list[DriveRun]) -> list[EnduranceSeries]:
+def endurance_series(runs: list[DriveData]) -> list[EnduranceSeries]:
     return [s for s in (series_of(r) for r in runs) if s is not None]
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from reports.analysis.record import ClassExposure, Criteria, Proportion, Verdict
-from reports.load.dataset import Campaign
-from reports.load.run_parts import Cuts
+from reports.analysis.record import ClassExposure, Proportion, ReportCriteria, Verdict
+from reports.load.dataset import CampaignData
+from reports.load.run_parts import RunCuts
 from rig.check import failures
 from rig.config.criteria import Criteria as Stated
 from rig.verdict import rule as verdicts
@@ -18,7 +18,7 @@ from rig.verdict import stats
 NOT_EXERCISED = "NOT EXERCISED"
 
 
-def zero_tolerance_of(campaigns: Iterable[Campaign]) -> tuple[str, ...]:
+def zero_tolerance_of(campaigns: Iterable[CampaignData]) -> tuple[str, ...]:
     """The zero-tolerance classes the campaigns state (their union), else the rig's default."""
     found: set[str] = set()
     stated = False
@@ -32,8 +32,8 @@ def zero_tolerance_of(campaigns: Iterable[Campaign]) -> tuple[str, ...]:
 
 
 def per_class(
-    cuts: Cuts,
-    criteria: Criteria,
+    cuts: RunCuts,
+    criteria: ReportCriteria,
     zero: Sequence[str],
     proportion: object,
 ) -> list[ClassExposure]:
@@ -49,7 +49,7 @@ def per_class(
     return out
 
 
-def _verdict(p: Proportion, zero: bool, criteria: Criteria) -> str:
+def _verdict(p: Proportion, zero: bool, criteria: ReportCriteria) -> str:
     if p.trials == 0:
         return NOT_EXERCISED
     if p.failed and zero:
@@ -83,7 +83,7 @@ def not_exercised(classes: Sequence[ClassExposure]) -> list[str]:
 def decide(
     base: Verdict,
     classes: Sequence[ClassExposure],
-    criteria: Criteria,
+    criteria: ReportCriteria,
     short: bool,
     plan: tuple[str, int] | None,
 ) -> Verdict:

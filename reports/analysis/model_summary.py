@@ -12,11 +12,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reports.analysis import exposure as exposures
-from reports.analysis.record import ClassExposure, Criteria, Proportion, Verdict
+from reports.analysis.record import ClassExposure, Proportion, ReportCriteria, Verdict
 from reports.analysis.reliability import model_verdict, proportion
 from reports.load.criteria import merged_criteria
-from reports.load.dataset import Campaign
-from reports.load.run_parts import Cuts, RunPart
+from reports.load.dataset import CampaignData
+from reports.load.run_parts import RunCuts, RunPart
 from rig.check import exposure, failures
 from rig.verdict import rule as verdicts
 
@@ -32,7 +32,7 @@ class ClassRow:
 
 
 @dataclass(frozen=True)
-class DriveSummary:
+class ModelDriveSummary:
     name: str  # serial, else WWN
     stations: list[str]
     cuts: int
@@ -49,9 +49,9 @@ class ModelSummary:
     cuts: int
     rig_errors: int
     interrupted: int
-    drives: list[DriveSummary]
+    drives: list[ModelDriveSummary]
     failing_sets: dict[frozenset[str], int]  # cuts per set of failure classes
-    criteria: Criteria
+    criteria: ReportCriteria
     criteria_note: str
     criteria_failure: Proportion
     any_failure: Proportion
@@ -75,7 +75,7 @@ def summarise(
     model: str,
     drive_rows: Iterable[Any],
     failing_rows: Iterable[Any],
-    campaigns: Mapping[tuple[str, int], Campaign],
+    campaigns: Mapping[tuple[str, int], CampaignData],
 ) -> ModelSummary:
     """The model's summary from its drives' rows (`model_drive_totals`) and cuts per set of
     failure classes (`model_failing_sets`), judged on the criteria of the campaigns its drives
@@ -103,7 +103,7 @@ def summarise(
         cuts = sum(int(r["cuts"]) for r in group)
         dead = any(r["dead"] for r in group)
         listed.append(
-            DriveSummary(
+            ModelDriveSummary(
                 group[0]["serial"] or group[0]["wwn"],
                 sorted({r["station"] for r in group}),
                 cuts,
@@ -174,7 +174,7 @@ def read_summaries(
 
 
 def _exposed(
-    m: ModelSummary, drive_rows: list[Any], rows: Iterable[Any], judged: list[Campaign]
+    m: ModelSummary, drive_rows: list[Any], rows: Iterable[Any], judged: list[CampaignData]
 ) -> ModelSummary:
     """The model's and each drive's (of `drive_rows`: the judged campaigns' drives) exposure
     per judged class, by the report's own rule
@@ -196,7 +196,7 @@ def _exposed(
     zero = exposures.zero_tolerance_of(judged)
 
     def of(keys: Iterable[tuple[str, int, int]]) -> list[ClassExposure]:
-        cuts = Cuts([], [parts[k] for k in keys if k in parts])
+        cuts = RunCuts([], [parts[k] for k in keys if k in parts])
         return exposures.per_class(cuts, m.criteria, zero, proportion)
 
     by_name: dict[str, list[tuple[str, int, int]]] = {}

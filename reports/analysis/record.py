@@ -18,7 +18,7 @@ from typing import Any
 from reports.analysis.endurance import EnduranceSeries, TrimPair
 from reports.analysis.sequential import SequentialReport
 from reports.load.counted import Counted
-from reports.load.criteria import Criteria
+from reports.load.criteria import ReportCriteria
 from reports.load.cuts import DelayPoints, FloatArray, StoredReturns
 from rig.verdict import stats
 
@@ -183,7 +183,7 @@ class ModelReport:
     anomalies: list[dict[str, Any]]  # every counter anomaly (drive, seq, field, before, after, ...)
     intervals: list[dict[str, Any]]
     rail: list[RailStat]
-    criteria: Criteria
+    criteria: ReportCriteria
     criteria_note: str
     verdict: Verdict
     endurance: list[EnduranceSeries] = field(default_factory=list)  # PTS rounds, fill, cliff

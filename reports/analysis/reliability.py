@@ -5,7 +5,7 @@ cut, which it failed). Rig errors (status error: a fault of the rig, ARCHITECTUR
 marked interrupted are not cuts of the drive; they are counted and shown apart. A cut *fails* when
 it has at least one failure finding (of the classes the criteria name, for the verdict).
 
-Dependence. Cuts on one drive are not independent trials: a drive with a lying flush fails again
+Dependence. RunCuts on one drive are not independent trials: a drive with a lying flush fails again
 and again. The pooled per-cut bound treats all cuts of a model as exchangeable trials and is what
 a certification criterion such as "p < 1e-3 per cut at 95%" is stated in; beside it the report
 gives every drive's own bound and a drive-level bound (drives with any failure out of drives),
@@ -30,7 +30,6 @@ from reports.analysis.record import (
     ClassExposure,
     ClassStat,
     CounterDelta,
-    Criteria,
     DelayBin,
     DriveHealth,
     DriveStat,
@@ -38,6 +37,7 @@ from reports.analysis.record import (
     Proportion,
     RailStat,
     Report,
+    ReportCriteria,
     Survival,
     Verdict,
 )
@@ -48,9 +48,9 @@ from reports.load.binned import DELAY_BINS_MS, BinnedDelays, BinnedReturns
 from reports.load.counted import Counted, add_counts
 from reports.load.criteria import merged_criteria, plan_of
 from reports.load.cuts import DelayPoints, FloatArray, StoredReturns, let_go
-from reports.load.dataset import Dataset, DriveRun
+from reports.load.dataset import Dataset, DriveData
 from reports.load.ordered import nearest_rank
-from reports.load.run_parts import Cuts, RunParts
+from reports.load.run_parts import RunCuts, RunParts
 from rig.check import failures
 from rig.health.delta import COUNTERS
 from rig.verdict import rule as verdicts
@@ -75,7 +75,7 @@ def proportion(failed: int, trials: int, confidence: float) -> Proportion:
 
 
 def analyse(data: Dataset, confidence: float = 0.95) -> Report:
-    by_model: dict[str, list[DriveRun]] = {}
+    by_model: dict[str, list[DriveData]] = {}
     for run in data.runs:
         by_model.setdefault(run.model, []).append(run)
     parts = RunParts()
@@ -103,10 +103,10 @@ def analyse(data: Dataset, confidence: float = 0.95) -> Report:
     )
 
 
-def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts) -> ModelReport:
+def _model(model: str, runs: list[DriveData], confidence: float, parts: RunParts) -> ModelReport:
     runs = sorted(runs, key=lambda r: (r.campaign.started_at, r.channel))
     criteria, note = merged_criteria({id(r.campaign): r.campaign for r in runs}.values())
-    cuts = Cuts.of(runs, parts)
+    cuts = RunCuts.of(runs, parts)
     n = cuts.count
     classes_present = failures.ordered(k for r in runs for k in r.findings)
     class_stats = [
@@ -125,7 +125,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts)
     crit = proportion(criteria_failed, n, criteria.confidence)
     returns = cuts.returns()  # (made when read: the quantiles, a chart, report.json)
     quantiles = _return_quantiles(returns)
-    firmware: dict[str, list[DriveRun]] = {}
+    firmware: dict[str, list[DriveData]] = {}
     for r in runs:
         firmware.setdefault(r.firmware or NOT_REPORTED, []).append(r)
     dead = sum(d.dead_at_cut is not None for d in drives)
@@ -139,7 +139,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts)
     return ModelReport(
         model=model,
         firmware={
-            fw: proportion((c := Cuts.of(rs, parts)).where(bool), c.count, confidence)
+            fw: proportion((c := RunCuts.of(rs, parts)).where(bool), c.count, confidence)
             for fw, rs in sorted(firmware.items())
         },
         drives=drives,
@@ -182,7 +182,7 @@ def _model(model: str, runs: list[DriveRun], confidence: float, parts: RunParts)
 
 
 def _verdict(
-    criteria: Criteria,
+    criteria: ReportCriteria,
     crit: Proportion,
     dead: int,
     drives: list[DriveStat],
@@ -203,7 +203,7 @@ def _plan_decided(seq: SequentialReport | None) -> tuple[str, int] | None:
     return seq.model.decision, seq.model.cuts
 
 
-def _lost_after(runs: list[DriveRun], which: int) -> Counted:
+def _lost_after(runs: list[DriveData], which: int) -> Counted:
     """Ack (0) or flush (1) to cut of every lost durable write of the runs."""
     counts: dict[float, int] = {}
     for r in runs:
@@ -211,7 +211,7 @@ def _lost_after(runs: list[DriveRun], which: int) -> Counted:
     return Counted(counts)
 
 
-def _dead_at(cuts: Cuts) -> int | None:
+def _dead_at(cuts: RunCuts) -> int | None:
     """The cut count (1-based, over the runs in order) at which the drive died."""
     offset = 0
     for p in cuts.parts:
@@ -222,14 +222,14 @@ def _dead_at(cuts: Cuts) -> int | None:
 
 
 def _drives(
-    runs: list[DriveRun], confidence: float, criteria: Criteria, parts: RunParts
+    runs: list[DriveData], confidence: float, criteria: ReportCriteria, parts: RunParts
 ) -> list[DriveStat]:
-    by_key: dict[str, list[DriveRun]] = {}
+    by_key: dict[str, list[DriveData]] = {}
     for r in runs:
         by_key.setdefault(r.key, []).append(r)
     result = []
     for key, group in by_key.items():
-        cuts = Cuts.of(group, parts)
+        cuts = RunCuts.of(group, parts)
         n = cuts.count
         dead_at = _dead_at(cuts)
         findings: dict[str, int] = {}
@@ -297,14 +297,14 @@ def _return_quantiles(returns: StoredReturns) -> dict[str, float]:
     return quantiles
 
 
-def _drive_verdict(dead_at: int | None, failed: int, cuts: int, criteria: Criteria) -> str:
+def _drive_verdict(dead_at: int | None, failed: int, cuts: int, criteria: ReportCriteria) -> str:
     """The per-drive rule (rig/verdict/rule.py), shared with the end table and `rig status`."""
     return verdicts.drive_verdict(
         dead_at is not None, failed, cuts, criteria.max_failure_rate, criteria.confidence
     )
 
 
-def _health(run: DriveRun) -> DriveHealth | None:
+def _health(run: DriveData) -> DriveHealth | None:
     if not run.health:
         return None
     first, last = run.health[0], run.health[-1]
@@ -336,7 +336,7 @@ def _health(run: DriveRun) -> DriveHealth | None:
     )
 
 
-def _rail(run: DriveRun) -> RailStat | None:
+def _rail(run: DriveData) -> RailStat | None:
     if not run.rail:
         return None
     ends: dict[str, int] = {}
@@ -426,7 +426,7 @@ def _bins(delays: DelayPoints, column: str, confidence: float) -> list[DelayBin]
 
 
 def model_verdict(
-    criteria: Criteria, crit: Proportion, dead: int, drive_cuts: Sequence[tuple[str, int]]
+    criteria: ReportCriteria, crit: Proportion, dead: int, drive_cuts: Sequence[tuple[str, int]]
 ) -> Verdict:
     """A model's verdict from its counts: the criteria-failing cuts (`crit`), its dead drives
     and each drive's (name, cuts); the same from the cuts or from the fleet's summaries. PASS:

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reports.load.cuts import table_of
-from reports.load.dataset import Campaign, DriveRun
+from reports.load.dataset import CampaignData, DriveData
 from rig.campaign import settle
 from rig.config.criteria import Criteria
 from rig.verdict.sequential import Plan, curves, fixed_sample_size
@@ -59,7 +59,7 @@ class SequentialReport:
     asn_sd: list[float] = field(default_factory=list)
 
 
-def plan_of(campaign: Campaign) -> tuple[Plan, str] | None:
+def plan_of(campaign: CampaignData) -> tuple[Plan, str] | None:
     """The plan a campaign states, from the stored criteria (or the file's [criteria])."""
     table = campaign.criteria or campaign.config.get("criteria") or {}
     stated = table.get("sequential") if isinstance(table, dict) else None
@@ -78,12 +78,12 @@ def plan_of(campaign: Campaign) -> tuple[Plan, str] | None:
     return plan, str(stated.get("scope", "model"))
 
 
-def _stop_when(campaign: Campaign) -> str:
+def _stop_when(campaign: CampaignData) -> str:
     stop = campaign.config.get("stop")
     return str(stop.get("when", "cycles")) if isinstance(stop, dict) else "cycles"
 
 
-def merged_plan(campaigns: Iterable[Campaign]) -> tuple[Plan, str, str] | None:
+def merged_plan(campaigns: Iterable[CampaignData]) -> tuple[Plan, str, str] | None:
     """The plan over a model's campaigns: the one they state, or where they differ the
     strictest of each figure (smallest p0, p1, alpha and beta; most cuts)."""
     stated = {c.name: p for c in campaigns if (p := plan_of(c)) is not None}
@@ -105,7 +105,7 @@ def merged_plan(campaigns: Iterable[Campaign]) -> tuple[Plan, str, str] | None:
 
 
 def analyse(
-    runs: Sequence[DriveRun],
+    runs: Sequence[DriveData],
     classes: tuple[str, ...],
     zero_tolerance: tuple[str, ...] | None = None,
 ) -> SequentialReport | None:
@@ -120,7 +120,7 @@ def analyse(
     if zero_tolerance is not None:
         judged = dataclasses.replace(judged, zero_tolerance=zero_tolerance)
     started, outcomes = _pooled(runs, classes)
-    by_drive: dict[str, list[DriveRun]] = {}
+    by_drive: dict[str, list[DriveData]] = {}
     for r in runs:
         by_drive.setdefault(r.key, []).append(r)
     drives = [
@@ -152,7 +152,7 @@ def analyse(
 
 
 def _pooled(
-    runs: Sequence[DriveRun], classes: tuple[str, ...]
+    runs: Sequence[DriveData], classes: tuple[str, ...]
 ) -> tuple[npt.NDArray[np.float64], list[tuple[frozenset[str], frozenset[str] | None]]]:
     """The runs' cuts in the order they started (ties: the runs' order, then each run's
     cycle order): start times, and per cut its failure classes and its exposure."""

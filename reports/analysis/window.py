@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from reports.load.dataset import Dataset, DriveRun
+from reports.load.dataset import Dataset, DriveData
 from rig.config.tables import Table
 from rig.errors import UserError
 from rig.window import fit
@@ -57,7 +57,7 @@ class ModelWindow:
         }
 
 
-def window_spec_of(run: DriveRun) -> WindowSpec | None:
+def window_spec_of(run: DriveData) -> WindowSpec | None:
     """The campaign's [cut.window], None for a campaign of another strategy."""
     cut = run.campaign.config.get("cut", {})
     if not isinstance(cut, dict) or cut.get("strategy") != "window":

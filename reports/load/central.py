@@ -19,9 +19,9 @@ from reports.load.dataset import (
     EXAMPLES_PER_DRIVE,
     ROW_COLUMNS,
     TIMING_COLUMNS,
-    Campaign,
+    CampaignData,
     Dataset,
-    DriveRun,
+    DriveData,
     HealthRow,
     decode,
 )
@@ -92,7 +92,7 @@ def read(
     from the server a chunk at a time when it is written (decision 423)."""
     label = "central"
     data = Dataset(sources=[label], campaigns=[], runs=[])
-    campaigns: dict[tuple[str, int], Campaign] = {}
+    campaigns: dict[tuple[str, int], CampaignData] = {}
     for row in central.campaign_rows():
         if campaign is not None and not campaign(row):
             continue
@@ -111,7 +111,7 @@ def read(
     aggregates = _aggregates(central, None if campaign is None and drive is None else keys)
     for row in rows:
         owner = campaigns[(row["station"], row["campaign_uid"])]
-        run = DriveRun(
+        run = DriveData(
             owner,
             row["channel"],
             row["channel"],
@@ -129,10 +129,10 @@ def read(
     return data
 
 
-def campaign_of(row: Any, label: str = "central") -> Campaign:
-    """A campaign row of the central database as the report's Campaign."""
+def campaign_of(row: Any, label: str = "central") -> CampaignData:
+    """A campaign row of the central database as the report's CampaignData."""
     criteria = decode(row["criteria"])
-    return Campaign(
+    return CampaignData(
         f"{label}:{row['station']}",
         row["local_id"],
         row["name"],
@@ -266,7 +266,7 @@ def _rows_of(
         again.close()
 
 
-def _fill(central: CentralReads, run: DriveRun, station: str, uid: int, channel: int) -> None:
+def _fill(central: CentralReads, run: DriveData, station: str, uid: int, channel: int) -> None:
     """A drive's figures from the central summaries (never from its finding rows, but the first
     failure findings and the counter anomalies, which the report lists one by one)."""
     for f in central.drive_class_totals(station, uid, channel):

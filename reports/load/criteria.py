@@ -6,12 +6,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from reports.load.dataset import Campaign
+from reports.load.dataset import CampaignData
 from rig.check import failures
 
 
 @dataclass(frozen=True)
-class Criteria:
+class ReportCriteria:
     max_failure_rate: float  # per cut, the upper bound must stay below this
     confidence: float
     classes: tuple[str, ...]  # failure classes that count; () = every failure class
@@ -36,10 +36,10 @@ class Criteria:
         return text
 
 
-DEFAULT_CRITERIA = Criteria(1e-3, 0.95, (), 0, False, "rig default")
+DEFAULT_CRITERIA = ReportCriteria(1e-3, 0.95, (), 0, False, "rig default")
 
 
-def criteria_of(campaign: Campaign) -> Criteria | None:
+def criteria_of(campaign: CampaignData) -> ReportCriteria | None:
     """Pass criteria a campaign states: the `campaign.criteria` column (rig.config.campaign.Criteria
     as JSON, store v5) where the store has it, else the campaign file's `[criteria]` table. Keys:
     max_failure_probability, confidence, classes, min_cycles. The rig fills the column with its
@@ -51,7 +51,7 @@ def criteria_of(campaign: Campaign) -> Criteria | None:
         return None
     classes = table.get("classes", ())
     rate = table.get("max_failure_probability", table.get("max_failure_rate"))
-    return Criteria(
+    return ReportCriteria(
         float(rate if rate is not None else DEFAULT_CRITERIA.max_failure_rate),
         float(table.get("confidence", DEFAULT_CRITERIA.confidence)),
         tuple(str(c) for c in classes) if isinstance(classes, list | tuple) else (),
@@ -61,7 +61,7 @@ def criteria_of(campaign: Campaign) -> Criteria | None:
     )
 
 
-def merged_criteria(campaigns: Iterable[Campaign]) -> tuple[Criteria, str]:
+def merged_criteria(campaigns: Iterable[CampaignData]) -> tuple[ReportCriteria, str]:
     """The criteria for a model whose cuts come from several campaigns: the strictest stated
     (smallest rate, highest confidence, most cuts per drive, union of classes), with a note."""
     stated = [c for c in (criteria_of(x) for x in campaigns) if c is not None]
@@ -72,7 +72,7 @@ def merged_criteria(campaigns: Iterable[Campaign]) -> tuple[Criteria, str]:
     classes: tuple[str, ...] = ()
     if all(c.classes for c in stated):
         classes = tuple(sorted({k for c in stated for k in c.classes}))
-    strictest = Criteria(
+    strictest = ReportCriteria(
         min(c.max_failure_rate for c in stated),
         max(c.confidence for c in stated),
         classes,

@@ -38,7 +38,7 @@ NOT_DONE = -1  # rig.io.ledger: completion time of a request that never complete
 
 
 @dataclass
-class Campaign:
+class CampaignData:
     source: str  # the store file
     campaign_id: int
     name: str
@@ -59,10 +59,10 @@ class HealthRow:
 
 
 @dataclass
-class DriveRun:
+class DriveData:
     """One drive in one campaign (a `drive` row)."""
 
-    campaign: Campaign
+    campaign: CampaignData
     drive_id: int
     channel: int
     model: str
@@ -97,8 +97,8 @@ class DriveRun:
 @dataclass
 class Dataset:
     sources: list[str]
-    campaigns: list[Campaign]
-    runs: list[DriveRun]
+    campaigns: list[CampaignData]
+    runs: list[DriveData]
     # tables a store holds that this report version does not read, per store
     unread_tables: dict[str, list[str]] = field(default_factory=dict)
     # where the cuts fell against their plan, per (campaign source, id), as a source other than
@@ -150,7 +150,7 @@ def _load_store(
     data.sources.append(path)
     tables = db.tables()
     extra = sorted(t for t in tables - KNOWN_TABLES if not t.startswith("sqlite_"))
-    campaigns: dict[int, Campaign] = {}
+    campaigns: dict[int, CampaignData] = {}
     for row in db.campaigns():
         identity = (row["name"], row["seed"], row["started_at"], row["station"])
         if identity in seen:
@@ -159,7 +159,7 @@ def _load_store(
                 f" {seen[identity]}; give each store once"
             )
         seen[identity] = path
-        campaign = Campaign(
+        campaign = CampaignData(
             path,
             row["id"],
             row["name"],
@@ -175,7 +175,7 @@ def _load_store(
         data.campaigns.append(campaign)
     has_ledger = "ledger" in tables
     for row in db.drives():
-        run = DriveRun(
+        run = DriveData(
             campaigns[row["campaign_id"]],
             row["id"],
             row["channel"],
@@ -212,7 +212,12 @@ def _criteria_column(row: sqlite3.Row) -> dict[str, Any]:
 
 
 def _load_cuts(
-    db: StoreReader, run: DriveRun, has_ledger: bool, has_finding: bool, spill: SpillFolder, bs: int
+    db: StoreReader,
+    run: DriveData,
+    has_ledger: bool,
+    has_finding: bool,
+    spill: SpillFolder,
+    bs: int,
 ) -> None:
     if has_finding:
         run.examples = [
@@ -334,7 +339,7 @@ def _last_ack_and_flush(blob: bytes, cut_ns: int) -> tuple[float | None, float |
 
 def _optional_tables(db: StoreReader, tables: set[str]) -> dict[str, str]:
     """Tables added by later rig versions that this report reads, if the store has them:
-    table -> the DriveRun list it fills. Each must have a drive_id column."""
+    table -> the DriveData list it fills. Each must have a drive_id column."""
     wanted = {
         "endurance_interval": "intervals",
         "interval": "intervals",
@@ -346,7 +351,7 @@ def _optional_tables(db: StoreReader, tables: set[str]) -> dict[str, str]:
     }
 
 
-def _attach_finding_totals(db: StoreReader, runs: list[DriveRun]) -> None:
+def _attach_finding_totals(db: StoreReader, runs: list[DriveData]) -> None:
     """Findings and blocks per class, allowed losses, and the lost durable writes' times from
     ack and flush to the cut, of every drive: one pass over the findings each (there may be
     tens of millions)."""
@@ -366,7 +371,7 @@ def _attach_finding_totals(db: StoreReader, runs: list[DriveRun]) -> None:
             add_counts(run.lost_ack if since == "ack" else run.lost_flush, [(ms, n)])
 
 
-def _attach_rail_sense(db: StoreReader, runs: list[DriveRun]) -> None:
+def _attach_rail_sense(db: StoreReader, runs: list[DriveData]) -> None:
     """The relay board's rail-sense captures (store v4 `rail_sense`, one row per sensed cycle)."""
     by_id = {r.drive_id: r for r in runs}
     for row in db.rail_sense():
@@ -390,7 +395,7 @@ def _attach_rail_sense(db: StoreReader, runs: list[DriveRun]) -> None:
         )
 
 
-def _attach_rows(db: StoreReader, table: str, attr: str, runs: list[DriveRun], path: str) -> None:
+def _attach_rows(db: StoreReader, table: str, attr: str, runs: list[DriveData], path: str) -> None:
     by_id = {r.drive_id: r for r in runs if r.campaign.source == path}
     for row in db.rows_of(table):
         run = by_id.get(row["drive_id"])
@@ -419,7 +424,7 @@ def decode(value: Any) -> Any:
     return _decode(value)
 
 
-def count_lost_after(run: DriveRun, detail: Any) -> None:
+def count_lost_after(run: DriveData, detail: Any) -> None:
     """A lost durable write finding's times since its ack and flush (its detail), counted into
     the run as a store's `lost_after` rows count them (the same rounding)."""
     detail = _decode(detail)

@@ -1,6 +1,6 @@
 """A report's drive runs reduced for the analysis (issue 27): each run's table read once, one
 run at a time, into counts and sums (`RunPart`); a set of runs (a model, a drive, a firmware) as
-their parts (`Cuts`); a model's delay points and return times made when read."""
+their parts (`RunCuts`); a model's delay points and return times made when read."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from reports.load.cuts import (
     column_chunks,
     table_of,
 )
-from reports.load.dataset import DriveRun
+from reports.load.dataset import DriveData
 from rig.check import failures
 from rig.check.exposure import is_exposed
 
@@ -142,9 +142,9 @@ class RunParts:
     """Each run's RunPart, made once per report from its table (read one run at a time)."""
 
     def __init__(self) -> None:
-        self.made: dict[int, tuple[DriveRun, RunPart]] = {}
+        self.made: dict[int, tuple[DriveData, RunPart]] = {}
 
-    def of(self, run: DriveRun) -> RunPart:
+    def of(self, run: DriveData) -> RunPart:
         if id(run) not in self.made:  # (the run is kept with it: its id stays its own)
             cuts = run.cuts
             part = cuts.part if isinstance(cuts, SummarisedCuts) else RunPart.of(cuts)
@@ -153,14 +153,14 @@ class RunParts:
 
 
 @dataclass
-class Cuts:
+class RunCuts:
     """The cut rows (status ok or dead) of some drive runs, in order, as their RunParts."""
 
-    runs: list[DriveRun]
+    runs: list[DriveData]
     parts: list[RunPart]
 
     @classmethod
-    def of(cls, runs: Iterable[DriveRun], parts: RunParts) -> Cuts:
+    def of(cls, runs: Iterable[DriveData], parts: RunParts) -> RunCuts:
         runs = list(runs)
         return cls(runs, [parts.of(r) for r in runs])
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from reports.load.dataset import Campaign, Dataset
+from reports.load.dataset import CampaignData, Dataset
 from reports.render.templating import ENV
 from rig.verdict import rule as verdict
 
@@ -88,7 +88,7 @@ def not_mapped(data: Dataset) -> list[str]:
     return sorted({r.campaign.name for r in data.runs if r.shapes is None and _sags(r.campaign)})
 
 
-def _sags(campaign: Campaign) -> bool:
+def _sags(campaign: CampaignData) -> bool:
     cut = campaign.config.get("cut")
     return isinstance(cut, dict) and cut.get("kind") == "sag"
 

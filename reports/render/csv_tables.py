@@ -20,17 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reports.analysis.endurance import EnduranceSeries, WindowFit
+from reports.analysis.endurance import EnduranceSeries, SteadyStateFit
 from reports.analysis.record import NOT_ENOUGH_DATA, Report
 from reports.load.cuts import CutTable, SpilledCuts, column_chunks, table_of
-from reports.load.dataset import Dataset, DriveRun
+from reports.load.dataset import Dataset, DriveData
 from reports.load.run_parts import SummarisedCuts
 
 Row = Sequence[object]
 
 
 @dataclass(frozen=True)
-class Table:
+class CsvTable:
     """One CSV file: rows of cells from the record (csv.writer writes them), or lines already
     made from the dataset (the per-cut table)."""
 
@@ -157,10 +157,10 @@ def _mark_rows(report: Report) -> Iterator[Row]:
                 yield (m.model, s.drive, s.campaign, k.kind, k.seq, k.fill, k.capacity_multiple)
 
 
-def _pts_window_rows(report: Report) -> Iterator[Row]:
+def _pts_steady_state_rows(report: Report) -> Iterator[Row]:
     for m in report.models:
         for s in m.endurance:
-            yield from (_window_row(m.model, s, f) for f in s.steady.fits)
+            yield from (_steady_state_row(m.model, s, f) for f in s.steady.fits)
 
 
 def _cuts_lines(data: Dataset) -> Iterator[str]:
@@ -183,7 +183,7 @@ def _csv_cell(value: object) -> str:
     return buffer.getvalue()[1:]
 
 
-def _cut_lines(run: DriveRun) -> Iterator[str]:
+def _cut_lines(run: DriveData) -> Iterator[str]:
     """cuts.csv's rows of the run, as csv.writer writes them, made a chunk at a time from its
     columns (read a piece at a time: issue 27); a run of the central report's only if asked
     (`--cut-rows`, streamed from the server a chunk at a time: decisions 422-423)."""
@@ -267,7 +267,7 @@ PTS_WINDOW_HEAD = (
 )
 
 
-def _window_row(model: str, s: EnduranceSeries, f: WindowFit) -> list[object]:
+def _steady_state_row(model: str, s: EnduranceSeries, f: SteadyStateFit) -> list[object]:
     head: list[object] = [model, s.drive, s.campaign, s.discard, s.steady.verdict]
     fit: list[object] = [s.steady.reached_at, f.variable, f.rounds[0], f.rounds[-1]]
     return [*head, *fit, f.average, f.slope, f.intercept, f.range_share, f.excursion, f.ok]
@@ -338,15 +338,15 @@ def _endurance_row(model: str, row: dict[str, Any]) -> list[object]:
 
 
 TABLES = (
-    Table("models.csv", MODELS_HEAD, _model_rows),
-    Table("classes.csv", CLASSES_HEAD, _class_rows),
-    Table("exposure.csv", EXPOSURE_HEAD, _exposure_rows),
-    Table("drives.csv", DRIVES_HEAD, _drive_rows),
-    Table("cuts.csv", CUTS_HEAD, lines=_cuts_lines),
-    Table("comparisons.csv", COMPARISONS_HEAD, _comparison_rows),
-    Table("survival.csv", SURVIVAL_HEAD, _survival_rows),
-    Table("endurance.csv", ENDURANCE_HEAD, _interval_rows, optional=True),
-    Table("endurance_series.csv", SERIES_HEAD, _series_rows, optional=True),
-    Table("endurance_marks.csv", MARKS_HEAD, _mark_rows, optional=True),
-    Table("pts_windows.csv", PTS_WINDOW_HEAD, _pts_window_rows, optional=True),
+    CsvTable("models.csv", MODELS_HEAD, _model_rows),
+    CsvTable("classes.csv", CLASSES_HEAD, _class_rows),
+    CsvTable("exposure.csv", EXPOSURE_HEAD, _exposure_rows),
+    CsvTable("drives.csv", DRIVES_HEAD, _drive_rows),
+    CsvTable("cuts.csv", CUTS_HEAD, lines=_cuts_lines),
+    CsvTable("comparisons.csv", COMPARISONS_HEAD, _comparison_rows),
+    CsvTable("survival.csv", SURVIVAL_HEAD, _survival_rows),
+    CsvTable("endurance.csv", ENDURANCE_HEAD, _interval_rows, optional=True),
+    CsvTable("endurance_series.csv", SERIES_HEAD, _series_rows, optional=True),
+    CsvTable("endurance_marks.csv", MARKS_HEAD, _mark_rows, optional=True),
+    CsvTable("pts_windows.csv", PTS_WINDOW_HEAD, _pts_steady_state_rows, optional=True),
 )

@@ -11,7 +11,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from reports.analysis.endurance import EnduranceSeries, Mark, TrimPair, WindowFit
+from reports.analysis.endurance import EnduranceSeries, Mark, SteadyStateFit, TrimPair
 from reports.analysis.record import ModelReport
 from reports.render import svg
 from reports.render.templating import ENV
@@ -88,7 +88,7 @@ def convergence_chart(s: EnduranceSeries) -> str:
     return chart.render()
 
 
-def window_chart(s: EnduranceSeries, fit: WindowFit) -> str:
+def steady_state_chart(s: EnduranceSeries, fit: SteadyStateFit) -> str:
     label = LABELS[fit.variable]
     title = f"Window, {label}: range {fit.range_share:.1%} (≤20%), slope {fit.excursion:.1%} (≤10%)"
     avg = fit.average
@@ -122,7 +122,7 @@ def pts_run(s: EnduranceSeries) -> dict[str, object]:
         for f in s.steady.fits
         for ok in ["yes" if f.ok else "no"]
     ]
-    windows = "".join(window_chart(s, f) for f in s.steady.fits)
+    windows = "".join(steady_state_chart(s, f) for f in s.steady.fits)
     return {
         "label": _label(s),
         "sentence": steady_sentence(s),

@@ -18,7 +18,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from reports.load.dataset import Dataset, DriveRun
+from reports.load.dataset import Dataset, DriveData
 from reports.render import svg
 from rig.check.failures import COUNTER_ANOMALY, SLOW_READY
 
@@ -56,7 +56,7 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _unproven(run: DriveRun) -> list[int]:
+def _unproven(run: DriveData) -> list[int]:
     missed = {
         int(a["seq"])
         for a in run.anomalies
@@ -67,7 +67,7 @@ def _unproven(run: DriveRun) -> list[int]:
     return sorted(c.seq for c in run.cuts if c.seq in missed and c.failure_classes <= NOT_DATA)
 
 
-def drive(run: DriveRun) -> OcpDrive | None:
+def drive(run: DriveData) -> OcpDrive | None:
     """The drive's OCP account in this campaign, or None when it reported none of it."""
     rows = [h for h in run.health if _int(h.fields.get("ocp_log_version")) is not None]
     timeouts = [_int(h.fields.get("ready_timeout_ms")) for h in run.health]

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from rig.campaign.drive import DriveRun
     from rig.campaign.model import CycleRecord, DriveSummary
     from rig.campaign.runlog import RunLog
-    from rig.campaign.startup import EventQueue
+    from rig.campaign.startup import EdgeQueue
     from rig.store import Store
 
 
@@ -100,7 +100,7 @@ class EdgeRecorder(Observer):
     """Every switching edge into the store as an `edge_on`/`edge_off` event (queued: the store,
     or the store-to-be of a campaign not yet created, rig/campaign/startup.py:EdgeSink)."""
 
-    def __init__(self, queue: EventQueue) -> None:
+    def __init__(self, queue: EdgeQueue) -> None:
         self.queue = queue
 
     def edge(self, edge: Edge) -> None:

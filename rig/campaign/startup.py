@@ -19,7 +19,7 @@ from rig.station.model import Station
 from rig.store import creation
 
 
-class EventQueue(Protocol):
+class EdgeQueue(Protocol):
     """Where a station's edges go (a Store, or an EdgeSink until the store is open)."""
 
     path: str
@@ -37,7 +37,7 @@ class EdgeSink:
         self.path = path
         self._lock = threading.Lock()
         self._waiting: list[tuple[int | None, int, str, dict[str, Any]]] = []
-        self._store: EventQueue | None = None
+        self._store: EdgeQueue | None = None
 
     def queue_event(
         self, drive_id: int | None, host_ns: int, kind: str, detail: dict[str, Any]
@@ -48,7 +48,7 @@ class EdgeSink:
                 return
         self._store.queue_event(drive_id, host_ns, kind, detail)
 
-    def attach(self, store: EventQueue) -> None:
+    def attach(self, store: EdgeQueue) -> None:
         with self._lock:
             self._store = store
             waiting, self._waiting = self._waiting, []

@@ -2,7 +2,7 @@
 through any other reader; a timeout per read either way, and no thread started per read.
 
 A `Reader` reads a window of ranges ahead into one buffer (`read_ahead`) and then gives each
-range's outcome in order (`Window.take`): its data is in the buffer, or the OSError of its read,
+range's outcome in order (`ReadBatch.take`): its data is in the buffer, or the OSError of its read,
 or `Hung` (no answer within the timeout: the drive sits on it). The next window may be started
 before the last one is taken, so reading goes on while the checker takes and parses. Extra reads
 (retries, halves of a failing range) go through `read`. The checker consumes outcomes in order
@@ -45,7 +45,7 @@ class Hung(Exception):
     """A read not answered within its timeout."""
 
 
-class Window(Protocol):
+class ReadBatch(Protocol):
     """One window of ranges started by `Reader.read_ahead`."""
 
     def take(self, k: int) -> npt.NDArray[np.uint8] | None:
@@ -64,13 +64,15 @@ class Window(Protocol):
 
 @runtime_checkable
 class Reader(Protocol):
-    def read_ahead(self, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]) -> Window:
+    def read_ahead(
+        self, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]
+    ) -> ReadBatch:
         """Start reading `ranges` (first, count) into `out` at byte `offsets` (may read ahead,
         also while an earlier window is still being taken)."""
         ...
 
     def take(self, k: int) -> npt.NDArray[np.uint8] | None:
-        """Range k of the last window started (`Window.take`)."""
+        """Range k of the last window started (`ReadBatch.take`)."""
         ...
 
     def buffer(self, nbytes: int, slot: int = 0) -> npt.NDArray[np.uint8]:
@@ -101,17 +103,19 @@ class SerialReader:
     def __init__(self, read: BlockReader, timeout_s: float | None) -> None:
         self._read = read
         self._timeout_s = timeout_s
-        self._current = _SerialWindow(self, [])
+        self._current = _SerialBatch(self, [])
 
-    def read_ahead(self, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]) -> Window:
-        self._current = _SerialWindow(self, ranges)
+    def read_ahead(
+        self, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]
+    ) -> ReadBatch:
+        self._current = _SerialBatch(self, ranges)
         return self._current
 
     def take(self, k: int) -> npt.NDArray[np.uint8] | None:
         return self._current.take(k)
 
     def buffer(self, nbytes: int, slot: int = 0) -> npt.NDArray[np.uint8]:
-        return _window_buffer(nbytes, slot)
+        return _batch_buffer(nbytes, slot)
 
     def read(self, first: int, count: int) -> npt.NDArray[np.uint8]:
         if self._timeout_s is None:
@@ -119,7 +123,7 @@ class SerialReader:
         return _guard().run(lambda: self._read(first, count), self._timeout_s)
 
 
-class _SerialWindow:
+class _SerialBatch:
     """A window read on demand, range by range, when taken."""
 
     def __init__(self, reader: SerialReader, ranges: Ranges) -> None:
@@ -270,7 +274,7 @@ def queue_stats() -> tuple[float, float]:
     return inflight.value / 1e9, busy.value / 1e9
 
 
-class AioWindow:
+class AioBatch:
     """One window's reads through the stream (or through the reader's fallback, once stuck)."""
 
     def __init__(
@@ -330,7 +334,7 @@ class AioReader:
         self.block_size = block_size
         self.timeout_s = timeout_s
         self.timeout_ns = int(timeout_s * 1e9) if timeout_s is not None else 0
-        self._current: AioWindow | None = None
+        self._current: AioBatch | None = None
         # Once a request is stuck in the kernel, the device's request slots may all be held by
         # hung requests and a submission could block with no timeout: from then on this reader
         # reads as before the queue existed (the target's own read under the guard thread).
@@ -339,8 +343,10 @@ class AioReader:
         if stream is not None:
             stream.resume()  # a stop of an earlier reader's is not this reader's
 
-    def read_ahead(self, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]) -> Window:
-        self._current = AioWindow(self, ranges, out, offsets)
+    def read_ahead(
+        self, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]
+    ) -> ReadBatch:
+        self._current = AioBatch(self, ranges, out, offsets)
         return self._current
 
     def take(self, k: int) -> npt.NDArray[np.uint8] | None:
@@ -348,13 +354,13 @@ class AioReader:
         return self._current.take(k)
 
     def buffer(self, nbytes: int, slot: int = 0) -> npt.NDArray[np.uint8]:
-        return _window_buffer(nbytes, slot)
+        return _batch_buffer(nbytes, slot)
 
     def read(self, first: int, count: int) -> npt.NDArray[np.uint8]:
         if self.fallback is not None:
             return self.fallback.read(first, count)
         out = aligned_buffer(count * self.block_size)  # (kept by the stream until settled)
-        result = AioWindow(self, [(first, count)], out, [0]).take(0)
+        result = AioBatch(self, [(first, count)], out, [0]).take(0)
         return out if result is None else result
 
     def raise_failed(self, first: int, count: int, res: int) -> None:
@@ -368,7 +374,7 @@ class AioReader:
             raise OSError(errno.EIO, f"short read at block {first}: {res} of {want} bytes")
 
 
-def _window_buffer(nbytes: int, slot: int) -> npt.NDArray[np.uint8]:
+def _batch_buffer(nbytes: int, slot: int) -> npt.NDArray[np.uint8]:
     """The calling thread's window buffers, kept from check to check (a fresh one costs a page
     fault per page on its first read)."""
     spares: list[npt.NDArray[np.uint8]] | None = getattr(_local, "spare", None)

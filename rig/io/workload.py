@@ -45,9 +45,9 @@ from rig.io.workload_plan import (
     TIMER_WORKER,
     WRITE,
     IntentSink,
-    Plan,
     SlotPlanner,
     Workload,
+    WorkloadPlan,
     block_sizes,
 )
 from rig.io.workload_threads import SlotRun, Stream, TimerFlush
@@ -68,9 +68,9 @@ __all__ = [
     "DescriptorTarget",
     "IntentSink",
     "Live",
-    "Plan",
     "SlotPlanner",
     "Workload",
+    "WorkloadPlan",
     "Writer",
     "WriterContext",
     "block_sizes",

@@ -18,9 +18,9 @@ from rig.io.workload_plan import (
     NOT_SUBMITTED,
     TIMER_WORKER,
     WRITE,
-    Plan,
     SlotPlanner,
     Workload,
+    WorkloadPlan,
 )
 from rig.native import AioContext, BatchRing, EngineResult, engine_loop
 
@@ -130,7 +130,7 @@ class NativeRun:
         shared = load.layout == "stream"
         alive = [True] * len(planners)
         per_slot = 4
-        in_flight: list[tuple[list[Plan | None], int]] = []  # published, not collected
+        in_flight: list[tuple[list[WorkloadPlan | None], int]] = []  # published, not collected
         while True:
             # plan first: the engine runs on what is published while this thread logs
             while ring.has_room() and any(alive) and not ctx.stop.is_set():
@@ -163,7 +163,7 @@ class NativeRun:
                 scale = self.BATCH_SECONDS / max(result.seconds, 1e-4)
                 per_slot = int(min(65536, max(2, planned_per_slot * min(4.0, max(0.25, scale)))))
 
-    def _publish(self, ring: BatchRing, plans: list[Plan | None]) -> None:
+    def _publish(self, ring: BatchRing, plans: list[WorkloadPlan | None]) -> None:
         """One batch: the slots' plans in slot order (a slot that failed gets no entries)."""
         live = [p for p in plans if p is not None]
         lengths = np.array([len(p) if p else 0 for p in plans], dtype=np.int64)
@@ -183,7 +183,7 @@ class NativeRun:
             column([p.op_seq for p in live], np.uint64),
         )
 
-    def _log_native(self, plans: list[Plan | None], result: EngineResult) -> list[bool]:
+    def _log_native(self, plans: list[WorkloadPlan | None], result: EngineResult) -> list[bool]:
         """Log what the engine submitted of one batch; which slots' planners failed in it."""
         log, fua = self.context.log, self.workload.durable_writes
         failed = []

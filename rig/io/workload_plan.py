@@ -75,7 +75,7 @@ def block_sizes(
 
 
 @dataclass(frozen=True)
-class Plan:
+class WorkloadPlan:
     """The next entries of one slot: writes (with their generations) and flushes, in order."""
 
     kind: npt.NDArray[np.uint8]
@@ -88,10 +88,10 @@ class Plan:
     def __len__(self) -> int:
         return len(self.kind)
 
-    def tail(self, start: int) -> Plan:
+    def tail(self, start: int) -> WorkloadPlan:
         """Entries from `start` on, with their generations."""
         base = int(self.gen_offset[start]) if start < len(self) else len(self.gens)
-        return Plan(
+        return WorkloadPlan(
             self.kind[start:],
             self.lba[start:],
             self.nblocks[start:],
@@ -100,8 +100,8 @@ class Plan:
             self.op_seq[start:],
         )
 
-    def then(self, other: Plan) -> Plan:
-        return Plan(
+    def then(self, other: WorkloadPlan) -> WorkloadPlan:
+        return WorkloadPlan(
             np.concatenate([self.kind, other.kind]),
             np.concatenate([self.lba, other.lba]),
             np.concatenate([self.nblocks, other.nblocks]),
@@ -136,9 +136,9 @@ class SlotPlanner:
         self.cursor = 0
         self.since_flush = 0
         self.op_seq = op_seq_base
-        self._carry: Plan | None = None  # planned entries a batch did not get to, in order
+        self._carry: WorkloadPlan | None = None  # planned entries a batch did not get to, in order
 
-    def give_back(self, plan: Plan, start: int) -> None:
+    def give_back(self, plan: WorkloadPlan, start: int) -> None:
         """Entries `start..` of `plan` were not issued: they come first in the next plan, so
         the flush cadence and the generations stay exactly as planned."""
         self._carry = plan.tail(start) if start < len(plan) else None
@@ -167,14 +167,14 @@ class SlotPlanner:
             return np.minimum(start, room - 1)
         return (self.rng.random(n) * room).astype(np.int64)
 
-    def next(self, writes: int) -> Plan:
+    def next(self, writes: int) -> WorkloadPlan:
         """Entries given back first, then `writes` new writes with the flushes the cadence puts
         among them."""
         fresh = self._fresh(writes)
         carry, self._carry = self._carry, None
         return fresh if carry is None else carry.then(fresh)
 
-    def _fresh(self, writes: int) -> Plan:
+    def _fresh(self, writes: int) -> WorkloadPlan:
         counts = self.rng.choice(self.sizes, writes, p=self.weights)
         lbas = self.first + self._offsets(counts)
         if self.intent is not None:  # before any of these can be issued
@@ -195,7 +195,7 @@ class SlotPlanner:
             kinds[self.rng.random(writes) < self.load.discard_share] = DISCARD
         if not every:
             kind = kinds
-            return Plan(kind, lbas, counts.astype(np.uint32), gen_offset, gens, ops)
+            return WorkloadPlan(kind, lbas, counts.astype(np.uint32), gen_offset, gens, ops)
         # a flush after every `every`-th write of this slot (the count runs on across batches)
         flush_after = (self.since_flush + np.arange(1, writes + 1)) % every == 0
         self.since_flush = (self.since_flush + writes) % every
@@ -210,7 +210,7 @@ class SlotPlanner:
         offsets = np.cumsum(nblocks, dtype=np.int64) - nblocks  # flushes: where the next goes
         op = np.zeros(total, dtype=np.uint64)
         op[position] = ops
-        return Plan(kind, lba, nblocks, offsets, gens, op)
+        return WorkloadPlan(kind, lba, nblocks, offsets, gens, op)
 
 
 # (first LBAs, blocks) of writes about to be planned: the intent log (rig/check/intent.py)

@@ -18,9 +18,9 @@ from rig.io.workload_plan import (
     DISCARD,
     FLUSH,
     TIMER_WORKER,
-    Plan,
     SlotPlanner,
     Workload,
+    WorkloadPlan,
 )
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class SlotRun:
             if not ok:
                 break
 
-    def write(self, slot: int, plan: Plan, e: int) -> bool:
+    def write(self, slot: int, plan: WorkloadPlan, e: int) -> bool:
         ctx, load = self.context, self.workload
         lba, count = int(plan.lba[e]), int(plan.nblocks[e])
         gens = plan.gens[plan.gen_offset[e] : plan.gen_offset[e] + count]
@@ -80,7 +80,7 @@ class SlotRun:
         )
         return status == 0
 
-    def discard(self, slot: int, plan: Plan, e: int) -> bool:
+    def discard(self, slot: int, plan: WorkloadPlan, e: int) -> bool:
         """Discard the entry's range through the target (the station's transport: BLKDISCARD
         on a block device, which its driver sends as UNMAP, DSM deallocate or TRIM), timed and
         logged as a write with the discard flag."""
@@ -121,7 +121,7 @@ class SlotRun:
         return True
 
 
-def own_entries(planner: SlotPlanner, stop: threading.Event) -> Iterator[tuple[Plan, int]]:
+def own_entries(planner: SlotPlanner, stop: threading.Event) -> Iterator[tuple[WorkloadPlan, int]]:
     """A slot's own entries in order (stripes layout)."""
     while True:
         plan = planner.next(8)
@@ -138,12 +138,12 @@ class Stream:
     def __init__(self, planner: SlotPlanner) -> None:
         self.planner = planner
         self.cond = threading.Condition()
-        self.plan: Plan | None = None
+        self.plan: WorkloadPlan | None = None
         self.pos = 0
         self.busy: dict[int, tuple[int, int]] = {}  # slot -> LBA range of its write in flight
         self.failed = False
 
-    def entries(self, slot: int, stop: threading.Event) -> Iterator[tuple[Plan, int]]:
+    def entries(self, slot: int, stop: threading.Event) -> Iterator[tuple[WorkloadPlan, int]]:
         while True:
             with self.cond:
                 while True:

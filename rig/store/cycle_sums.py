@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from rig.store.progress import Progress
+from rig.store.progress import StoredProgress
 
 # a cycle whose drive came back after the cut: both times known and non-zero
 RETURNED = "IFNULL(back_ns, 0) != 0 AND IFNULL(cut_ns, 0) != 0"
@@ -45,7 +45,7 @@ def rebuild(db: sqlite3.Connection, title: str | None = None) -> None:
     to stderr (rig/store/progress.py), counted in cycle ids."""
     db.execute("DELETE FROM cycle_total")
     top = db.execute("SELECT IFNULL(MAX(id), 0) FROM cycle").fetchone()[0]
-    meter = Progress(title, top, "cycles") if title else None
+    meter = StoredProgress(title, top, "cycles") if title else None
     sums: dict[int, list[int]] = {}
     sql = (
         f"SELECT drive_id, {', '.join(f'SUM({e})' for e in SHARES.values())}"

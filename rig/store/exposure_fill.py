@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from rig.store.progress import Progress
+from rig.store.progress import StoredProgress
 
 # numpy and the checker's rules are imported where a cut is made again from its ledger: `rig
 # status` opens a store through this module and imports neither (decision 430)
@@ -54,7 +54,7 @@ def rebuild(db: sqlite3.Connection, title: str | None = None) -> None:
     from rig.check import exposure
 
     top = db.execute("SELECT IFNULL(MAX(id), 0) FROM cycle").fetchone()[0]
-    meter = Progress(title, top, "cycles") if title else None
+    meter = StoredProgress(title, top, "cycles") if title else None
     healthy = {(d, s) for d, s in db.execute("SELECT drive_id, after_seq FROM health")}
     first: dict[int, int] = {}
     for d, s in healthy:

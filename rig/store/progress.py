@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 
-class Progress:
+class StoredProgress:
     """Done out of `total` units (`what`, plural), with their rate and the time still needed."""
 
     def __init__(

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rig.check import failures
-from rig.store.progress import Progress
+from rig.store.progress import StoredProgress
 
 # a finding's detail field `{0}` where it is a JSON number (true/false are not), else NULL
 DETAIL_NUMBER = (
@@ -103,7 +103,7 @@ def rebuild(db: sqlite3.Connection, title: str | None = None) -> None:
     # findings are only ever inserted (record_cycle), so their ids are dense: the largest is
     # their number, without the long count of a large table
     total = db.execute("SELECT IFNULL(MAX(id), 0) FROM finding").fetchone()[0]
-    meter = Progress(title, total, "findings") if title else None
+    meter = StoredProgress(title, total, "findings") if title else None
     # per row only dict updates (54 million rows in the scale bench): counts by (drive, class,
     # failure) and by (drive, since, ms), the rounding remembered per distinct ns value
     n: Counter[tuple[int, str, int]] = Counter()

@@ -110,7 +110,7 @@ def describe(x: Quantile) -> str:
 
 
 @dataclass(frozen=True)
-class Cuts:
+class CutsByDelay:
     """Cuts grouped by delay: at each distinct ln delay `x`, `lost` of `cuts` lost. Exact (the
     likelihood is a binomial per distinct delay), and the fit's cost grows with the distinct
     delays, not the cuts."""
@@ -120,7 +120,7 @@ class Cuts:
     cuts: Floats
 
     @classmethod
-    def of(cls, delays_ms: Sequence[float], lost: Sequence[bool]) -> Cuts:
+    def of(cls, delays_ms: Sequence[float], lost: Sequence[bool]) -> CutsByDelay:
         x, where = np.unique(np.log(np.asarray(delays_ms, dtype=float)), return_inverse=True)
         k = np.bincount(where, weights=np.asarray(lost, dtype=float), minlength=x.size).astype(
             float
@@ -129,7 +129,7 @@ class Cuts:
         return cls(x, k, n)
 
 
-def loglik(mu: Floats | float, sigma: Floats | float, c: Cuts) -> Floats:
+def loglik(mu: Floats | float, sigma: Floats | float, c: CutsByDelay) -> Floats:
     """Log-likelihood of (mu, sigma) (broadcast over leading axes) for the cuts."""
     z = (np.asarray(mu)[..., None] - c.x) / np.asarray(sigma)[..., None]
     terms = c.lost * special.log_ndtr(z) + (c.cuts - c.lost) * special.log_ndtr(-z)
@@ -140,10 +140,10 @@ def fit(
     delays_ms: Sequence[float], lost: Sequence[bool], qs: Sequence[float] = (0.5, 0.99)
 ) -> WindowFit:
     """The window's fit from cuts (delay ms, lost)."""
-    return fit_cuts(Cuts.of(delays_ms, lost), qs)
+    return fit_cuts(CutsByDelay.of(delays_ms, lost), qs)
 
 
-def fit_cuts(c: Cuts, qs: Sequence[float] = (0.5, 0.99)) -> WindowFit:
+def fit_cuts(c: CutsByDelay, qs: Sequence[float] = (0.5, 0.99)) -> WindowFit:
     """The window's fit from cuts grouped by delay."""
     n, k = int(c.cuts.sum()), int(c.lost.sum())
     low = float(np.exp(c.x[0])) if n else math.nan
@@ -161,7 +161,7 @@ def fit_cuts(c: Cuts, qs: Sequence[float] = (0.5, 0.99)) -> WindowFit:
     return WindowFit(n, k, low, high, "window", mu, sigma, gof, quantiles)
 
 
-def _mle(c: Cuts) -> tuple[float, float, float]:
+def _mle(c: CutsByDelay) -> tuple[float, float, float]:
     """Maximum likelihood (mu, sigma) and its log-likelihood. No gradient method: under
     separation the optimum is a step (sigma on its bound) inside a gap between two cuts, which
     a coarse start never sees. So every mu between two neighbouring delays of which one lost
@@ -191,14 +191,14 @@ def _mle(c: Cuts) -> tuple[float, float, float]:
     return mu, math.exp(ls), best
 
 
-def _grid(mus: Floats, sigmas: Floats, c: Cuts) -> Floats:
+def _grid(mus: Floats, sigmas: Floats, c: CutsByDelay) -> Floats:
     """loglik over the grid mus x sigmas, a few mus at a time (bounded memory at any n)."""
     step = max(1, 2_000_000 // max(1, len(sigmas) * len(c.x)))
     parts = [loglik(mus[i : i + step, None], sigmas[None, :], c) for i in range(0, len(mus), step)]
     return np.concatenate(parts, axis=0)
 
 
-def profile(c: Cuts, xq: Floats, zq: float) -> Floats:
+def profile(c: CutsByDelay, xq: Floats, zq: float) -> Floats:
     """Profile log-likelihood of ln t_q = xq: the best sigma (mu = xq - zq sigma) for each."""
     xq = np.atleast_1d(np.asarray(xq, dtype=float))
     mus = xq[:, None] - zq * _SIGMA_GRID[None, :]
@@ -206,7 +206,7 @@ def profile(c: Cuts, xq: Floats, zq: float) -> Floats:
 
 
 def bartlett(
-    c: Cuts, mu: float, sigma: float, qs: Sequence[float], replicates: int = BOOTSTRAP
+    c: CutsByDelay, mu: float, sigma: float, qs: Sequence[float], replicates: int = BOOTSTRAP
 ) -> list[float]:
     """Per q, the mean profile deviance at the fitted ln t_q over parametric-bootstrap
     replicates (the same delays and cuts, losses drawn from the fitted curve, each refitted),
@@ -231,14 +231,14 @@ def bartlett(
     return factors
 
 
-def _grouped_loglik(c: Cuts, k: Floats, mus: Floats, sigmas: Floats) -> Floats:
+def _grouped_loglik(c: CutsByDelay, k: Floats, mus: Floats, sigmas: Floats) -> Floats:
     """Log-likelihood of each replicate's losses `k` (replicate, delay) at the points (mus[i],
     sigmas[i]): two matrix products, the curve's terms shared by every replicate."""
     z = (mus[None, :] - c.x[:, None]) / sigmas[None, :]
     return np.asarray(k @ special.log_ndtr(z) + (c.cuts - k) @ special.log_ndtr(-z))
 
 
-def _bootstrap_mle(c: Cuts, k: Floats) -> Floats:
+def _bootstrap_mle(c: CutsByDelay, k: Floats) -> Floats:
     """Each replicate's maximum log-likelihood: a grid shared by all, then a local grid around
     each replicate's best point, narrowed a few times (as `_mle`, for all replicates at once)."""
     mesh = np.meshgrid(
@@ -268,7 +268,7 @@ def _bootstrap_mle(c: Cuts, k: Floats) -> Floats:
 
 
 def _quantile(
-    c: Cuts, q: float, mu: float, sigma: float, best: float, scale: float = 1.0
+    c: CutsByDelay, q: float, mu: float, sigma: float, best: float, scale: float = 1.0
 ) -> Quantile:
     zq = float(stats.norm.ppf(q))
     centre = mu + zq * sigma
@@ -303,7 +303,7 @@ def _edge(
     return None
 
 
-def goodness_of_fit(c: Cuts, mu: float, sigma: float) -> float:
+def goodness_of_fit(c: CutsByDelay, mu: float, sigma: float) -> float:
     """p-value of the fitted probit against one loss probability per bin of delay (bins of
     about equal counts, at least GOF_MIN_BIN cuts each; the cuts at one delay share a bin):
     deviance on bins - 2 degrees of freedom. 1.0 when there are too few cuts for three bins."""
@@ -332,7 +332,7 @@ def band(
 ) -> tuple[Floats, Floats]:
     """Pointwise band of P(loss) at `at_ms`: the range of the curve over every (mu, sigma)
     inside the 95 % joint likelihood region (chi-square(2) of the deviance)."""
-    c = Cuts.of(delays_ms, lost)
+    c = CutsByDelay.of(delays_ms, lost)
     mus = np.linspace(c.x[0] - 2, c.x[-1] + 2, 160)
     grid = _grid(mus, _SIGMA_GRID, c)
     best = max(float(grid.max()), float(loglik(fitted.mu, fitted.sigma, c)))

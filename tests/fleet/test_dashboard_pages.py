@@ -15,7 +15,7 @@ from types import ModuleType
 from rig.interface.fleet import dashboard
 from rig.interface.fleet.freshness import StationStatus
 from rig.interface.fleet.verdicts import ModelVerdict
-from rig.interface.fleet.views import CampaignProgress, DriveProgress, Overview
+from rig.interface.fleet.views import CampaignProgress, FleetDriveProgress, Overview
 
 REFERENCE = Path(__file__).resolve().parent / "golden" / "dashboard.html"
 ODD = "Q'\"&<x> /#?"  # a name that must be escaped, and URL-quoted in a link
@@ -36,8 +36,8 @@ class Verdicts:
 
 def overview() -> Overview:
     drives = [
-        DriveProgress(0, ODD, "s<1>", "dead", 3, 2, 0, 1),
-        DriveProgress(1, "M2", "s2", "active", 5, 5, 1, 0),
+        FleetDriveProgress(0, ODD, "s<1>", "dead", 3, 2, 0, 1),
+        FleetDriveProgress(1, "M2", "s2", "active", 5, 5, 1, 0),
     ]
     campaigns = [
         CampaignProgress(

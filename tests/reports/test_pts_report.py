@@ -12,7 +12,7 @@ from typing import Any
 
 from reports.analysis import endurance
 from reports.analysis import reliability as analysis
-from reports.load.dataset import Campaign, Cut, Dataset, DriveRun
+from reports.load.dataset import CampaignData, Cut, Dataset, DriveData
 from reports.render import csv_tables, html, json_out
 from rig.campaign.endurance import pts
 
@@ -20,7 +20,7 @@ REGION = 64 << 20
 T0 = 1_700_000_000.0
 
 
-def _campaign(name: str, discard: str, interval_s: float = 1.0) -> Campaign:
+def _campaign(name: str, discard: str, interval_s: float = 1.0) -> CampaignData:
     config: dict[str, Any] = {
         "campaign": {"name": name, "region_mib": REGION >> 20},
         "workload": {"workers": 4},
@@ -33,7 +33,9 @@ def _campaign(name: str, discard: str, interval_s: float = 1.0) -> Campaign:
             "max_rounds": 25,
         },
     }
-    return Campaign(f"/stores/{name}.sqlite", 1, name, "sim", "done", T0, T0 + 99, 1, config, {})
+    return CampaignData(
+        f"/stores/{name}.sqlite", 1, name, "sim", "done", T0, T0 + 99, 1, config, {}
+    )
 
 
 def _rows(speeds: list[float], latency_us: float = 500.0) -> list[dict[str, Any]]:
@@ -101,8 +103,8 @@ CLIFF = [500, 480, 300, 120, 100, 101, 99, 100, 100, 100]  # reached at round 9 
 WITH_TRIM = [500, 490, 495, 300, 300, 301, 299, 300, 300, 300]
 
 
-def _run(campaign: Campaign, speeds: list[float], serial: str = "S1") -> DriveRun:
-    run = DriveRun(campaign, 1, 0, "M1", serial, "", "FW", "plp", "done")
+def _run(campaign: CampaignData, speeds: list[float], serial: str = "S1") -> DriveData:
+    run = DriveData(campaign, 1, 0, "M1", serial, "", "FW", "plp", "done")
     run.intervals = _rows(speeds)
     # a retention check after write interval 4 (seq 6), a cut after write interval 6 (seq 8)
     run.intervals.insert(
@@ -115,7 +117,7 @@ def _run(campaign: Campaign, speeds: list[float], serial: str = "S1") -> DriveRu
     return run
 
 
-def _report(*runs: DriveRun) -> analysis.Report:
+def _report(*runs: DriveData) -> analysis.Report:
     return analysis.analyse(
         Dataset([r.campaign.source for r in runs], [r.campaign for r in runs], list(runs))
     )

@@ -4,15 +4,15 @@ model's campaigns state, and nothing at all for a model without one."""
 from __future__ import annotations
 
 from reports.analysis.sequential import merged_plan, plan_of
-from reports.load.dataset import Campaign
+from reports.load.dataset import CampaignData
 from reports.render.sequential_html import sequential_section
 from rig.verdict.sequential import Plan
 
 
 def campaign(
     name: str, criteria: dict[str, object], config: dict[str, object] | None = None
-) -> Campaign:
-    return Campaign("s.sqlite", 1, name, "st", "done", 0.0, 1.0, 1, config or {}, criteria)
+) -> CampaignData:
+    return CampaignData("s.sqlite", 1, name, "st", "done", 0.0, 1.0, 1, config or {}, criteria)
 
 
 PLAN = {"p0": 0.01, "p1": 0.1, "alpha": 0.05, "beta": 0.1, "max_cuts": 200, "scope": "model"}

@@ -239,7 +239,7 @@ def verify(drive: CycleDrive, c: Cycle) -> None:
     # and the drive's hold-up: [cut] hold_up_ms) a write may still complete; it is judged as one
     # in flight at the cut (acknowledged after the edge: its loss is allowed).
     rail = runon.cut_rail(c)
-    run_on = runon.window(spec.hold_up_ms, rail)
+    run_on = runon.run_on(spec.hold_up_ms, rail)
     if rail is not None:  # what the window was, where the switch measured the rail
         c.events.append((time.monotonic_ns(), "run_on", {"ms": run_on.ms, "basis": run_on.basis}))
     after_cut = c.log.column("issue_ns") > c.edge.host_ns + c.edge.error_ns + run_on.ns

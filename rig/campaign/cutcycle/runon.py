@@ -40,7 +40,7 @@ def cut_rail(c: Cycle) -> RailResult | None:
     return c.rail
 
 
-def window(hold_up_ms: float, rail: RailResult | None) -> RunOn:
+def run_on(hold_up_ms: float, rail: RailResult | None) -> RunOn:
     """The run-on window of one cut: hold_up_ms, or the rail's measured time to fall where that
     is longer. `fell`: the first reading below the capture's end threshold (lo, or hi when lo
     is 0) bounds it; `timeout` and `on`: the rail was still up when the capture ended (its

@@ -37,7 +37,7 @@ def latency_us(log: CycleLog) -> Latency:
 
 def steady_state(values: list[float], window: int) -> bool:
     """SNIA PTS rule (campaign/endurance/pts.py) on one variable over the last `window` values."""
-    return len(values) >= window and pts.check_window(values[-window:]).ok
+    return len(values) >= window and pts.check_steady_state(values[-window:]).ok
 
 
 def mean_latency_us(log: CycleLog) -> float:

@@ -47,7 +47,7 @@ class Round:
 
 
 @dataclass(frozen=True)
-class WindowCheck:
+class SteadyStateCheck:
     """One tracking variable over one measurement window."""
 
     variable: str
@@ -74,7 +74,7 @@ class WindowCheck:
         return 0.0 if self.average <= 0 else (self.high - self.low) / self.average
 
 
-def check_window(values: list[float], variable: str = "value") -> WindowCheck:
+def check_steady_state(values: list[float], variable: str = "value") -> SteadyStateCheck:
     """The PTS range and slope rule over `values` (the whole measurement window, >= 2 rounds).
     A window whose average is not positive never passes (nothing was measured)."""
     if len(values) < 2:
@@ -85,7 +85,7 @@ def check_window(values: list[float], variable: str = "value") -> WindowCheck:
     slope, intercept = (float(v) for v in np.polyfit(x, y, 1))
     span = len(y) - 1
     positive = average > 0
-    return WindowCheck(
+    return SteadyStateCheck(
         variable,
         average,
         float(y.min()),
@@ -106,7 +106,7 @@ class SteadyState:
     max_rounds: int = MAX_ROUNDS  # 0: no limit
     rounds: list[Round] = field(default_factory=list)
     reached_at: int | None = None  # the round that completed the steady window
-    checks: tuple[WindowCheck, ...] = ()  # the window's checks at reached_at (or the last one)
+    checks: tuple[SteadyStateCheck, ...] = ()  # the window's checks at reached_at (or the last one)
 
     def __post_init__(self) -> None:
         if self.window < 2:
@@ -127,7 +127,7 @@ class SteadyState:
     def steady(self) -> bool:
         return self.reached_at is not None
 
-    def window_rounds(self) -> list[Round]:
+    def steady_state_rounds(self) -> list[Round]:
         """The measurement window: the steady one once reached, else the latest."""
         end = self.reached_at if self.reached_at is not None else len(self.rounds)
         return self.rounds[max(0, end - self.window) : end]
@@ -144,7 +144,9 @@ class SteadyState:
         self.rounds.append(round_)
         if len(self.rounds) >= self.window:
             window = self.rounds[-self.window :]
-            self.checks = tuple(check_window([r.value(v) for r in window], v) for v in TRACKED)
+            self.checks = tuple(
+                check_steady_state([r.value(v) for r in window], v) for v in TRACKED
+            )
             if all(c.ok for c in self.checks):
                 self.reached_at = round_.number
         return self.verdict

@@ -168,7 +168,7 @@ def track_round(
         "verdict": verdict,
     }
     if verdict != before and verdict in (pts.REACHED, pts.NOT_REACHED):
-        window = e.rounds.window_rounds()
+        window = e.rounds.steady_state_rounds()
         event: dict[str, Any] = {
             "verdict": verdict,
             "round": e.write_intervals,

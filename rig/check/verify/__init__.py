@@ -32,7 +32,7 @@ from rig.check.failures import (
     UNCHECKED,
     UNSERIALIZABLE,
 )
-from rig.check.verify.evidence import Cycle, sorted_unique
+from rig.check.verify.evidence import CycleWrites, sorted_unique
 from rig.check.verify.findings import NO_OP, CheckResult, Finding, drive_finding
 from rig.check.verify.read_spans import Judging
 from rig.check.verify.reads import (
@@ -116,7 +116,7 @@ def check(
     a block reading its data from before it is a resurrected discard; without, a discard
     leaves the block open to zeroes or its old data."""
     policy = policy or ReadPolicy()
-    cyc = Cycle(log, durability, zeroes)
+    cyc = CycleWrites(log, durability, zeroes)
     checked = sorted_unique(np.concatenate([cyc.lba, extra_blocks.astype(np.int64)]))
     idx = checked - state.first_lba
     budget = budget or Budget(policy.max_reads, policy.max_hangs)
@@ -128,7 +128,7 @@ def check(
         try:
             # each window judged and settled as soon as it is read and parsed, while the next
             # ones are read
-            reads = reading.collect(judging.window)
+            reads = reading.collect(judging.take)
         except BaseException:
             judging.undo()  # a check that stops leaves the state as it found it
             raise

@@ -1,7 +1,7 @@
 """The evidence each checked block gives the checker's rules (docs/checker.md): this cycle's writes
-per block (`Cycle`), what the ledger says of each checked block before it is read (`ledgered`),
-and what its sectors show (`SeenRows`, filled window by window while the next windows are read);
-joined, the `Evidence` the rules of rig/check/verify/rules.py claim classes from."""
+per block (`CycleWrites`), what the ledger says of each checked block before it is read
+(`ledgered`), and what its sectors show (`SeenRows`, filled window by window while the next windows
+are read); joined, the `Evidence` the rules of rig/check/verify/rules.py claim classes from."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from rig.io import media
 from rig.io.ledger import CycleLog, Durability, is_uncertain, known_floor
 
 
-class Cycle:
+class CycleWrites:
     """This cycle's writes expanded to one entry per block, with each write's durability."""
 
     def __init__(self, log: CycleLog, durability: Durability, zeroes: bool = False) -> None:
@@ -116,7 +116,7 @@ class Ledgered:
 
 
 def ledgered(
-    cyc: Cycle,
+    cyc: CycleWrites,
     checked: npt.NDArray[np.int64],
     committed: npt.NDArray[np.int64],
     trimmed: npt.NDArray[np.int64] | None = None,
@@ -166,7 +166,7 @@ class SeenRows:
     read and parsed: the checker judges it while the next windows are read), then joined with
     the ledger's side (`evidence`)."""
 
-    def __init__(self, campaign: int, cyc: Cycle, checked: npt.NDArray[np.int64]) -> None:
+    def __init__(self, campaign: int, cyc: CycleWrites, checked: npt.NDArray[np.int64]) -> None:
         self.campaign, self.cyc, self.checked = campaign, cyc, checked
         n = len(checked)
         self.columns = {
@@ -259,7 +259,7 @@ class SeenRows:
 
 def evidence(
     campaign: int,
-    cyc: Cycle,
+    cyc: CycleWrites,
     checked: npt.NDArray[np.int64],
     committed: npt.NDArray[np.int64],
     reads: Reads,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from rig.check.verify.evidence import Cycle, SeenRows, ledgered
+from rig.check.verify.evidence import CycleWrites, SeenRows, ledgered
 from rig.check.verify.findings import Finding
 from rig.check.verify.reads import Reads
 from rig.check.verify.rules import (
@@ -37,7 +37,7 @@ JUDGE_ROWS = 1 << 14
 
 class Judging:
     """Every checked block's class and settled state, filled by `window` in the order windows
-    are read (`ReadBack.collect(judging.window)`); `findings` once all are in. A block's class
+    are read (`ReadBack.collect(judging.take)`); `findings` once all are in. A block's class
     depends on its own evidence alone, so windows give exactly the classes of one pass over all
     blocks (tests/test_verify_windows.py compares both on random cycles). Each group's settled
     state goes into `state` (the committed generations of the rows `idx`) at once; a check that
@@ -47,7 +47,7 @@ class Judging:
     def __init__(
         self,
         campaign: int,
-        cyc: Cycle,
+        cyc: CycleWrites,
         checked: npt.NDArray[np.int64],
         state: ChunkedArray,
         idx: npt.NDArray[np.int64],
@@ -85,7 +85,7 @@ class Judging:
             pos = pos[self.order]
         self.entry_rows = pos
 
-    def window(self, rows: slice, reads: Reads) -> None:
+    def take(self, rows: slice, reads: Reads) -> None:
         """Take the blocks of `rows` (read and parsed; windows come in order): their sectors'
         evidence now, the rules once `JUDGE_ROWS` rows or the last window are in."""
         self.seen.fill(rows, self.led, reads)

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from rig.check import readback
 from rig.check.failures import READ_ERROR, UNCHECKED
 from rig.check.verify.findings import Finding
-from rig.check.verify.sectors import Sectors
+from rig.check.verify.sectors import SectorSummary
 from rig.io import media
 
 # What a read gets from a drive that left the bus under the checker (rig/io/blockio.py makes a
@@ -66,7 +66,7 @@ class Reads:
     """What reading the checked blocks gave: their sectors' headers, which rows were read, the
     read errors and the ranges left unread."""
 
-    sectors: Sectors
+    sectors: SectorSummary
     readable: npt.NDArray[np.bool_]
     errors: list[Finding]
     unread: list[Finding]
@@ -74,14 +74,14 @@ class Reads:
 
 class ReadBack:
     """Reading the checked blocks (a context: leaving it with windows still being read finishes
-    them). Windows of ranges are read ahead (at queue depth where the reader can), each judged
-    range by range in order with the budget, then parsed in one pass on a helper thread (the C
-    parse's per-block summaries, `Sectors`). While window n is taken, window n + 1 is being read and
+    them). Windows of ranges are read ahead (at queue depth where the reader can), each judged range
+    by range in order with the budget, then parsed in one pass on a helper thread (the C parse's
+    per-block summaries, `SectorSummary`). While window n is taken, window n + 1 is being read and
     windows n - 1 and n - 2 parsed; once n is taken, n + 2 is started: the reader's queue never
-    waits for the checker (`readback.BUFFERS` window buffers). On entering, nothing is parsed
-    yet, so a window is started into every buffer (decision 432): the caller's own work before
-    `collect` overlaps their reads, and a checking thread that waits for a CPU meanwhile leaves
-    the device four windows to read instead of two."""
+    waits for the checker (`readback.BUFFERS` window buffers). On entering, nothing is parsed yet,
+    so a window is started into every buffer (decision 432): the caller's own work before `collect`
+    overlaps their reads, and a checking thread that waits for a CPU meanwhile leaves the device
+    four windows to read instead of two."""
 
     def __init__(
         self,
@@ -94,7 +94,7 @@ class ReadBack:
     ) -> None:
         per_block = block_size // media.SECTOR
         self.reads = Reads(
-            Sectors.empty(len(checked), per_block),
+            SectorSummary.empty(len(checked), per_block),
             np.ones(len(checked), dtype=bool),
             [],
             [],
@@ -103,7 +103,7 @@ class ReadBack:
         self.policy, self.budget = policy, budget
         self.reader = readback.reader_for(read, block_size, policy.timeout_s)
         self.parsing = _Parser()
-        self.windows = enumerate(_windows(runs(checked, max_read_blocks), block_size))
+        self.windows = enumerate(_batches(runs(checked, max_read_blocks), block_size))
         self.ahead: collections.deque[_Started] = collections.deque()
 
     def __enter__(self) -> ReadBack:
@@ -129,7 +129,7 @@ class ReadBack:
         parsed: collections.deque[tuple[slice, threading.Event | None]] = collections.deque()
         while self.ahead:
             current = self.ahead[0]  # (left there until finished: an error finishes it on exit)
-            landed = _take_window(reads, self.reader, current, self.policy, self.budget, bs)
+            landed = _take_batch(reads, self.reader, current, self.policy, self.budget, bs)
             current.window.finish()
             self.ahead.popleft()
             parsing.make_room()  # the buffer of window n - PARSE_THREADS is free again
@@ -153,7 +153,7 @@ class _Started:
     """A window of ranges being read ahead into its buffer."""
 
     ranges: list[tuple[int, int]]
-    window: readback.Window
+    window: readback.ReadBatch
     data: npt.NDArray[np.uint8]
     offsets: list[int]
     row0: int
@@ -177,7 +177,7 @@ class _Started:
         return cls(ranges, reader.read_ahead(ranges, data, offsets), data, offsets, row0)
 
 
-def _take_window(
+def _take_batch(
     reads: Reads,
     reader: readback.Reader,
     started: _Started,
@@ -350,7 +350,7 @@ COPY_BELOW = 64 << 10  # a read returned smaller than this is copied and parsed 
 
 
 def _parse_landed(
-    sec: Sectors,
+    sec: SectorSummary,
     landed: list[tuple[int, int, npt.NDArray[np.uint8] | None]],
     data: npt.NDArray[np.uint8],
     row0: int,
@@ -451,7 +451,7 @@ WINDOW_BYTES = 16 << 20  # read ahead and parsed at once: bounds the checker's r
 WINDOW_RANGES = 4096
 
 
-def _windows(ranges: Iterator[tuple[int, int]], block_size: int) -> Iterator[list[tuple[int, int]]]:
+def _batches(ranges: Iterator[tuple[int, int]], block_size: int) -> Iterator[list[tuple[int, int]]]:
     window: list[tuple[int, int]] = []
     size = 0
     for first, count in ranges:

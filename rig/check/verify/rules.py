@@ -29,9 +29,9 @@ from rig.check.failures import (
     SHORN,
     UNSERIALIZABLE,
 )
-from rig.check.verify.evidence import Cycle, Evidence
+from rig.check.verify.evidence import CycleWrites, Evidence
 from rig.check.verify.findings import NO_OP, Finding
-from rig.check.verify.sectors import Sectors, sector_gens
+from rig.check.verify.sectors import SectorSummary, sector_gens
 from rig.io import media
 from rig.io.ledger import uncertain
 
@@ -149,7 +149,7 @@ class Classified:
     floor_write: npt.NDArray[np.int64]
     obs_op: npt.NDArray[np.int64]
     obs_worker: npt.NDArray[np.int64]
-    sectors: Sectors
+    sectors: SectorSummary
     campaign: int
     zeroed: npt.NDArray[np.bool_]  # reads zeroes standing for a discard (obs_gen is its gen)
 
@@ -164,7 +164,7 @@ class Classified:
         )
 
 
-def merge(blocks: Classified, cyc: Cycle) -> Iterator[Finding]:
+def merge(blocks: Classified, cyc: CycleWrites) -> Iterator[Finding]:
     """One finding per run of consecutive blocks with the same class and the same writes."""
     run: list[int] = []
     for row in np.flatnonzero(blocks.klass != FINE).tolist():
@@ -176,7 +176,7 @@ def merge(blocks: Classified, cyc: Cycle) -> Iterator[Finding]:
         yield _finding(run, blocks, cyc)
 
 
-def _finding(run: list[int], blocks: Classified, cyc: Cycle) -> Finding:
+def _finding(run: list[int], blocks: Classified, cyc: CycleWrites) -> Finding:
     first = run[0]
     cls = CLASSES[blocks.klass[first]]
     write = int(blocks.floor_write[first])
@@ -232,7 +232,7 @@ def _finding(run: list[int], blocks: Classified, cyc: Cycle) -> Finding:
 
 
 def atomic_tears(
-    cyc: Cycle,
+    cyc: CycleWrites,
     checked: npt.NDArray[np.int64],
     held: npt.NDArray[np.int64],
     klass: npt.NDArray[np.uint8],
@@ -264,7 +264,7 @@ class WriteTally:
     than blocks: whether a durable write was lost or a write survived (`unserializable`), and
     how many blocks of each write read back older though clean (`nondurable_outcomes`)."""
 
-    def __init__(self, cyc: Cycle, checked: npt.NDArray[np.int64]) -> None:
+    def __init__(self, cyc: CycleWrites, checked: npt.NDArray[np.int64]) -> None:
         self.cyc = cyc
         self.pos = cyc.positions(checked)
         nwrites = len(cyc.op_seq)

@@ -1,5 +1,5 @@
 """What the checked blocks' sectors show (docs/checker.md): the C parse's per-block summary
-(`Sectors`: a block is uniform when no sector is corrupt and every sector carries sector 0's
+(`SectorSummary`: a block is uniform when no sector is corrupt and every sector carries sector 0's
 state, campaign, LBA and generation; per sector only the other blocks), and the per-block facts
 the checker's rules start from (`block_facts`), looked at sector by sector only where a block is
 not uniform."""
@@ -28,7 +28,7 @@ class SectorRows:
 
 
 @dataclass(frozen=True)
-class Sectors:
+class SectorSummary:
     """What the checked blocks' headers say, summarised per block by the C parse: whether a
     block is `uniform` (no sector corrupt, every sector with sector 0's state, campaign, LBA and
     generation), sector 0's state and fields, and per sector only in blocks that are not uniform
@@ -42,7 +42,7 @@ class Sectors:
     parser: media.BlockParser  # writes into the arrays above
 
     @classmethod
-    def empty(cls, rows: int, per_block: int) -> Sectors:
+    def empty(cls, rows: int, per_block: int) -> SectorSummary:
         # per sector: left unset (the parse writes what is read there; `rows` reads sector 0's
         # summary for uniform and unread rows)
         uniform = np.ones(rows, dtype=bool)
@@ -84,9 +84,9 @@ class Sectors:
         fields[:, same] = self.head[:, rows[same], None]
         return SectorRows(state, fields[_CAMPAIGN].view(np.uint64), fields[_LBA], fields[_GEN])
 
-    def part(self, rows: slice) -> Sectors:
+    def part(self, rows: slice) -> SectorSummary:
         """Rows `rows` as a Sectors of their own (views; `rows` answers relative to them)."""
-        return Sectors(
+        return SectorSummary(
             self.uniform[rows], self.state0[rows], self.head[:, rows], self.state[rows],
             self.fields[:, rows], self.parser,
         )  # fmt: skip
@@ -119,7 +119,7 @@ class BlockFacts:
     placed: npt.NDArray[np.bool_]  # a sector of ours written for this LBA
 
 
-def block_facts(campaign: int, checked: npt.NDArray[np.int64], sec: Sectors) -> BlockFacts:
+def block_facts(campaign: int, checked: npt.NDArray[np.int64], sec: SectorSummary) -> BlockFacts:
     """From the parse's per-block summary: a uniform block's sectors are all sector 0 (not
     corrupt, one generation), so only the others are looked at sector by sector."""
     ours0 = (sec.state0 == media.VALID) & (sec.campaign0 == np.uint64(campaign))

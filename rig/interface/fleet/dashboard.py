@@ -29,7 +29,7 @@ from markupsafe import Markup
 
 from reports import (
     REPORT_STYLE,
-    DriveSummary,
+    ModelDriveSummary,
     ModelSummary,
     analyse,
     exposure_row,
@@ -170,7 +170,7 @@ def model_fragment(m: ModelSummary | None) -> str:
     )
 
 
-def _drive_exposure(d: DriveSummary) -> list[str]:
+def _drive_exposure(d: ModelDriveSummary) -> list[str]:
     """Per judged class of a drive: failing/exposed cuts and the upper bound on its failure
     probability per exposed cut (as the report prints it), or not exercised."""
     return [

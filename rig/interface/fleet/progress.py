@@ -10,7 +10,7 @@ from rig.notify.failures import NotDelivered
 
 
 @dataclass
-class DriveProgress:
+class FleetDriveProgress:
     channel: int
     model: str
     serial: str
@@ -39,7 +39,7 @@ class CampaignProgress:
     eta_s: float | None
     resumes: int
     findings: dict[str, int] = field(default_factory=dict)  # failure findings per class
-    drives: list[DriveProgress] = field(default_factory=list)
+    drives: list[FleetDriveProgress] = field(default_factory=list)
     # how old this is (rig/interface/fleet/freshness.py): the state the centre can vouch for
     # (`status`,
     # or `shipping` while cycles the station recorded have not all arrived), lagging (its

@@ -25,7 +25,7 @@ from rig.interface.fleet.freshness import (
     process_bound,
     station_statuses,
 )
-from rig.interface.fleet.progress import CampaignProgress, DriveProgress, Overview
+from rig.interface.fleet.progress import CampaignProgress, FleetDriveProgress, Overview
 from rig.notify import failures
 from rig.notify.failures import NotDelivered
 
@@ -240,7 +240,7 @@ def _campaign_progress(
     station: str,
     status: str,
     submission_id: int | None,
-    drives: tuple[list[DriveProgress], int],
+    drives: tuple[list[FleetDriveProgress], int],
     findings: dict[str, int],
     now: float,
 ) -> CampaignProgress:
@@ -302,17 +302,17 @@ def drive_state(status: str, ended: str) -> str:
 
 def _drive_progress(
     rows: list[Any], progress: Mapping[Any, Any], key: Callable[[Any], Any], ended: str = ""
-) -> tuple[list[DriveProgress], int]:
+) -> tuple[list[FleetDriveProgress], int]:
     """Each drive's progress, and the cycles its drives ended within the rate window
     (`progress`: progress rows by `key` of their drive row; a drive without cycles has none;
     `ended`: the campaign's end status, `campaign_end`)."""
-    per_drive: list[DriveProgress] = []
+    per_drive: list[FleetDriveProgress] = []
     recent = 0
     for d in rows:
         found = progress.get(key(d))
         state = drive_state(d["status"], ended)
         per_drive.append(
-            DriveProgress(d["channel"], d["model"], d["serial"], state, *_counts(found))
+            FleetDriveProgress(d["channel"], d["model"], d["serial"], state, *_counts(found))
         )
         if found is not None:
             recent += int(found["recent"])
@@ -335,7 +335,7 @@ def _progress(
     started_at: float | None,
     ended_at: float | None,
     planned: int,
-    drives: list[DriveProgress],
+    drives: list[FleetDriveProgress],
     recent: int,
     resumes: int,
     findings: dict[str, int],

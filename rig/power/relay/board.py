@@ -25,7 +25,7 @@ from rig.power.base import Edge, RailResult
 from rig.power.clocksync import Mapping
 from rig.power.relay.events import EventDelivery, Sinks
 from rig.power.relay.link import Link
-from rig.power.relay.maintenance import Maintenance
+from rig.power.relay.maintenance import BoardMaintenance
 from rig.power.relay.model import (
     BoardEdge,
     BoardIdentity,
@@ -39,7 +39,7 @@ from rig.power.relay.model import (
     ResetInfo,
 )
 from rig.power.relay.port import find_port, open_port
-from rig.power.relay.reader import AsideWatch, LineListener, Reader
+from rig.power.relay.reader import AsideWatch, FrameReader, LineListener
 from rig.power.relay.session import Session
 from rig.power.relay.state import BoardState
 from rig.power.relay.wire import CUTAT_AHEAD_MAX_US, DURATION_MAX_US
@@ -119,8 +119,8 @@ class RelayBoard:
         sinks = Sinks(self.stats, on_edge, on_rail, on_reset)
         self._session = Session(link, state, sinks, watchdog_ms, sync_interval_s, sync_burst)
         delivery = EventDelivery(state, sinks, self._sync_once, int(edge_latency_us * 1000))
-        self._maint = Maintenance(self._session, delivery, state)
-        self._reader = Reader(self._ser, link, state, self._maint.post)
+        self._maint = BoardMaintenance(self._session, delivery, state)
+        self._reader = FrameReader(self._ser, link, state, self._maint.post)
         try:
             self._ser.reset_input_buffer()
             self._ser.write(b"\n")  # ends whatever partial line the board's parser holds

@@ -20,7 +20,7 @@ from rig.power.relay.wire import Line
 log = logging.getLogger(__name__)
 
 
-class Maintenance:
+class BoardMaintenance:
     def __init__(
         self,
         session: Session,

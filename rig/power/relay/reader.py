@@ -25,7 +25,7 @@ LineListener = Callable[[bytes, int], None]  # (line without its newline, host t
 EventSink = Callable[[int, ClockMap, Line], None]  # (clock epoch, its mapping, event line)
 
 
-class Reader:
+class FrameReader:
     def __init__(
         self,
         ser: serial.Serial,
