@@ -1,4 +1,5 @@
-"""Checking throughput per core on data already read (ARCHITECTURE §7: >= 1 GB/s per core).
+"""Checking throughput per core on data already read (docs/architecture.md, "Speed targets":
+>= 3 GB/s per core end to end).
 
 Over an in-memory image of valid records (and of zeros), per GB of data:
 - generate: `media.build_into` (the C kernel the write engine uses);

@@ -18,7 +18,7 @@ from pathlib import Path
 from tests.test_layers import LAYERS
 
 ROOT = Path(__file__).resolve().parent.parent
-ARCHITECTURE = ROOT / "docs" / "architecture.md"
+DESIGN = ROOT / "docs" / "architecture.md"
 
 TOP = "rig|reports|tests|fixtures|bench|firmware|hardware|docs"
 EXTENSIONS = "py|c|h|md|toml|json|html|j2|yaml|sh|csv|lock|png|svg|pdf"
@@ -127,7 +127,7 @@ def test_backticked_repository_paths_exist() -> None:
 
 
 def test_the_architecture_lists_the_layers_in_order() -> None:
-    assert layer_table(ARCHITECTURE.read_text()) == [names[0] for names in LAYERS]
+    assert layer_table(DESIGN.read_text()) == [names[0] for names in LAYERS]
 
 
 # -- the checks catch what they are for ---------------------------------------------------------
@@ -136,7 +136,7 @@ def test_the_architecture_lists_the_layers_in_order() -> None:
 def test_a_link_outside_or_missing_is_found() -> None:
     doc = ROOT / "README.md"
     text = (
-        "intro\n[the design](../shared/ARCHITECTURE.md), [abs](/work/x.md)\n"
+        "intro\n[the design](../shared/design.md), [abs](/work/x.md)\n"
         "[gone](docs/no-such-page.md#a), [ok](docs/architecture.md#the-layers), [web](https://x.org)\n"
         "`[not a link](../shared/in-code.md)`\n"
     )
