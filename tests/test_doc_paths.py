@@ -6,7 +6,9 @@
 - every backticked path that looks like a repository file (`rig/...py`, `docs/...md`, ...; in
   inline code or a fenced block) exists;
 - the table of docs/architecture.md, "The layers", lists the layers of tests/test_layers.py's
-  `LAYERS`, in that order.
+  `LAYERS`, in that order;
+- every citation of the design, docs/architecture.md followed by a quoted heading (in code,
+  comments, tests, benches and docs), names a heading the page has.
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ LINKS = (
 )
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 CLIMBS_OUT = re.compile(r"(?<![\w/.-])((?:\.\./)+[\w./-]+)")
+# docs/architecture.md, "Heading" (or ("Heading")), the heading possibly wrapped onto a comment line
+CITATION = re.compile(r'docs/architecture\.md,?\s*\(?"((?:[^"\n]|\n[ \t]*(?:#[ \t]*)?)+?)"')
+CITING = ("rig", "reports", "tests", "bench", "fixtures", "firmware", "hardware", "docs")
+CITING_SUFFIXES = {".py", ".md", ".c", ".h", ".j2", ".toml"}
+SELF = (DESIGN, Path(__file__).resolve())  # the page's own prose, and this file's examples
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,29 @@ def path_problems(doc: Path, text: str, root: Path = ROOT) -> list[Problem]:
     return found
 
 
+def headings(text: str) -> set[str]:
+    return {line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#")}
+
+
+def citations(text: str) -> list[tuple[int, str]]:
+    """(line, heading) of every citation of docs/architecture.md by heading in `text`."""
+    return [
+        (line_of(text, m.start()), re.sub(r"\s*\n[ \t]*(?:#[ \t]*)?", " ", m.group(1)).strip())
+        for m in CITATION.finditer(text)
+    ]
+
+
+def citing_files() -> list[Path]:
+    found = [ROOT / "README.md", ROOT / "CONTRIBUTING.md"]
+    for top in CITING:
+        found += [
+            p
+            for p in sorted((ROOT / top).rglob("*"))
+            if p.suffix in CITING_SUFFIXES and ".venv" not in p.parts and p not in SELF
+        ]
+    return [p for p in found if p.is_file()]
+
+
 def layer_table(text: str) -> list[str]:
     """The first column of the table under "## The layers" (backticks stripped)."""
     section = text.split("\n## The layers\n", 1)[1].split("\n## ", 1)[0]
@@ -128,6 +158,17 @@ def test_backticked_repository_paths_exist() -> None:
 
 def test_the_architecture_lists_the_layers_in_order() -> None:
     assert layer_table(DESIGN.read_text()) == [names[0] for names in LAYERS]
+
+
+def test_citations_of_the_design_name_its_headings() -> None:
+    known = headings(DESIGN.read_text())
+    found = [
+        f"{name_of(path)}:{line}: no heading {heading!r}"
+        for path in citing_files()
+        for line, heading in citations(path.read_text(errors="replace"))
+        if heading not in known
+    ]
+    assert not found, "citations of docs/architecture.md:\n" + "\n".join(found)
 
 
 # -- the checks catch what they are for ---------------------------------------------------------
@@ -159,3 +200,8 @@ def test_a_stale_backticked_path_is_found() -> None:
         (1, "no such file: rig/cli.py"),
         (5, "a path outside the repository: ../../outside.md"),
     ]
+
+
+def test_a_citation_is_read_across_a_wrapped_comment() -> None:
+    text = '# docs/architecture.md, "The\n    # layers"; (docs/architecture.md ("Safety rules"))'
+    assert citations(text) == [(1, "The layers"), (2, "Safety rules")]
