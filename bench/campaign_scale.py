@@ -9,8 +9,9 @@ writes, the recent cycles' writes, a sample of older written blocks, read back a
 and the blocks it checked; per run the per-LBA state's memory (`LbaState.nbytes`), the simulated
 drive's own stored data (it lives in the same process) and the process's peak RSS.
 
-Expected (ARCHITECTURE §7): check time O(writes at risk), about equal for 1 GiB and 64 GiB; memory
-bounded for 4 TB (the dense arrays this replaced needed 8 GB for 4 TB in 4 KiB blocks).
+Expected (docs/architecture.md, "Speed targets"): check time O(writes at risk), about equal for
+1 GiB and 64 GiB; memory bounded for 4 TB (the dense arrays this replaced needed 8 GB for 4 TB in
+4 KiB blocks).
 
 Run: .venv/bin/python bench/campaign_scale.py [--cycles 30] [--sizes 1G,64G,4T]
 """

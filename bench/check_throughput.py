@@ -1,4 +1,5 @@
-"""Checking throughput per core on data already read (ARCHITECTURE §7: >= 3 GB/s per core).
+"""Checking throughput per core on data already read (>= 3 GB/s per core: docs/architecture.md,
+"Speed targets").
 
 Over an in-memory image of valid records (and of zeros), per GB of data:
 - generate: `media.build_into` (the C kernel the write engine uses);

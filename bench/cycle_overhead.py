@@ -9,7 +9,7 @@ udev events) through the production CLI (`rig run`), once per variant, and reads
 - outage: the cut edge to the drive answering again (`ready` event): the configured off time,
   the drive's own boot and return, and the rig's event-driven detection of both;
 - rig overhead = cycle - write window - outage: arming, health, verify, record, and whatever the
-  rig waits for that is not the drive (target: < 1 s, ARCHITECTURE §7);
+  rig waits for that is not the drive (target: < 1 s, docs/architecture.md, "Speed targets");
 - per phase: the `phase_ms` event (median per phase).
 
 Variants: the demo as it is (health read after every cut), and with `[health] every = 0`.

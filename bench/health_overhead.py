@@ -1,4 +1,5 @@
-"""What the health layer adds to a cycle, measured on this machine (ARCHITECTURE §7: < 1 s).
+"""What the health layer adds to a cycle, measured on this machine (the rig's share of a cycle:
+< 1 s, docs/architecture.md, "Speed targets").
 
 Per step, the median of N runs, and its ratio to spawning /bin/true in the same run (every
 tool call pays at least a process start, so the ratio says how much is the tool itself):

@@ -9,8 +9,8 @@ demo's drives), in the campaign's own pattern: one transaction per cycle. It pri
 time per cut over successive slices (flat = no slow-down as the file grows), the file's size per
 cut, and the wall time of `reports.load.dataset.load` and of the whole report (`reports.export`).
 
-Expected (ARCHITECTURE §7): a store fast enough for millions of cuts: record time per cut flat
-and far below a cycle's length, a few KiB per cut.
+Expected (docs/architecture.md, "Speed targets"): a store fast enough for millions of cuts: record
+time per cut flat and far below a cycle's length, a few KiB per cut.
 
 A million cuts through `record_cycle` takes hours at 0.4-5 ms a cut: `--record N` records only
 the first N of `--cuts` that way and copies the rest by SQL (cycle and finding rows, doubling:

@@ -1,4 +1,5 @@
-"""Writer throughput against Debian's fio on the same loop device (ARCHITECTURE §7).
+"""Writer throughput against Debian's fio on the same loop device (docs/architecture.md,
+"Speed targets").
 
 Cases: 128 KiB sequential writes and 4 KiB random writes, queue depth 32, O_DIRECT, no flushes.
 - fio: `--ioengine=libaio --iodepth=32 --direct=1 --numjobs=1`, one sequential stream (seq) or
@@ -25,9 +26,9 @@ Each round also prints, on stderr, both sides' figures and their involuntary con
 its engine and its planner, fio one).
 
 Beside the medians, the per-round ratio of the rig's CPU per GB to fio's (min / median / max):
-the figure ARCHITECTURE §7 bounds (<= 1.2x). `--code DIR` runs another checkout's rig (its
-`rig/` and built native library) under this script, for before/after runs alternated in the
-same minutes.
+the figure docs/architecture.md, "Speed targets" bounds (<= 1.2x). `--code DIR` runs another
+checkout's rig (its `rig/` and built native library) under this script, for before/after runs
+alternated in the same minutes.
 
 Run: .venv/bin/python bench/writer_vs_fio.py [--seconds 4] [--rounds 3] [--tmpfs]
      [--no-threads] [--case 4k-rand-qd32] [--code DIR]   (root)

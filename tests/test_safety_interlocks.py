@@ -1,5 +1,6 @@
-"""Interlocks (ARCHITECTURE §6) on real loop devices: each refuses with one line and writes
-nothing. (Mounted, filesystem signature, partitions and malformed input: test_cli_refusals.py.)"""
+"""Interlocks (docs/architecture.md, "Safety rules") on real loop devices: each refuses with one
+line and writes nothing. (Mounted, filesystem signature, partitions and malformed input:
+test_cli_refusals.py.)"""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The teardown guarantee (ARCHITECTURE §6): whatever fails in a cycle, power goes back as the
-campaign says before the next cycle, the cycle is a rig ERROR (never a drive failure), and the
-next cycle runs. A fault of the rig is injected at every point of the cycle in turn
-(fixtures/rig_faults.py), on one channel of two; the other channel never notices."""
+"""The teardown guarantee (docs/architecture.md, "Safety rules"): whatever fails in a cycle, power
+goes back as the campaign says before the next cycle, the cycle is a rig ERROR (never a drive
+failure), and the next cycle runs. A fault of the rig is injected at every point of the cycle in
+turn (fixtures/rig_faults.py), on one channel of two; the other channel never notices."""
 
 from __future__ import annotations
 

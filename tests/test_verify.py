@@ -440,8 +440,8 @@ def test_a_flush_issued_before_the_write_was_seen_complete_does_not_cover_it() -
     """What the host can claim: the drive may take a flush that reached it after it
     acknowledged V1 as covering V1 (its truth log then says `lost_flushed`), but the host
     issued that flush before it saw V1 complete, so V1 was never durable to it and its loss,
-    with the rewrite's, is allowed (ARCHITECTURE section 4; the scorer maps the truth through
-    the ledger for this reason, docs/checker.md)."""
+    with the rewrite's, is allowed (docs/architecture.md, "The checker's contract"; the scorer maps
+    the truth through the ledger for this reason, docs/checker.md)."""
     s = Scenario()
     s.write(9, 1, issue=0, complete=1)
     s.flush(2, 3)

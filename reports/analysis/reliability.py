@@ -1,9 +1,10 @@
 """From a merged dataset to the figures a per-model reliability report states (pure, no I/O).
 
 Units. A *cut* is a cycle whose power cut reached the drive: status ok, or dead (the drive's last
-cut, which it failed). Rig errors (status error: a fault of the rig, ARCHITECTURE §4) and cycles
-marked interrupted are not cuts of the drive; they are counted and shown apart. A cut *fails* when
-it has at least one failure finding (of the classes the criteria name, for the verdict).
+cut, which it failed). Rig errors (status error: a fault of the rig, docs/architecture.md,
+"The checker's contract") and cycles marked interrupted are not cuts of the drive; they are
+counted and shown apart. A cut *fails* when it has at least one failure finding (of the classes
+the criteria name, for the verdict).
 
 Dependence. RunCuts on one drive are not independent trials: a drive with a lying flush fails again
 and again. The pooled per-cut bound treats all cuts of a model as exchangeable trials and is what

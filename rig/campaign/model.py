@@ -119,7 +119,8 @@ class CycleRecord:
     events: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
     status: str = "ok"
     error: str = ""
-    stop_channel: bool = False  # never write to this channel's node again (ARCHITECTURE §6)
+    # never write to this channel's node again (docs/architecture.md, "Safety rules")
+    stop_channel: bool = False
     full_scan: bool = False
     rail: RailResult | None = None  # the cut's rail-sense capture (rig/campaign/cutcycle/runon.py)
     power_ons: list[PowerOn] = field(default_factory=list)  # a recovery burst's (recovery.py)

@@ -1,7 +1,8 @@
-"""Everything the campaign writes to (and reads back from) the store goes through here: the
-only module of rig/campaign that calls `Store` (SQL itself lives in rig/store/). The record
-phase, `record`, always ends a cycle: the cycle, its findings, events, ledger, LBA state and
-rail-sense capture in one transaction."""
+"""Most of what a cut campaign writes to (and reads back from) the store: campaign and drive
+rows, set-up events, health snapshots, `cycle_start` and the record phase. Resume, endurance, the
+runner and the start-up call the store too (docs/architecture.md, "One cycle, as data flows");
+SQL itself lives in rig/store/. The record phase, `record`, always ends a cycle: the cycle, its
+findings, events, ledger, LBA state and rail-sense capture in one transaction."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 `cuts` is the number of power cuts between the two snapshots (1 when health is read around
 every cut; N when the campaign reads it every N cuts; never 0: a delta is taken across cuts).
-Rules, per ARCHITECTURE §4 (docs/health.md gives the table):
+Rules, per docs/architecture.md, "The checker's contract" (docs/health.md gives the table):
 - the drive is the same one: model, serial and WWN unchanged; without a WWN on both sides, a
   capacity that changed or power-on hours that went back mean another drive with the same
   serial (an NVMe swap). Another drive's counters are not compared;

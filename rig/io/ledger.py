@@ -6,7 +6,7 @@ Two parts:
   costs bytes per block it was written on, not per block it has, and never Python objects.
 - `CycleLog`: the columnar log of one cycle's writes and flushes with host monotonic timestamps.
   `durability()` decides, for a cut at a known instant with an error bound, which writes were
-  acknowledged and which were durable (ARCHITECTURE §4).
+  acknowledged and which were durable (docs/architecture.md, "The checker's contract").
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""On-media record format: a self-checking header in every 512-byte sector (ARCHITECTURE §3).
+"""On-media record format: a self-checking header in every 512-byte sector (docs/architecture.md,
+"The on-media record format"; docs/record-format.md).
 
 A sector is 64 little-endian 64-bit words:
 

@@ -1,4 +1,5 @@
-"""Interlocks of a destructive tool (ARCHITECTURE §6): refuse a device that anything else uses.
+"""Interlocks of a destructive tool (docs/architecture.md, "Safety rules"): refuse a device that
+anything else uses.
 
 Each check returns reasons as short phrases; `check` turns the first into one clear error line.
 Signatures and partitions may be overridden by a campaign that names this exact identity with

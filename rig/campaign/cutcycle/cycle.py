@@ -1,5 +1,6 @@
 """One power-cut cycle: its phases in order (rig/campaign/cutcycle/phases.py), then the record
-phase, which always runs; power goes back on every exit path (ARCHITECTURE §6)."""
+phase, which always runs; power goes back on every exit path (docs/architecture.md,
+"Safety rules")."""
 
 from __future__ import annotations
 
@@ -91,10 +92,10 @@ def run_cycle(drive: CycleDrive, seq: int) -> CycleRecord:
 
 
 def restore_after_fault(drive: CycleDrive, c: Cycle, writers_done: bool) -> None:
-    """The teardown guarantee (ARCHITECTURE §6): the cycle ended after a cut was scheduled and
-    before the restore phase switched the channel on (a writer crash, a serial timeout, an
-    exception, a stop). Power goes back as the campaign says (after its off time), whatever
-    happened; the cut may or may not have fallen, so the drive is found and proven again
+    """The teardown guarantee (docs/architecture.md, "Safety rules"): the cycle ended after a cut
+    was scheduled and before the restore phase switched the channel on (a writer crash, a serial
+    timeout, an exception, a stop). Power goes back as the campaign says (after its off time),
+    whatever happened; the cut may or may not have fallen, so the drive is found and proven again
     before the next write. A switch that still does not answer stops the channel (the
     board's watchdog puts power back on when the host falls silent)."""
     drive.reacquire = True

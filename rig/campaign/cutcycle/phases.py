@@ -384,7 +384,8 @@ def _open_proven(drive: CycleDrive, c: Cycle, node: DriveNode) -> None:
 
 def _bus_changes(drive: CycleDrive, node: DriveNode) -> list[checker.Finding]:
     """A drive that returns with another capacity or write-protected lost metadata
-    (ARCHITECTURE §4, read error / metadata loss); each change is reported once."""
+    (docs/architecture.md, "The checker's contract", read error / metadata loss); each change is
+    reported once."""
     found = []
     if node.size_bytes != drive.seen_size_bytes:
         detail = {"kind": "capacity_changed", "bytes_before": drive.seen_size_bytes}

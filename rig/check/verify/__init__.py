@@ -1,4 +1,5 @@
-"""Classify what survived a cut against the ledger (ARCHITECTURE §4): the checker's public API.
+"""Classify what survived a cut against the ledger (docs/architecture.md, "The checker's contract"):
+the checker's public API.
 
 The check is O(blocks checked): the blocks written in the cycle plus a sample of older blocks.
 Everything is columnar numpy over (blocks × sectors); the only Python loops are over findings.

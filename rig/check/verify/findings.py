@@ -1,7 +1,7 @@
 """The checker's findings: one classified block range (or whole-drive finding) per row, and the
-result of one check (ARCHITECTURE §4). Built by rig/check/verify/reads.py and
-rig/check/verify/rules.py; callers use them as `rig.check.verify.Finding` /
-`rig.check.verify.CheckResult`."""
+result of one check (docs/architecture.md, "The checker's contract"). Built by
+rig/check/verify/reads.py and rig/check/verify/rules.py; callers use them as
+`rig.check.verify.Finding` / `rig.check.verify.CheckResult`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The fleet: many stations, one central PostgreSQL (ARCHITECTURE §9, docs/fleet.md).
+"""The fleet: many stations, one central PostgreSQL (docs/architecture.md,
+"The fleet: many stations"; docs/fleet.md).
 
 - `central`: the central store (PostgreSQL, schema `fleet`, migrations in `migrations`), all
   its SQL;
