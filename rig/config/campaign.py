@@ -21,7 +21,7 @@ from rig.bus import recover
 from rig.check import failures
 from rig.config import tables as config
 from rig.config.criteria import (
-    Criteria,  # its own module: readers of stored criteria (decision 430)
+    Criteria,  # its own module: readers of stored criteria import no campaign sections
 )
 from rig.config.station_keys import KindRules, StationSpec
 from rig.config.tables import Table

@@ -27,7 +27,8 @@ DETAIL_NUMBER = (
 def lost_after_ms(ns: object) -> float | None:
     """A lost durable write's time since its ack or flush (a number of ns >= 0 in its finding's
     detail) in ms, rounded to 3 significant digits: the one rounding of the store's and the
-    fleet report's lost-after distribution (decision 145). None where it is no such number."""
+    fleet report's lost-after distribution (docs/decisions.md, "The store keeps summaries beside
+    its rows"). None where it is no such number."""
     if not isinstance(ns, int | float) or isinstance(ns, bool) or not ns >= 0:
         return None
     ms = float(ns) / 1e6
