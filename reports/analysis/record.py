@@ -188,7 +188,8 @@ class ModelReport:
     verdict: Verdict
     endurance: list[EnduranceSeries] = field(default_factory=list)  # PTS rounds, fill, cliff
     trim_pairs: list[TrimPair] = field(default_factory=list)  # same drive, discard off and on
-    # the sequential plan's decision, where the model's campaigns state a plan (decision 173)
+    # the sequential plan's decision, where the model's campaigns state a plan (docs/decisions.md,
+    # "The report replays the plan over every store")
     sequential: SequentialReport | None = None
     # per judged class: cuts exposed to it, failing ones and the bound
     # (reports/analysis/exposure.py)

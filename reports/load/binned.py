@@ -1,6 +1,7 @@
-"""Per-cut distributions as the central report keeps them (decision 420): the return times as
-counts per logarithmic bin with their exact minimum, maximum and sum, the delays as cuts and
-failing cuts per delay bin. A few hundred numbers per drive for any number of cuts.
+"""Per-cut distributions as the central report keeps them (docs/decisions.md, "The central
+report states figures from the server's aggregates"): the return times as counts per logarithmic
+bin with their exact minimum, maximum and sum, the delays as cuts and failing cuts per delay
+bin. A few hundred numbers per drive for any number of cuts.
 
 A quantile from the bins is the geometric middle of the bin that holds the nearest-rank value
 (then kept within the exact minimum and maximum): it lies within RELATIVE_ERROR of the value

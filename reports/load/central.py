@@ -35,8 +35,8 @@ Row = dict[str, Any]
 
 class CentralReads(Protocol):
     """What the report reads from the fleet's central database: reports/ sits below
-    rig/interface/fleet/
-    (decision 282), so the fleet's `CentralStore` (rig/interface/fleet/central/reads.py) is handed
+    rig/interface/fleet/ (docs/decisions.md, "Reports sit between the programs and the
+    campaign"), so the fleet's `CentralStore` (rig/interface/fleet/central/reads.py) is handed
     in."""
 
     @property
@@ -89,7 +89,8 @@ def read(
 ) -> Dataset:
     """Every replicated campaign (or those `campaign` accepts) and their drives (or those
     `drive` accepts, given a drive row); `cut_rows`: cuts.csv lists their cycles, streamed
-    from the server a chunk at a time when it is written (decision 423)."""
+    from the server a chunk at a time when it is written (docs/decisions.md, "The central report
+    states figures from the server's aggregates")."""
     label = "central"
     data = Dataset(sources=[label], campaigns=[], runs=[])
     campaigns: dict[tuple[str, int], Campaign] = {}

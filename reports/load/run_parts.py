@@ -109,8 +109,9 @@ def _source(cuts: Iterable[Cut]) -> SpilledCuts | CutTable:
 
 
 class SummarisedCuts(Sequence[Cut]):
-    """A run's cuts known by their aggregates (the central report, decision 420): its RunPart,
-    its return times per bin and its cuts per delay bin, made by the server; the rows are read
+    """A run's cuts known by their aggregates (the central report: docs/decisions.md, "The
+    central report states figures from the server's aggregates"): its RunPart, its return
+    times per bin and its cuts per delay bin, made by the server; the rows are read
     (`load`) only where something asks for them one by one (a sequential plan's order, a
     report given stores beside the central database), never for the counts and charts."""
 

@@ -97,7 +97,8 @@ def _float_items(values: npt.NDArray[np.float64] | StoredReturns, depth: int) ->
 
 
 def _counted_items(values: Counted, depth: int) -> Iterator[str]:
-    """Each distinct value with its count, as the list [value, count] (decision 146)."""
+    """Each distinct value with its count, as the list [value, count] (docs/decisions.md,
+    "Per-cut outputs are streamed, aggregates come from columns")."""
     pad, inner = " " * depth, " " * (depth + 1)
     pairs = list(zip(values.values, values.counts, strict=True))
     for start in range(0, len(pairs), CHUNK):
