@@ -290,8 +290,9 @@ class _CountingReader(readback.SerialReader):
 def test_entering_a_read_back_starts_a_window_in_every_buffer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Nothing is parsed yet on entering, so every buffer gets a window (decision 432); then one
-    window is started per window taken, and every window is read."""
+    """Nothing is parsed yet on entering, so every buffer gets a window; then one window is
+    started per window taken, and every window is read (docs/decisions.md, "Verification reads
+    go in windows, at queue depth, with a timeout per read")."""
     monkeypatch.setattr(verify_reads, "WINDOW_BYTES", 8 * BS)  # 64 blocks: 8 windows
     image = np.zeros(64 * BS, dtype=np.uint8)
     reader = _CountingReader(image)
