@@ -185,7 +185,7 @@ def _csv_cell(value: object) -> str:
 
 def _cut_lines(run: DriveRun) -> Iterator[str]:
     """cuts.csv's rows of the run, as csv.writer writes them, made a chunk at a time from its
-    columns (read a piece at a time: issue 27); a run of the central report's only if asked
+    columns (read a piece at a time); a run of the central report's only if asked
     (`--cut-rows`, streamed from the server a chunk at a time: docs/decisions.md, "The central
     report states figures from the server's aggregates")."""
     head = "".join(

@@ -119,7 +119,7 @@ def _delay_items(points: DelayPoints, depth: int) -> Iterator[str]:
     pad, inner = " " * depth, " " * (depth + 1)
     listed = [_json_strings(c, depth + 1) for c in points.class_lists]
     head = f'{pad}{{\n{inner}"ack_to_cut_ms": '
-    for piece in points.chunks():  # (a piece of a run's table at a time: issue 27)
+    for piece in points.chunks():  # a piece of a run's table at a time
         for start in range(0, len(piece), CHUNK):  # (an empty piece: nothing, no separator)
             end = start + CHUNK
             rows = zip(

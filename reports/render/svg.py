@@ -56,7 +56,7 @@ Values = Sequence[float] | npt.NDArray[Any]
 
 class Later:
     """Values a chart draws, made when the page is written (`make()`) and let go after: a
-    chart of a mark per cut holds none of them from its drawing to the page's write (issue 27).
+    chart of a mark per cut holds none of them from its drawing to the page's write.
     `length`: how many values `make` gives, known before."""
 
     def __init__(self, make: Callable[[], Any], length: int) -> None:
@@ -212,7 +212,7 @@ class Chart:
         r: float = 3,
     ) -> None:
         """Circles as `points` draws them, of the points `pieces()` gives (xs, ys) a piece at a
-        time when the page is written: none of them held before (issue 27)."""
+        time when the page is written: none of them held before."""
         tip = f"<title>{html.escape(label)}</title>" if label else ""
         x, y = self.x, self.y
 

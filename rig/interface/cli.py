@@ -151,7 +151,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from rig.store import open_read_only
     from rig.verdict import rule as verdicts
 
-    store = open_read_only(args.db)  # never created, upgraded or written (issue 25)
+    store = open_read_only(args.db)  # never created, upgraded or written
     try:
         report = reports.load_summary(store)
     finally:

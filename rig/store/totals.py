@@ -3,7 +3,7 @@ its row, and per drive the findings per class and the lost durable writes' times
 and flush, as counts per value. `record_cycle` adds each cycle's share in its own transaction;
 `rebuild_summaries` (the v11 migration, and the scale bench after copying rows by SQL) makes them
 again from every finding row, in one pass. A report over millions of cuts reads these instead of
-tens of millions of findings (issue 17)."""
+tens of millions of findings."""
 
 from __future__ import annotations
 

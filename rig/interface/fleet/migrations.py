@@ -283,7 +283,7 @@ def _grants_and_policies() -> str:
 # says "unchecked" where a station's report does
 _V2 = "ALTER TABLE fleet.cycle ADD COLUMN blocks_unchecked bigint NOT NULL DEFAULT 0;"
 
-# v3: the view states its own age (issue 26). A station publishes its heartbeat interval (stale
+# v3: the view states its own age. A station publishes its heartbeat interval (stale
 # after STALE_AFTER_BEATS missed ones) and its station kind (in-process drives: a campaign there
 # cannot survive its rig process); with each heartbeat it reports how many cycle rows each live
 # campaign's store holds, and at the end the final count, so the centre shows `done` only when it
@@ -298,7 +298,7 @@ ALTER TABLE fleet.submission ADD COLUMN recorded_rows bigint,
 GRANT UPDATE (last_seen, agent, heartbeat_s, kind) ON fleet.station TO rig_station;
 """
 
-# v4 (issue 27): the stations' summaries travel with their cycles. Each cycle keeps the station's
+# v4: the stations' summaries travel with their cycles. Each cycle keeps the station's
 # `failure_classes` (its store's v11 per-cycle class table); the findings per class, the cuts
 # with each class and the lost durable writes' times (ms, 3 significant digits, as the station
 # rounds them) are kept per model, day (of the cycle's end, UTC), station, campaign and drive,
@@ -373,7 +373,7 @@ def _summary_grants(tables: tuple[str, ...] = SUMMARY_TABLES) -> str:
     return "\n".join(parts)
 
 
-# v5 (issue 27): per-drive running totals beside the day tables, added to by the same
+# v5: per-drive running totals beside the day tables, added to by the same
 # transaction: the overview sums a row per drive, not one per drive and day, and a model's
 # verdict reads its drives' rows (`drive_failing`: cuts per set of failure classes, exact for any
 # criteria's classes). Backfilled from the cycle rows and `day_class` (DRIVE_BACKFILL).
