@@ -1,4 +1,4 @@
-"""Store creation and migration raced by separate processes (issue 26: the fleet agent's
+"""Store creation and migration raced by separate processes (as the fleet agent's
 replicator and `rig run` opening a fresh store at once). Every opener succeeds and the store it
 finds is whole; a read-only opener sees no store or a complete one, never a half-made one."""
 

@@ -1,4 +1,4 @@
-"""The report printed (issue 25): each model prints as its qualification certificate, a page set
+"""The report printed: each model prints as its qualification certificate, a page set
 per model, every page naming the model and its verdict. Printed to PDF by headless Chromium,
 read back with poppler (pdfinfo, pdftotext, pdftoppm)."""
 

@@ -1,4 +1,4 @@
-"""The report's rough edges of issue 25: a zero rate is said ("0 of N"), never drawn on a log
+"""The report's rough edges: a zero rate is said ("0 of N"), never drawn on a log
 axis's floor; identical survival curves stay visible and are named identical; a finding's detail
 reads as `key: value` with times in ms; the class table is docs/checker.md (the repository has no
 ARCHITECTURE §4); a firmware version the drive did not report has one wording everywhere."""
