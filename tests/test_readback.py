@@ -209,7 +209,7 @@ def test_many_small_windows_through_the_stream_and_two_parse_threads_give_the_sa
         whole = run(lambda a, n: target.read(a, n))  # one 4 MiB window, one read at a time
         monkeypatch.setattr(verify_reads, "WINDOW_BYTES", 128 << 10)
         monkeypatch.setattr(verify_reads, "PARSE_THREAD_BYTES", 64 << 10)
-        # (at least 342 blocks checked: 10 windows or more, so every buffer is reused)
+        # at least 342 blocks checked: 10 windows or more, so every buffer is reused
         assert len(np.arange(0, 1024, 3)) * BS > 2 * readback.BUFFERS * (128 << 10)
         streamed = run(target.read)
     finally:

@@ -1,8 +1,7 @@
 """The report's dataset read from the fleet's central PostgreSQL (rig/interface/fleet/central/)
-instead
-of SQLite stores: the same `Dataset` (reports/load/dataset.py), so the analysis and every page are
-the
-same. A campaign's source is `central:<station>`; its station reads `<station>: <board>`."""
+instead of SQLite stores: the same `Dataset` (reports/load/dataset.py), so the analysis and every
+page are the same. A campaign's source is `central:<station>`; its station reads
+`<station>: <board>`."""
 
 from __future__ import annotations
 

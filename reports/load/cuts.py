@@ -237,7 +237,7 @@ class SpillBuilder(TableBuilder):
         self.rows += len(statuses)
 
     def spilled(self) -> SpilledCuts:
-        # (a drive without cycles: empty files)
+        # a drive without cycles has empty files
         for name in (*COLUMNS, "status", "classes", "exposed"):
             _append(f"{self.stem}.{name}", np.empty(0, np.int8))
         return SpilledCuts(self.spill, self.stem, self.rows, self.table)
@@ -419,7 +419,7 @@ class StoredDelayPoints(DelayPoints):
         lists: list[list[str]],
         pieces: Callable[[], Iterator[DelayPoints]],
     ):
-        # (no dataclass fields set: reading one goes to __getattr__, hence to `make`)
+        # no dataclass fields set: reading one goes to __getattr__, hence to `make`
         self._make, self._count, self._lists, self._pieces = make, count, lists, pieces
 
     def chunks(self) -> Iterator[DelayPoints]:

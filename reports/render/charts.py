@@ -1,6 +1,5 @@
 """The report's SVG charts (drawn with reports/render/svg.py), each from the record's figures: what
-the
-templates place on the page (reports/render/templates/), never computing a figure themselves."""
+the templates place on the page (reports/render/templates/), never computing a figure themselves."""
 
 from __future__ import annotations
 

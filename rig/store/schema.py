@@ -188,10 +188,9 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE cycle ADD COLUMN blocks_unchecked INTEGER NOT NULL DEFAULT 0;
     """,
-    # v10: the number of latency samples behind an interval's percentiles (a
-    # percentile the samples cannot support is NULL beside its count,
-    # rig/campaign/endurance/endurance.py);
-    # the write interval's own number, which retention rows (sharing `seq`) do not take
+    # v10: the number of latency samples behind an interval's percentiles (a percentile the samples
+    # cannot support is NULL beside its count, rig/campaign/endurance/endurance.py); the write
+    # interval's own number, which retention rows (sharing `seq`) do not take
     """
     ALTER TABLE endurance_interval ADD COLUMN lat_samples INTEGER;
     ALTER TABLE endurance_interval ADD COLUMN interval_no INTEGER;

@@ -87,7 +87,7 @@ def test_reused_nodes_swaps_and_stale_events_never_lead_a_channel_to_another_dri
     its drive at a node the other drive had taken, and wrote to that drive."""
     chaos = "+other-node+stale-events+untypable"
     profiles = [f"honest{chaos}", f"write-through{chaos}"]
-    # (no health read: the untypable drives would otherwise meet defect 3 first)
+    # no health read: the untypable drives would otherwise meet defect 3 first
     text = campaign_text("reuse", profiles, CUTS, label="reuse", health="every = 0")
     run = run_twin(tmp_path, text)
     counts = bus_counts(tmp_path)

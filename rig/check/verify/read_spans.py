@@ -65,7 +65,7 @@ class Judging:
         self.atomic_blocks = atomic_blocks
         self.trimmed_state, self.zeroes = trimmed, zeroes
         self.trimmed = None if trimmed is None else trimmed[idx].astype(np.int64)
-        # (a check where no discard is involved leaves the discard state alone: no cost)
+        # a check where no discard is involved leaves the discard state alone: no cost
         self.discards = self.trimmed is not None and (
             bool(cyc.discard.any()) or bool(self.trimmed.any())
         )

@@ -304,9 +304,8 @@ GRANT UPDATE (last_seen, agent, heartbeat_s, kind) ON fleet.station TO rig_stati
 # rounds them) are kept per model, day (of the cycle's end, UTC), station, campaign and drive,
 # added by the transaction that inserts the cycle, for the cycles it inserted only (a cycle
 # shipped twice adds nothing: rig/interface/fleet/central/summaries.py). The keys lead with the
-# model, so
-# a model's figures over a year read that model's rows of one index and nothing else. An older
-# database is backfilled from its finding rows (SUMMARY_BACKFILL, after this SQL).
+# model, so a model's figures over a year read that model's rows of one index and nothing else. An
+# older database is backfilled from its finding rows (SUMMARY_BACKFILL, after this SQL).
 SUMMARY_TABLES = ("day_cycles", "day_class", "day_lost_after")
 _V4 = """
 ALTER TABLE fleet.cycle ADD COLUMN failure_classes text;
@@ -424,8 +423,8 @@ CREATE INDEX drive_failing_model ON fleet.drive_failing (model);
 _EXPOSED = "ALTER TABLE fleet.cycle ADD COLUMN exposed text;"
 
 # migration of views2: the notifications a station could not deliver (rig/notify/failures.py),
-# replicated as its station-wide events, found per campaign without a pass over every event
-# (the station store's `event_notify`; the WHERE is repeated by each read of them)
+# replicated as its station-wide events, found per campaign without a pass over every event,
+# as the station store's `event_notify` finds them; the WHERE is repeated by each read of them
 NOTIFY_KINDS = "('notify_failed', 'notify_gave_up', 'notify_dropped')"
 _EVENT_NOTIFY = (
     "CREATE INDEX IF NOT EXISTS event_notify ON fleet.event (station, campaign_uid, local_id)"
