@@ -9,7 +9,7 @@ minus the planned one, both from the store, measured the same way on any rig ver
   (event `cut_scheduled`, `trigger_ns`);
 - window after the flush (window-20ms twin, [cut.window] 1..400 ms): the edge minus the last
   flush completed before it (event `cut_context`), the delay the design learns from.
-The goal (issue 36): uniform p99 <= 1 ms; after_ack and window within 0.5 ms + 5 % of the plan
+The goal: uniform p99 <= 1 ms; after_ack and window within 0.5 ms + 5 % of the plan
 for 99 % of cuts. CPU per cut: this process's user + system time over the run / cuts.
 
 Run: .venv/bin/python bench/cut_timing.py [--cycles 6] [--drives 4,8,16] [--loads idle,hog]

@@ -1,4 +1,4 @@
-"""Read-back + check against fio's own verify read of the same region (issue 17).
+"""Read-back + check against fio's own verify read of the same region.
 
 On one loop device (`losetup --direct-io=on`, 4 KiB sectors) over a preallocated file on the host
 disk (default) or tmpfs (`--tmpfs`: no device time, the CPU cost shows fully), per round:

@@ -1,10 +1,8 @@
 """Write a report folder from one or more stores: one record (reports/analysis/record.py) from the
 analysis, and each output a consumer of it: report.html and one page per model
 (reports/render/html.py on reports/render/templates/), report.json (reports/render/json_out.py),
-the CSV tables
-(reports/render/csv_tables.py), junit.xml (reports/render/junit.py) and, where asked, a Markdown
-summary
-(reports/render/markdown.py)."""
+the CSV tables (reports/render/csv_tables.py), junit.xml (reports/render/junit.py) and, where asked,
+a Markdown summary (reports/render/markdown.py)."""
 
 from __future__ import annotations
 

@@ -36,6 +36,6 @@ def udevd() -> Iterator[None]:
     try:
         yield
     finally:
-        # (a simulator of another session on this machine may still rely on it: leave it then)
+        # a simulator of another session on this machine may still rely on it: leave it then
         if started and not runtime.others_running(None):
             stop_udevd(started)

@@ -1,5 +1,6 @@
 """What a `rig` command pays before its work: `rig status` imports no numpy, scipy or campaign
-file sections (decision 430), and no command imports argcomplete unless a shell completes."""
+file sections, and no command imports argcomplete unless a shell completes (docs/decisions.md,
+"A command imports only what it runs")."""
 
 from __future__ import annotations
 

@@ -299,7 +299,7 @@ def test_station_check_json_validates_against_its_published_schema(tmp_path: Pat
 
     (tmp_path / "c.toml").write_text(campaign_text(["plp", "torn"], 1))
     done = rig("station", "check", "c.toml", "--json", cwd=tmp_path)
-    # (1: another program's disk left the bus during a cut, as other tests' loop devices do)
+    # 1: another program's disk left the bus during a cut, as other tests' loop devices do
     assert done.returncode in (0, 1), done.stderr
     doc = json.loads(done.stdout)
     validate(doc)

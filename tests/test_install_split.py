@@ -1,4 +1,4 @@
-"""The lean station install (issue 25): `make station` installs the runtime set, `make setup`
+"""The lean station install: `make station` installs the runtime set, `make setup`
 the test and development set on top. The runtime lock is exactly what the rig's code needs,
 the dev lock holds the rest, the station's Debian list has no test machinery, and the rig's
 commands run with every dev-only package out of reach."""

@@ -7,7 +7,7 @@
 
 Own code on `ast`, not import-linter: the rules are two graph walks over what the structure test
 already parses, and a file-level cycle check that import-linter's contracts do not state
-(decision 281).
+(docs/decisions.md, "The layer order is checked by our own walk over ast").
 """
 
 from __future__ import annotations
@@ -245,9 +245,9 @@ def test_no_import_against_the_layer_order() -> None:
 
 
 def test_config_imports_only_errors() -> None:
-    """Issue 28: each package reads its own campaign-file section; rig/config/tables.py, the
-    reading of
-    the file and the shared table helpers, stands on rig.errors alone (decision 390)."""
+    """Each package reads its own campaign-file section; rig/config/tables.py, the reading of
+    the file and the shared table helpers, stands on rig.errors alone (docs/decisions.md, "Each
+    package reads its own section")."""
     imported = {imp.imported for imp in all_imports() if imp.importer == "rig.config.tables"}
     assert imported == {"rig.errors"}
 

@@ -1,6 +1,6 @@
 """The v11 and v12 migrations' backfills say how far they are (rig/store/progress.py), and a
 migration killed half-way leaves the older store readable and migrates at the next open; each
-version is its own transaction, so a kill in v12's keeps v11's work (issue 27)."""
+version is its own transaction, so a kill in v12's keeps v11's work."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Refuse before writing (issue 25): a campaign the rig cannot honour, a drive that is not
+"""Refuse before writing: a campaign the rig cannot honour, a drive that is not
 there, a store path it cannot use, a file that is not a store: one line on stderr, exit 2, and
 no store, run log or other file left behind; `rig status` never creates, upgrades or writes a
 store. Each test failed on the code before this change (see the commit message)."""

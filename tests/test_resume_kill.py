@@ -1,4 +1,4 @@
-"""Acceptance (issue 6): `kill -9` of `rig run` at random moments, each followed by
+"""Acceptance: `kill -9` of `rig run` at random moments, each followed by
 `rig run --resume`: no ledger data lost, no cycle counted twice or miscounted, power restored by
 the firmware's watchdog.
 

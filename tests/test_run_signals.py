@@ -57,8 +57,8 @@ def test_signal_stops_safely_and_resume_finishes(
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 128 + sig, out
         assert f"stopped by {sig.name}" in out and "--resume" in out
-        # the watchdog is a minute: the power is on because the rig put it there on its way out
-        # (its switch lines reach this test through a reader thread: give it a moment)
+        # the watchdog is a minute: the power is on because the rig put it there on its way
+        # out; its switch lines reach this test through a reader thread, so give it a moment
         assert station.wait_powered(0, 5), (out, station.switches)
 
         con = sqlite3.connect(db)

@@ -24,8 +24,8 @@ DISCARD_PROFILES = {
     "trim-eats-writes": ({verify.LOST_DURABLE}, 80),
 }
 # cut 2-20 ms after the arm: a discard shows a fault only where it meets data written before it,
-# and the twin cuts at the stated instant, so cycles of 0.3-6 ms left the region nearly bare
-# (4-16 operations a cycle: 25 cuts of trim-resurrect injected nothing)
+# and the twin cuts at the stated instant, so cycles of 0.3-6 ms left the region nearly bare:
+# 4-16 operations a cycle, and 25 cuts of trim-resurrect injected nothing
 DELAY_MS = (2.0, 20.0)
 
 

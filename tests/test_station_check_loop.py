@@ -52,8 +52,8 @@ def test_rail_sense_on_and_off_against_the_thresholds(station: LoopStation, tmp_
         assert rail["on"] >= 600 and rail["off"] < 100, rail  # the modelled rail, on and off
         assert rail["capture"]["end"] == "fell" and rail["capture"]["v0"] >= 600, rail
         # each channel switched off and on again once (twice when another program's disk
-        # left during the first cut: the check cut again to tell)
-        # (the firmware's own boot may still report a channel powered: leading "on"s)
+        # left during the first cut: the check cut again to tell); the firmware's own boot may
+        # still report a channel powered, hence leading "on"s
         switched = [on for _, on in station.switched_since(check["channel"], since)]
         first_off = switched.index(False) if False in switched else len(switched)
         rounds = 2 if check["coincidental"] else 1

@@ -19,7 +19,7 @@ def test_fresh_store_is_migrated_to_the_current_schema_in_wal_mode(tmp_path: Pat
 
 def test_a_closed_store_is_one_file_a_read_only_reader_leaves_alone(tmp_path: Path) -> None:
     """The writer's close leaves WAL: no -wal or -shm stays, and a read-only reader (the
-    report) creates none (issue 25: demo.sqlite-shm was left after `rig demo`)."""
+    report) creates none (demo.sqlite-shm was once left after `rig demo`)."""
     path = tmp_path / "s.sqlite"
     store = Store(str(path))
     store.new_campaign("c", "toml", 1, "simulated")

@@ -1,4 +1,4 @@
-"""Store creation and migration raced by separate processes (issue 26: the fleet agent's
+"""Store creation and migration raced by separate processes (as the fleet agent's
 replicator and `rig run` opening a fresh store at once). Every opener succeeds and the store it
 finds is whole; a read-only opener sees no store or a complete one, never a half-made one."""
 
@@ -61,7 +61,7 @@ def assert_whole(path: str) -> None:
     try:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         # a store is created in WAL mode and its last writer leaves it at close (one file at
-        # rest, decision 221) unless a reader still held it then
+        # rest) unless a reader still held it then
         assert db.execute("PRAGMA journal_mode").fetchone()[0] in ("wal", "delete")
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         assert {"campaign", "drive", "cycle", "finding", "finding_total", "lost_after"} <= tables

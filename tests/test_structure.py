@@ -8,9 +8,9 @@
 - the same limits on fixtures/, and every C function (firmware/, rig/native/, fixtures/)
   under 120 lines, measured by lizard.
 
-Each check has an allow-list of today's known violators (issue 15 splits them); the lead empties
-them as that work merges. A violation not on its list fails the check; an entry that no longer
-matches anything fails `test_allow_lists_hold_only_live_entries`, so the lists only shrink.
+Each check has an allow-list of today's known violators, emptied as the splits that fix them merge.
+A violation not on its list fails the check; an entry that no longer matches anything fails
+`test_allow_lists_hold_only_live_entries`, so the lists only shrink.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ PUBLIC_UNDERSCORE = {
     "_exit": "os._exit, the documented exit without cleanup (after fork)",
 }
 
-# Known violators today (the lead removes entries as issue 15's splits land). Keys are
+# Known violators today (entries go as the splits that fix them land). Keys are
 # "file:function: what", with " #n" for the n-th of the same in one function, so a key holds
 # across edits elsewhere in the file and one more of the same is still new.
 SQL_ALLOWED: dict[str, str] = {}

@@ -58,7 +58,7 @@ def test_a_second_campaign_on_a_store_is_refused_and_the_store_untouched(
     again = rig("run", "camp.toml", "--db", "s.sqlite", "--quiet", cwd=where)
     refused(again, "s.sqlite", "already holds campaign 't'", "--resume")
     assert files(where) == before
-    # (the store still holds one campaign: the report does not pool two runs as one drive)
+    # the store still holds one campaign: the report does not pool two runs as one drive
     db = sqlite3.connect(where / "s.sqlite")
     assert db.execute("SELECT COUNT(*) FROM campaign").fetchone()[0] == 1
 

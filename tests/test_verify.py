@@ -400,7 +400,8 @@ def test_a_drive_that_keeps_hanging_costs_a_bounded_number_of_timeouts() -> None
 def rewritten_after_flush(v0: str, survivor: str) -> verify.CheckResult:
     """Block 9: V0 durable (an earlier cycle's, or zeros: never written), then in one cycle V1
     written and flushed and V2 written over it unflushed; at the cut the drive keeps `survivor`
-    (the brownout-reset profile's dropped cache: V0). Decision 350."""
+    (the brownout-reset profile's dropped cache: V0). docs/decisions.md, "Brownout tests read
+    the truth through the ledger"."""
     s = Scenario()
     if v0 == "durable":
         s.write(9, 1, issue=0, complete=1)

@@ -1,4 +1,5 @@
-"""The checker applies its rules window by window while the next windows are read (decision 450):
+"""The checker applies its rules window by window while the next windows are read
+(docs/decisions.md, "Rules run per group of windows while later windows are read"):
 on random cycles (overlapping writes in any order, torn and dropped writes, flushes anywhere,
 bit flips, zeroed, reverted and misdirected blocks, failing reads, blocks of unknown content,
 atomic units of 1, 2 and 4 blocks, small windows parsed on the helper threads), it gives exactly

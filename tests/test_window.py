@@ -77,7 +77,7 @@ def test_interval_covers_true_t99_in_90_percent_of_50_campaigns(name: str) -> No
 @pytest.mark.slow
 @pytest.mark.parametrize("name", WINDOW_PROFILES)
 def test_interval_covers_true_t99_on_every_profile(name: str) -> None:
-    """Measured 2026-11-28 (seeds 0-49, 80 cuts, decision 410; figures under -s): window-2ms
+    """Measured 2026-11-28 (seeds 0-49, 80 cuts, the 220 x 60 grid; figures under -s): window-2ms
     0.98, -2ms-jitter 0.96, -20ms 1.0, -20ms-jitter 0.98, -200ms 1.0, -200ms-jitter 0.98, -2s
     0.96, -2s-jitter 0.96 (0.88 on the former 140 x 25 grid), ack-window-20ms-jitter 0.98,
     ack-window-200ms-jitter 0.98; SE sqrt(c (1 - c) / 50): 2.0 points at 0.98, 2.8 at 0.96.
@@ -157,8 +157,9 @@ def test_the_window_design_beats_log_uniform_placement_at_equal_cuts() -> None:
 
 
 def test_the_limit_is_bartlett_corrected_where_the_deviance_runs_above_chi_square() -> None:
-    """At 80 cuts the profile deviance is larger than chi-square(1) (decision 270): the jittered
-    window's interval limit is scaled up by the bootstrap's mean deviance; a step's is not."""
+    """At 80 cuts the profile deviance is larger than chi-square(1) (docs/decisions.md,
+    "Intervals are Bartlett-corrected by a parametric bootstrap"): the jittered window's
+    interval limit is scaled up by the bootstrap's mean deviance; a step's is not."""
 
     def factor(name: str) -> float:
         design = designed()
@@ -172,7 +173,8 @@ def test_the_limit_is_bartlett_corrected_where_the_deviance_runs_above_chi_squar
 
 def test_the_designs_posterior_is_as_sure_of_t99_as_its_cuts_allow() -> None:
     """The design aims its cuts by its posterior of ln t99; a posterior surer than the cuts allow
-    bunches them (decision 410). Over 60 seeded campaigns of 40 cuts on window-2s-jitter, the
+    bunches them (docs/decisions.md, "The design is Bayesian on a probit of log delay, aimed at
+    t99"). Over 60 seeded campaigns of 40 cuts on window-2s-jitter, the
     standardised error z = (posterior mean - true ln t99) / posterior SD has an SD of 1.07 with
     the 220 x 60 grid (calibrated: 1; the SD's own simulation error is about 0.1) and 1.59 with
     the former 140 x 25 grid, whose steps in ln t99 were as wide as the posterior."""

@@ -1,5 +1,7 @@
 """Workloads: what the planner asks for (sizes, skew, order, flush cadence) and what both engines
-do with it on real O_DIRECT targets (the ledger contract, docs/decisions.md 1-3)."""
+do with it on real O_DIRECT targets (the ledger contract: docs/decisions.md, "No two requests in
+flight overlap, and generations are never reused" and "Durability is judged on the host's own
+timestamps")."""
 
 from __future__ import annotations
 

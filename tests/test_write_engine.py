@@ -1,4 +1,5 @@
-"""The native write engine's ring of batches (engine.c pfr_engine_loop, docs/decisions.md 98):
+"""The native write engine's ring of batches (engine.c pfr_engine_loop; docs/decisions.md, "The
+engine runs a ring of planned batches"):
 a slot goes on to the next published batch while others finish the last one, a batch retires
 only once all of it came back, and an engine whose next batch is not published yet waits for it
 instead of ending."""
@@ -182,8 +183,9 @@ def test_every_completion_is_taken_once_whether_read_from_the_ring_or_waited_for
         ).all()
         assert (headers.op_seq[lbas * per_block] == np.arange(1, 3001)).all()
         assert (headers.lba[lbas * per_block] == lbas).all()
-        # record version 2: stamped into buffers prepared once (docs/decisions.md 310), each
-        # block exactly what the numpy reference makes of its header
+        # record version 2: stamped into buffers prepared once (docs/decisions.md, "Record
+        # version 2 stamps a prepared payload"), each block exactly what the numpy reference
+        # makes of its header
         words = data.view(np.uint64).reshape(-1, media.WORDS)
         versions = (words[lbas * per_block, 0] >> np.uint64(32)) & np.uint64(0xFFFF)
         assert (versions == media.VERSION2).all()

@@ -65,8 +65,9 @@ static volatile uint64_t overflow_us;
 /* Never steps back: an overflow is counted by its interrupt or, while still pending, here. That
  * holds as long as nothing clears TOV1 but the interrupt: the firmware never writes TIFR1 after
  * start-up (simavr 1.6, Debian's, clears every Timer1 flag on any TIFR1 write, which made this
- * clock lose 32768 µs; decisions.md, item 47). No run-time guard here: 64-bit work costs
- * microseconds on the AVR, and this is read between a pin write and the next (glitch widths). */
+ * clock lose 32768 µs; docs/decisions.md, "The firmware core is split as Klipper's, with an
+ * explicit command table"). No run-time guard here: 64-bit work costs microseconds on the AVR,
+ * and this is read between a pin write and the next (glitch widths). */
 uint64_t board_now_us(void)
 {
 	uint8_t sreg = SREG;

@@ -135,7 +135,8 @@ void core_poll(void)
 	uint64_t now = board_now_us();
 	/* A clock reading behind the last request (a board clock that stepped back) is no
 	 * silence: counted from here instead, it can never wrap the unsigned difference below
-	 * into a spurious trip (decisions.md, item 47). */
+	 * into a spurious trip (docs/decisions.md, "The firmware core is split as Klipper's,
+	 * with an explicit command table"). */
 	if (now < last_request_us)
 		last_request_us = now;
 	if (wdog_ms && now - last_request_us >= (uint64_t)wdog_ms * 1000U) {

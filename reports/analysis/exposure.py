@@ -90,9 +90,8 @@ def decide(
     """The model's one verdict and the rule that decided it (`Verdict.rule`): a zero-tolerance
     class or a class's bound above the claim FAILs; then a dead drive (`base`, the pooled rule
     of reports.analysis.reliability.model_verdict); then a sequential plan's decision (`plan`:
-    decision and
-    cuts); then the fixed-sample bound per class on its exposed cuts: PASS only when every
-    exercised judged class passed (those no cut exposed are named, never passed)."""
+    decision and cuts); then the fixed-sample bound per class on its exposed cuts: PASS only when
+    every exercised judged class passed (those no cut exposed are named, never passed)."""
     never = not_exercised(classes)
     tail = f" (not exercised: {', '.join(never)})" if never else ""
     found = rule(classes)

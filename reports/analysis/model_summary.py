@@ -1,8 +1,7 @@
 """A model's verdict and figures from the central database's per-drive totals (schema v5): the
 cuts, the cuts per set of failure classes, the dead drives and each drive's cuts are all the
 report's verdict rule reads (reports/analysis/reliability.py: model_verdict, rig/verdict/rule.py),
-so the
-dashboard states the report's verdict from a few rows per drive instead of every cut.
+so the dashboard states the report's verdict from a few rows per drive instead of every cut.
 """
 
 from __future__ import annotations
@@ -179,8 +178,8 @@ def _exposed(
     """The model's and each drive's (of `drive_rows`: the judged campaigns' drives) exposure
     per judged class, by the report's own rule
     (reports/analysis/exposure.py: per_class) over the cuts per set of failure classes and of
-    classes
-    exposed to (`model_exposure_sets`), as reports/load/central.py counts a drive's aggregates."""
+    classes exposed to (`model_exposure_sets`), as reports/load/central.py counts a drive's
+    aggregates."""
     parts: dict[tuple[str, int, int], RunPart] = {}
     for r in rows:
         part = parts.setdefault(

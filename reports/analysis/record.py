@@ -2,11 +2,9 @@
 tree.
 
 Every output is a consumer of a `Report`: the HTML page and the model pages (reports/page.py,
-templates), report.json (reports/render/json_out.py), the CSV tables
-(reports/render/csv_tables.py), JUnit XML
-(reports/render/junit.py), the Markdown summary (reports/render/markdown.py) and the print
-certificate. The
-record holds figures, never markup; the wordings every output shares (NOT_REPORTED,
+templates), report.json (reports/render/json_out.py), the CSV tables (reports/render/csv_tables.py),
+JUnit XML (reports/render/junit.py), the Markdown summary (reports/render/markdown.py) and the print
+certificate. The record holds figures, never markup; the wordings every output shares (NOT_REPORTED,
 NOT_ENOUGH_DATA) live here too.
 """
 
@@ -188,10 +186,10 @@ class ModelReport:
     verdict: Verdict
     endurance: list[EnduranceSeries] = field(default_factory=list)  # PTS rounds, fill, cliff
     trim_pairs: list[TrimPair] = field(default_factory=list)  # same drive, discard off and on
-    # the sequential plan's decision, where the model's campaigns state a plan (decision 173)
+    # the sequential plan's decision, where the model's campaigns state a plan (docs/decisions.md,
+    # "The report replays the plan over every store")
     sequential: SequentialReport | None = None
-    # per judged class: cuts exposed to it, failing ones and the bound
-    # (reports/analysis/exposure.py)
+    # per judged class: exposed cuts, failing ones and the bound (reports/analysis/exposure.py)
     exposure: list[ClassExposure] = field(default_factory=list)
 
 

@@ -269,7 +269,7 @@ def _drives(
 
 
 def _median_of(returns: StoredReturns) -> float | None:
-    """statistics.median of the values, from them in order a piece at a time (issue 27)."""
+    """statistics.median of the values, from them in order a piece at a time."""
     if isinstance(returns, BinnedReturns):
         return returns.histogram.median()
     n = len(returns)
@@ -283,7 +283,7 @@ def _median_of(returns: StoredReturns) -> float | None:
 
 
 def _return_quantiles(returns: StoredReturns) -> dict[str, float]:
-    """As `_quantiles`, from the values in order a piece at a time: none held (issue 27); from
+    """As `_quantiles`, from the values in order a piece at a time: none held; from
     the bins of a histogram (the central report: reports/load/binned.py states its error)."""
     if isinstance(returns, BinnedReturns):
         return returns.histogram.quantiles()
@@ -403,7 +403,7 @@ def _quantiles_of_sorted(ordered: FloatArray) -> dict[str, float]:
 
 def _bins(delays: DelayPoints, column: str, confidence: float) -> list[DelayBin]:
     """Cuts and failing cuts per bin of one delay column, counted a piece of the points at a
-    time (never the model's points whole, issue 27)."""
+    time (never the model's points whole)."""
     edges = list(itertools.pairwise(DELAY_BINS_MS))
     inside = np.zeros(len(edges), np.int64)
     failing = np.zeros(len(edges), np.int64)

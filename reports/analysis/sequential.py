@@ -1,9 +1,9 @@
-"""A model's sequential verdict in the report (decision 173): the plan its campaigns state
-(`campaign.criteria.sequential`, rig/verdict/sequential.py), run over the model's cuts pooled over
-every
-store and station given, in the order the cuts started, and over each drive's own cuts; the
-plan's exact OC and ASN curves. Models whose campaigns state no plan have none (and the report
-shows only the fixed-sample verdict for them, unchanged)."""
+"""A model's sequential verdict in the report (docs/decisions.md, "The report replays the plan
+over every store"): the plan its campaigns state (`campaign.criteria.sequential`,
+rig/verdict/sequential.py), run over the model's cuts pooled over every store and station given,
+in the order the cuts started, and over each drive's own cuts; the plan's exact OC and ASN
+curves. Models whose campaigns state no plan have none (and the report shows only the
+fixed-sample verdict for them, unchanged)."""
 
 from __future__ import annotations
 

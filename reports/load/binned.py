@@ -1,12 +1,12 @@
-"""Per-cut distributions as the central report keeps them (decision 420): the return times as
-counts per logarithmic bin with their exact minimum, maximum and sum, the delays as cuts and
-failing cuts per delay bin. A few hundred numbers per drive for any number of cuts.
+"""Per-cut distributions as the central report keeps them (docs/decisions.md, "The central
+report states figures from the server's aggregates"): the return times as counts per logarithmic
+bin with their exact minimum, maximum and sum, the delays as cuts and failing cuts per delay
+bin. A few hundred numbers per drive for any number of cuts.
 
 A quantile from the bins is the geometric middle of the bin that holds the nearest-rank value
 (then kept within the exact minimum and maximum): it lies within RELATIVE_ERROR of the value
 the per-cut analysis states (reports/analysis/reliability.py), for values above FLOOR_MS. The
-minimum, the
-maximum, the mean and every count are exact."""
+minimum, the maximum, the mean and every count are exact."""
 
 from __future__ import annotations
 
@@ -76,8 +76,7 @@ class LogHistogram:
 
     def quantiles(self) -> dict[str, float]:
         """As reports.analysis.reliability states them (nearest rank), from the bins: min, max and
-        mean
-        exact, p50, p90, p99 within RELATIVE_ERROR."""
+        mean exact, p50, p90, p99 within RELATIVE_ERROR."""
         n = self.n
         if not n:
             return {}

@@ -1,8 +1,7 @@
 """The report's dataset read from the fleet's central PostgreSQL (rig/interface/fleet/central/)
-instead
-of SQLite stores: the same `Dataset` (reports/load/dataset.py), so the analysis and every page are
-the
-same. A campaign's source is `central:<station>`; its station reads `<station>: <board>`."""
+instead of SQLite stores: the same `Dataset` (reports/load/dataset.py), so the analysis and every
+page are the same. A campaign's source is `central:<station>`; its station reads
+`<station>: <board>`."""
 
 from __future__ import annotations
 
@@ -35,8 +34,8 @@ Row = dict[str, Any]
 
 class CentralReads(Protocol):
     """What the report reads from the fleet's central database: reports/ sits below
-    rig/interface/fleet/
-    (decision 282), so the fleet's `CentralStore` (rig/interface/fleet/central/reads.py) is handed
+    rig/interface/fleet/ (docs/decisions.md, "Reports sit between the programs and the
+    campaign"), so the fleet's `CentralStore` (rig/interface/fleet/central/reads.py) is handed
     in."""
 
     @property
@@ -89,7 +88,8 @@ def read(
 ) -> Dataset:
     """Every replicated campaign (or those `campaign` accepts) and their drives (or those
     `drive` accepts, given a drive row); `cut_rows`: cuts.csv lists their cycles, streamed
-    from the server a chunk at a time when it is written (decision 423)."""
+    from the server a chunk at a time when it is written (docs/decisions.md, "The central report
+    states figures from the server's aggregates")."""
     label = "central"
     data = Dataset(sources=[label], campaigns=[], runs=[])
     campaigns: dict[tuple[str, int], CampaignData] = {}

@@ -1,5 +1,6 @@
 """Sorted values given as (distinct value, how many): the lost-after times of a model (millions
-of lost writes at scale, few distinct values; decision 146)."""
+of lost writes at scale, few distinct values; docs/decisions.md, "Per-cut outputs are streamed,
+aggregates come from columns")."""
 
 from __future__ import annotations
 

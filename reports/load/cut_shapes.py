@@ -1,6 +1,5 @@
 """Each shaped cut's drawn shape, as the station loader (reports/load/dataset.py) carries it on a
-drive's
-run: a cycle's `cut_shape` event (rig/power/shapes.py: kind, depth, unit, duration_ms,
+drive's run: a cycle's `cut_shape` event (rig/power/shapes.py: kind, depth, unit, duration_ms,
 slew_v_per_ms) read once per store and kept as columns by seq, a few bytes a shaped cut (a plain
 `off` cut has no event and costs nothing). The brownout map (reports/render/brownout.py) reads
 them."""

@@ -1,4 +1,4 @@
-"""A drive's cuts as columns (issue 17): one numpy array per figure a report uses, so a store of
+"""A drive's cuts as columns: one numpy array per figure a report uses, so a store of
 millions of cuts costs about 90 bytes per cut in memory instead of a Python object per cut.
 
 A missing value (no return recorded, no write before the cut...) is NaN in a float column; the
@@ -237,7 +237,7 @@ class SpillBuilder(TableBuilder):
         self.rows += len(statuses)
 
     def spilled(self) -> SpilledCuts:
-        # (a drive without cycles: empty files)
+        # a drive without cycles has empty files
         for name in (*COLUMNS, "status", "classes", "exposed"):
             _append(f"{self.stem}.{name}", np.empty(0, np.int8))
         return SpilledCuts(self.spill, self.stem, self.rows, self.table)
@@ -275,7 +275,8 @@ class _ColumnFiles(dict[str, npt.NDArray[Any]]):
 class SpilledCuts(Sequence[Cut]):
     """A drive's CutTable kept in files of a temporary folder: read back when used, one table
     in memory at a time (`_TABLES`) and of it only the columns read, so a report's memory does
-    not grow with the drives' cuts (issue 27). Reading 30 MB back takes milliseconds, a pass
+    not grow with the drives' cuts (docs/decisions.md, "A report holds nothing per cut between
+    analysis and write"). Reading 30 MB back takes milliseconds, a pass
     over the store's cycle rows seconds."""
 
     def __init__(self, spill: SpillFolder, stem: str, rows: int, vocabulary: CutTable) -> None:
@@ -318,7 +319,7 @@ def column_chunks(
 ) -> Iterator[dict[str, npt.NDArray[Any]]]:
     """A table's columns (COLUMNS names, "status", "classes") `rows` (default ROWS_AT_A_TIME)
     rows at a time, in order: a spilled table's read from its files piece by piece (never
-    whole in memory, issue 27), another's sliced. Nothing for a table without rows."""
+    whole in memory), another's sliced. Nothing for a table without rows."""
     rows = rows or ROWS_AT_A_TIME
     if isinstance(cuts, SpilledCuts):
         kinds = {n: np.dtype(CODES.get(n) or COLUMNS[n]) for n in names}
@@ -418,12 +419,12 @@ class StoredDelayPoints(DelayPoints):
         lists: list[list[str]],
         pieces: Callable[[], Iterator[DelayPoints]],
     ):
-        # (no dataclass fields set: reading one goes to __getattr__, hence to `make`)
+        # no dataclass fields set: reading one goes to __getattr__, hence to `make`
         self._make, self._count, self._lists, self._pieces = make, count, lists, pieces
 
     def chunks(self) -> Iterator[DelayPoints]:
         """The points in order, a piece of a run's table at a time, read from its files: a
-        model's points are never whole in memory this way (issue 27)."""
+        model's points are never whole in memory this way."""
         return self._pieces()
 
     def points(self) -> DelayPoints:

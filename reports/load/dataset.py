@@ -123,7 +123,7 @@ def load(paths: Iterable[str]) -> Dataset:
         raise UserError("no store given")
     data = Dataset(sources=[], campaigns=[], runs=[])
     seen: dict[tuple[object, ...], str] = {}
-    spill = SpillFolder()  # each drive's cut columns wait there, not in memory (issue 27)
+    spill = SpillFolder()  # each drive's cut columns wait there, not in memory
     for path in paths:
         db = StoreReader(path)
         try:

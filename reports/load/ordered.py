@@ -1,4 +1,4 @@
-"""Values in sorted order, exactly, without holding them all (issue 27): a model's return times
+"""Values in sorted order, exactly, without holding them all: a model's return times
 for the return-time curve (every value, in order), its nearest-rank quantiles and its drives'
 medians, read a piece at a time from the spilled tables. A pass counts the values of a range in
 bins of equal width; a range of at most LIMIT values is gathered and sorted, a larger one split

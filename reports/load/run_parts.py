@@ -1,4 +1,5 @@
-"""A report's drive runs reduced for the analysis (issue 27): each run's table read once, one
+"""A report's drive runs reduced for the analysis (docs/decisions.md, "A report holds nothing per
+cut between analysis and write"): each run's table read once, one
 run at a time, into counts and sums (`RunPart`); a set of runs (a model, a drive, a firmware) as
 their parts (`RunCuts`); a model's delay points and return times made when read."""
 
@@ -32,7 +33,7 @@ from rig.check.exposure import is_exposed
 class RunPart:
     """One run's cycles reduced, in one pass over its table, to what the analysis states of
     them: counts, sums and where it died. A report holds these for every run at once, never the
-    runs' tables nor a value per cut (issue 27): the return times are read again from the
+    runs' tables nor a value per cut: the return times are read again from the
     table when a quantile, a chart or report.json needs them (`return_times`)."""
 
     cuts: int  # cycles with status ok or dead
@@ -109,8 +110,9 @@ def _source(cuts: Iterable[Cut]) -> SpilledCuts | CutTable:
 
 
 class SummarisedCuts(Sequence[Cut]):
-    """A run's cuts known by their aggregates (the central report, decision 420): its RunPart,
-    its return times per bin and its cuts per delay bin, made by the server; the rows are read
+    """A run's cuts known by their aggregates (the central report: docs/decisions.md, "The
+    central report states figures from the server's aggregates"): its RunPart, its return
+    times per bin and its cuts per delay bin, made by the server; the rows are read
     (`load`) only where something asks for them one by one (a sequential plan's order, a
     report given stores beside the central database), never for the counts and charts."""
 

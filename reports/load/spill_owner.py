@@ -1,4 +1,4 @@
-"""Whose a report's temporary folder is, so that none is left behind (issue 27): the folder's
+"""Whose a report's temporary folder is, so that none is left behind: the folder's
 name says which process made it (its PID and the kernel's start time of that process, so a
 reused PID is not taken for its owner); the process removes its folders at any exit it lives
 through (normal, an exception, Ctrl-C, SIGTERM, SIGHUP), and a report removes the folders of

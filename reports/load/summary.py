@@ -47,7 +47,8 @@ class DriveReport:
     def verdict(self) -> str:
         """The report's per-drive rule (rig/verdict/rule.py): failure-free cuts pass only once
         they demonstrate the campaign's claim; any failure finding fails the drive (the
-        criteria's classes decide the model's verdict, decision 69). Where the store keeps
+        criteria's classes decide the model's verdict: docs/decisions.md, "Verdicts have three
+        states, and one per-drive rule"). Where the store keeps
         exposure, the cuts that count are the fewest any judged class was exposed to (a class
         no cut exposed is not exercised and not counted: docs/checker.md)."""
         c = self.criteria

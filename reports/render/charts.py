@@ -1,6 +1,5 @@
 """The report's SVG charts (drawn with reports/render/svg.py), each from the record's figures: what
-the
-templates place on the page (reports/render/templates/), never computing a figure themselves."""
+the templates place on the page (reports/render/templates/), never computing a figure themselves."""
 
 from __future__ import annotations
 
@@ -152,8 +151,8 @@ def _km_at(m: ModelReport, t: float) -> float:
 
 def return_chart(models: Sequence[ModelReport]) -> str:
     """Each model's return times as an empirical CDF; the axis from their quantiles' min and
-    max, each curve's values sorted when the page is written (issue 27: no model's values
-    held from drawing to writing)."""
+    max, each curve's values sorted when the page is written (no model's values held from
+    drawing to writing)."""
     shown = [m for m in models if len(m.return_ms)]
     if not shown:
         return svg.no_data("Return time", "no cut with both the cut edge and the return recorded")
@@ -195,7 +194,7 @@ def _sorted(m: ModelReport) -> Iterable[float]:
 def delay_chart(m: ModelReport) -> str:
     """Each cut at (ms since the last flush, ms since the last ack), failed or not. The axes
     and counts are taken now and the marks made when the page is written, each a piece of the
-    model's points at a time (issue 27: none held from drawing to writing, never all at once)."""
+    model's points at a time (none held from drawing to writing, never all at once)."""
     low_x = low_y = math.inf
     high_x = high_y = -math.inf
     good = bad = 0

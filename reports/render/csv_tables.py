@@ -185,8 +185,9 @@ def _csv_cell(value: object) -> str:
 
 def _cut_lines(run: DriveData) -> Iterator[str]:
     """cuts.csv's rows of the run, as csv.writer writes them, made a chunk at a time from its
-    columns (read a piece at a time: issue 27); a run of the central report's only if asked
-    (`--cut-rows`, streamed from the server a chunk at a time: decisions 422-423)."""
+    columns (read a piece at a time); a run of the central report's only if asked
+    (`--cut-rows`, streamed from the server a chunk at a time: docs/decisions.md, "The central
+    report states figures from the server's aggregates")."""
     head = "".join(
         _csv_cell(v) + ","
         for v in (run.campaign.source, run.campaign.name, run.model, run.serial, run.channel)

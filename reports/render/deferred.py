@@ -1,6 +1,7 @@
 """Page content too large to hold as one string (a mark per cut in a chart, a JSON entry per
 cut): a token stands in the text and a generator makes its pieces when the page is written, so a
-report of millions of cuts streams to its file instead of being built in memory (issue 17).
+report of millions of cuts streams to its file instead of being built in memory
+(docs/decisions.md, "Per-cut outputs are streamed, aggregates come from columns").
 
 A token is expanded once: `expand` forgets it as it goes (each rendering makes its own)."""
 

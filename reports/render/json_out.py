@@ -97,7 +97,8 @@ def _float_items(values: npt.NDArray[np.float64] | StoredReturns, depth: int) ->
 
 
 def _counted_items(values: Counted, depth: int) -> Iterator[str]:
-    """Each distinct value with its count, as the list [value, count] (decision 146)."""
+    """Each distinct value with its count, as the list [value, count] (docs/decisions.md,
+    "Per-cut outputs are streamed, aggregates come from columns")."""
     pad, inner = " " * depth, " " * (depth + 1)
     pairs = list(zip(values.values, values.counts, strict=True))
     for start in range(0, len(pairs), CHUNK):
@@ -118,7 +119,7 @@ def _delay_items(points: DelayPoints, depth: int) -> Iterator[str]:
     pad, inner = " " * depth, " " * (depth + 1)
     listed = [_json_strings(c, depth + 1) for c in points.class_lists]
     head = f'{pad}{{\n{inner}"ack_to_cut_ms": '
-    for piece in points.chunks():  # (a piece of a run's table at a time: issue 27)
+    for piece in points.chunks():  # a piece of a run's table at a time
         for start in range(0, len(piece), CHUNK):  # (an empty piece: nothing, no separator)
             end = start + CHUNK
             rows = zip(

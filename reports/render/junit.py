@@ -48,8 +48,7 @@ def _model_case(suite: ET.Element, m: ModelReport) -> None:
             "cuts": m.cuts,
             "failing_cuts": failing,
             "verdict_rule": m.verdict.rule,
-            # per judged class: failing / exposed cuts, upper bound, verdict
-            # (reports/analysis/exposure.py)
+            # per judged class: failing/exposed cuts, bound, verdict (reports/analysis/exposure.py)
             **{
                 f"exposure.{e.cls}": f"{e.cuts.failed}/{e.cuts.trials} {e.cuts.upper} {e.verdict}"
                 for e in m.exposure

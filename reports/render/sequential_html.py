@@ -1,6 +1,5 @@
 """The "Sequential verdict" part of a model's section (reports/analysis/sequential.py): the plan,
-its
-decision and the cuts it used, per drive too, its exact risks and ASN beside the fixed-sample
+its decision and the cuts it used, per drive too, its exact risks and ASN beside the fixed-sample
 size, and its OC and ASN curves. Nothing at all for a model without a plan."""
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ Values = Sequence[float] | npt.NDArray[Any]
 
 class Later:
     """Values a chart draws, made when the page is written (`make()`) and let go after: a
-    chart of a mark per cut holds none of them from its drawing to the page's write (issue 27).
+    chart of a mark per cut holds none of them from its drawing to the page's write.
     `length`: how many values `make` gives, known before."""
 
     def __init__(self, make: Callable[[], Any], length: int) -> None:
@@ -118,7 +118,8 @@ class Axis:
     def many(self, values: Values) -> list[float]:
         """`self(v)` of each value, computed over the whole list at once (numpy: the same
         IEEE operations in the same order, so the same floats; a chart of a million cuts draws
-        a mark per cut, decision 431)."""
+        a mark per cut: docs/decisions.md, "Charts: one colour per verdict, no invented values,
+        the same floats")."""
         v = np.asarray(values, dtype=np.float64)
         if self.log:
             v = np.minimum(np.maximum(v, self.low), self.high)
@@ -211,7 +212,7 @@ class Chart:
         r: float = 3,
     ) -> None:
         """Circles as `points` draws them, of the points `pieces()` gives (xs, ys) a piece at a
-        time when the page is written: none of them held before (issue 27)."""
+        time when the page is written: none of them held before."""
         tip = f"<title>{html.escape(label)}</title>" if label else ""
         x, y = self.x, self.y
 
@@ -239,7 +240,7 @@ class Chart:
         dash: str = "",
     ) -> None:
         """The empirical CDF of sorted values as a step line, each value up by its count / n
-        (`counts`: how many times each distinct value was seen, decision 146; None: once each),
+        (`counts`: how many times each distinct value was seen; None: once each),
         as `step` draws it from ([v0, *values], [0, 1/n, ..., 1]); made when the page is
         written (`ordered` a `Later`: the values too)."""
         x, y = self.x, self.y

@@ -1,6 +1,5 @@
 """HTML of the "Window of vulnerability" section (reports/analysis/window.py): per model and class,
-the
-loss probability against delay on a log axis with the fitted probit curve, its 95 % band and
+the loss probability against delay on a log axis with the fitted probit curve, its 95 % band and
 every cut as a tick at 0 (kept) or 1 (lost), and t50 / t99 with their intervals."""
 
 from __future__ import annotations

@@ -287,7 +287,7 @@ class UdevPresence:
         claims = []
         for device in self.context.list_devices(subsystem="block", DEVTYPE="disk"):
             node = node_of(device)
-            # (a record older than the node's attachment says nothing about what is there now)
+            # a record older than the node's attachment says nothing about what is there now
             if node and identity.matches(node.identity) and record_is_current(device, node):
                 claims.append(device)
         if len(claims) > 1:

@@ -140,7 +140,7 @@ def start_health(drive: CycleDrive, node: DriveNode, after_seq: int = 0) -> Heal
         _health_unavailable(drive, error)
         return None
     if not recording.has_snapshot(drive, after_seq):
-        # (a resume keeps the reading taken after that cycle before the stop)
+        # a resume keeps the reading taken after that cycle before the stop
         recording.snapshot(drive, after_seq, snapshot)
     return tracker
 

@@ -11,7 +11,8 @@ UNKNOWN otherwise. Nothing read here is judged: the interrupted cycle is recorde
 `interrupted` with no findings, and blocks that differ from what the store expected are only
 counted in the record (see docs/campaign.md, "Resume"). A gap is added to every block's issued
 generation after a crash, so no generation the lost cycle may have issued is ever reused
-(docs/architecture.md, "The checker's contract"; decision 2).
+(docs/architecture.md, "The checker's contract"; docs/decisions.md, "No two requests in
+flight overlap, and generations are never reused").
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Sequential verdicts while a campaign runs (decision 172): each model's plans (pooled over its
-drives in this campaign) or each drive's, updated after every recorded cut in the order the cuts
+"""Sequential verdicts while a campaign runs (docs/decisions.md, "Plans run per model while the
+campaign runs, one SPRT per class"): each model's plans (pooled over its drives in this
+campaign) or each drive's, updated after every recorded cut in the order the cuts
 were recorded; once they decide, that decision and the cut that made it are an event of the
 drive whose cut it was (`settled`), and with `[stop] when = "settled"` the drives it covers stop.
 

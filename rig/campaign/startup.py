@@ -2,7 +2,7 @@
 first (the station's capabilities; each drive found on the bus, claimed, opened through the
 interlocks, its region checked), so a refusal leaves no file behind. The station's switching
 edges meanwhile wait in an `EdgeSink` for the store (docs/campaign.md, "What a refusal leaves";
-decision 165)."""
+docs/decisions.md, "A new campaign's checks run before its store exists")."""
 
 from __future__ import annotations
 
@@ -76,7 +76,8 @@ def acquire_drives(campaign: Campaign, station: Station) -> dict[int, Attachment
 
 def refuse_a_used_store(db: str) -> None:
     """A new campaign goes into a store of its own: one that already holds a campaign is
-    refused, read-only, before anything is written (decision 550)."""
+    refused, read-only, before anything is written (docs/decisions.md, "A new campaign's checks
+    run before its store exists")."""
     held = creation.held_campaign(db)
     if held is not None:
         name, seed = held

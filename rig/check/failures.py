@@ -133,8 +133,8 @@ def by_precedence(classes: Iterable[str]) -> list[str]:
     return sorted(classes, key=lambda name: row(name).precedence)
 
 
-# the classes that destroy data the host was promised, or the drive itself: one occurrence fails
-# (rig.config.criteria.Criteria.zero_tolerance holds the same default; tests/test_failures.py)
+# The classes that destroy data the host was promised, or the drive itself: one occurrence fails.
+# rig.config.criteria.Criteria.zero_tolerance holds the same default (tests/test_failures.py).
 ZERO_TOLERANCE = (LOST_DURABLE, FLYING, CORRUPTION, DEAD)
 
 

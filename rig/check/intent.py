@@ -6,7 +6,8 @@ The log is a file beside the store, mapped shared into the rig's memory: a range
 memory, no system call and no sync, so the writer's speed is unchanged. What the rig stored
 there lives in the kernel's page cache and survives the rig's death, not the host's: the header
 carries the boot id, and a log written in another boot (a host crash, a reboot) is not trusted.
-The resume then reads the whole region back, as it does without a log (decision 52).
+The resume then reads the whole region back, as it does without a log (docs/decisions.md,
+"Resume reads back what the last cycle planned, from an intent log").
 
 Layout (little-endian int64 words): magic, boot id (2 words), drive id, cycle seq, count of
 ranges written (capacity + 1 once it overflowed), capacity, 0; then (first LBA, blocks) pairs.

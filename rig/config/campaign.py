@@ -2,13 +2,11 @@
 here into a `Campaign`, with one-line errors.
 
 rig/config/tables.py reads the TOML text and holds `Table` and the shared helpers; the owners read
-their
-own sections ([workload]: rig/io/workload_plan.py, [cut] shape: rig/power/shapes.py,
+their own sections ([workload]: rig/io/workload_plan.py, [cut] shape: rig/power/shapes.py,
 [cut.window]: rig/window/spec.py, [criteria.sequential]: rig/verdict/sequential.py, [notify]:
 rig/notify/settings.py, recovery and drive identity: rig/bus/, failure classes: rig/check/), the
-station kinds theirs (handed in by rig/config/campaign_file.py). See docs/campaign.md for every
-key. Unknown keys are errors (a typo must not silently fall back to a default in a destructive
-tool).
+station kinds theirs (handed in by rig/config/campaign_file.py). See docs/campaign.md for every key.
+Unknown keys are errors (a typo must not silently fall back to a default in a destructive tool).
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from rig.bus import recover
 from rig.check import failures
 from rig.config import tables as config
 from rig.config.criteria import (
-    Criteria,  # its own module: readers of stored criteria (decision 430)
+    Criteria,  # its own module: readers of stored criteria import no campaign sections
 )
 from rig.config.station_keys import KindRules, StationSpec
 from rig.config.tables import Table
@@ -315,7 +313,7 @@ def _endurance(table: Table, station_kind: KindRules, station: StationSpec) -> E
         raise UserError(
             f"campaign: [endurance].purge must be one of none, {', '.join(PURGE_METHODS)}"
         )
-    # (simulated drives can be block devices: the full twin's are loop devices)
+    # simulated drives can be block devices: the full twin's are loop devices
     simulated = station_kind.simulated_drives and not station.simulated_block_devices()
     if spec.purge != "none" and simulated:
         raise UserError(
@@ -389,7 +387,7 @@ def _drive(index: int, entry: Any, station_kind: KindRules, station: StationSpec
     table = Table(f"[[drive]] #{index + 1}", entry)
     channel = table.whole("channel", None, 0, 63)
     board = table.get("board", str, "")
-    # (a kind of several boards names the board and maps its channel to a station channel)
+    # a kind of several boards names the board and maps its channel to a station channel
     board_name, station_channel = station.place(board, channel, table.where)
     identity = drive_identity.settings(table)
     profile = table.get("profile", str, "")

@@ -1,7 +1,8 @@
 """A campaign's pass criteria as stored with it: a value every layer above the campaign file
 reads (the run's end table, the report, `rig status`). Its own module, beside
 rig/config/campaign.py which parses it, so that a reader of the stored criteria pays for none of
-the campaign file's sections (`rig status` imports no numpy or scipy: decision 430)."""
+the campaign file's sections (`rig status` imports no numpy or scipy: docs/decisions.md,
+"A command imports only what it runs")."""
 
 from __future__ import annotations
 

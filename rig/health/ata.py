@@ -139,7 +139,8 @@ WEAR_BY_FAMILY: tuple[FamilyWear, ...] = (
         re.compile(r"^Silicon Motion based"),
         (SILICON_MOTION_169,),
         "drivedb presets 169 Remaining_Lifetime_Perc and leaves 177 to the DEFAULT name;"
-        " 177's normalised value stays 100 while 169's raw counts life left (issue 25)",
+        " 177's normalised value stays 100 while 169's raw counts life left (a capture: 169's"
+        " raw 96 where 177 read 0 % used)",
     ),
     FamilyWear(
         re.compile(r"^Innodisk (3IE2|1IE3)/"),  # the two Innodisk entries that name 169 so
@@ -149,7 +150,8 @@ WEAR_BY_FAMILY: tuple[FamilyWear, ...] = (
     FamilyWear(
         re.compile(r"^Phison Driven"),
         (PHISON_231,),
-        "231 SSD_Life_Left's raw is life left, its normalised value stays 100 (issue 14)",
+        "231 SSD_Life_Left's raw is life left, its normalised value stays 100 (Kingston KC400:"
+        " raw 74 = 26 % used)",
     ),
     FamilyWear(
         re.compile(r"^Samsung based"),

@@ -136,7 +136,8 @@ def wrap_modulus(before: int, after: int) -> int:
 def diff_snapshots(
     before: HealthSnapshot, after: HealthSnapshot, cuts: int = 1, clean_offs: int = 0
 ) -> HealthDelta:
-    # (0: only cuts the drive rode through, a sag: no unsafe shutdown or power cycle expected)
+    # cuts may be 0: every cut since `before` was ridden through (a sag), so no unsafe shutdown
+    # or power cycle is expected
     # clean_offs: controlled power-offs in between (the drive was told to shut down first):
     # each is a power cycle, and none of them an unsafe or incomplete shutdown or a PLP start
     for name, value in (("cuts", cuts), ("clean_offs", clean_offs)):

@@ -1,4 +1,5 @@
-"""Run one tool so that everything it spawns can be found and killed (docs/decisions.md).
+"""Run one tool so that everything it spawns can be found and killed (docs/decisions.md, "Health
+tools run under a subreaper, pipes read against the deadline").
 
 A tool killed by process group can leave a child that called setsid() (a new session and
 group: killpg cannot reach it) holding our stdout pipe, so reading to EOF waits for it. This

@@ -56,7 +56,8 @@ class ToolRunner:
     every process it spawns stays below one pid however it detached; at the timeout that whole
     tree is stopped and killed, and the call returns within the timeout plus a fraction of a
     second even if something still held our pipes (they are read against the deadline and
-    closed, never waited on). docs/decisions.md says why this and not a cgroup.
+    closed, never waited on). Why this and not a cgroup: docs/decisions.md, "Health tools run
+    under a subreaper, pipes read against the deadline".
     """
 
     timeout_s: float = DEFAULT_TIMEOUT_S

@@ -18,7 +18,8 @@ from rig.errors import RigError, UserError
 from rig.interface import cli_json
 
 # Every command pays for what this module imports: each command imports its own modules inside
-# its function (`rig status` needs no numpy or scipy, decision 430); these only for the types
+# its function (`rig status` needs no numpy or scipy: docs/decisions.md, "A command imports
+# only what it runs"); these only for the types
 if TYPE_CHECKING:
     from rig.campaign.model import DriveSummary
     from rig.config.criteria import Criteria
@@ -63,7 +64,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     db = out / "demo.sqlite"
     log = runner.default_log_path(str(db))
     earlier = [p for p in (db, Path(log), truth_path(str(db)), out / "report.html") if p.exists()]
-    if earlier:  # an earlier demo's record is never replaced (decision 551)
+    # An earlier demo's record is never replaced:
+    # docs/decisions.md, "rig demo is a campaign run like any other".
+    if earlier:
         raise UserError(
             f"rig demo --out {out}: holds an earlier demo ({earlier[0].name}); give another"
             " --out, or remove that folder first"
@@ -148,7 +151,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from rig.store import open_read_only
     from rig.verdict import rule as verdicts
 
-    store = open_read_only(args.db)  # never created, upgraded or written (issue 25)
+    store = open_read_only(args.db)  # never created, upgraded or written
     try:
         report = reports.load_summary(store)
     finally:

@@ -75,7 +75,7 @@ def _status_drive(d: DriveReport) -> dict[str, Any]:
         "allowed_losses": d.allowed_losses,
         "blocks_unchecked": d.blocks_unchecked,
         # per class a cut was exposed to (docs/checker.md, "Exposure"); {} for an older store;
-        # the bound as the report computes it (rig/verdict/exact_bound.py: no scipy, decision 506)
+        # the bound as the report computes it, without scipy (rig/verdict/exact_bound.py)
         "exposure": {
             k: {"exposed": n, "failing": f, "upper_bound": d.exposure_bound(k)}
             for k, (n, f) in sorted(d.exposure.items())

@@ -341,7 +341,7 @@ class BlockParser:
             (out.fields, (len(BLOCK_FIELDS), n * per_block), 8),
         )
         for a, shape, itemsize in shapes:
-            # (a stride along an axis of length 0 or 1 is never used: numpy may set it to anything)
+            # a stride along an axis of length 0 or 1 is never used: numpy may set it to anything
             right = a.shape == shape and a.itemsize == itemsize
             dense = right and (shape[-1] <= 1 or a.strides[-1] == itemsize)
             apart = len(shape) == 1 or shape[-1] == 0 or a.strides[0] >= shape[-1] * itemsize

@@ -1,7 +1,8 @@
 """The write workload of one cycle: slots (workers), each with one request in flight.
 
 Every slot owns a disjoint stripe of the test region, so no two requests in flight ever overlap:
-what reads back after a cut can then be attributed to exactly one write (docs/decisions.md 1).
+what reads back after a cut can then be attributed to exactly one write (docs/decisions.md,
+"No two requests in flight overlap, and generations are never reused").
 Queue depth = slots. Each request is timestamped on the host monotonic clock right before issue
 and right after completion, and logged in the cycle's `CycleLog`.
 
@@ -11,7 +12,8 @@ a batch at a time). Two engines carry the plan out:
   descriptor, generating each record right before submitting it; used whenever the target has a
   file descriptor (real drives, loop devices, image files). It runs planned batches from a ring
   back to back while a planner thread logs each finished batch and publishes the next, so the
-  queue never drains between batches (docs/decisions.md 98);
+  queue never drains between batches (docs/decisions.md, "The engine runs a ring of planned
+  batches");
 - threads: one Python thread per slot calling `BlockTarget.write`/`flush` (targets without a
   descriptor, such as the in-process virtual drive).
 Both produce the same ledger. The plan lives in rig/io/workload_plan.py, the engines in

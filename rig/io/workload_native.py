@@ -1,6 +1,7 @@
 """The native engine of the writer (`rig/native/engine.c`): one C thread with Linux AIO on the
 target's O_DIRECT descriptor runs planned batches from a ring back to back, while a planner
-thread logs each finished batch and publishes the next (docs/decisions.md 98)."""
+thread logs each finished batch and publishes the next (docs/decisions.md, "The engine runs a
+ring of planned batches")."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ class NativeRun:
     def run(self, planners: list[SlotPlanner]) -> None:
         """The C engine runs published batches back to back in this thread (GIL released) while
         a planner thread logs each retired batch and publishes the next, so the queue never
-        drains between batches (docs/decisions.md 98)."""
+        drains between batches (docs/decisions.md, "The engine runs a ring of planned batches")."""
         ctx, load = self.context, self.workload
         target = cast("DescriptorTarget", ctx.target)
         block = ctx.target.block_size

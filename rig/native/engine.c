@@ -3,12 +3,14 @@
  * Linux native AIO (io_submit/io_getevents through raw syscalls; no library needed) on an O_DIRECT
  * descriptor. Each slot (a "worker" of the ledger) owns a disjoint stripe and has at most one
  * request in flight, so the queue depth is the slot count and no two requests in flight overlap
- * (docs/decisions.md 1). Every request is timestamped on CLOCK_MONOTONIC right before it is built
- * and submitted and right after its completion is reaped (docs/decisions.md 3). The record of a
- * write (version 2) is stamped into the slot's buffer, prepared once per run with the payload
- * bases of its places, just before submission (media.c, docs/decisions.md 310). Completions
- * already in the kernel's AIO ring are read from it; io_getevents is called only to wait
- * (docs/decisions.md 150).
+ * (docs/decisions.md, "No two requests in flight overlap, and generations are never reused").
+ * Every request is timestamped on CLOCK_MONOTONIC right before it is built and submitted and
+ * right after its completion is reaped (docs/decisions.md, "Durability is judged on the host's
+ * own timestamps"). The record of a write (version 2) is stamped into the slot's buffer,
+ * prepared once per run with the payload bases of its places, just before submission (media.c;
+ * docs/decisions.md, "Record version 2 stamps a prepared payload"). Completions already in the
+ * kernel's AIO ring are read from it; io_getevents is called only to wait (docs/decisions.md,
+ * "The write engine is one C thread with Linux AIO").
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -28,7 +28,7 @@ CONNECT_TIMEOUT_S = 5.0  # per send: Apprise's socket timeouts, set on every ser
 READ_TIMEOUT_S = 10.0
 EXIT_WAIT_S = 5.0  # what `close` waits for the queue to drain
 # Apprise spaces sends to one service (mail: 5.5 s); a campaign's end sends two or three
-# notices at once, so the pause is capped at this (decision 201)
+# notices at once, which would then miss the 5 s they get at exit, so the pause is capped at this
 MAX_PAUSE_S = 1.0
 
 # Apprise's notification types by how bad the event is

@@ -7,7 +7,8 @@ rig/power/scpi_families.py).
   queue (SYST:ERR?) is read after it: an error there fails the switch with the instrument's own
   words, so the cycle records them as its ERROR.
 - A cut is output off. A sag or ramp is voltage steps sent by the host at their times (the two
-  families here have no millisecond list mode: decision 341); a sag whose duration is a whole
+  families here have no millisecond list mode: docs/decisions.md, "A supply is timed by the
+  host and read back after every switch"); a sag whose duration is a whole
   number of the family's sequence steps (the Rigol's timer: seconds) is run by the instrument.
   The host cannot know when inside a command's round trip the instrument acted, nor where on the
   output's way down (at its fastest fall, or a ramp's slew) the drive lost power: each edge is

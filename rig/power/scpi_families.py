@@ -9,7 +9,8 @@ simulated supply (fixtures/scpi_supply.py).
 Model limits: `fall_v_per_ms` is how fast the output can come down (unloaded down-programming,
 the slowest edge of a sag or the fastest ramp the supply makes); `max_v` per output is read from
 the instrument (`volts_max`), never assumed. The fall rates below are those of the simulated
-models: for a real supply, take them from its datasheet's down-programming time (decision 341).
+models: for a real supply, take them from its datasheet's down-programming time
+(docs/known-issues.md, "Supply fall rates are the simulated models' figures").
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ class StoreConnection:
             made = creation.create(path)
         self._db = _connect(path, read_only)
         self._lock = threading.Lock()
-        # WAL from the first write on (decision 221), not at opening: an opener refused after
+        # WAL from the first write on, not at opening (docs/decisions.md, "Readers never write;
+        # a writer touches the file only when it writes"): an opener refused after
         # it opened (a resume that cannot go on) leaves the file's bytes as they were (a store
         # this opener made is in WAL already: `close` leaves it)
         self._in_wal = made
@@ -138,7 +139,7 @@ class StoreConnection:
 
 
 def _enter_wal(db: sqlite3.Connection) -> None:
-    """WAL for the writer's session (decision 221: `close` leaves it). An upgrade's pages then
+    """WAL for the writer's session (`close` leaves it). An upgrade's pages then
     go to the -wal, never into the file: a process killed mid-migration leaves the older version
     whole, which a read-only reader (`rig report`) reads as it was, where a hot rollback journal
     would first need a writer to roll it back. A reader still attached in rollback mode keeps

@@ -4,7 +4,8 @@ A new store is built whole in a temporary file beside its final path (schema at 
 version, WAL mode) and hard-linked into place only if nothing is there yet (`os.link` fails on an
 existing name): every opener, whichever process, sees either no store or a complete one, and two
 processes creating the same store at once both end up opening the one that was linked first
-(docs/schema.md, "Creating and opening a store"; decision 160).
+(docs/schema.md, "Creating and opening a store"; docs/decisions.md, "A store is created whole
+and hard-linked into place").
 """
 
 from __future__ import annotations

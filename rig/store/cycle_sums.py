@@ -1,4 +1,4 @@
-"""Each drive's cycle counts and sums kept as cycles are recorded (store v12, issue 27): what
+"""Each drive's cycle counts and sums kept as cycles are recorded (store v12): what
 `rig status` shows of a drive without a pass over its cycles. `record_cycle` adds each cycle's
 share in its own transaction; the v12 migration (and `Store.rebuild_summaries`) sums every cycle
 row again. One list of per-cycle expressions serves both, so the two cannot count differently."""

@@ -10,7 +10,8 @@ import sqlite3
 from rig.store.progress import StoredProgress
 
 # numpy and the checker's rules are imported where a cut is made again from its ledger: `rig
-# status` opens a store through this module and imports neither (decision 430)
+# status` opens a store through this module and imports neither (docs/decisions.md, "A command
+# imports only what it runs")
 
 CUTS = (
     "SELECT c.id, c.drive_id, c.seq, c.status, c.cut_ns, c.cut_error_ns, c.blocks_checked,"

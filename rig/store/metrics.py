@@ -1,6 +1,5 @@
 """Reads for the Prometheus metrics (rig/interface/fleet/metrics.py): totals computed from the
-store at
-each scrape, so a restart of the process that serves them never counts a cut twice."""
+store at each scrape, so a restart of the process that serves them never counts a cut twice."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """How far a long pass of the store (the v11 migration's backfill) is, on stderr: on a terminal one
 line rewritten in place at most twice a second, otherwise a line at each tenth, so a log gets ten
-lines however large the store (issue 27)."""
+lines however large the store."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Reads for the fleet's replicator (rig/interface/fleet/replicator.py) and the dashboard:
-everything a
-finished cycle left, in the order it was recorded (row ids only grow: one writer, one transaction
-at a time)."""
+everything a finished cycle left, in the order it was recorded (row ids only grow: one writer, one
+transaction at a time)."""
 
 from __future__ import annotations
 

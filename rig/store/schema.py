@@ -133,7 +133,7 @@ MIGRATIONS: tuple[str, ...] = (
         samples TEXT NOT NULL DEFAULT '[]'  -- JSON array: readings at edge + i * sample_dt_us
     );
     """,
-    # v5: campaigns that resume (issue 6): the pass criteria stored with the campaign, a row per
+    # v5: campaigns that resume: the pass criteria stored with the campaign, a row per
     # cycle started (so a crash mid-cycle is found and recorded as `interrupted`), resume count
     """
     ALTER TABLE campaign ADD COLUMN criteria TEXT NOT NULL DEFAULT '{}';
@@ -146,7 +146,7 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (drive_id, seq)
     );
     """,
-    # v6: endurance mode (issue 6): one row per measured interval of sustained writes
+    # v6: endurance mode: one row per measured interval of sustained writes
     """
     CREATE TABLE endurance_interval (
         id INTEGER PRIMARY KEY,
@@ -188,10 +188,9 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE cycle ADD COLUMN blocks_unchecked INTEGER NOT NULL DEFAULT 0;
     """,
-    # v10 (issue 18): the number of latency samples behind an interval's percentiles (a
-    # percentile the samples cannot support is NULL beside its count,
-    # rig/campaign/endurance/endurance.py);
-    # the write interval's own number, which retention rows (sharing `seq`) do not take
+    # v10: the number of latency samples behind an interval's percentiles (a percentile the samples
+    # cannot support is NULL beside its count, rig/campaign/endurance/endurance.py); the write
+    # interval's own number, which retention rows (sharing `seq`) do not take
     """
     ALTER TABLE endurance_interval ADD COLUMN lat_samples INTEGER;
     ALTER TABLE endurance_interval ADD COLUMN interval_no INTEGER;
@@ -199,7 +198,7 @@ MIGRATIONS: tuple[str, ...] = (
         WHERE o.drive_id = endurance_interval.drive_id AND o.kind = 'write'
         AND o.seq <= endurance_interval.seq) WHERE kind = 'write';
     """,
-    # v11 (issue 17): summaries of the findings kept as cycles are recorded, so a report over
+    # v11: summaries of the findings kept as cycles are recorded, so a report over
     # millions of cuts reads no finding row for them (rig/store/totals.py): each cycle's failure
     # classes (NULL: none), and per drive the findings per class and the lost durable writes'
     # times since their ack and flush (ms, 3 significant digits) with their counts. Backfilled
@@ -222,7 +221,7 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (drive_id, since, ms)
     ) WITHOUT ROWID;
     """,
-    # v12 (issue 27): each drive's cycle counts and sums kept as cycles are recorded
+    # v12: each drive's cycle counts and sums kept as cycles are recorded
     # (rig/store/cycle_sums.py; backfilled by `cycle_sums.rebuild`), and the returned cycles'
     # times from the cut to the drive back in order per drive, so `rig status` takes a drive's
     # exact median return time by walking half an index instead of sorting its cycles

@@ -1,5 +1,6 @@
 """The Store: one SQLite file on the host disk (never on a drive under test), composed of one
-mixin per area, all sharing the connection of `StoreConnection` (docs/decisions.md, 102)."""
+mixin per area, all sharing the connection of `StoreConnection` (docs/decisions.md, "The store
+is one class composed of mixins per area")."""
 
 from __future__ import annotations
 

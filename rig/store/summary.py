@@ -50,7 +50,7 @@ class SummaryReads(StoreConnection):
     def drive_cycle_sums(self) -> dict[int, sqlite3.Row]:
         """Each drive's cycle counts and sums, by drive id (a drive without cycles has no row),
         as `record_cycle` keeps them (v12 `cycle_total`, rig/store/cycle_sums.py): no cycle row
-        is read (issue 27). `returned`: cycles whose drive was seen back after the cut."""
+        is read. `returned`: cycles whose drive was seen back after the cut."""
         rows = self.query(f"SELECT drive_id, {NAMES} FROM cycle_total")
         return {r["drive_id"]: r for r in rows}
 

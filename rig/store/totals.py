@@ -3,7 +3,7 @@ its row, and per drive the findings per class and the lost durable writes' times
 and flush, as counts per value. `record_cycle` adds each cycle's share in its own transaction;
 `rebuild_summaries` (the v11 migration, and the scale bench after copying rows by SQL) makes them
 again from every finding row, in one pass. A report over millions of cuts reads these instead of
-tens of millions of findings (issue 17)."""
+tens of millions of findings."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ DETAIL_NUMBER = (
 def lost_after_ms(ns: object) -> float | None:
     """A lost durable write's time since its ack or flush (a number of ns >= 0 in its finding's
     detail) in ms, rounded to 3 significant digits: the one rounding of the store's and the
-    fleet report's lost-after distribution (decision 145). None where it is no such number."""
+    fleet report's lost-after distribution (docs/decisions.md, "The store keeps summaries beside
+    its rows"). None where it is no such number."""
     if not isinstance(ns, int | float) or isinstance(ns, bool) or not ns >= 0:
         return None
     ms = float(ns) / 1e6

@@ -36,7 +36,8 @@ def failure_free_bound_below(cuts: int, max_failure_rate: float, confidence: flo
     decided without scipy. With no failure that bound is the beta(1, n) quantile, in closed form
     1 - (1 - C)^(1/n); where it lies within `CLOSED_FORM_MARGIN` of the claim (a tie to the last
     bits, which the two computations may round apart), scipy's figure decides, so every verdict
-    is the one the report's own bound gives (decision 430)."""
+    is the one the report's own bound gives (docs/decisions.md, "A failure-free bound in closed
+    form where scipy is not loaded")."""
     if cuts > 0 and 0.0 < confidence < 1.0 and max_failure_rate > 0.0:
         closed = -math.expm1(math.log1p(-confidence) / cuts)
         if abs(closed - max_failure_rate) > CLOSED_FORM_MARGIN * max_failure_rate:

@@ -1,6 +1,6 @@
 """Sequential verdicts: Wald's sequential probability ratio test (SPRT) for a binomial per-cut
 failure probability, truncated at a maximum number of cuts (docs/campaign.md, "Sequential
-plans"; decisions 170-173).
+plans"; docs/decisions.md, "Sequential verdicts are our own code in a leaf module").
 
 H0: p = p0 (acceptable, PASS) against H1: p = p1 (rejectable, FAIL), p0 < p1. After n cuts with
 k failing ones the log-likelihood ratio is
@@ -10,7 +10,7 @@ k failing ones the log-likelihood ratio is
 FAIL once LLR >= A = log(1 / alpha), PASS once LLR <= B = log(beta), else continue: Wald's
 conservative boundaries, which bound the untruncated test's risks by alpha and beta themselves
 (his usual log((1 - beta) / alpha) and log(beta / (1 - alpha)) only by alpha / (1 - beta) and
-beta / (1 - alpha): decision 171). At `max_cuts` without either, the sign of LLR decides (Wald's
+beta / (1 - alpha)). At `max_cuts` without either, the sign of LLR decides (Wald's
 truncation rule: FAIL if LLR > 0, i.e. H1 is the likelier, else PASS); `Plan.problem` refuses a
 truncation whose exact risks exceed alpha or beta. The test stops at its first decision.
 
@@ -49,12 +49,12 @@ class Plan:
 
     @property
     def upper(self) -> float:
-        """A: FAIL at or above it (Wald's conservative boundary, decision 171)."""
+        """A: FAIL at or above it (Wald's conservative boundary)."""
         return math.log(1 / self.alpha)
 
     @property
     def lower(self) -> float:
-        """B: PASS at or below it (Wald's conservative boundary, decision 171)."""
+        """B: PASS at or below it (Wald's conservative boundary)."""
         return math.log(self.beta)
 
     @property

@@ -25,7 +25,7 @@ def betainc(a: float, b: float, x: float) -> float:
         raise ValueError("betainc needs a > 0 and b > 0")
     if not 0.0 <= x <= 1.0:
         raise ValueError("betainc needs 0 <= x <= 1")
-    from scipy import special  # here: `rig status` and the end table need none (decision 430)
+    from scipy import special  # here: `rig status` and the end table import no scipy
 
     return float(special.betainc(a, b, x))
 

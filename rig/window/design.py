@@ -1,6 +1,7 @@
 """Where the next cut goes: a Bayesian sequential design on a probit model of log delay.
 
-Pure, no I/O (docs/decisions.md 180). The model is that of rig/window/fit.py,
+Pure, no I/O (docs/decisions.md, "The design is Bayesian on a probit of log delay, aimed at
+t99"). The model is that of rig/window/fit.py,
 P(loss | d) = Phi((mu - ln d) / sigma). A grid posterior over (mu, ln sigma), flat over the
 campaign's range, is updated after every cut; the next delay is the candidate (log-spaced over
 [min_ms, max_ms]) that minimises the expected posterior variance of ln t_q (q = 0.99 by
@@ -32,7 +33,7 @@ CANDIDATES = 80
 # The posterior grid must resolve ln t99 = mu + 2.33 sigma finer than 80 cuts do (posterior SD
 # about 0.25 at sigma = 0.5): steps of 0.07 in mu and 8.5 % in sigma give steps of 0.1 in ln t99.
 # A coarser grid (140 x 25: 23 % in sigma, 0.24 in ln t99) made the posterior overconfident and
-# the design bunch its cuts (decision 410).
+# the design bunch its cuts.
 MU_POINTS = 220
 SIGMA_POINTS = 60
 SIGMA_RANGE = (0.02, 3.0)

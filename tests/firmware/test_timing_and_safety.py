@@ -125,7 +125,7 @@ def test_watchdog_restores_safe_state_in_time_after_the_host_goes_silent(
         for pin in pins:  # the pin itself, on the firmware's clock
             silent_us = pin.clk_us - last
             assert 999_000 <= silent_us <= 1_000_000 + WATCHDOG_SLACK_US[twin.kind], pin
-        # (a slow test host may let it trip again before this: it stays armed)
+        # a slow test host may let it trip again before this: it stays armed
         assert int(_request(raw, 3, "ID")["trips"]) >= 1
         _request(raw, 4, "WDOG 5000")
     assert board.identity.watchdog_trips >= 1

@@ -1,4 +1,4 @@
-"""A campaign on in-process drives whose `rig run` died (issue 26): the agent ends it itself,
+"""A campaign on in-process drives whose `rig run` died: the agent ends it itself,
 `failed` with the reason, in its store too, instead of a resume that must fail; one that had
 ended on its own while its agent was away keeps its end. No PostgreSQL needed: the agent's
 decision is local (the central copy follows the store)."""

@@ -1,5 +1,5 @@
 """The agent decides how a campaign ended from its store, not from `rig run`'s exit status
-alone (issue 26): a run that fails at start with exit 1, or ends with status 0 or 1 while a drive
+alone: a run that fails at start with exit 1, or ends with status 0 or 1 while a drive
 stopped short of its cycles, is recorded `failed` with its reason, never `done`."""
 
 from __future__ import annotations

@@ -114,8 +114,8 @@ def test_summaries_travel_once_and_equal_the_stations(pg: Cluster, demo_store: P
             central.ship("alpha", first)  # its commit's answer lost: shipped again
             # a batch read from an older cursor overlaps the shipped one (a second replicator)
             stale = next_batch(store, cast(CentralStore, _StaleCursor()), "alpha", None, limit=12)
-            # the demo's lying drive loses durable writes: in one of its first four cycles
-            # (its first alone had none once in CI)
+            # the demo's lying drive loses durable writes: in one of its first four cycles (its
+            # first alone had none once in CI)
             assert first.lost or stale.lost
             central.ship("alpha", stale)
             assert _cycle_counts(pg, "alpha") == (12, 12)

@@ -1,4 +1,4 @@
-"""The dashboard over a finished campaign (issue 25, "The dashboard misreports"): a finished
+"""The dashboard over a finished campaign: a finished
 `rig demo --cycles 20` shows its real target (60 of 60 cycles, a full bar), its drives' end states,
 the report's verdicts per campaign and per model, and model links that are URL-encoded; in headless
 Chromium over the demo's store (`rig serve --db`, no PostgreSQL). The drive states of a stopped

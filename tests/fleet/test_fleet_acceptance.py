@@ -1,4 +1,4 @@
-"""Acceptance (issue 16): a fleet on one machine. PostgreSQL runs in a network namespace of its
+"""Acceptance: a fleet on one machine. PostgreSQL runs in a network namespace of its
 own; three stations reach it over veth links, each with its production agent (`rig fleet agent`):
 
 - alpha and gamma, each in a namespace of its own, run in-process simulated drives;

@@ -1,4 +1,4 @@
-"""The operator's view states its own age (issue 26), against a real PostgreSQL: a station is
+"""The operator's view states its own age, against a real PostgreSQL: a station is
 stale after 3 missed heartbeats of its own interval, its campaigns lag; a campaign is `shipping`
 until the centre holds every cycle row its station recorded, then `done` with its duration; a
 connection the server dropped is retried once; the notifier's hook sees stale / back; a submit

@@ -1,4 +1,4 @@
-"""The fleet tier under faults (issue 26): PostgreSQL in a network namespace of its own, two
+"""The fleet tier under faults: PostgreSQL in a network namespace of its own, two
 stations (alpha, beta) in namespaces of their own over veth links, each with its production
 agent and in-process simulated drives, heartbeats every HEARTBEAT_S seconds.
 
@@ -39,7 +39,7 @@ from tests.fleet import netns
 from tests.fleet.test_fleet_acceptance import Fleet, alive, being_created, rig_runs_of, wait_for
 
 HEARTBEAT_S = 2.0
-ACCEPTED_BEATS = 3  # issue 26's acceptance: stale and lagging within 3 heartbeats
+ACCEPTED_BEATS = 3  # the view's promise: stale and lagging within 3 heartbeats
 # the view is read by polling: a look takes up to this long on a loaded 2-core host
 LOOK_SLACK_S = 1.5
 

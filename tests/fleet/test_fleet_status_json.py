@@ -1,7 +1,6 @@
 """`rig fleet status --json` against a real PostgreSQL: the document validates against its
 published schema (docs/json/rig.fleet-status-1.schema.json) and says what the central
-database
-holds. Failed before issue 25 (no --json)."""
+database holds."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Prometheus metrics (rig/interface/fleet/metrics.py): `rig serve --db STORE` and the station
-agent's
-listener scraped by a real Prometheus server (Debian's) on loopback, its PromQL answers compared
-with the store."""
+agent's listener scraped by a real Prometheus server (Debian's) on loopback, its PromQL answers
+compared with the store."""
 
 from __future__ import annotations
 
@@ -32,8 +31,8 @@ from tests.test_sim_campaign import campaign_text
 def make_store(path: Path) -> dict[str, int]:
     """A campaign on an honest and a lying drive; what the store says, by plain SQL."""
     text = campaign_text(["plp", "lying-flush"], 6, flush_every=2)
-    # cuts late enough that flushes have completed: the liar loses flushed data at every cut
-    # (cuts at 0.5-8 ms after the first write, as they fall on time, may hold none)
+    # cuts late enough that flushes have completed: the liar loses flushed data at every cut;
+    # cuts at 0.5-8 ms after the first write, as they fall on time, may hold none
     campaign = campaign_file.parse(text.replace("delay_ms = [0.5, 8]", "delay_ms = [20, 40]"))
     station, _ = sim_station.build(campaign)
     store = Store(str(path))
@@ -145,8 +144,7 @@ def samples(text: str, station: str) -> dict[tuple[str, tuple[tuple[str, str], .
 
 def test_the_central_database_gives_the_same_metrics(pg: Cluster, tmp_path: Path) -> None:
     """`rig serve --central`: the fleet's SQL (rig/interface/fleet/central/reads.py) gives the
-    station
-    store's figures once the store is replicated."""
+    station store's figures once the store is replicated."""
     db = tmp_path / "replicated.sqlite"
     make_store(db)
     store = Store(str(db))

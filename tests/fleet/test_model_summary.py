@@ -139,8 +139,8 @@ def test_the_model_page_states_the_reports_exposure_per_class_and_drive(
 ) -> None:
     """Per model and per drive, each judged class's exposed and failing cuts and the bound over
     them (reports/analysis/exposure.py's own figures, from the replicated `fleet.cycle.exposed`)
-    are the
-    report's from every cut; the page shows them, and "not exercised" where no cut was exposed."""
+    are the report's from every cut; the page shows them, and "not exercised" where no cut was
+    exposed."""
     _state(pg, {})  # the default criteria: every class judged (another test may have set some)
     client = create_app(view).test_client()
     for model in view.model_summaries():

@@ -54,8 +54,9 @@ def _report(data: dataset.Dataset) -> dict[str, object]:
 
 
 def assert_the_same_but_binned(central: dict[str, Any], station: dict[str, Any]) -> None:
-    """The central report's analysis is the station's but for what it keeps binned (decision
-    420, docs/reports.md): no per-cut list (return_ms, delays), and the return-time p50, p90,
+    """The central report's analysis is the station's but for what it keeps binned
+    (docs/reports.md; docs/decisions.md, "The central report states figures from the server's
+    aggregates"): no per-cut list (return_ms, delays), and the return-time p50, p90,
     p99 and each drive's median within the bins' stated error (min, max and mean exact)."""
     assert len(central["models"]) == len(station["models"])
     for c, s in zip(central["models"], station["models"], strict=True):

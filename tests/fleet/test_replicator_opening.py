@@ -1,4 +1,4 @@
-"""The replicator never creates or migrates a station store (issue 26): it opens whole stores
+"""The replicator never creates or migrates a station store: it opens whole stores
 of this rig's version read-only, skips anything else until it is one, and notices a store
 replaced under its path."""
 

@@ -22,7 +22,8 @@ from tests.sim.twin_helpers import TwinRun
 GUEST_TMP = "/tmp/rig-guest-tier"  # in the guest: its own tmpfs (SQLite wants a local disk)
 # The board's host-silence watchdog: under TCG on a loaded machine (loads of 20-25) the guest's
 # USB serial link has stalled for more than the default 5 s with four drives at once; the driver
-# rides a stall out for longer than the watchdog (decision 230), and a tripped watchdog makes
+# rides a stall out for longer than the watchdog (docs/decisions.md, "A stalled serial link
+# costs resends, never the port"), and a tripped watchdog makes
 # the cycle a rig error. 30 s still bounds how long a drive stays as it is if the rig dies.
 WATCHDOG_MS = 30_000
 

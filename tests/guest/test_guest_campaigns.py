@@ -141,9 +141,10 @@ WAITS = "{ nvme = 20, scsi = 20, sata = 3 }"
 def test_four_drives_at_once_in_the_guest_match_the_ground_truth(
     guest_station: GuestStation, guest_workdir: Path
 ) -> None:
-    """One short campaign on all four channels at once, as a real station runs them. (Four at
+    """One short campaign on all four channels at once, as a real station runs them. Four at
     once used to stall the board's USB serial link in the guest past the driver's 1 s write
-    timeout, and the tier ran them one after another; decision 230.)"""
+    timeout, and the tier ran them one after another; now a stall costs resends, never the port
+    (docs/decisions.md, "A stalled serial link costs resends, never the port")."""
     holder, held = hold_open(guest_station, "GHN0001")
     name = "guest-all"
     text = campaign_text(name, guest_station, CHANNELS, CUTS, recover_wait_s=WAITS)

@@ -1,11 +1,11 @@
 """Captures of drive models the vendored real data lacks, derived from real ones.
 
 The real-data folder has no Kingston KC400 (Phison), no Silicon Motion drive and no Samsung
-PM893 outside smartctl's drive database, the models issue 14 found misread. Each is built from
-a real capture of a SATA SSD (its device, identity and JSON shape as smartctl printed them), with
-the attribute table replaced by the ids that model reports, named exactly as the installed
+PM893 outside smartctl's drive database, models whose health the rig once misread. Each is built
+from a real capture of a SATA SSD (its device, identity and JSON shape as smartctl printed them),
+with the attribute table replaced by the ids that model reports, named exactly as the installed
 smartctl's drive database names them for that model (`smartctl -P showall MODEL`, the presets
-smartctl applies when it prints the JSON), and the values issue 14 reports.
+smartctl applies when it prints the JSON), and the values such drives were seen to report.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 PLACEHOLDER = "\u0000__HOSTILE__\u0000"
 
-# Raw JSON fragments, each one of the shapes issue 14 found or a close relative.
+# Raw JSON fragments, each one of the shapes found in real tool output or a close relative.
 HOSTILE_FRAGMENTS: tuple[str, ...] = (
     "9" * 4301,  # over Python's int digit limit
     "-" + "9" * 4400,

@@ -1,6 +1,6 @@
-"""One test per finding of issue 14, each on a real capture (or one derived from a real capture
-and smartctl's own drive database, tests/health/drive_models.py) mutated as a drive or a tool
-in a bad state would print it. Each of these failed on main at 75f4c29."""
+"""One test per way real drives' health output was misread, each on a real capture (or one derived
+from a real capture and smartctl's own drive database, tests/health/drive_models.py) mutated as a
+drive or a tool in a bad state would print it. Each of these failed on main at 75f4c29."""
 
 from __future__ import annotations
 

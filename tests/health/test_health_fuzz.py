@@ -1,4 +1,4 @@
-"""The health parsers are total: any text in, a typed result or ToolOutputError out (issue 14).
+"""The health parsers are total: any text in, a typed result or ToolOutputError out.
 
 The property runs over mutations of every real capture in fixtures/real-data/smartctl and every
 recorded output of the other tools (fixtures/recorded): truncations, deleted or inserted slices,

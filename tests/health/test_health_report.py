@@ -1,4 +1,4 @@
-"""The report's health section names a model without an unsafe-shutdown counter (issue 14):
+"""The report's health section names a model without an unsafe-shutdown counter:
 "counter not available", rather than a drive whose cuts were silently not judged."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Timeouts hold: a tool and everything it spawned, even a child in a session of its own, is
-killed at the timeout, and the call returns within the timeout plus 0.5 s (issue 14).
+killed at the timeout, and the call returns within the timeout plus 0.5 s.
 
 The fake tool (fixtures/fakebin) leaves a daemon that holds our stdout and stderr open: with
 `setsid` it stays the tool's child in a new session (out of reach of killpg); with `double` it

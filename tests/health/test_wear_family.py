@@ -1,7 +1,7 @@
 """Which attribute gives `percentage_used`, per controller family (rig/health/ata.py,
 WEAR_BY_FAMILY): on a Silicon Motion drive 169 `Remaining_Lifetime_Perc` (raw = percent of life
 left) wins over 177, which such a drive prints under smartctl's DEFAULT name
-`Wear_Leveling_Count` with a normalised value that stays at 100 (issue 25). The captures are
+`Wear_Leveling_Count` with a normalised value that stays at 100. The captures are
 built from a real SATA capture's JSON and the installed smartctl's drive database
 (tests/health/drive_models.py)."""
 

@@ -48,7 +48,7 @@ def test_station_check_shows_every_board_and_channel() -> None:
     finally:
         rig.close()
     assert [line.split(":")[0] for line in lines[1:3]] == ["board a", "board b"]
-    # (another program's disks that happen to move meanwhile are notes, not wiring)
+    # another program's disks that happen to move meanwhile are notes, not wiring
     assert "every channel is wired as the campaign says" in lines, lines
 
 

@@ -122,7 +122,8 @@ def test_the_truth_says_lost_flushed_where_the_drive_saw_a_flush_the_host_cannot
     V1 covers V1 there, though the host stamped that flush before it saw V1 complete (its
     thread ran late), so V1 was never durable to the host. V2 written over V1, a reset drops
     both: the truth says `lost_flushed`, the checker rightly an allowed loss. Hence the
-    brownout tests read the truth through the ledger, as the scorer does (decision 350)."""
+    brownout tests read the truth through the ledger, as the scorer does (docs/decisions.md,
+    "Brownout tests read the truth through the ledger")."""
     drive, _ = _drive("brownout-reset")
     core, state, log = drive.core, LbaState(0, 64), CycleLog()
 

@@ -137,7 +137,9 @@ def test_noise_and_an_mcu_reset_mid_campaign_switch_nothing_unasked(
         assert len(twin.resets) == 1 and stats.resets == 1, stats
         assert stats.nacks + stats.bad_lines + stats.retries > 0, stats
         # Nothing switched that nobody asked to switch.
-        every_pin = twin.final_pins()  # the twin stopped: its log is whole (decision 442)
+        # the twin stopped: its log is whole (docs/decisions.md, "Pin logs are counted once the
+        # twin's log is whole")
+        every_pin = twin.final_pins()
         pins = every_pin[4:]  # after the boot levels
         assert [p for p in pins if p.channel not in CAMPAIGN_CHANNELS] == [], pins
         for ch in CAMPAIGN_CHANNELS:

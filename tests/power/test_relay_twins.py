@@ -50,7 +50,9 @@ def board(twin: Twin, edges: list[Edge]) -> Iterator[RelayBoard]:
     try:
         yield driver
         # None of these tests resets the board or goes silent: a trip, a reset or a clock
-        # step back here is a firmware or clock fault (decisions.md, item 47), not the test's.
+        # step back here is a firmware or clock fault, not the test's: the board's clock never
+        # steps back (docs/decisions.md, "The firmware core is split as Klipper's, with an
+        # explicit command table").
         stats = driver.stats
         assert (stats.watchdog_trips, stats.resets, stats.clock_glitches) == (0, 0, 0), stats
     finally:

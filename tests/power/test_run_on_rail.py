@@ -128,7 +128,7 @@ def test_the_measured_rail_fall_is_the_window_and_every_cut_is_judged(
 ) -> None:
     cycles = _run(twin, tmp_path, "rail_sense = {hi = 600, lo = 2, window_ms = 40}")
     judged = [c for c in cycles if c[0] == "ok"]
-    # (at most one cut the pin log reached the drive too late for, on a loaded host)
+    # at most one cut the pin log reached the drive too late for, on a loaded host
     assert len(judged) >= CYCLES - 1, cycles
     for _, _, events in judged:
         (run_on,) = events

@@ -129,7 +129,8 @@ def test_sags_into_the_band_find_each_profiles_truth_per_class_and_lba(tmp_path:
         # A flushed block not found is one the drive took a flush as covering though the host
         # issued that flush before it saw the write complete: never durable to the host, its
         # loss is allowed (tests/test_verify.py, the flush issued before the write was seen
-        # complete; decision 350). The score below holds the rest exactly.
+        # complete; docs/decisions.md, "Brownout tests read the truth through the ledger"). The
+        # score below holds the rest exactly.
         assert truth_lost - lost <= reset[cycle]["allowed_loss"]
         # a block whose flushed version an unflushed write replaced in the cache loses both
         dropped = truth(core, cycle, faultcore.LOST_UNFLUSHED) | truth_lost
@@ -143,7 +144,8 @@ def test_sags_into_the_band_find_each_profiles_truth_per_class_and_lba(tmp_path:
         # each garbled block is a failure found, but one the host cannot see: all its sectors
         # noise (nothing of this cycle's write shows) on a block an earlier garble left damaged
         # (uncertain in the ledger: its old damage may be what reads back, and the unflushed
-        # write's loss is allowed; docs/checker.md, uncertain blocks; decision 380)
+        # write's loss is allowed; docs/checker.md, uncertain blocks; docs/decisions.md,
+        # "Brownout tests read the truth through the ledger")
         unseen = unseen_garbles(drives[1].core, cycle)
         assert garbled - unseen <= failed, dict(corrupt[cycle])
         assert unseen <= corrupt[cycle]["allowed_loss"] | failed, (unseen, dict(corrupt[cycle]))
@@ -151,13 +153,13 @@ def test_sags_into_the_band_find_each_profiles_truth_per_class_and_lba(tmp_path:
     # brownout-reset: the checker's findings equal the truth exactly, block by block and cut by
     # cut, where the truth of a dropped block is read through the ledger as the contract says
     # (a lost durable write where the host saw a durable write newer than what the block holds;
-    # docs/checker.md, "Scoring"): no miss, no false finding (decision 350)
+    # docs/checker.md, "Scoring"): no miss, no false finding
     assert reset_score.perfect, (reset_score.table(), reset_score.examples)
     assert reset_score.tp[verify.LOST_DURABLE] > 20 and set(reset_score.tp) == {verify.LOST_DURABLE}
     assert any(reset[c]["lost_durable_write"] for c in reset)
     # a dip finds the cache empty when a flush completed after the last write (about half the
     # cuts here; all six in about 1 run in 20-40): bit corruption is found exactly when a cut
-    # garbled a block the host can see (decision 380)
+    # garbled a block the host can see
     core = drives[1].core
     visible = [
         truth(core, c, faultcore.CORRUPTED_IN_FLIGHT) - unseen_garbles(core, c) for c in cuts

@@ -1,7 +1,8 @@
 """The golden references of a git revision against the working tree's: every file identical but
-the lost-after parts that decision 146 changed (report.json's lost_after_ack_ms /
-lost_after_flush_ms lists, the lost-after chart of each HTML page), and the new lists equal the
-old values rounded by `rig.store.lost_after_ms` and counted.
+the lost-after parts that became [ms, count] pairs (docs/decisions.md, "Per-cut outputs are
+streamed, aggregates come from columns": report.json's lost_after_ack_ms / lost_after_flush_ms
+lists, the lost-after chart of each HTML page), and the new lists equal the old values rounded
+by `rig.store.lost_after_ms` and counted.
 
 Run: .venv/bin/python -m tests.reports.golden_lost_after_diff [REV]   (REV: main by default)
 """

@@ -1,6 +1,6 @@
 """Reference outputs of the whole report (HTML, JSON, every CSV, per-model pages) for a few stores
 kept in tests/reports/golden/, written by the report as it was before it aggregated in SQL
-(issue 17: every cut loaded as a Python object). test_report_golden.py builds the report of the
+(every cut loaded as a Python object). test_report_golden.py builds the report of the
 same stores and compares: a change of content fails it.
 
 Regenerate (only for an intended change of content, saying so in the commit):

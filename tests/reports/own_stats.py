@@ -1,5 +1,5 @@
 """The project's own implementation of the report's statistics, kept as a cross-check of
-rig/verdict/stats.py (which calls scipy.stats at run time since issue 16): two independent
+rig/verdict/stats.py (which calls scipy.stats at run time): two independent
 implementations that agree are the test; neither is imported by the rig.
 
 - regularized incomplete beta I_x(a, b) by its continued fraction (modified Lentz), and the beta

@@ -369,7 +369,7 @@ def test_the_campaign_records_the_delays_its_ledger_gives(tmp_path: Path) -> Non
 
 
 def test_verdict_three_states_and_drive_rows_agree(tmp_path: Path) -> None:
-    """Issue 16: 0 failures in 60 cuts against a 1e-3 claim is not a FAIL but NOT YET
+    """0 failures in 60 cuts against a 1e-3 claim is not a FAIL but NOT YET
     DEMONSTRATED, with the cuts still needed; the drive's own row says the same (it said PASS
     while the model's badge was a red FAIL). A drive that loses data every time is a FAIL."""
     clean = build(tmp_path / "c.sqlite", [DriveSpec("GOOD", "G1", ["ok"] * 60)], config=CRITERIA)

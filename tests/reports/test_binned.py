@@ -1,7 +1,7 @@
-"""The central report's binned return times (reports/load/binned.py, decision 420): its quantiles
-lie
-within the stated RELATIVE_ERROR of the per-cut analysis's nearest-rank values, and the minimum,
-maximum, mean and count are exact."""
+"""The central report's binned return times (reports/load/binned.py; docs/decisions.md, "The
+central report states figures from the server's aggregates"): its quantiles lie within the
+stated RELATIVE_ERROR of the per-cut analysis's nearest-rank values, and the minimum, maximum,
+mean and count are exact."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The report printed (issue 25): each model prints as its qualification certificate, a page set
+"""The report printed: each model prints as its qualification certificate, a page set
 per model, every page naming the model and its verdict. Printed to PDF by headless Chromium,
 read back with poppler (pdfinfo, pdftotext, pdftoppm)."""
 
@@ -25,8 +25,7 @@ pytestmark = pytest.mark.skipif(
     reason="Debian chromium and poppler-utils absent (make setup installs them)",
 )
 # the verdict badges' colours (reports/render/svg.py VERDICT_FILL through reports/render/html.py
-# STYLE; FAIL's
-# stripes are that colour), printed as they are on screen
+# STYLE; FAIL's stripes are that colour), printed as they are on screen
 BADGE = {"FAIL": (0xB2, 0x18, 0x2B), "NOT YET DEMONSTRATED": (0xFE, 0xE0, 0x8B)}
 
 

@@ -1,5 +1,5 @@
-"""`rig status`'s Clopper-Pearson upper bound without scipy (rig/verdict/exact_bound.py, decision
-506) against scipy.stats.beta.ppf, the figure the report prints, on many (k, n, C)."""
+"""`rig status`'s Clopper-Pearson upper bound without scipy (rig/verdict/exact_bound.py) against
+scipy.stats.beta.ppf, the figure the report prints, on many (k, n, C)."""
 
 from __future__ import annotations
 

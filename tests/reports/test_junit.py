@@ -1,7 +1,7 @@
 """JUnit XML of a report (reports/render/junit.py), read back by a maintained JUnit parser
-(junitparser)
-and compared with report.json: a suite per model, a test case for the model and one per drive,
-FAIL and DEAD as <failure> with the findings per class, NOT YET DEMONSTRATED as <skipped>."""
+(junitparser) and compared with report.json: a suite per model, a test case for the model and one
+per drive, FAIL and DEAD as <failure> with the findings per class, NOT YET DEMONSTRATED as
+<skipped>."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The report's PTS, write-cliff and TRIM sections (reports/analysis/endurance.py,
-endurance_html.py) from
-drive runs with known series: rounds judged by the rig's own rule (campaign/endurance/pts.py),
-a cliff at a known capacity multiple, cuts and retention checks at known places."""
+endurance_html.py) from drive runs with known series: rounds judged by the rig's own rule
+(campaign/endurance/pts.py), a cliff at a known capacity multiple, cuts and retention checks at
+known places."""
 
 from __future__ import annotations
 

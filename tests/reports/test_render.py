@@ -20,8 +20,7 @@ from tests.reports.storebuilder import DriveSpec, build, falling_rails, healthy_
 
 CHROMIUM = shutil.which("chromium")
 # the colours of the two models' bars and curves: their verdicts' (reports/render/svg.py
-# VERDICT_FILL:
-# Model Liar FAIL, Model PLP not yet demonstrated), drawn opaque
+# VERDICT_FILL: Model Liar FAIL, Model PLP not yet demonstrated), drawn opaque
 PLOT_COLOURS = {"#b2182b", "#fee08b"}
 
 

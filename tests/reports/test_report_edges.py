@@ -1,4 +1,4 @@
-"""The report's rough edges of issue 25: a zero rate is said ("0 of N"), never drawn on a log
+"""The report's rough edges: a zero rate is said ("0 of N"), never drawn on a log
 axis's floor; identical survival curves stay visible and are named identical; a finding's detail
 reads as `key: value` with times in ms; the class table is cited as docs/checker.md, never by a
 section number of a document outside the repository; a firmware version the drive did not report

@@ -1,5 +1,5 @@
-"""The whole report of fixed stores equals the reference written by the report before issue 17's
-rework (tests/reports/golden_report.py): every CSV, report.json and every HTML page, byte for
+"""The whole report of fixed stores equals the reference written by the report before it read cuts
+as columns (tests/reports/golden_report.py): every CSV, report.json and every HTML page, byte for
 byte once the store location and the generation time are masked."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a report holds does not grow with cuts (issue 27): after the analysis, and after the page
+"""What a report holds does not grow with cuts: after the analysis, and after the page
 is rendered up to its write (every chart drawn, its marks not yet made), the memory still
 allocated (tracemalloc: numpy's arrays included) is the same for a store of 800 cuts and one of
 4,000, within a margin far below one 8-byte number per cut. A per-cut array surviving to the

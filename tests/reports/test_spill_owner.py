@@ -1,5 +1,5 @@
 """A report's temporary folder goes at any exit the process lives through, and a later report
-removes the folders of processes that are gone, never those of a live one (issue 27)."""
+removes the folders of processes that are gone, never those of a live one."""
 
 from __future__ import annotations
 

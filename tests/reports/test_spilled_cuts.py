@@ -1,5 +1,4 @@
-"""A drive's cut columns spilled to files (reports.load.cuts.SpillBuilder / SpilledCuts, issue 27)
-read
+"""A drive's cut columns spilled to files (reports.load.cuts.SpillBuilder / SpilledCuts) read
 back as the table an in-memory builder makes of the same chunks, one drive's table in memory at a
 time, and the temporary folder goes when nothing refers to it."""
 

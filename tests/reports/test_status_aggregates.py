@@ -1,4 +1,4 @@
-"""`rig status` reads per-drive sums made by SQLite (issue 27): its output equals the full scan of
+"""`rig status` reads per-drive sums made by SQLite: its output equals the full scan of
 every cycle row it replaced, and the rows it takes into Python do not grow with the cycles."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""`Axis.many` (the marks of a chart of a million cuts at once, decision 431) gives each pixel
-exactly as `Axis.__call__` does, so the page's bytes do not change."""
+"""`Axis.many` (the marks of a chart of a million cuts at once: docs/decisions.md, "Charts: one
+colour per verdict, no invented values, the same floats") gives each pixel exactly as
+`Axis.__call__` does, so the page's bytes do not change."""
 
 from __future__ import annotations
 

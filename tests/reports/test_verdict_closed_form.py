@@ -1,5 +1,6 @@
-"""A failure-free drive's verdict is decided without scipy (decision 430) and is always the one
-the report's own bound gives: `stats.clopper_pearson_upper(0, n, C) < claim`."""
+"""A failure-free drive's verdict is decided without scipy (docs/decisions.md, "A failure-free
+bound in closed form where scipy is not loaded") and is always the one the report's own bound
+gives: `stats.clopper_pearson_upper(0, n, C) < claim`."""
 
 from __future__ import annotations
 

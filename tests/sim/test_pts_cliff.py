@@ -56,8 +56,8 @@ def _in_process(tmp_path: Path, name: str, table: str, sequential: bool) -> Endu
     text = campaign_text(["cliff"], cycles=1, flush_every=64)
     text = text.replace("region_mib = 4", f"region_mib = {REGION_MIB}")
     text = text.replace('name = "t"', f'name = "{name}"')
-    # 32 KiB writes, 16 in flight: at the GC rate the drive, not a loaded host, sets the pace
-    # (about 100 ms of queued work rides out a stall of the shared machine)
+    # 32 KiB writes, 16 in flight: at the GC rate the drive, not a loaded host, sets the pace,
+    # and about 100 ms of queued work rides out a stall of the shared machine
     layout = '\nsequential = true\nlayout = "stream"' if sequential else ""
     text = text.replace("write_blocks = [1, 2, 4]", "write_blocks = [8]" + layout)
     text = text.replace("workers = 4", "workers = 16")

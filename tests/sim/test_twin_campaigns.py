@@ -92,7 +92,8 @@ def statuses(run: TwinRun, channel: int) -> list[tuple[int, str, str]]:
 
 # The one rig ERROR the twin is known to cause: on a loaded host the simulated MCU's clock lags
 # the wall clock, its edge falls after the rig's mapped cut, and writes succeed after "the cut"
-# (docs/simulator.md, known limits; decision 48). The rig rightly refuses to judge such a cut.
+# (docs/simulator.md, known limits; docs/known-issues.md, "The simavr twin lags under heavy
+# load"). The rig rightly refuses to judge such a cut.
 TWIN_CLOCK_LAG = "a write issued after the cut succeeded"
 
 

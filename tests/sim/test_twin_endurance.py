@@ -37,7 +37,7 @@ def _endurance_run(tmp_path: Path, offset_bytes: int) -> tuple[list[dict], list[
         return [json.loads(detail) for (detail,) in rows]
 
     intervals = run.rows("SELECT writes, failures FROM endurance_interval ORDER BY seq")
-    # (on a loaded machine one short interval may complete no write: writes summed)
+    # on a loaded machine one short interval may complete no write: writes summed
     assert len(intervals) == 2 and sum(w for w, _ in intervals) > 0, intervals
     assert all(f == 0 for _, f in intervals), intervals  # a trimmed region is not lost data
     return events("alignment_warning"), events("discard"), run.stdout

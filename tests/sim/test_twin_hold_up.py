@@ -36,7 +36,7 @@ def test_writes_in_the_drives_hold_up_are_judged_not_refused(tmp_path: Path, twi
     cycles, failing = _run(tmp_path, "")  # hold_up_ms: the default 10 ms, above the drive's 8
     assert len(cycles) == CUTS * len(PROFILES)
     errors = [c for c in cycles if c[1] != "ok"]
-    # (a rare rig ERROR of the twin's known cause: its MCU clock lagging on a loaded host)
+    # a rare rig ERROR of the twin's known cause: its MCU clock lagging on a loaded host
     assert len(errors) <= 1 and all(AFTER_CUT in c[2] for c in errors), errors
     assert failing == 0  # honest and PLP drives: writes acknowledged in the window may be lost
 

@@ -1,4 +1,4 @@
-"""Safety and truth on a bus the rig did not build (issue 12), through `rig run` on the
+"""Safety and truth on a bus the rig did not build, through `rig run` on the
 full-system twin with its adversarial bus behaviours (fixtures/simssd/bus.py): nodes reused by
 other drives, drives swapping nodes, foreign disks and clones at a drive's old node, stale,
 duplicated and late udev events, a smartctl that cannot type the device, faults of the rig
@@ -8,10 +8,10 @@ Which image every byte went to is proven from the simulator's own per-image writ
 write an image received must be in its own drive's ledger (its first LBA and issue time, from
 the record headers), and a foreign disk must receive none (`misdirected_writes`).
 
-Each of the four defects of issue 12 has its test here (the node reuse, the channel left off
-after a rig fault, the refused drive whose health cannot be read, the invented read errors); each
-fails on the rig before the fix (commit 75f4c29). The safety soak drives the twin through
-thousands of adversarial bus events (`-m slow`; a short run in CI).
+Each of the four defects once found on such a bus has its test here (the node reuse, the channel
+left off after a rig fault, the refused drive whose health cannot be read, the invented read
+errors); each fails on the rig before the fix (commit 75f4c29). The safety soak drives the twin
+through thousands of adversarial bus events (`-m slow`; a short run in CI).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def test_reused_nodes_swaps_and_stale_events_never_lead_a_channel_to_another_dri
     its drive at a node the other drive had taken, and wrote to that drive."""
     chaos = "+other-node+stale-events+untypable"
     profiles = [f"honest{chaos}", f"write-through{chaos}"]
-    # (no health read: the untypable drives would otherwise meet defect 3 first)
+    # no health read: the untypable drives would otherwise meet defect 3 first
     text = campaign_text("reuse", profiles, CUTS, label="reuse", health="every = 0")
     run = run_twin(tmp_path, text)
     counts = bus_counts(tmp_path)

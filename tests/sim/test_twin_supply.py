@@ -177,7 +177,8 @@ def test_rig_run_meets_a_supply_that_stops_answering_inside_a_cut(
     tmp_path: Path, twin: None
 ) -> None:
     # the supply freezes once it has switched the third cut's output off: nothing can switch
-    # it back, and the rig says so in its one line (decision 342)
+    # it back, and the rig says so in its one line (docs/decisions.md, "A supply is timed by
+    # the host and read back after every switch")
     got = run_until_the_supply_freezes(tmp_path, acted=True)
     assert_the_freeze_is_told_and_recorded(got)
     assert not got["node_still_there"]  # its output stayed off: the drive is unpowered

@@ -27,7 +27,7 @@ def blocks_to_check(drive: CycleDrive, c: Cycle) -> np.ndarray:
     state = drive.state
     if c.full_scan and state.nblocks <= verify.SCAN_CHUNK_BLOCKS:
         return np.arange(state.nblocks, dtype=np.int64) + state.first_lba
-    # (a full scan of a larger region reads the rest in chunks after this check: `verify`)
+    # a full scan of a larger region reads the rest in chunks after this check (`verify`)
     return np.concatenate([drive.sample_older_blocks(), *recent])
 
 

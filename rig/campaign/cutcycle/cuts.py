@@ -137,7 +137,8 @@ def _trigger_and_cut(
         # The rig issues the flush the cut is timed from itself, once the writers are quiet:
         # no flush of theirs can fall between it and the edge (one the drive completes before
         # the edge and a loaded host stamps after it would re-arm the drive's timer unseen), and
-        # the time the writers take to stop is not part of the delay (docs/decisions.md 521).
+        # the time the writers take to stop is not part of the delay: docs/decisions.md,
+        # "A window after the flush is timed from the rig's own flush".
         stop.set()
         quiet = writer.join(timeout_s)
         flush_ns = writer.flush_once() if quiet else NOT_DONE

@@ -67,7 +67,7 @@ def run_cycle(drive: CycleDrive, seq: int) -> CycleRecord:
         logging.getLogger("rig").exception("cycle %d phase %s", seq, name)
     finally:
         c.stop.set()
-        # (a crash was raised in observe_loss)
+        # a writer's crash was already raised in observe_loss
         writers_done = c.writer is None or c.writer.join(5.0, raise_crash=False)
         if c.watch is not None:
             c.events.extend(c.watch.bus_events())

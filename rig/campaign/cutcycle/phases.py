@@ -243,7 +243,7 @@ def verify(drive: CycleDrive, c: Cycle) -> None:
     if rail is not None:  # what the window was, where the switch measured the rail
         c.events.append((time.monotonic_ns(), "run_on", {"ms": run_on.ms, "basis": run_on.basis}))
     after_cut = c.log.column("issue_ns") > c.edge.host_ns + c.edge.error_ns + run_on.ns
-    # (a drive that rode a sag through served writes after its edge: that is no rig fault)
+    # a drive that rode a sag through served writes after its edge: that is no rig fault
     if not c.rode_through and (after_cut & (c.log.column("status") == 0)).any():
         raise RigError(
             f"a write issued after the cut succeeded (more than {run_on.basis} after the edge):"

@@ -6,7 +6,8 @@ every busy process for its turn, and the edge falls that much late. While it wai
 trigger and sends the cut, the thread runs SCHED_FIFO where the host allows it (root, or
 CAP_SYS_NICE / an rtprio limit), with one warning line where it does not. It never spins at
 that priority: it sleeps between looks at the writer's live signals (cuts.POLL_S), so a busy
-real-time thread cannot starve a 2-core host (docs/decisions.md 520).
+real-time thread cannot starve a 2-core host: docs/decisions.md, "A cut is timed from its
+trigger's own instant".
 """
 
 from __future__ import annotations

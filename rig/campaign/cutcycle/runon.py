@@ -1,11 +1,12 @@
 """How long after a cut's edge the drive may still complete writes: its run-on window.
 
 A relay opens some ms after its coil's edge and the drive then runs on its capacitance, so a
-write issued shortly after the edge may succeed ([cut] hold_up_ms, decision 137). Where the
-switch measured this cut's rail (the relay board's rail sense), the measurement goes further
-than the guess: a drive whose rail was still up may have run until the rail fell (decision
-156). The window never shrinks below hold_up_ms: the rail is sensed at the drive's connector,
-and a drive may run on behind it on capacitance of its own."""
+write issued shortly after the edge may succeed ([cut] hold_up_ms). Where the switch measured
+this cut's rail (the relay board's rail sense), the measurement goes further than the guess: a
+drive whose rail was still up may have run until the rail fell. The window never shrinks below
+hold_up_ms: the rail is sensed at the drive's connector, and a drive may run on behind it on
+capacitance of its own (docs/decisions.md, "A drive may run on after the edge: hold-up and
+measured rail fall")."""
 
 from __future__ import annotations
 

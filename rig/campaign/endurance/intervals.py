@@ -13,7 +13,8 @@ from rig.io.ledger import CycleLog, uncertain
 
 # Samples an interval needs before a percentile is stated: at least 10 samples lie beyond a tail
 # percentile (p99 from 1,000, p99.9 from 10,000), so one slow write cannot make it; the median is
-# the middle sample of any non-empty set (docs/decisions.md).
+# the middle sample of any non-empty set (docs/decisions.md, "A latency percentile only where its
+# samples support it").
 PERCENTILE_MIN_SAMPLES = ((50.0, 1), (99.0, 1_000), (99.9, 10_000))
 
 Latency = tuple[float | None, float | None, float | None, float | None, int]

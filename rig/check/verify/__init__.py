@@ -122,7 +122,7 @@ def check(
     idx = checked - state.first_lba
     budget = budget or Budget(policy.max_reads, policy.max_hangs)
     with ReadBack(checked, read, block_size, max_read_blocks, policy, budget) as reading:
-        # (while the first windows are read: the ledger's side of the evidence)
+        # the ledger's side of the evidence, while the first windows are read
         judging = Judging(
             campaign, cyc, checked, state.committed, idx, atomic_blocks, state.trimmed, zeroes
         )

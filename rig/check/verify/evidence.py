@@ -179,17 +179,16 @@ class SeenRows:
         checked, sec = self.checked[rows], reads.sectors.part(rows)
         readable = reads.readable[rows]
         seen = block_facts(campaign, checked, sec)
-        # zeroes where a discard of the block was issued stand for that discard's generation
-        # (the newest: docs/checker.md, "Discards")
+        # zeroes where a discard of the block was issued stand for the newest such discard's
+        # generation (docs/checker.md, "Discards")
         zero_gen = led.zero_gen[rows]
         zeroed = (
             readable & (seen.gen == 0) & (zero_gen > 0) & (sec.state0 == media.ZERO) & sec.uniform
         )
         gen = np.where(zeroed, zero_gen, seen.gen)
-        # A block whose old content is unknown (an earlier finding) is still judged for damage
-        # to this cycle's write (torn, corrupt, misplaced) once some sector carries one of its
-        # generations.
-        # (per block: sector 0's key, and per sector only in the rare blocks of mixed generations)
+        # A block whose old content is unknown (an earlier finding) is still judged for damage to
+        # this cycle's write (torn, corrupt, misplaced) once some sector carries one of its
+        # generations: looked up by sector 0's key, per sector only in the rare mixed blocks.
         in_cycle = member(checked << 32 | gen, cyc.keys)
         carries_new = in_cycle & seen.placed
         torn = np.flatnonzero(seen.mixed)
@@ -199,8 +198,8 @@ class SeenRows:
             placed = ours & (lba == checked[torn, None])
             carries_new[torn] = (member(keys, cyc.keys) & placed).any(axis=1)
         # ... and for a flying write of this cycle: a sector written by this cycle for another
-        # LBA does not belong there, whatever the block held before
-        # (only rows of unknown, misplaced blocks are looked at: few, and the check stays cheap)
+        # LBA does not belong there, whatever the block held before; only rows of unknown,
+        # misplaced blocks are looked at (few, so the check stays cheap)
         open_rows = readable & led.unknown[rows] & ~led.has_durable[rows]
         stray = np.flatnonzero(open_rows & seen.misplaced)
         if len(stray):

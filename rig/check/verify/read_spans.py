@@ -1,5 +1,6 @@
-"""The checker's rules applied window by window (docs/checker.md, decision 450): each window of
-checked blocks, once read and parsed, gets its sectors' evidence, and each group of windows
+"""The checker's rules applied window by window (docs/checker.md; docs/decisions.md, "Rules run
+per group of windows while later windows are read"): each window of checked blocks, once read
+and parsed, gets its sectors' evidence, and each group of windows
 (`JUDGE_ROWS`) its classes and its settled committed state (written back), and its blocks'
 writes are counted for the rules about writes (unserializable writes, non-durable outcomes), all
 while the next windows are read. After the last read only the last group's rules and the
@@ -64,7 +65,7 @@ class Judging:
         self.atomic_blocks = atomic_blocks
         self.trimmed_state, self.zeroes = trimmed, zeroes
         self.trimmed = None if trimmed is None else trimmed[idx].astype(np.int64)
-        # (a check where no discard is involved leaves the discard state alone: no cost)
+        # a check where no discard is involved leaves the discard state alone: no cost
         self.discards = self.trimmed is not None and (
             bool(cyc.discard.any()) or bool(self.trimmed.any())
         )

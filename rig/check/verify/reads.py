@@ -78,10 +78,11 @@ class ReadBack:
     by range in order with the budget, then parsed in one pass on a helper thread (the C parse's
     per-block summaries, `SectorSummary`). While window n is taken, window n + 1 is being read and
     windows n - 1 and n - 2 parsed; once n is taken, n + 2 is started: the reader's queue never
-    waits for the checker (`readback.BUFFERS` window buffers). On entering, nothing is parsed yet,
-    so a window is started into every buffer (decision 432): the caller's own work before `collect`
-    overlaps their reads, and a checking thread that waits for a CPU meanwhile leaves the device
-    four windows to read instead of two."""
+    waits for the checker (`readback.BUFFERS` window buffers). On entering, nothing is parsed
+    yet, so a window is started into every buffer (docs/decisions.md, "Verification reads go in
+    windows, at queue depth, with a timeout per read"): the caller's own work before
+    `collect` overlaps their reads, and a checking thread that waits for a CPU meanwhile leaves
+    the device four windows to read instead of two."""
 
     def __init__(
         self,

@@ -44,7 +44,7 @@ def claims(ev: Evidence) -> list[Claim]:
     lost durable write is that lost write, not the damage it shows; a misplaced sector makes a
     flying write, not a shorn one."""
     judged, sound, gen, floor = ev.judged, ev.sound, ev.gen, ev.floor
-    # (an unknown block that this cycle's write reached is judged for damage to that write)
+    # an unknown block that this cycle's write reached is judged for damage to that write
     damage_judged = judged | ev.rejudged
     intact = damage_judged & ~ev.corrupt
     # old damage (an earlier finding) still there, untouched by this cycle's durable write:

@@ -1,12 +1,11 @@
 """The station agent: the fleet's hand on one station.
 
 It works its station's procrastinate queue (rig.interface.fleet.dispatch), runs the campaigns
-handed to it
-with `rig run`, replicates every store it holds (rig.interface.fleet.replicator), and reports each
-campaign's end, freeing its drives' claims. Everything a campaign needs is local: its folder under
-the agent's home holds the campaign file, its SQLite store and a small state file, so a campaign
-goes on while the central database is out of reach, and the agent reports what it missed when the
-link is back.
+handed to it with `rig run`, replicates every store it holds (rig.interface.fleet.replicator), and
+reports each campaign's end, freeing its drives' claims. Everything a campaign needs is local: its
+folder under the agent's home holds the campaign file, its SQLite store and a small state file, so a
+campaign goes on while the central database is out of reach, and the agent reports what it missed
+when the link is back.
 
 A campaign runs as a child of the agent and dies with it (PR_SET_PDEATHSIG), as it would with the
 station: a `kill -9` of the agent is a station crash. When the agent starts again, every campaign

@@ -1,6 +1,7 @@
 """Campaigns submitted centrally and handed to the station that holds their drives, on
 procrastinate: a maintained job queue that lives in the same PostgreSQL as the central store
-(docs/decisions.md). Each station's agent works one queue, `station:<name>`; a job only hands the
+(docs/decisions.md, "Campaigns are dispatched by procrastinate in the central PostgreSQL"). Each
+station's agent works one queue, `station:<name>`; a job only hands the
 campaign over (start) or asks the station to stop it (stop): the campaign itself runs under the
 agent's own supervision, so it goes on while the link is down.
 

@@ -1,4 +1,4 @@
-"""How old the fleet's view is (issue 26): station states from their heartbeats, campaign states
+"""How old the fleet's view is: station states from their heartbeats, campaign states
 from what their stations reported, and the one point a notifier polls for stations going stale
 or coming back (`StaleWatch`).
 

@@ -283,7 +283,7 @@ def _grants_and_policies() -> str:
 # says "unchecked" where a station's report does
 _V2 = "ALTER TABLE fleet.cycle ADD COLUMN blocks_unchecked bigint NOT NULL DEFAULT 0;"
 
-# v3: the view states its own age (issue 26). A station publishes its heartbeat interval (stale
+# v3: the view states its own age. A station publishes its heartbeat interval (stale
 # after STALE_AFTER_BEATS missed ones) and its station kind (in-process drives: a campaign there
 # cannot survive its rig process); with each heartbeat it reports how many cycle rows each live
 # campaign's store holds, and at the end the final count, so the centre shows `done` only when it
@@ -298,15 +298,14 @@ ALTER TABLE fleet.submission ADD COLUMN recorded_rows bigint,
 GRANT UPDATE (last_seen, agent, heartbeat_s, kind) ON fleet.station TO rig_station;
 """
 
-# v4 (issue 27): the stations' summaries travel with their cycles. Each cycle keeps the station's
+# v4: the stations' summaries travel with their cycles. Each cycle keeps the station's
 # `failure_classes` (its store's v11 per-cycle class table); the findings per class, the cuts
 # with each class and the lost durable writes' times (ms, 3 significant digits, as the station
 # rounds them) are kept per model, day (of the cycle's end, UTC), station, campaign and drive,
 # added by the transaction that inserts the cycle, for the cycles it inserted only (a cycle
 # shipped twice adds nothing: rig/interface/fleet/central/summaries.py). The keys lead with the
-# model, so
-# a model's figures over a year read that model's rows of one index and nothing else. An older
-# database is backfilled from its finding rows (SUMMARY_BACKFILL, after this SQL).
+# model, so a model's figures over a year read that model's rows of one index and nothing else. An
+# older database is backfilled from its finding rows (SUMMARY_BACKFILL, after this SQL).
 SUMMARY_TABLES = ("day_cycles", "day_class", "day_lost_after")
 _V4 = """
 ALTER TABLE fleet.cycle ADD COLUMN failure_classes text;
@@ -373,7 +372,7 @@ def _summary_grants(tables: tuple[str, ...] = SUMMARY_TABLES) -> str:
     return "\n".join(parts)
 
 
-# v5 (issue 27): per-drive running totals beside the day tables, added to by the same
+# v5: per-drive running totals beside the day tables, added to by the same
 # transaction: the overview sums a row per drive, not one per drive and day, and a model's
 # verdict reads its drives' rows (`drive_failing`: cuts per set of failure classes, exact for any
 # criteria's classes). Backfilled from the cycle rows and `day_class` (DRIVE_BACKFILL).
@@ -424,8 +423,8 @@ CREATE INDEX drive_failing_model ON fleet.drive_failing (model);
 _EXPOSED = "ALTER TABLE fleet.cycle ADD COLUMN exposed text;"
 
 # migration of views2: the notifications a station could not deliver (rig/notify/failures.py),
-# replicated as its station-wide events, found per campaign without a pass over every event
-# (the station store's `event_notify`; the WHERE is repeated by each read of them)
+# replicated as its station-wide events, found per campaign without a pass over every event,
+# as the station store's `event_notify` finds them; the WHERE is repeated by each read of them
 NOTIFY_KINDS = "('notify_failed', 'notify_gave_up', 'notify_dropped')"
 _EVENT_NOTIFY = (
     "CREATE INDEX IF NOT EXISTS event_notify ON fleet.event (station, campaign_uid, local_id)"

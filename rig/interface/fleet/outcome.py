@@ -3,7 +3,8 @@ status alone: exit 1 is both "a drive failed" and an uncaught error (a Python tr
 run can end with status 0 while a drive's thread stopped short. The agent records a campaign as
 `done` only when the store holds it ended `done` with every drive at its target or stopped for
 a recorded reason (dead, stopped); anything less is `failed`, with the reason (docs/fleet.md,
-"How a campaign ends"; decision 163)."""
+"How a campaign ends"; docs/decisions.md, "The agent records done only when the store shows the
+whole campaign")."""
 
 from __future__ import annotations
 

@@ -41,8 +41,7 @@ class CampaignProgress:
     findings: dict[str, int] = field(default_factory=dict)  # failure findings per class
     drives: list[FleetDriveProgress] = field(default_factory=list)
     # how old this is (rig/interface/fleet/freshness.py): the state the centre can vouch for
-    # (`status`,
-    # or `shipping` while cycles the station recorded have not all arrived), lagging (its
+    # (`status`, or `shipping` while cycles the station recorded have not all arrived), lagging (its
     # station is stale: the numbers are its last report's), the age of that report
     state: str = ""
     lagging: bool = False

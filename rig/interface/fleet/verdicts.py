@@ -5,10 +5,9 @@ rig/verdict/rule.py), so the overview never claims more than the report does.
 
 A view that keeps per-drive totals (the central database, schema v5) gives each model's verdict
 from them (reports/analysis/model_summary.py: the same rule on the same counts, a few rows per
-drive);
-a station's stores have none, and there the analysis reads a whole dataset, too much for every
-two-second refresh of a live page: a verdict is computed again when its campaigns' progress has
-changed, at most every `refresh_s` (the report part of a page refreshes as often), and kept
+drive); a station's stores have none, and there the analysis reads a whole dataset, too much for
+every two-second refresh of a live page: a verdict is computed again when its campaigns' progress
+has changed, at most every `refresh_s` (the report part of a page refreshes as often), and kept
 otherwise (the summaries' verdicts are kept the same way).
 """
 

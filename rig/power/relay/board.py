@@ -189,7 +189,8 @@ class RelayBoard:
     def cut(self, channel: int, delay_s: float, off_s: float | None = None) -> SerialPendingCut:
         """The off edge `delay_s` from now, fixed on the board's clock (CUTAT): the deadline is
         taken here and mapped to MCU time after a fresh sample, so neither that round trip nor
-        the request's own time on the line is added to the delay (a CUT's is: decision 610).
+        the request's own time on the line is added to the delay (a CUT's is: docs/decisions.md,
+        "A cut's instant is sent on the board's clock: CUTAT").
         A deadline the request cannot reach in time fires at once, as late as the line made it."""
         deadline_ns = time.monotonic_ns() + round(delay_s * 1e9)
         self._check_channel(channel)

@@ -2,7 +2,8 @@
 full-system twin (firmware in simavr, FUSE-served loop devices). Its keys: twin, bus.
 
 The constructor imports fixtures/ when a simulated campaign is built, never before: the rig's
-modules do not depend on the simulator (decision 82)."""
+modules do not depend on the simulator (docs/decisions.md, "Station kinds are one explicit
+table")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """What the central report states of each drive's cuts, aggregated by the server in one pass
-over the cycle table (decision 420): per drive, its cycles per status and set of failure
+over the cycle table (docs/decisions.md, "The central report states figures from the server's
+aggregates"): per drive, its cycles per status and set of failure
 classes (with their sums), its cuts' return times per logarithmic bin (with their exact
 minimum, maximum and sum), and its cuts per delay bin and outcome. A few thousand rows for ten
 million cuts: the report never holds a value per cut."""

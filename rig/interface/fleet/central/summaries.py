@@ -1,7 +1,6 @@
 """The central database's summaries (schema v4, rig/interface/fleet/migrations.py): per model, day,
-station,
-campaign and drive, the cycle counts, the findings and cuts per class and the lost durable writes'
-times, so the fleet report and the dashboard read thousands of summary rows, not millions of
+station, campaign and drive, the cycle counts, the findings and cuts per class and the lost durable
+writes' times, so the fleet report and the dashboard read thousands of summary rows, not millions of
 cycles and findings.
 
 They are added to in the transaction that inserts the cycles, from the cycles that transaction
