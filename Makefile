@@ -18,7 +18,7 @@ STATION_APT_PACKAGES := python3-venv gcc libc6-dev make util-linux udev \
 # The test and development set, installed on top by `make setup`: the simulated rig (FUSE,
 # simavr), the guest tier (QEMU, a kernel, busybox), the dashboard's browser tests (Chromium),
 # the fleet's PostgreSQL server, benchmarks (fio), tools the tests call (mkfs, sfdisk), KiCad 6
-# and the X tools KiAuto drives it with (tests/test_hardware_board.py: ERC, DRC). A package
+# and the X tools KiAuto drives it with (tests/hardware/test_hardware_board.py: ERC, DRC). A package
 # only tests, benchmarks or the simulator need goes here; one a station runs goes above.
 APT_PACKAGES := pkg-config fdisk e2fsprogs fuse3 libfuse3-dev simavr libsimavr-dev \
 	fio qemu-system-x86 linux-image-amd64 busybox-static \
@@ -94,8 +94,6 @@ test: setup lint typecheck
 # The inner loop: lint, type-check and the tests that need no QEMU guest, PostgreSQL, KiCad or
 # Chromium (those tiers run in `make test`). The twins (simavr, FUSE, loop devices) stay in.
 QUICK_IGNORE := --ignore=tests/guest --ignore=tests/fleet --ignore=tests/hardware \
-	--ignore=tests/test_hardware_board.py --ignore=tests/test_guest_nbd.py \
-	--ignore=tests/test_udev_identity_guest.py --ignore=tests/test_health_qemu_policy.py \
 	--ignore=tests/test_install_split.py
 check: setup lint typecheck
 	$(VENV)/bin/pytest -q $(QUICK_IGNORE) -k "not chromium and not browser and not print" $(PYTEST_ARGS)

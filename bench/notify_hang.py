@@ -33,8 +33,8 @@ from rig.campaign import runner
 from rig.campaign.progress import Progress
 from rig.config import campaign_file
 from rig.store import Store
+from tests.campaign.test_sim_campaign import campaign_text
 from tests.notify_receivers import hanging_receiver
-from tests.test_sim_campaign import campaign_text
 
 
 def figures(db: str) -> tuple[float, float, float]:

@@ -1,4 +1,5 @@
-"""Break a copy of the power-board layout in one named way (for tests/test_hardware_board.py).
+"""Break a copy of the power-board layout in one named way (for
+tests/hardware/test_hardware_board.py).
 
 Run with Debian's /usr/bin/python3 (KiCad 6's pcbnew): board_mutations.py KIND BOARD.kicad_pcb
   cut-rail    delete the widest track of CH0's switched 12 V output

@@ -5,7 +5,7 @@ for every cycle, the ground-truth log of the fault core (what the drive did at t
 turned into the findings the checker should have made, block by block, and compared with the
 findings in the store. The host's promise (which writes were durable at the cut) comes from the
 stored ledger through `CycleLog.durability`, the same function the campaign uses: the scorer
-judges the checker's reading of the media, not the durability rule (tests/test_ledger.py).
+judges the checker's reading of the media, not the durability rule (tests/io/test_ledger.py).
 """
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ def by_precedence(classes: Iterable[str]) -> list[str]:
 
 
 # The classes that destroy data the host was promised, or the drive itself: one occurrence fails.
-# rig.config.criteria.Criteria.zero_tolerance holds the same default (tests/test_failures.py).
+# rig.config.criteria.Criteria.zero_tolerance holds the same default (tests/check/test_failures.py).
 ZERO_TOLERANCE = (LOST_DURABLE, FLYING, CORRUPTION, DEAD)
 
 

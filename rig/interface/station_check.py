@@ -30,7 +30,7 @@ def add_parsers(sub: Any) -> None:
     check.set_defaults(func=cmd_station_check)
 
 
-SCHEMA = "rig.station-check/1"  # = rig.station.check.SCHEMA (tests/test_cli_imports.py)
+SCHEMA = "rig.station-check/1"  # = rig.station.check.SCHEMA (tests/interface/test_cli_imports.py)
 
 
 def cmd_station_check(args: argparse.Namespace) -> int:

@@ -24,8 +24,8 @@ from rig.interface.fleet.dashboard import create_app
 from rig.interface.fleet.replicator import replicate_store
 from rig.interface.fleet.views import CentralView, StoreView
 from rig.store import Store
+from tests.campaign.test_sim_campaign import campaign_text
 from tests.prometheus_server import available, free_port, prometheus
-from tests.test_sim_campaign import campaign_text
 
 
 def make_store(path: Path) -> dict[str, int]:

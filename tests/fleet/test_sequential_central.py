@@ -15,8 +15,8 @@ from rig.campaign.parallel import run_campaign
 from rig.interface.fleet.central import CentralStore
 from rig.interface.fleet.replicator import replicate_store
 from rig.store import Store
+from tests.campaign.test_settled_campaign import settled_demo
 from tests.fleet.central_helpers import central_dataset
-from tests.test_settled_campaign import settled_demo
 
 
 def _store(path: Path, seed_offset: int) -> Path:

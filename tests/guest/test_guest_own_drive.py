@@ -39,8 +39,8 @@ def own_drive_station(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gues
 
 
 # its own guest boot (1-2 min under TCG, several on a loaded host): the long target; the short
-# tier shows the same protocol with the RAM disk in tests/test_guest_nbd.py and
-# tests/test_station_drives.py
+# tier shows the same protocol with the RAM disk in tests/guest/test_guest_nbd.py and
+# tests/station/test_station_drives.py
 @pytest.mark.slow
 def test_a_drive_model_of_its_own_in_the_guest(own_drive_station: GuestStation) -> None:
     station = own_drive_station

@@ -128,7 +128,7 @@ def test_sags_into_the_band_find_each_profiles_truth_per_class_and_lba(tmp_path:
         assert lost <= truth_lost  # never a loss that did not happen
         # A flushed block not found is one the drive took a flush as covering though the host
         # issued that flush before it saw the write complete: never durable to the host, its
-        # loss is allowed (tests/test_verify.py, the flush issued before the write was seen
+        # loss is allowed (tests/check/test_verify.py, the flush issued before the write was seen
         # complete; docs/decisions.md, "Brownout tests read the truth through the ledger"). The
         # score below holds the rest exactly.
         assert truth_lost - lost <= reset[cycle]["allowed_loss"]

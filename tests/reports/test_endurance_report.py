@@ -17,7 +17,7 @@ from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.config import campaign_file
 from rig.store import Store
-from tests.test_sim_campaign import campaign_text
+from tests.campaign.test_sim_campaign import campaign_text
 
 ENDURANCE = """
 [endurance]

@@ -17,8 +17,8 @@ from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.config import campaign_file
 from rig.store import Store
+from tests.campaign.test_sim_campaign import campaign_text
 from tests.cli_runner import rig
-from tests.test_sim_campaign import campaign_text
 
 
 def properties(element: Any) -> dict[str, str]:

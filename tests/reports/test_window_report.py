@@ -18,7 +18,7 @@ from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.config import campaign_file
 from rig.store import Store
-from tests.test_window_campaign import DRIVE, campaign_text, window_of
+from tests.window.test_window_campaign import DRIVE, campaign_text, window_of
 
 NAME = "window-20ms-jitter"
 

@@ -27,9 +27,9 @@ from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.config import campaign_file
 from rig.store import Store
+from tests.campaign.test_sim_campaign import campaign_text
 from tests.sim.twin_helpers import campaign_text as twin_campaign_text
 from tests.sim.twin_helpers import run_twin
-from tests.test_sim_campaign import campaign_text
 
 REGION_MIB = 28  # of the cliff profile's 32 MiB: mapping it all leaves 12.5 % free (< 25 %)
 

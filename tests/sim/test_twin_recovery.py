@@ -1,7 +1,7 @@
-"""A burst of recovery cuts on the full-system twin ([cut.recovery]): the production relay
-driver, udev presence and readiness probe between cuts that fall while a loop device is gone,
-coming back or back. (The twin's drives have no recovery time of their own: docs/simulator.md,
-"Recovery and maintenance"; the in-process twin scores that, tests/test_recovery_cuts.py.)"""
+"""A burst of recovery cuts on the full-system twin ([cut.recovery]): the production relay driver,
+udev presence and readiness probe between cuts that fall while a loop device is gone, coming back or
+back. (The twin's drives have no recovery time of their own: docs/simulator.md, "Recovery and
+maintenance"; the in-process twin scores that, tests/campaign/test_recovery_cuts.py.)"""
 
 from __future__ import annotations
 

@@ -138,7 +138,7 @@ def test_a_rig_fault_at_every_phase_leaves_no_channel_off(tmp_path: Path, twin: 
     monitor that dies, a switch that does not answer the restore, a failing interlock probe).
     Each such cycle is a rig ERROR, power goes back before the next cycle, and the next cycle
     runs. (Every phase including arm, health, verify and a writer thread's crash, on two
-    channels, runs on the in-process twin: tests/test_teardown.py; the native engine writes
+    channels, runs on the in-process twin: tests/campaign/test_teardown.py; the native engine writes
     without the target's Python methods, so a writer crash cannot be injected here.)"""
     after = ("write", "cut", "observe_loss", "restore", "observe_return", "identify")
     points = [p for p in rig_faults.POINTS if p in after]

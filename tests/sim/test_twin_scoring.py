@@ -19,8 +19,8 @@ import pytest
 from rig.check import verify
 from rig.store import Store
 from tests import scoring
+from tests.check.test_scoring import FAULT_PROFILES, HONEST_PROFILES
 from tests.sim.twin_helpers import TwinRun, campaign_text, run_twin
-from tests.test_scoring import FAULT_PROFILES, HONEST_PROFILES
 
 CUTS = int(os.environ.get("RIG_TWIN_CUTS", "50"))
 SEED = int(os.environ.get("RIG_TWIN_SEED", "23"))  # another seed: other faults, same rules

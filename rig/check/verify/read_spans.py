@@ -40,7 +40,7 @@ class Judging:
     """Every checked block's class and settled state, filled by `window` in the order windows
     are read (`ReadBack.collect(judging.take)`); `findings` once all are in. A block's class
     depends on its own evidence alone, so windows give exactly the classes of one pass over all
-    blocks (tests/test_verify_windows.py compares both on random cycles). Each group's settled
+    blocks (tests/check/test_verify_windows.py compares both on random cycles). Each group's settled
     state goes into `state` (the committed generations of the rows `idx`) at once; a check that
     stops before its end (the drive gone, an error) puts back what it wrote (`undo`), so the
     state is then as it was before the check."""
