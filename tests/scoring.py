@@ -1,4 +1,5 @@
-"""Score the checker against the simulated drive's ground truth (docs/checker.md, "Scoring").
+"""Score the checker against the simulated drive's ground truth (docs/checker.md, "Scoring against
+the ground truth").
 
 A campaign runs through the production campaign code on in-process virtual drives. Afterwards,
 for every cycle, the ground-truth log of the fault core (what the drive did at that cut) is
@@ -297,11 +298,11 @@ def score_drive(
     checker's scope without full scans); faults elsewhere count as `outside_scope`.
 
     With `allow_errors`, a rig ERROR cycle is scored as what the rig does with it (docs/checker.md,
-    "Scoring"): it reports nothing, and leaves unjudged every block it wrote (their content is
-    unknown) and every block the drive's faults of that cut hit (their damage shows at the next
-    full scan, mixed with that cut's own). Those blocks are left out of the comparison in later
-    cycles that do not write them, until a write of a later cycle settles on them; the expected
-    findings left out are counted as `unjudged`."""
+    "Scoring against the ground truth"): it reports nothing, and leaves unjudged every block it
+    wrote (their content is unknown) and every block the drive's faults of that cut hit (their
+    damage shows at the next full scan, mixed with that cut's own). Those blocks are left out of the
+    comparison in later cycles that do not write them, until a write of a later cycle settles on
+    them; the expected findings left out are counted as `unjudged`."""
     truth = drive if isinstance(drive, DriveTruth) else DriveTruth.of_virtual(drive)
     score = Score()
     (drv,) = store.query(

@@ -1,4 +1,4 @@
-"""The report's PTS and write-cliff sections (docs/reports.md, "Endurance"): the steady-state
+"""The report's PTS and write-cliff sections (docs/campaign.md, "Endurance"): the steady-state
 convergence plot and the measurement-window plot per drive, throughput, IOPS and latency against
 fill level and against drive-capacity multiples written with cuts and retention checks marked,
 and TRIM off beside TRIM on for the same drive."""

@@ -4,16 +4,15 @@ What the store holds after any exit: every recorded cycle whole (one transaction
 drive's LBA state as of the last recorded cycle, and a `cycle_start` row written before the
 first I/O of every cycle. A cycle started and never recorded is the one a crash interrupted.
 
-Its writes are gone from the host's memory, so the expected state is rebuilt from the drive
-itself: the test region is flushed and read back once, and every block takes what it holds now
-as its committed generation when it reads back whole (valid, well placed, one generation),
-UNKNOWN otherwise. Nothing read here is judged: the interrupted cycle is recorded as
-`interrupted` with no findings, and blocks that differ from what the store expected are only
-counted in the record (see docs/campaign.md, "Resume"). A gap is added to every block's issued
-generation after a crash, so no generation the lost cycle may have issued is ever reused
-(docs/architecture.md, "The checker's contract"; docs/decisions.md, "No two requests in
-flight overlap, and generations are never reused").
-"""
+Its writes are gone from the host's memory, so the expected state is rebuilt from the drive itself:
+the test region is flushed and read back once, and every block takes what it holds now as its
+committed generation when it reads back whole (valid, well placed, one generation), UNKNOWN
+otherwise. Nothing read here is judged: the interrupted cycle is recorded as `interrupted` with no
+findings, and blocks that differ from what the store expected are only counted in the record (see
+docs/campaign.md, "What a resume does to the expected state"). A gap is added to every block's
+issued generation after a crash, so no generation the lost cycle may have issued is ever reused
+(docs/architecture.md, "The checker's contract"; docs/decisions.md, "No two requests in flight
+overlap, and generations are never reused")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The checker scored against the simulated drive's ground truth: precision and recall of 1.0 per
-class (docs/checker.md, "Scoring"). CI runs a sample; `-m slow` runs the long targets."""
+class (docs/checker.md, "Scoring against the ground truth"). CI runs a sample; `-m slow` runs the
+long targets."""
 
 from __future__ import annotations
 

@@ -153,7 +153,7 @@ def test_sags_into_the_band_find_each_profiles_truth_per_class_and_lba(tmp_path:
     # brownout-reset: the checker's findings equal the truth exactly, block by block and cut by
     # cut, where the truth of a dropped block is read through the ledger as the contract says
     # (a lost durable write where the host saw a durable write newer than what the block holds;
-    # docs/checker.md, "Scoring"): no miss, no false finding
+    # docs/checker.md, "Scoring against the ground truth"): no miss, no false finding
     assert reset_score.perfect, (reset_score.table(), reset_score.examples)
     assert reset_score.tp[verify.LOST_DURABLE] > 20 and set(reset_score.tp) == {verify.LOST_DURABLE}
     assert any(reset[c]["lost_durable_write"] for c in reset)

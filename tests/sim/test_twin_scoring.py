@@ -1,8 +1,8 @@
 """The checker scored exactly on the full-system twin: every data-path profile of the catalogue
 through the production CLI (`rig run`: relay-board driver against the firmware in simavr,
-FUSE-served loop devices, udev), findings compared with the simulator's ground truth per class
-and per LBA (tests/scoring.py; docs/checker.md, "Scoring"). 50 cuts per profile in CI
-(`RIG_TWIN_CUTS`), 200 with `-m slow`; `RIG_TWIN_SEED` picks other faults.
+FUSE-served loop devices, udev), findings compared with the simulator's ground truth per class and
+per LBA (tests/scoring.py; docs/checker.md, "Scoring against the ground truth"). 50 cuts per profile
+in CI (`RIG_TWIN_CUTS`), 200 with `-m slow`; `RIG_TWIN_SEED` picks other faults.
 
 Each campaign scans its small region in full after every cut, so every fault the drive injected
 is observable and must be reported, at its block, as its class; honest and PLP drives must give
