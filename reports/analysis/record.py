@@ -1,7 +1,7 @@
 """The report's record: what the analysis (reports/analysis/reliability.py) finds, as one typed
 tree.
 
-Every output is a consumer of a `Report`: the HTML page and the model pages (reports/page.py,
+Every output is a consumer of a `Report`: the HTML page and the model pages (reports/render/html.py,
 templates), report.json (reports/render/json_out.py), the CSV tables (reports/render/csv_tables.py),
 JUnit XML (reports/render/junit.py), the Markdown summary (reports/render/markdown.py) and the print
 certificate. The record holds figures, never markup; the wordings every output shares (NOT_REPORTED,

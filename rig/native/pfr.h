@@ -1,5 +1,5 @@
 /* Native kernels of the rig: the record format (media.c) and the write engine (engine.c).
- * rig/media.py keeps the numpy reference; tests compare the two byte for byte. */
+ * rig/io/media.py keeps the numpy reference; tests compare the two byte for byte. */
 #ifndef PFR_H
 #define PFR_H
 
