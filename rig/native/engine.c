@@ -94,7 +94,8 @@ static long reap_ring(struct aio_ring_header *r, struct io_event *out, long max)
     return n;
 }
 
-/* Live signals for cut strategies (rig/campaign/cutcycle/cuts.py), read by another thread while the engine runs. */
+/* Live signals for cut strategies (rig/campaign/cutcycle/cuts.py), read by another thread while
+ * the engine runs. */
 enum {
     LIVE_ACKS,
     LIVE_LAST_ACK_NS,
