@@ -265,9 +265,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("submission", type=int)
     p.set_defaults(func=_one_line(cmd_stop))
     p = central(commands.add_parser("status", help="stations, campaigns and their progress"))
-    p.add_argument(
-        "--json", action="store_true", help="schema rig.fleet-status/1 (docs/json.md)"
-    )
+    p.add_argument("--json", action="store_true", help="schema rig.fleet-status/1 (docs/json.md)")
     p.set_defaults(func=_one_line(cmd_status))
 
     p = commands.add_parser(
