@@ -159,13 +159,112 @@ def server_cpu_s(postmaster: int) -> float:
     return total / tick
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cuts", type=int, default=3000, help="cycles per station store")
     parser.add_argument("--stations", default="1,4,8")
     parser.add_argument("--rate", type=float, default=20.0, help="cycles/s for the lag run")
     parser.add_argument("--lag-seconds", type=float, default=30.0)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def prepare_central(pg: pgcluster.Cluster, stations: int) -> None:
+    """The schema and the stations st0..st<stations> in a fresh server."""
+    dispatch.apply_queue_schema(pg.dsn())
+    with CentralStore(pg.dsn()) as admin:
+        admin.migrate()
+        for s in range(stations + 1):
+            admin.add_station(f"st{s}", "x")
+
+
+def warm_up(pg: pgcluster.Cluster, work: Path, rows: list) -> None:
+    """Not measured: the server's first WAL segments, catalog caches."""
+    warm = work / "warm.sqlite"
+    build_store(warm, rows, 400)
+    with CentralStore(pg.dsn()) as admin:
+        admin.add_station("warm", "x")
+    store = Store(str(warm))
+    with CentralStore(pg.dsn("rig_station_warm")) as central:
+        replicate_store(store, central, "warm")
+    store.close()
+
+
+def throughput(pg: pgcluster.Cluster, stores: list[Path], count: int, cuts: int) -> None:
+    """`count` stations ship their whole stores at once; one line of the table."""
+    # each round ships to fresh station names: nothing is there yet
+    with CentralStore(pg.dsn()) as admin:
+        for s in range(count):
+            admin.add_station(f"r{count}s{s}", "x")
+    result: multiprocessing.Queue = multiprocessing.Queue()
+    cpu0 = server_cpu_s(pg.proc.pid)
+    start = time.perf_counter()
+    procs = [
+        multiprocessing.Process(
+            target=ship,
+            args=(
+                pg.dsn(f"rig_station_r{count}s{s}"),
+                f"r{count}s{s}",
+                str(stores[s]),
+                result,
+            ),
+        )
+        for s in range(count)
+    ]
+    for p in procs:
+        p.start()
+    outcomes = [result.get() for _ in procs]
+    for p in procs:
+        p.join()
+    wall = time.perf_counter() - start
+    shipped = sum(o[0] for o in outcomes)
+    assert shipped == count * cuts, (shipped, count * cuts)
+    print(
+        f"{count:>8} {shipped:>8} {wall:>8.2f} {shipped / wall:>9.0f} "
+        f"{server_cpu_s(pg.proc.pid) - cpu0:>12.2f} "
+        f"{sum(o[2] for o in outcomes):>16.2f}"
+    )
+
+
+def lag(pg: pgcluster.Cluster, work: Path, rows: list, rate: float, seconds: float) -> None:
+    """A station recording at `rate` while the agent's loop ships."""
+    lag_store = work / "live.sqlite"
+    build_store(lag_store, rows, 0)
+    loop = ReplicatorLoop(
+        pg.dsn("rig_station_st0"),
+        "st0",
+        lambda: [StoreSource(str(lag_store))],
+        interval_s=1.0,
+    )
+    thread = threading.Thread(target=loop.run, daemon=True)
+    thread.start()
+    store = Store(str(lag_store))
+    n, started = 0, time.monotonic()
+    while time.monotonic() - started < seconds:
+        record(store, 1 + n % 8, n // 8 + 1, rows[n % len(rows)])
+        n += 1
+        time.sleep(max(0.0, started + n / rate - time.monotonic()))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the last round ships the last cycles
+        with CentralStore(pg.dsn()) as admin:
+            if len(admin.replication_lags("st0")) == n:
+                break
+        time.sleep(0.5)
+    loop.stop.set()
+    thread.join(10)
+    store.close()
+    with CentralStore(pg.dsn()) as admin:
+        lags = sorted(admin.replication_lags("st0"))
+    assert len(lags) == n, f"{len(lags)} of {n} cycles arrived"
+    q = statistics.quantiles(lags, n=100)
+    print(
+        f"\nlag at {rate:g} cycles/s for {seconds:.0f} s ({n} cycles,"
+        f" replicator round 1 s): p50 {q[49]:.2f} s, p95 {q[94]:.2f} s,"
+        f" max {lags[-1]:.2f} s"
+    )
+
+
+def main() -> None:
+    args = parse_args()
     counts = [int(x) for x in args.stations.split(",")]
     print(f"load before: {os.getloadavg()[0]:.1f} (1-min), {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory(prefix="rig-bench-fleet-") as tmp:
@@ -181,95 +280,16 @@ def main() -> None:
             build_store(path, rows, args.cuts)
             stores.append(path)
         with pgcluster.cluster(fsync=True) as pg:
-            dispatch.apply_queue_schema(pg.dsn())
-            with CentralStore(pg.dsn()) as admin:
-                admin.migrate()
-                for s in range(max(counts) + 1):
-                    admin.add_station(f"st{s}", "x")
-            # warm-up (not measured): the server's first WAL segments, catalog caches
-            warm = work / "warm.sqlite"
-            build_store(warm, rows, 400)
-            with CentralStore(pg.dsn()) as admin:
-                admin.add_station("warm", "x")
-            store = Store(str(warm))
-            with CentralStore(pg.dsn("rig_station_warm")) as central:
-                replicate_store(store, central, "warm")
-            store.close()
+            prepare_central(pg, max(counts))
+            warm_up(pg, work, rows)
             print()
             print(
                 f"{'stations':>8} {'cycles':>8} {'wall s':>8} {'cycles/s':>9} "
                 f"{'server CPU s':>12} {'replicator CPU s':>16}"
             )
-            first = 0
             for count in counts:
-                # each round ships to fresh station names: nothing is there yet
-                with CentralStore(pg.dsn()) as admin:
-                    for s in range(count):
-                        admin.add_station(f"r{count}s{s}", "x")
-                result: multiprocessing.Queue = multiprocessing.Queue()
-                cpu0 = server_cpu_s(pg.proc.pid)
-                start = time.perf_counter()
-                procs = [
-                    multiprocessing.Process(
-                        target=ship,
-                        args=(
-                            pg.dsn(f"rig_station_r{count}s{s}"),
-                            f"r{count}s{s}",
-                            str(stores[s]),
-                            result,
-                        ),
-                    )
-                    for s in range(count)
-                ]
-                for p in procs:
-                    p.start()
-                outcomes = [result.get() for _ in procs]
-                for p in procs:
-                    p.join()
-                wall = time.perf_counter() - start
-                shipped = sum(o[0] for o in outcomes)
-                assert shipped == count * args.cuts, (shipped, count * args.cuts)
-                first = first or shipped
-                print(
-                    f"{count:>8} {shipped:>8} {wall:>8.2f} {shipped / wall:>9.0f} "
-                    f"{server_cpu_s(pg.proc.pid) - cpu0:>12.2f} "
-                    f"{sum(o[2] for o in outcomes):>16.2f}"
-                )
-            # lag: a station recording at --rate while the agent's loop ships
-            lag_store = work / "live.sqlite"
-            build_store(lag_store, rows, 0)
-            loop = ReplicatorLoop(
-                pg.dsn("rig_station_st0"),
-                "st0",
-                lambda: [StoreSource(str(lag_store))],
-                interval_s=1.0,
-            )
-            thread = threading.Thread(target=loop.run, daemon=True)
-            thread.start()
-            store = Store(str(lag_store))
-            n, started = 0, time.monotonic()
-            while time.monotonic() - started < args.lag_seconds:
-                record(store, 1 + n % 8, n // 8 + 1, rows[n % len(rows)])
-                n += 1
-                time.sleep(max(0.0, started + n / args.rate - time.monotonic()))
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:  # the last round ships the last cycles
-                with CentralStore(pg.dsn()) as admin:
-                    if len(admin.replication_lags("st0")) == n:
-                        break
-                time.sleep(0.5)
-            loop.stop.set()
-            thread.join(10)
-            store.close()
-            with CentralStore(pg.dsn()) as admin:
-                lags = sorted(admin.replication_lags("st0"))
-            assert len(lags) == n, f"{len(lags)} of {n} cycles arrived"
-            q = statistics.quantiles(lags, n=100)
-            print(
-                f"\nlag at {args.rate:g} cycles/s for {args.lag_seconds:.0f} s ({n} cycles,"
-                f" replicator round 1 s): p50 {q[49]:.2f} s, p95 {q[94]:.2f} s,"
-                f" max {lags[-1]:.2f} s"
-            )
+                throughput(pg, stores, count, args.cuts)
+            lag(pg, work, rows, args.rate, args.lag_seconds)
     print(f"load after: {os.getloadavg()[0]:.1f} (1-min)")
 
 

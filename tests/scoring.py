@@ -305,17 +305,7 @@ def score_drive(
     them; the expected findings left out are counted as `unjudged`."""
     truth = drive if isinstance(drive, DriveTruth) else DriveTruth.of_virtual(drive)
     score = Score()
-    (drv,) = store.query(
-        "SELECT d.id, d.region_first_lba, d.region_blocks FROM drive d WHERE d.channel = ?",
-        (channel,),
-    )
-    first, count = drv["region_first_lba"], drv["region_blocks"]
-    cycles = store.query(
-        "SELECT c.id, c.seq, c.status, c.cut_ns, c.cut_error_ns, c.unserializable_writes,"
-        " l.writes FROM cycle c LEFT JOIN ledger l ON l.cycle_id = c.id WHERE c.drive_id = ?"
-        " ORDER BY c.seq",
-        (drv["id"],),
-    )
+    (first, count), cycles = _drive_cycles(store, channel)
     assert allow_errors or all(c["status"] == "ok" for c in cycles), "a rig ERROR cycle"
     assert len(cycles) == truth.cuts, "one cut per cycle"
     previous: set[int] = set()
@@ -350,34 +340,63 @@ def score_drive(
             score.outside_scope += sum(lba not in scope for lba in expected)
             expected = {lba: cls for lba, cls in expected.items() if lba in scope}
         previous = touched
-        for lba in set(expected) | set(observed):
-            want, got = expected.get(lba), observed.get(lba)
-            if want == got:
-                if want is not None:
-                    score.tp[want] += 1
-                continue
-            if want is not None:
-                score.fn[want] += 1
-            if got is not None:
-                score.fp[got] += 1
-            if len(score.examples) < 20:
-                score.examples.append(
-                    f"{truth.name} cycle {cycle['seq']} lba {lba}: want {want}, got {got};"
-                    f" truth {[e for e in events if e.lba == lba]}"
-                )
-        got_count = cycle["unserializable_writes"]
-        if unserializable and got_count == unserializable:
-            score.tp[verify.UNSERIALIZABLE] += 1
-        elif unserializable or got_count:
-            score.examples.append(
-                f"{truth.name} cycle {cycle['seq']}: {unserializable} unserializable"
-                f" writes expected, {got_count} found"
-            )
-            score.fn[verify.UNSERIALIZABLE] += bool(unserializable)
-            score.fp[verify.UNSERIALIZABLE] += bool(got_count)
+        label = f"{truth.name} cycle {cycle['seq']}"
+        _compare_blocks(score, label, events, expected, observed)
+        _compare_unserializable(score, label, unserializable, cycle["unserializable_writes"])
         score.injected += len(expected) + unserializable
         score.cuts += 1
     return score
+
+
+def _drive_cycles(store: Store, channel: int) -> tuple[tuple[int, int], list[sqlite3.Row]]:
+    """The drive's test region (first LBA, blocks) and its cycles with their ledgers, in order."""
+    (drv,) = store.query(
+        "SELECT d.id, d.region_first_lba, d.region_blocks FROM drive d WHERE d.channel = ?",
+        (channel,),
+    )
+    cycles = store.query(
+        "SELECT c.id, c.seq, c.status, c.cut_ns, c.cut_error_ns, c.unserializable_writes,"
+        " l.writes FROM cycle c LEFT JOIN ledger l ON l.cycle_id = c.id WHERE c.drive_id = ?"
+        " ORDER BY c.seq",
+        (drv["id"],),
+    )
+    return (drv["region_first_lba"], drv["region_blocks"]), cycles
+
+
+def _compare_blocks(
+    score: Score,
+    label: str,
+    events: list[fc.TruthEvent],
+    expected: dict[int, str],
+    observed: dict[int, str],
+) -> None:
+    """Each block's expected class against the checker's (the first 20 misses as examples)."""
+    for lba in set(expected) | set(observed):
+        want, got = expected.get(lba), observed.get(lba)
+        if want == got:
+            if want is not None:
+                score.tp[want] += 1
+            continue
+        if want is not None:
+            score.fn[want] += 1
+        if got is not None:
+            score.fp[got] += 1
+        if len(score.examples) < 20:
+            score.examples.append(
+                f"{label} lba {lba}: want {want}, got {got};"
+                f" truth {[e for e in events if e.lba == lba]}"
+            )
+
+
+def _compare_unserializable(score: Score, label: str, unserializable: int, got_count: int) -> None:
+    if unserializable and got_count == unserializable:
+        score.tp[verify.UNSERIALIZABLE] += 1
+    elif unserializable or got_count:
+        score.examples.append(
+            f"{label}: {unserializable} unserializable writes expected, {got_count} found"
+        )
+        score.fn[verify.UNSERIALIZABLE] += bool(unserializable)
+        score.fp[verify.UNSERIALIZABLE] += bool(got_count)
 
 
 def _expected(

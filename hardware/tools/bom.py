@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import sys
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import ksch
@@ -59,16 +60,47 @@ def collect(path: Path) -> tuple[ksch.Sexp, list[dict[str, str]]]:
     return sch, rows
 
 
-def main(argv: list[str]) -> None:
-    out = Path(argv[1]) if len(argv) > 1 else HERE / "BOM.csv"
-    root, root_rows = collect(HERE / "powerboard.kicad_sch")
-    n_ch = sum(
+COLUMNS = [
+    "references",
+    "qty",
+    "value",
+    "manufacturer",
+    "mpn",
+    "footprint",
+    "unit_eur",
+    "ext_eur",
+    "fitted",
+    "note",
+]
+
+Key = tuple[str, str, str, str]  # manufacturer, MPN, value, "fit" or "DNP"
+Row = list[object]
+
+
+@dataclass
+class Group:
+    """The parts of one BOM line: the same manufacturer, MPN and value, fitted or not."""
+
+    refs: list[str] = field(default_factory=list)
+    qty: int = 0
+    fp: str = ""
+    price: str = ""
+    note: str = ""
+
+
+def channel_instances(root: ksch.Sexp) -> int:
+    return sum(
         1
         for sh in ksch.find_all(root, "sheet")
         if str(ksch.props(sh)["Sheet file"][2]) == "channel.kicad_sch"
     )
-    _, ch_rows = collect(HERE / "channel.kicad_sch")
-    groups: dict[tuple[str, ...], dict[str, object]] = defaultdict(lambda: {"refs": [], "qty": 0})
+
+
+def group_parts(
+    root_rows: list[dict[str, str]], ch_rows: list[dict[str, str]], n_ch: int
+) -> dict[Key, Group]:
+    """The root sheet's parts once, the channel sheet's once per instance."""
+    groups: dict[Key, Group] = defaultdict(Group)
     for rows, mult, scope in ((root_rows, 1, ""), (ch_rows, n_ch, f"per channel x{n_ch}")):
         for pr in rows:
             dnp = pr.get("DNP") == "yes"
@@ -79,98 +111,109 @@ def main(argv: list[str]) -> None:
                 "DNP" if dnp else "fit",
             )
             g = groups[key]
-            g["refs"].append(pr["Reference"] + ("(ch)" if mult > 1 else ""))  # type: ignore[union-attr]
-            g["qty"] = int(g["qty"]) + mult  # type: ignore[call-overload]
-            g["fp"] = pr.get("Footprint", "").split(":")[-1]
-            g["price"] = pr.get("Price_EUR", "")
-            g["note"] = pr.get("Note", "") or scope
+            g.refs.append(pr["Reference"] + ("(ch)" if mult > 1 else ""))
+            g.qty += mult
+            g.fp = pr.get("Footprint", "").split(":")[-1]
+            g.price = pr.get("Price_EUR", "")
+            g.note = pr.get("Note", "") or scope
+    return groups
+
+
+def part_rows(groups: dict[Key, Group]) -> tuple[list[Row], float, float]:
+    """The BOM lines of the parts, fitted first, and the fitted and optional totals."""
+    rows: list[Row] = []
     total_fit = 0.0
     total_opt = 0.0
+    for (mfr, mpn, value, fit), g in sorted(
+        groups.items(), key=lambda kv: (kv[0][3] == "DNP", kv[0][1])
+    ):
+        qty = g.qty
+        unit = float(g.price or 0)
+        ext = qty * unit
+        if fit == "fit":
+            total_fit += ext
+        else:
+            total_opt += ext
+        refs = " ".join(sorted(set(g.refs)))
+        rows.append(
+            [
+                refs,
+                qty,
+                value,
+                mfr,
+                mpn,
+                g.fp,
+                f"{unit:.2f}",
+                f"{ext:.2f}",
+                "yes" if fit == "fit" else "option (DNP)",
+                g.note,
+            ]
+        )
+    return rows, total_fit, total_opt
+
+
+def offboard_rows(total_fit: float) -> tuple[list[Row], float]:
+    """The OFFBOARD lines, and the fitted total with them added one by one."""
+    rows: list[Row] = []
+    for qty, desc, mfr, mpn, unit, note in OFFBOARD:
+        total_fit += qty * unit
+        rows.append(
+            [
+                "(off-board)",
+                qty,
+                desc,
+                mfr,
+                mpn,
+                "",
+                f"{unit:.2f}",
+                f"{qty * unit:.2f}",
+                "yes",
+                note,
+            ]
+        )
+    return rows, total_fit
+
+
+def total_rows(total_fit: float, total_opt: float) -> list[Row]:
+    return [
+        [
+            "TOTAL fitted (4 channels, 12 V + 5 V, genuine Nano)",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            f"{total_fit:.2f}",
+            "",
+            "approximate single-quantity distributor prices, EUR, excl. VAT",
+        ],
+        [
+            "TOTAL options (3.3 V M.2 path + active discharge, all 4 channels)",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            f"{total_opt:.2f}",
+            "",
+            "",
+        ],
+    ]
+
+
+def main(argv: list[str]) -> None:
+    out = Path(argv[1]) if len(argv) > 1 else HERE / "BOM.csv"
+    root, root_rows = collect(HERE / "powerboard.kicad_sch")
+    n_ch = channel_instances(root)
+    _, ch_rows = collect(HERE / "channel.kicad_sch")
+    rows, total_fit, total_opt = part_rows(group_parts(root_rows, ch_rows, n_ch))
+    extra, total_fit = offboard_rows(total_fit)
     with out.open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(
-            [
-                "references",
-                "qty",
-                "value",
-                "manufacturer",
-                "mpn",
-                "footprint",
-                "unit_eur",
-                "ext_eur",
-                "fitted",
-                "note",
-            ]
-        )
-        for (mfr, mpn, value, fit), g in sorted(
-            groups.items(), key=lambda kv: (kv[0][3] == "DNP", kv[0][1])
-        ):
-            qty = int(g["qty"])  # type: ignore[call-overload]
-            unit = float(str(g["price"]) or 0)
-            ext = qty * unit
-            if fit == "fit":
-                total_fit += ext
-            else:
-                total_opt += ext
-            refs = " ".join(sorted(set(g["refs"])))  # type: ignore[arg-type]
-            w.writerow(
-                [
-                    refs,
-                    qty,
-                    value,
-                    mfr,
-                    mpn,
-                    g["fp"],
-                    f"{unit:.2f}",
-                    f"{ext:.2f}",
-                    "yes" if fit == "fit" else "option (DNP)",
-                    g["note"],
-                ]
-            )
-        for qty, desc, mfr, mpn, unit, note in OFFBOARD:
-            total_fit += qty * unit
-            w.writerow(
-                [
-                    "(off-board)",
-                    qty,
-                    desc,
-                    mfr,
-                    mpn,
-                    "",
-                    f"{unit:.2f}",
-                    f"{qty * unit:.2f}",
-                    "yes",
-                    note,
-                ]
-            )
-        w.writerow(
-            [
-                "TOTAL fitted (4 channels, 12 V + 5 V, genuine Nano)",
-                "",
-                "",
-                "",
-                "",
-                "",
-                "",
-                f"{total_fit:.2f}",
-                "",
-                "approximate single-quantity distributor prices, EUR, excl. VAT",
-            ]
-        )
-        w.writerow(
-            [
-                "TOTAL options (3.3 V M.2 path + active discharge, all 4 channels)",
-                "",
-                "",
-                "",
-                "",
-                "",
-                "",
-                f"{total_opt:.2f}",
-                "",
-                "",
-            ]
-        )
+        w.writerow(COLUMNS)
+        w.writerows(rows + extra + total_rows(total_fit, total_opt))
     print(f"wrote {out}: fitted {total_fit:.2f} EUR, options {total_opt:.2f} EUR")
 
 

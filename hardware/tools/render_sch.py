@@ -283,7 +283,32 @@ def render(path: Path, ref_note: str = "") -> str:
     paper = str(ksch.find(sch, "paper")[1])  # type: ignore[index]
     w, h = PAPER.get(paper, PAPER["A3"])
     svg = Svg(w, h)
-    # frame and title block
+    draw_frame(svg, sch, path, ref_note)
+    libs = ksch.lib_symbols(sch)
+    draw_wiring(svg, sch)
+    for kind in ("label", "hierarchical_label", "global_label"):
+        for lab in ksch.find_all(sch, kind):
+            if kind == "label":
+                draw_label(svg, lab)
+            else:
+                draw_port_label(svg, lab)
+    for tnode in ksch.find_all(sch, "text"):
+        x, y, a = ksch.at(tnode)
+        anchor, valign = justify(tnode)
+        svg.text(x, y, str(tnode[1]), font_size(tnode), COL_TEXT, anchor, valign, angle=a)
+    for sym in ksch.find_all(sch, "symbol"):
+        lib_id = str(ksch.find(sym, "lib_id")[1])  # type: ignore[index]
+        lib = libs.get(lib_id)
+        if lib is not None:
+            draw_instance(svg, sym, lib)
+    for sh in ksch.find_all(sch, "sheet"):
+        draw_sheet(svg, sh)
+    return svg.dump()
+
+
+def draw_frame(svg: Svg, sch: ksch.Sexp, path: Path, ref_note: str) -> None:
+    """The page frame and the title block."""
+    w, h = svg.w, svg.h
     svg.line([(5, 5), (w - 5, 5), (w - 5, h - 5), (5, h - 5), (5, 5)], "#840000", 0.25)
     tb = ksch.find(sch, "title_block")
     title = str(ksch.find(tb, "title")[1]) if tb is not None else path.stem  # type: ignore[index]
@@ -301,8 +326,10 @@ def render(path: Path, ref_note: str = "") -> str:
     )
     note = ref_note or "rendered from the .kicad_sch by hardware/tools/render_sch.py"
     svg.text(bx + 2, by + 12, note, 1.2, COL_TEXT, "start", "top")
-    libs = ksch.lib_symbols(sch)
 
+
+def draw_wiring(svg: Svg, sch: ksch.Sexp) -> None:
+    """Wires, junction dots and no-connect crosses."""
     for wnode in ksch.find_all(sch, "wire"):
         pts = [(float(p[1]), float(p[2])) for p in ksch.find(wnode, "pts")[1:]]  # type: ignore[index]
         svg.line(pts, COL_WIRE, 0.1524)
@@ -313,109 +340,109 @@ def render(path: Path, ref_note: str = "") -> str:
         x, y, _ = ksch.at(nc)
         svg.line([(x - 0.6, y - 0.6), (x + 0.6, y + 0.6)], "#0000c8", 0.15)
         svg.line([(x - 0.6, y + 0.6), (x + 0.6, y - 0.6)], "#0000c8", 0.15)
-    for kind in ("label", "hierarchical_label", "global_label"):
-        for lab in ksch.find_all(sch, kind):
-            x, y, a = ksch.at(lab)
-            text = str(lab[1])
-            size = font_size(lab)
-            if kind == "label":
-                vertical = round(a) % 180 == 90
-                anchor = "start" if round(a) in (0, 90) else "end"
-                if vertical:
-                    svg.text(x - 0.3, y, text, size, COL_LABEL, anchor, "bottom", angle=90)
-                else:
-                    svg.text(x, y - 0.3, text, size, COL_LABEL, anchor, "bottom")
-            else:
-                d = 1 if round(a) in (0, 90) else -1
-                sgn = -1 if round(a) in (90, 270) else 0
-                if sgn:
-                    svg.text(
-                        x,
-                        y - d * 2.0,
-                        text,
-                        size,
-                        "#840084",
-                        "end" if d > 0 else "start",
-                        "center",
-                        angle=90,
-                    )
-                else:
-                    svg.line(
-                        [
-                            (x, y),
-                            (x + d * 1.0, y - 0.8),
-                            (x + d * 2.0, y - 0.8),
-                            (x + d * 2.0, y + 0.8),
-                            (x + d * 1.0, y + 0.8),
-                            (x, y),
-                        ],
-                        "#840084",
-                        0.15,
-                    )
-                    svg.text(
-                        x + d * 2.6,
-                        y,
-                        text,
-                        size,
-                        "#840084",
-                        "start" if d > 0 else "end",
-                        "center",
-                        bold=True,
-                    )
-    for tnode in ksch.find_all(sch, "text"):
-        x, y, a = ksch.at(tnode)
-        anchor, valign = justify(tnode)
-        svg.text(x, y, str(tnode[1]), font_size(tnode), COL_TEXT, anchor, valign, angle=a)
-    for sym in ksch.find_all(sch, "symbol"):
-        lib_id = str(ksch.find(sym, "lib_id")[1])  # type: ignore[index]
-        lib = libs.get(lib_id)
-        if lib is None:
-            continue
-        t = ksch.instance_transform(sym)
-        unit_n = ksch.find(sym, "unit")
-        power = "power" in lib.node
-        draw_symbol(svg, lib, t, int(unit_n[1]) if unit_n else 1, power)
-        for name, p in ksch.props(sym).items():
-            if ksch.hidden(p) or name not in ("Reference", "Value"):
-                continue
-            x, y, a = ksch.at(p)
-            anchor, valign = justify(p)
-            svg.text(
-                x,
-                y,
-                str(p[2]),
-                font_size(p),
-                COL_TEXT if name == "Reference" else "#006464",
-                anchor,
-                valign,
-                angle=a,
-            )
-        dnp = ksch.props(sym).get("DNP")
-        if dnp is not None:
-            x0, y0 = t.x, t.y
-            svg.line([(x0 - 3, y0 - 3), (x0 + 3, y0 + 3)], "#c80000", 0.25)
-            svg.line([(x0 - 3, y0 + 3), (x0 + 3, y0 - 3)], "#c80000", 0.25)
-    for sh in ksch.find_all(sch, "sheet"):
-        x, y, _ = ksch.at(sh)
-        sw, shh = xy(sh, "size")
-        svg.line(
-            [(x, y), (x + sw, y), (x + sw, y + shh), (x, y + shh), (x, y)],
-            "#840084",
-            0.3,
-            "#fffff0",
-        )
-        pr = ksch.props(sh)
-        svg.text(x, y - 0.7, str(pr["Sheet name"][2]), 1.5, "#840084", "start", "bottom", bold=True)
+
+
+def draw_label(svg: Svg, lab: ksch.Sexp) -> None:
+    """A local net label: its text only."""
+    x, y, a = ksch.at(lab)
+    text = str(lab[1])
+    size = font_size(lab)
+    vertical = round(a) % 180 == 90
+    anchor = "start" if round(a) in (0, 90) else "end"
+    if vertical:
+        svg.text(x - 0.3, y, text, size, COL_LABEL, anchor, "bottom", angle=90)
+    else:
+        svg.text(x, y - 0.3, text, size, COL_LABEL, anchor, "bottom")
+
+
+def draw_port_label(svg: Svg, lab: ksch.Sexp) -> None:
+    """A hierarchical or global label: the port shape and its text beside it."""
+    x, y, a = ksch.at(lab)
+    text = str(lab[1])
+    size = font_size(lab)
+    d = 1 if round(a) in (0, 90) else -1
+    sgn = -1 if round(a) in (90, 270) else 0
+    if sgn:
         svg.text(
-            x, y + shh + 0.6, "file: " + str(pr["Sheet file"][2]), 1.2, "#840084", "start", "top"
+            x,
+            y - d * 2.0,
+            text,
+            size,
+            "#840084",
+            "end" if d > 0 else "start",
+            "center",
+            angle=90,
         )
-        for pin in ksch.find_all(sh, "pin"):
-            px, py, _ = ksch.at(pin)
-            svg.line(
-                [(px, py), (px + 1.5, py - 0.8), (px + 1.5, py + 0.8), (px, py)], "#840084", 0.15
-            )
-            svg.text(px + 2.2, py, str(pin[1]), 1.27, "#840084", "start", "center")
-    return svg.dump()
+    else:
+        svg.line(
+            [
+                (x, y),
+                (x + d * 1.0, y - 0.8),
+                (x + d * 2.0, y - 0.8),
+                (x + d * 2.0, y + 0.8),
+                (x + d * 1.0, y + 0.8),
+                (x, y),
+            ],
+            "#840084",
+            0.15,
+        )
+        svg.text(
+            x + d * 2.6,
+            y,
+            text,
+            size,
+            "#840084",
+            "start" if d > 0 else "end",
+            "center",
+            bold=True,
+        )
+
+
+def draw_instance(svg: Svg, sym: ksch.Sexp, lib: ksch.LibSymbol) -> None:
+    """A placed symbol: its graphics, visible Reference and Value, and a cross if DNP."""
+    t = ksch.instance_transform(sym)
+    unit_n = ksch.find(sym, "unit")
+    power = "power" in lib.node
+    draw_symbol(svg, lib, t, int(unit_n[1]) if unit_n else 1, power)
+    for name, p in ksch.props(sym).items():
+        if ksch.hidden(p) or name not in ("Reference", "Value"):
+            continue
+        x, y, a = ksch.at(p)
+        anchor, valign = justify(p)
+        svg.text(
+            x,
+            y,
+            str(p[2]),
+            font_size(p),
+            COL_TEXT if name == "Reference" else "#006464",
+            anchor,
+            valign,
+            angle=a,
+        )
+    dnp = ksch.props(sym).get("DNP")
+    if dnp is not None:
+        x0, y0 = t.x, t.y
+        svg.line([(x0 - 3, y0 - 3), (x0 + 3, y0 + 3)], "#c80000", 0.25)
+        svg.line([(x0 - 3, y0 + 3), (x0 + 3, y0 - 3)], "#c80000", 0.25)
+
+
+def draw_sheet(svg: Svg, sh: ksch.Sexp) -> None:
+    """A sheet symbol: its box, name, file and pins."""
+    x, y, _ = ksch.at(sh)
+    sw, shh = xy(sh, "size")
+    svg.line(
+        [(x, y), (x + sw, y), (x + sw, y + shh), (x, y + shh), (x, y)],
+        "#840084",
+        0.3,
+        "#fffff0",
+    )
+    pr = ksch.props(sh)
+    svg.text(x, y - 0.7, str(pr["Sheet name"][2]), 1.5, "#840084", "start", "bottom", bold=True)
+    svg.text(x, y + shh + 0.6, "file: " + str(pr["Sheet file"][2]), 1.2, "#840084", "start", "top")
+    for pin in ksch.find_all(sh, "pin"):
+        px, py, _ = ksch.at(pin)
+        svg.line([(px, py), (px + 1.5, py - 0.8), (px + 1.5, py + 0.8), (px, py)], "#840084", 0.15)
+        svg.text(px + 2.2, py, str(pin[1]), 1.27, "#840084", "start", "center")
 
 
 def main(argv: list[str]) -> None:

@@ -161,28 +161,7 @@ def kill_and_resume(tmp_path: Path, trials: int, cycles: int) -> None:
     drives = [row[0] for row in con.execute("SELECT id FROM drive ORDER BY channel")]
     assert len(drives) == CHANNELS
     for drive in drives:
-        rows = con.execute(
-            "SELECT seq, status, writes, id FROM cycle WHERE drive_id = ? ORDER BY seq", (drive,)
-        ).fetchall()
-        seqs = [r[0] for r in rows]
-        assert seqs == list(range(1, len(seqs) + 1)), "cycle numbers have gaps or repeats"
-        counted = [r for r in rows if r[1] != "interrupted"]
-        interrupted = [r for r in rows if r[1] == "interrupted"]
-        assert len(counted) == cycles, "cycles counted towards the target"
-        assert len(interrupted) <= trials  # at most one per kill, never counted
-        assert any(r[1] == "ok" for r in counted)
-        keys = []
-        for seq, status, writes, cycle_id in rows:
-            blob = con.execute("SELECT writes FROM ledger WHERE cycle_id = ?", (cycle_id,))
-            found = blob.fetchone()
-            if status == "interrupted" and found is None:
-                continue  # the crash took this cycle's ledger with it; resume read it back
-            assert found is not None, f"cycle {seq} has no ledger"
-            cols = np.load(io.BytesIO(found[0]))
-            assert len(cols["nblocks"]) == writes, f"cycle {seq}: ledger and count disagree"
-            keys.append(_ledger_keys(found[0]))
-        every = np.concatenate(keys)
-        assert len(np.unique(every)) == len(every), "a generation was issued twice for a block"
+        _check_drive(con, drive, trials, cycles)
     summary = con.execute("SELECT status, COUNT(*) FROM cycle GROUP BY 1 ORDER BY 1").fetchall()
     print(f"kills {trials}, channels off at a kill {restored_by_watchdog}, cycles {summary}")
     failures = con.execute("SELECT class, COUNT(*) FROM finding WHERE failure = 1 GROUP BY 1")
@@ -199,3 +178,30 @@ def kill_and_resume(tmp_path: Path, trials: int, cycles: int) -> None:
     log = [json.loads(line) for line in (tmp_path / "run.log.jsonl").read_text().splitlines()]
     assert sum(1 for entry in log if entry["kind"] == "resume") == trials
     assert sum(1 for entry in log if entry["kind"] == "end") == 1  # only the run not killed
+
+
+def _check_drive(con: sqlite3.Connection, drive: int, trials: int, cycles: int) -> None:
+    """One drive's cycles after the kills: numbered without gaps, the target counted, a ledger
+    per cycle that matches it, and no generation issued twice for a block."""
+    rows = con.execute(
+        "SELECT seq, status, writes, id FROM cycle WHERE drive_id = ? ORDER BY seq", (drive,)
+    ).fetchall()
+    seqs = [r[0] for r in rows]
+    assert seqs == list(range(1, len(seqs) + 1)), "cycle numbers have gaps or repeats"
+    counted = [r for r in rows if r[1] != "interrupted"]
+    interrupted = [r for r in rows if r[1] == "interrupted"]
+    assert len(counted) == cycles, "cycles counted towards the target"
+    assert len(interrupted) <= trials  # at most one per kill, never counted
+    assert any(r[1] == "ok" for r in counted)
+    keys = []
+    for seq, status, writes, cycle_id in rows:
+        blob = con.execute("SELECT writes FROM ledger WHERE cycle_id = ?", (cycle_id,))
+        found = blob.fetchone()
+        if status == "interrupted" and found is None:
+            continue  # the crash took this cycle's ledger with it; resume read it back
+        assert found is not None, f"cycle {seq} has no ledger"
+        cols = np.load(io.BytesIO(found[0]))
+        assert len(cols["nblocks"]) == writes, f"cycle {seq}: ledger and count disagree"
+        keys.append(_ledger_keys(found[0]))
+    every = np.concatenate(keys)
+    assert len(np.unique(every)) == len(every), "a generation was issued twice for a block"

@@ -191,6 +191,23 @@ def fleet(tmp_path: Path, udevd: None) -> Iterator[tuple[Fleet, object]]:
 
 
 def run_fleet(fleet: Fleet, station: object, plan: Plan, shots: Path) -> None:
+    texts = start_stations(fleet, station, plan)
+    # -- beta first, alone (its loop devices keep their timing on a loaded 2-core host): its
+    # agent is killed with SIGKILL mid-campaign, then comes back
+    submit(fleet, texts, "beta")
+    for kill in range(plan.kills):
+        kill_beta_agent(fleet, plan, kill)
+    wait_for("beta's campaign to finish", lambda: finished(fleet, "beta"), 300)
+    cut_ended = alpha_cut_off_mid_campaign(fleet, texts, plan, shots)
+    wait_for(
+        "all three campaigns to finish", lambda: finished(fleet, "alpha", "beta", "gamma"), 600
+    )
+    every_store_arrived(fleet, plan, cut_ended)
+    report_pools_the_stations(fleet, plan)
+
+
+def start_stations(fleet: Fleet, station: object, plan: Plan) -> dict[str, str]:
+    """The three agents, up with their inventories; the campaign each station is to run."""
     from tests.loop_station import campaign_text as loop_campaign
 
     fleet.start_agent("alpha", SIM_STATION, sim_drives("alpha"))
@@ -203,58 +220,63 @@ def run_fleet(fleet: Fleet, station: object, plan: Plan, shots: Path) -> None:
         beta_table,
         [{"model": "Linux loop device", "serial": str(image)} for image in images.values()],
     )
-    operator = fleet.pg.dsn("operator")
 
     def inventories() -> bool:
         with CentralStore(fleet.pg.dsn()) as central:
             return all(int(s["drives"]) >= 2 for s in central.stations())
 
     wait_for("every station's inventory", inventories, 60)
-    texts = {
+    return {
         "alpha": sim_campaign("alpha", plan.sim_cycles),
         "beta": beta_text.replace('name = "resume-kill"', 'name = "fleet-beta"'),
         "gamma": sim_campaign("gamma", plan.sim_cycles),
     }
 
-    def submit(name: str) -> None:
-        path = fleet.tmp / f"{name}.toml"
-        path.write_text(texts[name])
-        done = fleet.rig("fleet", "submit", str(path), "--central", operator)
-        assert done.returncode == 0, done.stderr
-        assert f"on station {name}" in done.stdout
 
-    def finished(*names: str) -> bool:
-        states = {s: r["status"] for s, r in fleet.submissions().items() if s in names}
-        assert not {"error", "failed", "stopped"} & set(states.values()), states
-        return set(states.values()) == {"done"} and len(states) == len(names)
+def submit(fleet: Fleet, texts: dict[str, str], name: str) -> None:
+    path = fleet.tmp / f"{name}.toml"
+    path.write_text(texts[name])
+    done = fleet.rig("fleet", "submit", str(path), "--central", fleet.pg.dsn("operator"))
+    assert done.returncode == 0, done.stderr
+    assert f"on station {name}" in done.stdout
 
-    # -- beta first, alone (its loop devices keep their timing on a loaded 2-core host): its
-    # agent is killed with SIGKILL mid-campaign, then comes back
-    submit("beta")
-    for kill in range(plan.kills):
-        target = (kill + 1) * plan.loop_cycles * 2 // (plan.kills + 2)
-        wait_for(
-            f"beta's campaign to reach {target} cycles",
-            lambda target=target: len(fleet.local_keys("beta")) >= target,  # type: ignore[misc]
-            240,
-        )
-        rigs = rig_runs_of(fleet.tmp / "beta")
-        assert alive(rigs), "beta's campaign is not running"
-        agent = fleet.agents["beta"]
-        os.kill(agent.pid, signal.SIGKILL)
-        agent.wait(10)
-        wait_for("beta's rig run to die with its agent", lambda r=rigs: not alive(r), 15)
-        frozen = len(fleet.local_keys("beta"))
-        time.sleep(2.0)
-        assert len(fleet.local_keys("beta")) == frozen  # nothing runs it while its agent is away
-        fleet.restart_agent("beta")
 
-    wait_for("beta's campaign to finish", lambda: finished("beta"), 300)
+def finished(fleet: Fleet, *names: str) -> bool:
+    states = {s: r["status"] for s, r in fleet.submissions().items() if s in names}
+    assert not {"error", "failed", "stopped"} & set(states.values()), states
+    return set(states.values()) == {"done"} and len(states) == len(names)
 
-    # -- then alpha and gamma; alpha's link goes down mid-campaign: it keeps testing, catches up
-    submit("alpha")
-    submit("gamma")
+
+def kill_beta_agent(fleet: Fleet, plan: Plan, kill: int) -> None:
+    """The `kill`-th SIGKILL of beta's agent: its rig run dies with it, nothing runs the
+    campaign while it is away, and it comes back."""
+    target = (kill + 1) * plan.loop_cycles * 2 // (plan.kills + 2)
+    wait_for(
+        f"beta's campaign to reach {target} cycles",
+        lambda: len(fleet.local_keys("beta")) >= target,
+        240,
+    )
+    rigs = rig_runs_of(fleet.tmp / "beta")
+    assert alive(rigs), "beta's campaign is not running"
+    agent = fleet.agents["beta"]
+    os.kill(agent.pid, signal.SIGKILL)
+    agent.wait(10)
+    wait_for("beta's rig run to die with its agent", lambda: not alive(rigs), 15)
+    frozen = len(fleet.local_keys("beta"))
+    time.sleep(2.0)
+    assert len(fleet.local_keys("beta")) == frozen  # nothing runs it while its agent is away
+    fleet.restart_agent("beta")
+
+
+def alpha_cut_off_mid_campaign(
+    fleet: Fleet, texts: dict[str, str], plan: Plan, shots: Path
+) -> float:
+    """alpha and gamma; alpha's link goes down mid-campaign: it keeps testing. Returns when the
+    link came back (time.monotonic)."""
+    submit(fleet, texts, "alpha")
+    submit(fleet, texts, "gamma")
     # a drive is in one live campaign at most, across the fleet
+    operator = fleet.pg.dsn("operator")
     again = fleet.rig("fleet", "submit", str(fleet.tmp / "alpha.toml"), "--central", operator)
     assert again.returncode == 2 and "already claimed" in again.stderr
     wait_for("alpha's first cycles centrally", lambda: len(fleet.central_keys("alpha")) >= 10, 120)
@@ -272,9 +294,12 @@ def run_fleet(fleet: Fleet, station: object, plan: Plan, shots: Path) -> None:
     cut_ended = time.monotonic()
     if not browser.requirements():  # the fleet overview, in headless Chromium
         shoot_overview(fleet, shots)
+    return cut_ended
 
-    wait_for("all three campaigns to finish", lambda: finished("alpha", "beta", "gamma"), 600)
-    # alpha caught up after its link came back, beta after its restart
+
+def every_store_arrived(fleet: Fleet, plan: Plan, cut_ended: float) -> None:
+    """alpha caught up after its link came back, beta after its restarts; each campaign ran
+    once, beta's resumed there."""
     for name in ("alpha", "beta", "gamma"):
         wait_for(
             f"{name}'s store to be all in the central database",
@@ -294,7 +319,10 @@ def run_fleet(fleet: Fleet, station: object, plan: Plan, shots: Path) -> None:
         assert campaigns["beta"]["resumes"] >= plan.kills  # resumed on beta, by rig run --resume
         assert {r["station"] for r in central.campaign_rows()} == {"alpha", "beta", "gamma"}
         assert len(central.campaign_rows()) == 3  # never started twice
-    # the report pools the model's cuts over the stations, per drive kept
+
+
+def report_pools_the_stations(fleet: Fleet, plan: Plan) -> None:
+    """The report pools the model's cuts over the stations, per drive kept."""
     report = fleet.rig(
         "report", "--central", fleet.pg.dsn("viewer"), "--out", str(fleet.tmp / "report")
     )

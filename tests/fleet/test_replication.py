@@ -82,19 +82,44 @@ def assert_the_same_but_binned(central: dict[str, Any], station: dict[str, Any])
 def test_replication_is_exact_idempotent_and_reports_the_same(
     pg: Cluster, demo_store: Path, tmp_path: Path
 ) -> None:
-    # a copy with blocks a read budget left unread (the demo's drives read everything), so the
-    # comparison below also covers the column
+    demo_store = altered_copy(demo_store, tmp_path)
+    replicate_exactly_once(pg, demo_store)
+    from_store = _report(dataset.load([str(demo_store)]))
+    from_central = _report(central_dataset(pg.dsn("viewer", "pw-viewer", "127.0.0.1")))
+    assert_the_same_but_binned(from_central, from_store)
+    body, listed = report_files_bin_the_cuts(pg, demo_store, tmp_path)
+    streamed = cut_rows_stream_from_the_server(pg, tmp_path)
+    delays_as_the_store_has_them(demo_store, streamed)
+    # the cut timing section from the server's rows: the station's, but for the source's name
+    timing = [{k: v for k, v in t.items() if k != "source"} for t in body["timing"]]
+    assert timing == [{k: v for k, v in t.items() if k != "source"} for t in listed["timing"]]
+    assert timing and timing[0]["cuts"] == 36
+    page = (tmp_path / "central" / "report.html").read_text()
+    assert "keeps the delays as cuts and failing cuts per delay bin" in page
+    assert "(bins of +-2.2%)" in page  # the return-time curve's legend
+    # the same campaign from both sources is refused, not counted twice
+    with pytest.raises(UserError, match="give each once"):
+        dataset.merge([central_dataset(pg.dsn()), dataset.load([str(demo_store)])])
+
+
+def altered_copy(demo_store: Path, tmp_path: Path) -> Path:
+    """A copy with blocks a read budget left unread (the demo's drives read everything), so the
+    comparison also covers the column; a drive that died at its 9th cycle after a rig error at
+    its 4th, and one with an interrupted cycle: the place of death and the statuses the
+    aggregates count."""
     copy = tmp_path / "unchecked.sqlite"
     with sqlite3.connect(demo_store) as source, sqlite3.connect(copy) as target:
         source.backup(target)
     with sqlite3.connect(copy) as db:
         db.execute("UPDATE cycle SET blocks_unchecked = seq % 3")
-        # a drive that died at its 9th cycle after a rig error at its 4th, and one with an
-        # interrupted cycle: the place of death and the statuses the aggregates count
         db.execute("UPDATE cycle SET status = 'error' WHERE drive_id = 2 AND seq = 4")
         db.execute("UPDATE cycle SET status = 'dead' WHERE drive_id = 2 AND seq >= 9")
         db.execute("UPDATE cycle SET status = 'interrupted' WHERE drive_id = 3 AND seq = 5")
-    demo_store = copy
+    return copy
+
+
+def replicate_exactly_once(pg: Cluster, demo_store: Path) -> None:
+    """Every cycle reaches the server once, in order, with all its rows of every table."""
     store = Store(str(demo_store))
     try:
         with CentralStore(pg.dsn("rig_station_alpha")) as central:
@@ -115,10 +140,13 @@ def test_replication_is_exact_idempotent_and_reports_the_same(
             assert counts[table] == db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
     finally:
         db.close()
-    from_store = _report(dataset.load([str(demo_store)]))
-    from_central = _report(central_dataset(pg.dsn("viewer", "pw-viewer", "127.0.0.1")))
-    assert_the_same_but_binned(from_central, from_store)
-    # and its files: bins instead of per-cut lists, no cut rows (docs/reports.md)
+
+
+def report_files_bin_the_cuts(
+    pg: Cluster, demo_store: Path, tmp_path: Path
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The report's files: bins instead of per-cut lists, no cut rows (docs/reports.md).
+    Returns the central and the station's report.json."""
     export.write_dataset_report(central_dataset(pg.dsn()), str(tmp_path / "central"))
     export.write_dataset_report(dataset.load([str(demo_store)]), str(tmp_path / "station"))
     body = json.loads((tmp_path / "central" / "report.json").read_text())
@@ -130,7 +158,12 @@ def test_replication_is_exact_idempotent_and_reports_the_same(
         assert sum(c for _, c in bins) == len(own["return_ms"]) > 0
     assert len((tmp_path / "central" / "cuts.csv").read_text().splitlines()) == 1  # its header
     assert len((tmp_path / "station" / "cuts.csv").read_text().splitlines()) == 37
-    # --cut-rows: the same rows as the station's cuts.csv, streamed from the server in chunks
+    return body, listed
+
+
+def cut_rows_stream_from_the_server(pg: Cluster, tmp_path: Path) -> list[str]:
+    """--cut-rows: the same rows as the station's cuts.csv, streamed from the server in chunks;
+    returns them."""
     with CentralStore(pg.dsn()) as store, mock.patch.object(report_central, "CHUNK", 5):
         data = report_central.read(store, cut_rows=True)
         export.write_dataset_report(data, str(tmp_path / "rows"))
@@ -145,7 +178,11 @@ def test_replication_is_exact_idempotent_and_reports_the_same(
     streamed = (tmp_path / "rows" / "cuts.csv").read_text().splitlines()
     own = (tmp_path / "station" / "cuts.csv").read_text().splitlines()
     assert [r.split(",", 1)[1] for r in streamed] == [r.split(",", 1)[1] for r in own]
-    # both delays: the planned one and where the cut fell (with its bound), as the store has them
+    return streamed
+
+
+def delays_as_the_store_has_them(demo_store: Path, streamed: list[str]) -> None:
+    """Both delays: the planned one and where the cut fell (with its bound)."""
     with sqlite3.connect(demo_store) as db:
         realized = {
             (serial, seq): (ns / 1e6, bound / 1e6)
@@ -161,16 +198,6 @@ def test_replication_is_exact_idempotent_and_reports_the_same(
         if r["realized_delay_ms"]
     }
     assert in_rows == realized and len(in_rows) == len(rows) == 36  # (every demo cycle was cut)
-    # the cut timing section from the server's rows: the station's, but for the source's name
-    timing = [{k: v for k, v in t.items() if k != "source"} for t in body["timing"]]
-    assert timing == [{k: v for k, v in t.items() if k != "source"} for t in listed["timing"]]
-    assert timing and timing[0]["cuts"] == 36
-    page = (tmp_path / "central" / "report.html").read_text()
-    assert "keeps the delays as cuts and failing cuts per delay bin" in page
-    assert "(bins of +-2.2%)" in page  # the return-time curve's legend
-    # the same campaign from both sources is refused, not counted twice
-    with pytest.raises(UserError, match="give each once"):
-        dataset.merge([central_dataset(pg.dsn()), dataset.load([str(demo_store)])])
 
 
 def test_a_lost_commit_and_a_restart_resume_from_the_central_cursor(

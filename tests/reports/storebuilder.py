@@ -117,98 +117,109 @@ def build(
                     "UPDATE campaign SET criteria = ? WHERE id = ?", (criteria_column, campaign)
                 )
         for spec in drives:
-            drive_id = store.add_drive(
-                campaign,
-                spec.channel,
-                {"model": spec.model, "serial": spec.serial, "wwn": "", "firmware": spec.firmware},
-                1 << 30,
-                4096,
-                (0, 4096),
-            )
-            for seq, outcome in enumerate(spec.outcomes, start=1):
-                cut_ns = seq * 10_000 * MS
-                status = outcome if outcome in ("ok", "error", "interrupted", "dead") else "ok"
-                classes = [] if outcome in ("ok", "error", "interrupted") else outcome.split("+")
-                if outcome == "dead":
-                    classes = [failures.DEAD]
-                findings = [
-                    {
-                        "cls": cls,
-                        "failure": True,
-                        "lba_first": 100 + i,
-                        "lba_count": 2,
-                        "expected_gen": 5,
-                        "observed_gen": 4,
-                        "expected_op": 1,
-                        "observed_op": 0,
-                        "detail": (
-                            {
-                                "field": "unsafe_shutdowns",
-                                "before": 7,
-                                "after": 7,
-                                "expected": "+1 (= 8)",
-                                "reason": "unsafe-shutdown counter did not count the cut",
-                                "cuts": 1,
-                            }
-                            if cls == failures.COUNTER_ANOMALY
-                            else {"ack_to_cut_ns": 3 * MS, "flush_to_cut_ns": 2 * MS}
-                        ),
-                    }
-                    for i, cls in enumerate(classes)
-                ]
-                findings.append(
-                    {
-                        "cls": failures.ALLOWED_LOSS,
-                        "failure": False,
-                        "lba_first": 7,
-                        "lba_count": 1,
-                        "expected_gen": 2,
-                        "observed_gen": 1,
-                        "expected_op": 1,
-                        "observed_op": 0,
-                        "detail": {},
-                    }
-                )
-                ack_ms, flush_ms = (
-                    spec.delays_ms[seq - 1] if seq <= len(spec.delays_ms) else (1.0, 5.0)
-                )
-                back = None if status != "ok" else cut_ns + int(spec.return_ms * MS)
-                ledger = _ledger(cut_ns, ack_ms, flush_ms) if status != "error" else None
-                delays = (None, None)
-                if delays_in_row and ledger is not None:
-                    delays = ledger.last_ack_and_flush_to_cut(cut_ns)
-                store.record_cycle(
-                    CycleRow(
-                        drive_id=drive_id,
-                        seq=seq,
-                        status=status,
-                        cut_delay_ns=20 * MS,
-                        started_at=1.7e9 + seq,
-                        cut_ns=None if status == "error" else cut_ns,
-                        cut_error_ns=1000,
-                        back_ns=back,
-                        failures=len(classes),
-                        bytes_written=3 * 4096,
-                        blocks_checked=0 if status == "error" else 64,
-                        full_scan=int(seq % 10 == 0 and status == "ok"),
-                        last_ack_to_cut_ns=delays[0],
-                        last_flush_to_cut_ns=delays[1],
-                    ),
-                    findings if status != "error" else [],
-                    [(cut_ns, "cut_shape", spec.shapes[seq - 1])]
-                    if seq <= len(spec.shapes)
-                    else [],
-                    ledger.to_bytes() if ledger is not None else None,
-                    None,
-                    _rail(spec, seq, cut_ns),
-                )
-            for after_seq, fields in spec.health:
-                store.add_health(
-                    drive_id, after_seq, after_seq * 10_000 * MS, "smartctl", fields, "{}"
-                )
-            if "dead" in spec.outcomes:
-                store.set_drive_status(drive_id, "dead")
+            _add_drive(store, campaign, spec, delays_in_row)
         store.end_campaign(campaign, "done")
     finally:
         store.close()
     return path
+
+
+def _add_drive(store: Store, campaign: int, spec: DriveSpec, delays_in_row: bool) -> None:
+    """The drive, its cycles one per outcome, its health snapshots and, if it died, its status."""
+    drive_id = store.add_drive(
+        campaign,
+        spec.channel,
+        {"model": spec.model, "serial": spec.serial, "wwn": "", "firmware": spec.firmware},
+        1 << 30,
+        4096,
+        (0, 4096),
+    )
+    for seq, outcome in enumerate(spec.outcomes, start=1):
+        _record_cycle(store, drive_id, spec, seq, outcome, delays_in_row)
+    for after_seq, fields in spec.health:
+        store.add_health(drive_id, after_seq, after_seq * 10_000 * MS, "smartctl", fields, "{}")
+    if "dead" in spec.outcomes:
+        store.set_drive_status(drive_id, "dead")
+
+
+def _findings(classes: list[str]) -> list[dict[str, Any]]:
+    """One finding per failure class, and an allowed loss (not a failure) after them."""
+    findings: list[dict[str, Any]] = [
+        {
+            "cls": cls,
+            "failure": True,
+            "lba_first": 100 + i,
+            "lba_count": 2,
+            "expected_gen": 5,
+            "observed_gen": 4,
+            "expected_op": 1,
+            "observed_op": 0,
+            "detail": (
+                {
+                    "field": "unsafe_shutdowns",
+                    "before": 7,
+                    "after": 7,
+                    "expected": "+1 (= 8)",
+                    "reason": "unsafe-shutdown counter did not count the cut",
+                    "cuts": 1,
+                }
+                if cls == failures.COUNTER_ANOMALY
+                else {"ack_to_cut_ns": 3 * MS, "flush_to_cut_ns": 2 * MS}
+            ),
+        }
+        for i, cls in enumerate(classes)
+    ]
+    findings.append(
+        {
+            "cls": failures.ALLOWED_LOSS,
+            "failure": False,
+            "lba_first": 7,
+            "lba_count": 1,
+            "expected_gen": 2,
+            "observed_gen": 1,
+            "expected_op": 1,
+            "observed_op": 0,
+            "detail": {},
+        }
+    )
+    return findings
+
+
+def _record_cycle(
+    store: Store, drive_id: int, spec: DriveSpec, seq: int, outcome: str, delays_in_row: bool
+) -> None:
+    cut_ns = seq * 10_000 * MS
+    status = outcome if outcome in ("ok", "error", "interrupted", "dead") else "ok"
+    classes = [] if outcome in ("ok", "error", "interrupted") else outcome.split("+")
+    if outcome == "dead":
+        classes = [failures.DEAD]
+    findings = _findings(classes)
+    ack_ms, flush_ms = spec.delays_ms[seq - 1] if seq <= len(spec.delays_ms) else (1.0, 5.0)
+    back = None if status != "ok" else cut_ns + int(spec.return_ms * MS)
+    ledger = _ledger(cut_ns, ack_ms, flush_ms) if status != "error" else None
+    delays = (None, None)
+    if delays_in_row and ledger is not None:
+        delays = ledger.last_ack_and_flush_to_cut(cut_ns)
+    store.record_cycle(
+        CycleRow(
+            drive_id=drive_id,
+            seq=seq,
+            status=status,
+            cut_delay_ns=20 * MS,
+            started_at=1.7e9 + seq,
+            cut_ns=None if status == "error" else cut_ns,
+            cut_error_ns=1000,
+            back_ns=back,
+            failures=len(classes),
+            bytes_written=3 * 4096,
+            blocks_checked=0 if status == "error" else 64,
+            full_scan=int(seq % 10 == 0 and status == "ok"),
+            last_ack_to_cut_ns=delays[0],
+            last_flush_to_cut_ns=delays[1],
+        ),
+        findings if status != "error" else [],
+        [(cut_ns, "cut_shape", spec.shapes[seq - 1])] if seq <= len(spec.shapes) else [],
+        ledger.to_bytes() if ledger is not None else None,
+        None,
+        _rail(spec, seq, cut_ns),
+    )
