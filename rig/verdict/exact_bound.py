@@ -1,7 +1,7 @@
 """The one-sided Clopper-Pearson upper bound without scipy, for `rig status`, which imports
 neither numpy nor scipy (docs/decisions.md, "A failure-free bound in closed form where scipy is
 not loaded"). The report computes the same bound through scipy (rig/verdict/stats.py:
-clopper_pearson_upper); tests/reports/test_exact_bound.py holds this one to it within 1e-9.
+clopper_pearson_upper); tests/verdict/test_exact_bound.py holds this one to it within 1e-9.
 
 With k failures in n trials the bound is the x at which a binomial(n, x) count is at most k with
 probability 1 - C (the beta(k + 1, n - k) quantile C, by the identity I_x(k+1, n-k) =

@@ -26,7 +26,7 @@ def drive_verdict(
 
 
 # How far apart the closed form and scipy's beta quantile may be, relative: they differ by at
-# most a few ulp (4e-16 on 200,000 random cases; tests/reports/test_verdict_closed_form.py)
+# most a few ulp (4e-16 on 200,000 random cases; tests/verdict/test_verdict_closed_form.py)
 CLOSED_FORM_MARGIN = 1e-12
 
 

@@ -1,6 +1,6 @@
 """The statistics a reliability report needs, from scipy.stats at run time: a certification file
 cites a library its reader already trusts. The project's own implementation of the same figures
-(tests/reports/own_stats.py) is kept as the tests' cross-check, beside published values.
+(tests/verdict/own_stats.py) is kept as the tests' cross-check, beside published values.
 
 - Clopper-Pearson exact binomial bounds (beta quantiles: scipy.special.betaincinv, what
   scipy.stats.beta.ppf computes, without the 50 MB import), the success-run theorem (cuts needed

@@ -203,7 +203,6 @@ def test_a_refused_drive_never_makes_the_store(
     from rig.errors import UserError
     from rig.station.build import build as station_factory
     from rig.store import creation
-    from rig.verdict import rule as verdicts
 
     created: list[str] = []
     real_create = creation.create
@@ -214,16 +213,13 @@ def test_a_refused_drive_never_makes_the_store(
     with pytest.raises(UserError, match="does not fit"):
         runner.run(
             station_factory,
-            verdicts.drive_verdict,
             campaign=campaign,
             db=str(tmp_path / "s.sqlite"),
         )
     assert created == []
     assert list(tmp_path.iterdir()) == []
     fits = campaign_file.parse(sim_campaign("region_mib = 8"))
-    runner.run(
-        station_factory, verdicts.drive_verdict, campaign=fits, db=str(tmp_path / "s.sqlite")
-    )
+    runner.run(station_factory, campaign=fits, db=str(tmp_path / "s.sqlite"))
     assert created == [str(tmp_path / "s.sqlite")]  # (the same path does get a store)
 
 

@@ -10,7 +10,7 @@ implementations that agree are the test; neither is imported by the rig.
   observed one), Holm's step-down adjustment;
 - Kaplan-Meier with Greenwood's variance and a log-log (Kalbfleisch-Prentice) confidence band.
 
-Compared with rig/verdict/stats.py and published values in tests/reports/test_stats.py.
+Compared with rig/verdict/stats.py and published values in tests/verdict/test_stats.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The project's own statistics (tests/reports/own_stats.py, what rig/verdict/stats.py was before it
+"""The project's own statistics (tests/verdict/own_stats.py, what rig/verdict/stats.py was before it
 called scipy at run time) against scipy and against
 published values that do not depend on any library."""
 
@@ -15,7 +15,7 @@ from scipy import special
 from scipy import stats as sp
 
 from rig.verdict import stats as runtime
-from tests.reports import own_stats as stats
+from tests.verdict import own_stats as stats
 
 
 @pytest.mark.parametrize(
