@@ -5,11 +5,9 @@ A kind is one module in rig/station/kinds/ (its `StationSpec` subclass, `setting
 constructor) plus one row below. Kinds on the real bus give a power backend (`power`):
 rig/station/build.py wires it to udev presence and the real tools. A kind that brings its whole
 station (the simulated rig) gives `station` instead. Nothing registers itself: a test passes its own
-copy of the table to `campaign_spec.parse` and `station.build` (docs/decisions.md, "Station
-kinds are one explicit table"); the commands read
-campaign files through rig/config/campaign_file.py, which hands this table to
-`campaign_spec.parse`.
-"""
+copy of the table to `rig.config.campaign.parse` and `station.build` (docs/decisions.md,
+"Station kinds are one explicit table"); the commands read campaign files through
+rig/config/campaign_file.py, which hands this table to `rig.config.campaign.parse`."""
 
 from __future__ import annotations
 

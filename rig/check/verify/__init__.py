@@ -98,7 +98,7 @@ def check(
 ) -> CheckResult:
     """Read back and classify this cycle's blocks plus `extra_blocks`; update `state.committed`.
 
-    Per-block rules (docs/checker.md; `verify_rules.claims`): unreadable -> read error; a sector
+    Per-block rules (docs/checker.md; `rules.claims`): unreadable -> read error; a sector
     failing its checksum -> bit corruption (block written this cycle) or collateral damage (not
     written); old damage still there under a durable write of this cycle -> lost durable write;
     a valid sector written for another LBA -> flying write; sectors of different generations ->
