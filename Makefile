@@ -91,12 +91,13 @@ test: setup lint typecheck
 	@if [ -f firmware/Makefile ]; then $(MAKE) -s -C firmware test; fi
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
-# The inner loop: lint, type-check and the tests that need no QEMU guest, PostgreSQL, KiCad or
-# Chromium (those tiers run in `make test`). The twins (simavr, FUSE, loop devices) stay in.
+# The inner loop (under 5 minutes here): lint, type-check and the tests that need no QEMU guest,
+# PostgreSQL, KiCad or Chromium, less those of tests/heavy.txt (1.5 s or more each: whole
+# campaigns on the twins, statistical simulations). `make test` runs them all.
 QUICK_IGNORE := --ignore=tests/guest --ignore=tests/fleet --ignore=tests/hardware \
 	--ignore=tests/test_install_split.py
 check: setup lint typecheck
-	$(VENV)/bin/pytest -q $(QUICK_IGNORE) -k "not chromium and not browser and not print" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q $(QUICK_IGNORE) -m "not heavy" -k "not chromium and not browser and not print" $(PYTEST_ARGS)
 
 clean-sim: $(VENV)/.installed
 	$(VENV)/bin/rig clean-sim

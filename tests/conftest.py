@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -15,8 +16,21 @@ from fixtures.simssd.twin import ensure_udevd, stop_udevd
 UDEVD = "/lib/systemd/systemd-udevd"
 
 
+HEAVY_LIST = Path(__file__).with_name("heavy.txt")
+
+
+def heavy_tests(text: str) -> set[str]:
+    """The file::function entries of tests/heavy.txt (comments and blank lines left out)."""
+    return {line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Long targets (`@pytest.mark.slow`) run only when asked for with `-m slow`."""
+    """Tests of tests/heavy.txt are marked `heavy` (`make check` deselects them); long targets
+    (`@pytest.mark.slow`) run only when asked for with `-m slow`."""
+    heavy = heavy_tests(HEAVY_LIST.read_text())
+    for item in items:
+        if item.nodeid.split("[", 1)[0] in heavy:
+            item.add_marker(pytest.mark.heavy)
     if "slow" in (config.getoption("markexpr") or ""):
         return
     skip = pytest.mark.skip(reason="long target: run with -m slow")

@@ -1,9 +1,9 @@
 """Reading blocks back for the checker: at queue depth on an O_DIRECT descriptor, one at a time
 through any other reader; a timeout per read either way, and no thread started per read.
 
-A `Reader` reads a window of ranges ahead into one buffer (`read_ahead`) and then gives each
+A `Reader` reads a batch of ranges ahead into one buffer (`read_ahead`) and then gives each
 range's outcome in order (`ReadBatch.take`): its data is in the buffer, or the OSError of its read,
-or `Hung` (no answer within the timeout: the drive sits on it). The next window may be started
+or `Hung` (no answer within the timeout: the drive sits on it). The next batch may be started
 before the last one is taken, so reading goes on while the checker takes and parses. Extra reads
 (retries, halves of a failing range) go through `read`. The checker consumes outcomes in order
 with its read budget, so its verdicts are those of reading one range after another
@@ -11,7 +11,7 @@ with its read budget, so its verdicts are those of reading one range after anoth
 
 - `AioReader`: a `DirectTarget`'s descriptor through the calling thread's native read stream
   (rig/native/readq.c, Linux AIO, served by its own C thread): up to `depth` reads in flight,
-  window after window in order, each timed from its own submission. After a hang nothing more
+  batch after batch in order, each timed from its own submission. After a hang nothing more
   is submitted until a range not sent is taken; then the stream resumes (if the hang has since
   answered) or, with a request still stuck in flight, the stream and its buffers are abandoned
   (kept referenced, never reused) and the reader goes on one read at a time.
@@ -46,18 +46,18 @@ class Hung(Exception):
 
 
 class ReadBatch(Protocol):
-    """One window of ranges started by `Reader.read_ahead`."""
+    """One batch of ranges started by `Reader.read_ahead`."""
 
     def take(self, k: int) -> npt.NDArray[np.uint8] | None:
-        """Range k: its data (None: it is in the window's buffer); raises OSError or Hung."""
+        """Range k: its data (None: it is in the batch's buffer); raises OSError or Hung."""
         ...
 
     def finish(self) -> None:
-        """Done with this window: ranges not taken are not read; its buffer is free again."""
+        """Done with this batch: ranges not taken are not read; its buffer is free again."""
         ...
 
     def read_whole(self) -> bool:
-        """Waits for the whole window: True if every range was read in full into the buffer
+        """Waits for the whole batch: True if every range was read in full into the buffer
         (then none needs taking), False if some range needs taking to learn its outcome."""
         ...
 
@@ -68,16 +68,16 @@ class Reader(Protocol):
         self, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]
     ) -> ReadBatch:
         """Start reading `ranges` (first, count) into `out` at byte `offsets` (may read ahead,
-        also while an earlier window is still being taken)."""
+        also while an earlier batch is still being taken)."""
         ...
 
     def take(self, k: int) -> npt.NDArray[np.uint8] | None:
-        """Range k of the last window started (`ReadBatch.take`)."""
+        """Range k of the last batch started (`ReadBatch.take`)."""
         ...
 
     def buffer(self, nbytes: int, slot: int = 0) -> npt.NDArray[np.uint8]:
-        """Window buffer `slot` (0 to BUFFERS - 1: one read ahead, one taken, two parsed),
-        `nbytes` long, aligned, reused from window to window."""
+        """Batch buffer `slot` (0 to BUFFERS - 1: one read ahead, one taken, two parsed),
+        `nbytes` long, aligned, reused from batch to batch."""
         ...
 
     def read(self, first: int, count: int) -> npt.NDArray[np.uint8]:
@@ -85,7 +85,7 @@ class Reader(Protocol):
         ...
 
 
-BUFFERS = 4  # window buffers per checking thread: taken, read ahead, two being parsed
+BUFFERS = 4  # batch buffers per checking thread: taken, read ahead, two being parsed
 
 
 def reader_for(read: BlockReader | Reader, block_size: int, timeout_s: float | None) -> Reader:
@@ -124,7 +124,7 @@ class SerialReader:
 
 
 class _SerialBatch:
-    """A window read on demand, range by range, when taken."""
+    """A batch read on demand, range by range, when taken."""
 
     def __init__(self, reader: SerialReader, ranges: Ranges) -> None:
         self._reader, self._ranges = reader, ranges
@@ -187,10 +187,10 @@ def _guard() -> _Guard:
 class _Stream:
     """A calling thread's native read stream (rig/native/readq.c: an AIO context and its server
     thread, kept from check to check: creating and destroying a context costs an RCU grace
-    period). Requests are served in the order added, window after window, so the queue stays
-    full across windows. The arrays of requests not settled yet are kept alive here."""
+    period). Requests are served in the order added, batch after batch, so the queue stays
+    full across batches. The arrays of requests not settled yet are kept alive here."""
 
-    CAPACITY = 4 * 4096  # requests queued at once: a few windows of rig/check/verify/reads.py
+    CAPACITY = 4 * 4096  # requests queued at once: a few batches of rig/check/verify/reads.py
 
     def __init__(self, depth: int) -> None:
         handle = ctypes.c_void_p(0)
@@ -250,7 +250,7 @@ class _Stream:
         lib().pfr_rqs_abandon(self.handle)
         _abandoned.append(self)
         _local.stream = None
-        _local.spare = None  # (the window buffers may be among them)
+        _local.spare = None  # (the batch buffers may be among them)
 
 
 _abandoned: list[Any] = []  # streams whose buffers the kernel may still write into: never freed
@@ -275,7 +275,7 @@ def queue_stats() -> tuple[float, float]:
 
 
 class AioBatch:
-    """One window's reads through the stream (or through the reader's fallback, once stuck)."""
+    """One batch's reads through the stream (or through the reader's fallback, once stuck)."""
 
     def __init__(
         self, reader: AioReader, ranges: Ranges, out: npt.NDArray[np.uint8], offsets: list[int]
@@ -323,7 +323,7 @@ class AioBatch:
         return bool((self.res == want * self.reader.block_size).all())
 
     def finish(self) -> None:
-        """Reads of this window not taken are dropped; its buffer is free once this returns."""
+        """Reads of this batch not taken are dropped; its buffer is free once this returns."""
         if self.stream is not None and self.reader.fallback is None:
             self.stream.retire(self.seq + len(self.ranges))
 
@@ -375,7 +375,7 @@ class AioReader:
 
 
 def _batch_buffer(nbytes: int, slot: int) -> npt.NDArray[np.uint8]:
-    """The calling thread's window buffers, kept from check to check (a fresh one costs a page
+    """The calling thread's batch buffers, kept from check to check (a fresh one costs a page
     fault per page on its first read)."""
     spares: list[npt.NDArray[np.uint8]] | None = getattr(_local, "spare", None)
     if spares is None:

@@ -207,7 +207,7 @@ def test_many_small_windows_through_the_stream_and_two_parse_threads_give_the_sa
 
     try:
         whole = run(lambda a, n: target.read(a, n))  # one 4 MiB window, one read at a time
-        monkeypatch.setattr(verify_reads, "WINDOW_BYTES", 128 << 10)
+        monkeypatch.setattr(verify_reads, "BATCH_BYTES", 128 << 10)
         monkeypatch.setattr(verify_reads, "PARSE_THREAD_BYTES", 64 << 10)
         # at least 342 blocks checked: 10 windows or more, so every buffer is reused
         assert len(np.arange(0, 1024, 3)) * BS > 2 * readback.BUFFERS * (128 << 10)
@@ -292,8 +292,8 @@ def test_entering_a_read_back_starts_a_window_in_every_buffer(
 ) -> None:
     """Nothing is parsed yet on entering, so every buffer gets a window; then one window is
     started per window taken, and every window is read (docs/decisions.md, "Verification reads
-    go in windows, at queue depth, with a timeout per read")."""
-    monkeypatch.setattr(verify_reads, "WINDOW_BYTES", 8 * BS)  # 64 blocks: 8 windows
+    go in batches, at queue depth, with a timeout per read")."""
+    monkeypatch.setattr(verify_reads, "BATCH_BYTES", 8 * BS)  # 64 blocks: 8 windows
     image = np.zeros(64 * BS, dtype=np.uint8)
     reader = _CountingReader(image)
     checked = np.arange(64, dtype=np.int64)

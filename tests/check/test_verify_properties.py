@@ -273,7 +273,7 @@ def test_judged_window_by_window_like_in_one_window(p: Planted, chunk: int, wind
     committed_whole = s.state.committed[everything].copy()
     s.state.committed[everything] = before
     with (
-        patch.object(verify_reads, "WINDOW_BYTES", window * chunk * BS),
+        patch.object(verify_reads, "BATCH_BYTES", window * chunk * BS),
         patch.object(verify_reads, "PARSE_THREAD_BYTES", BS),
     ):
         windowed = check()

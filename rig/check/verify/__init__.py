@@ -122,12 +122,12 @@ def check(
     idx = checked - state.first_lba
     budget = budget or Budget(policy.max_reads, policy.max_hangs)
     with ReadBack(checked, read, block_size, max_read_blocks, policy, budget) as reading:
-        # the ledger's side of the evidence, while the first windows are read
+        # the ledger's side of the evidence, while the first batches are read
         judging = Judging(
             campaign, cyc, checked, state.committed, idx, atomic_blocks, state.trimmed, zeroes
         )
         try:
-            # each window judged and settled as soon as it is read and parsed, while the next
+            # each batch judged and settled as soon as it is read and parsed, while the next
             # ones are read
             reads = reading.collect(judging.take)
         except BaseException:

@@ -1,6 +1,6 @@
 """The evidence each checked block gives the checker's rules (docs/checker.md): this cycle's writes
 per block (`CycleWrites`), what the ledger says of each checked block before it is read
-(`ledgered`), and what its sectors show (`SeenRows`, filled window by window while the next windows
+(`ledgered`), and what its sectors show (`SeenRows`, filled batch by batch while the next batches
 are read); joined, the `Evidence` the rules of rig/check/verify/rules.py claim classes from."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class CycleWrites:
     @functools.cached_property
     def keys(self) -> npt.NDArray[np.int64]:
         """Every (LBA, generation) this cycle wrote, as sorted `lba << 32 | gen` keys (asked
-        first while the first windows are read, not before they are started)."""
+        first while the first batches are read, not before they are started)."""
         keys = self.lba << 32 | self.gen
         if len(keys) > 1 and not (keys[1:] >= keys[:-1]).all():  # (a sequential cycle's are)
             keys = np.sort(keys)
@@ -162,8 +162,8 @@ _SEEN = ("corrupt", "misplaced", "mixed", "gen", "obs_op", "obs_worker", "carrie
 
 
 class SeenRows:
-    """What the checked blocks' sectors show, filled window by window (`fill`, once a window is
-    read and parsed: the checker judges it while the next windows are read), then joined with
+    """What the checked blocks' sectors show, filled batch by batch (`fill`, once a batch is
+    read and parsed: the checker judges it while the next batches are read), then joined with
     the ledger's side (`evidence`)."""
 
     def __init__(self, campaign: int, cyc: CycleWrites, checked: npt.NDArray[np.int64]) -> None:
@@ -264,7 +264,7 @@ def evidence(
     reads: Reads,
     trimmed: npt.NDArray[np.int64] | None = None,
 ) -> Evidence:
-    """Every block's evidence at once (the checker fills `SeenRows` window by window)."""
+    """Every block's evidence at once (the checker fills `SeenRows` batch by batch)."""
     led = ledgered(cyc, checked, committed, trimmed)
     seen = SeenRows(campaign, cyc, checked)
     seen.fill(slice(0, len(checked)), led, reads)

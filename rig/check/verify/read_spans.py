@@ -1,11 +1,11 @@
-"""The checker's rules applied window by window (docs/checker.md; docs/decisions.md, "Rules run
-per group of windows while later windows are read"): each window of checked blocks, once read
-and parsed, gets its sectors' evidence, and each group of windows
+"""The checker's rules applied batch by batch (docs/checker.md; docs/decisions.md, "Rules run
+per group of batches while later batches are read"): each batch of checked blocks, once read
+and parsed, gets its sectors' evidence, and each group of batches
 (`JUDGE_ROWS`) its classes and its settled committed state (written back), and its blocks'
 writes are counted for the rules about writes (unserializable writes, non-durable outcomes), all
-while the next windows are read. After the last read only the last group's rules and the
+while the next batches are read. After the last read only the last group's rules and the
 findings are left (and, for a drive whose atomic unit is larger than a block, the unit tears,
-whose units may span windows)."""
+whose units may span batches)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from rig.check.verify.rules import (
 )
 from rig.io.chunked import ChunkedArray
 
-# Windows are judged in groups of at least this many rows (4 windows of 4 KiB blocks): judged
+# Batches are judged in groups of at least this many rows (4 batches of 4 KiB blocks): judged
 # one by one, the rules' per-call work (the sparse state's write-back above all) cost about 10 %
 # more CPU per check than one pass; the tail keeps at most one group's rules (judged whole after
 # the last read, they were most of it: 6.5 ms for 131,072 rows on the loaded machine)
@@ -37,10 +37,10 @@ JUDGE_ROWS = 1 << 14
 
 
 class Judging:
-    """Every checked block's class and settled state, filled by `window` in the order windows
+    """Every checked block's class and settled state, filled by `batch` in the order batches
     are read (`ReadBack.collect(judging.take)`); `findings` once all are in. A block's class
-    depends on its own evidence alone, so windows give exactly the classes of one pass over all
-    blocks (tests/check/test_verify_windows.py compares both on random cycles). Each group's settled
+    depends on its own evidence alone, so batches give exactly the classes of one pass over all
+    blocks (tests/check/test_read_spans.py compares both on random cycles). Each group's settled
     state goes into `state` (the committed generations of the rows `idx`) at once; a check that
     stops before its end (the drive gone, an error) puts back what it wrote (`undo`), so the
     state is then as it was before the check."""
@@ -70,14 +70,14 @@ class Judging:
             bool(cyc.discard.any()) or bool(self.trimmed.any())
         )
         self.led = ledgered(cyc, checked, committed, self.trimmed)
-        cyc.keys  # noqa: B018 (sorted now, while the first windows are read)
+        cyc.keys  # noqa: B018 (sorted now, while the first batches are read)
         self.seen = SeenRows(campaign, cyc, checked)
         self.klass = np.zeros(n, dtype=np.uint8)
         self.settled = np.zeros(n, dtype=np.int64)
         self.held = np.zeros(n, dtype=np.int64)  # the generation of a sound block; -1 otherwise
         self.obs_gen = np.zeros(n, dtype=np.int64)
         self.tally = WriteTally(cyc, checked)
-        # the cycle's block entries by row, to find a window's entries by two binary searches (a
+        # the cycle's block entries by row, to find a batch's entries by two binary searches (a
         # sequential cycle's come in row order already)
         pos = self.tally.pos
         self.order: npt.NDArray[np.int64] | None = None
@@ -87,8 +87,8 @@ class Judging:
         self.entry_rows = pos
 
     def take(self, rows: slice, reads: Reads) -> None:
-        """Take the blocks of `rows` (read and parsed; windows come in order): their sectors'
-        evidence now, the rules once `JUDGE_ROWS` rows or the last window are in."""
+        """Take the blocks of `rows` (read and parsed; batches come in order): their sectors'
+        evidence now, the rules once `JUDGE_ROWS` rows or the last batch are in."""
         self.seen.fill(rows, self.led, reads)
         if rows.stop - self.judged >= JUDGE_ROWS or rows.stop == len(self.checked):
             self._judge(slice(self.judged, rows.stop), reads.readable)

@@ -1,6 +1,6 @@
-"""How the checker reads the checked blocks (docs/checker.md): in windows read ahead at queue
+"""How the checker reads the checked blocks (docs/checker.md): in batches read ahead at queue
 depth, failing ranges split down to single blocks within a read budget and a hang budget, each
-window's sectors parsed on a helper thread while the next window is read."""
+batch's sectors parsed on a helper thread while the next batch is read."""
 
 from __future__ import annotations
 
@@ -73,16 +73,16 @@ class Reads:
 
 
 class ReadBack:
-    """Reading the checked blocks (a context: leaving it with windows still being read finishes
-    them). Windows of ranges are read ahead (at queue depth where the reader can), each judged range
+    """Reading the checked blocks (a context: leaving it with batches still being read finishes
+    them). Batches of ranges are read ahead (at queue depth where the reader can), each judged range
     by range in order with the budget, then parsed in one pass on a helper thread (the C parse's
-    per-block summaries, `SectorSummary`). While window n is taken, window n + 1 is being read and
-    windows n - 1 and n - 2 parsed; once n is taken, n + 2 is started: the reader's queue never
-    waits for the checker (`readback.BUFFERS` window buffers). On entering, nothing is parsed
-    yet, so a window is started into every buffer (docs/decisions.md, "Verification reads go in
-    windows, at queue depth, with a timeout per read"): the caller's own work before
+    per-block summaries, `SectorSummary`). While batch n is taken, batch n + 1 is being read and
+    batches n - 1 and n - 2 parsed; once n is taken, n + 2 is started: the reader's queue never
+    waits for the checker (`readback.BUFFERS` batch buffers). On entering, nothing is parsed
+    yet, so a batch is started into every buffer (docs/decisions.md, "Verification reads go in
+    batches, at queue depth, with a timeout per read"): the caller's own work before
     `collect` overlaps their reads, and a checking thread that waits for a CPU meanwhile leaves
-    the device four windows to read instead of two."""
+    the device four batches to read instead of two."""
 
     def __init__(
         self,
@@ -104,7 +104,7 @@ class ReadBack:
         self.policy, self.budget = policy, budget
         self.reader = readback.reader_for(read, block_size, policy.timeout_s)
         self.parsing = _Parser()
-        self.windows = enumerate(_batches(runs(checked, max_read_blocks), block_size))
+        self.batches = enumerate(_batches(runs(checked, max_read_blocks), block_size))
         self.ahead: collections.deque[_Started] = collections.deque()
 
     def __enter__(self) -> ReadBack:
@@ -113,17 +113,17 @@ class ReadBack:
 
     def __exit__(self, *exc: object) -> None:
         for started in self.ahead:  # (an error stopped the check: nothing of these is read now)
-            started.window.finish()
+            started.batch.finish()
         self.ahead.clear()
         self.parsing.wait()
 
     def _start(self, count: int) -> None:
-        for n, window in itertools.islice(self.windows, count):
-            self.ahead.append(_Started.start(self.reader, self.checked, window, n, self.block_size))
+        for n, batch in itertools.islice(self.batches, count):
+            self.ahead.append(_Started.start(self.reader, self.checked, batch, n, self.block_size))
 
     def collect(self, judge: Callable[[slice, Reads], None] | None = None) -> Reads:
-        """Every window judged and parsed: what reading the checked blocks gave. `judge` gets
-        each window's rows, in order, once they are read and parsed, while later windows are
+        """Every batch judged and parsed: what reading the checked blocks gave. `judge` gets
+        each batch's rows, in order, once they are read and parsed, while later batches are
         still being read (the checker's per-block rules: the read queue does not wait for them
         after the last read)."""
         bs, reads, parsing = self.block_size, self.reads, self.parsing
@@ -131,14 +131,14 @@ class ReadBack:
         while self.ahead:
             current = self.ahead[0]  # (left there until finished: an error finishes it on exit)
             landed = _take_batch(reads, self.reader, current, self.policy, self.budget, bs)
-            current.window.finish()
+            current.batch.finish()
             self.ahead.popleft()
-            parsing.make_room()  # the buffer of window n - PARSE_THREADS is free again
+            parsing.make_room()  # the buffer of batch n - PARSE_THREADS is free again
             args = (reads.sectors, landed, current.data, current.row0, bs)
             done = parsing.start(functools.partial(_parse_landed, *args), len(current.data))
             rows = slice(current.row0, current.row0 + len(current.data) // bs)
             parsed.append((rows, done))
-            # window n + 2 into the buffer of n - 2, whose parse `make_room` saw done; after the
+            # batch n + 2 into the buffer of n - 2, whose parse `make_room` saw done; after the
             # start's deeper read-ahead, nothing until the ahead count is back to that depth
             self._start(max(0, readback.BUFFERS - PARSE_THREADS - len(self.ahead)))
             while judge and parsed and (parsed[0][1] is None or parsed[0][1].is_set()):
@@ -151,10 +151,10 @@ class ReadBack:
 
 @dataclass(frozen=True)
 class _Started:
-    """A window of ranges being read ahead into its buffer."""
+    """A batch of ranges being read ahead into its buffer."""
 
     ranges: list[tuple[int, int]]
-    window: readback.ReadBatch
+    batch: readback.ReadBatch
     data: npt.NDArray[np.uint8]
     offsets: list[int]
     row0: int
@@ -186,16 +186,16 @@ def _take_batch(
     budget: Budget,
     block_size: int,
 ) -> list[tuple[int, int, npt.NDArray[np.uint8] | None]]:
-    """Judge a window's ranges in order with the budget; the rows read, and where."""
+    """Judge a batch's ranges in order with the budget; the rows read, and where."""
     row0, data = started.row0, started.data
-    if budget.hangs > 0 and started.window.read_whole():
+    if budget.hangs > 0 and started.batch.read_whole():
         # every range read in full: each one's outcome is its data in the buffer, and no budget
-        # is spent (as when taken one by one), so the window's rows are read as one run
+        # is spent (as when taken one by one), so the batch's rows are read as one run
         return [(row0, row0 + len(data) // block_size, None)]
     landed: list[tuple[int, int, npt.NDArray[np.uint8] | None]] = []
     for k, (first, count) in enumerate(started.ranges):
         start = row0 + started.offsets[k] // block_size
-        first_try = functools.partial(started.window.take, k)
+        first_try = functools.partial(started.batch.take, k)
         for part_first, part_count, outcome in _read_range(
             reader, first, count, policy, budget, first_try=first_try
         ):
@@ -213,7 +213,7 @@ def _take_outcome(
     row0: int,
     block_size: int,
 ) -> list[tuple[int, int, npt.NDArray[np.uint8] | None]]:
-    """Account for one read outcome of `rows`; what landed, for the window's parse."""
+    """Account for one read outcome of `rows`; what landed, for the batch's parse."""
     count = rows.stop - rows.start
     if isinstance(outcome, Unread):
         # not read at all: treated like an unreadable block for the state (unchanged, or
@@ -226,7 +226,7 @@ def _take_outcome(
         reads.errors.append(_unjudged(READ_ERROR, first, count, outcome.detail()))
         return []
     if isinstance(outcome, np.ndarray) and count * block_size < COPY_BELOW:
-        at = (rows.start - row0) * block_size  # small: copied, parsed with its window
+        at = (rows.start - row0) * block_size  # small: copied, parsed with its batch
         data[at : at + count * block_size] = outcome.view(np.uint8)
         return [(rows.start, rows.stop, None)]
     array = outcome if isinstance(outcome, np.ndarray) else None
@@ -347,7 +347,7 @@ def _attempt(
     return failure
 
 
-COPY_BELOW = 64 << 10  # a read returned smaller than this is copied and parsed with its window
+COPY_BELOW = 64 << 10  # a read returned smaller than this is copied and parsed with its batch
 
 
 def _parse_landed(
@@ -357,7 +357,7 @@ def _parse_landed(
     row0: int,
     block_size: int,
 ) -> None:
-    """Parse what a window read: rows in `data` (None) in runs as long as they are consecutive,
+    """Parse what a batch read: rows in `data` (None) in runs as long as they are consecutive,
     rows returned as arrays of their own one read each."""
     run_start = run_stop = -1
     for start, stop, array in [*landed, (-1, -1, None)]:
@@ -376,15 +376,15 @@ def _parse_landed(
             run_start, run_stop = start, stop
 
 
-PARSE_THREADS = 2  # windows parsed at once (a parse is slower than the reads on a busy CPU)
-PARSE_THREAD_BYTES = 1 << 20  # a smaller window is parsed inline (a thread's hand-off costs more)
+PARSE_THREADS = 2  # batches parsed at once (a parse is slower than the reads on a busy CPU)
+PARSE_THREAD_BYTES = 1 << 20  # a smaller batch is parsed inline (a thread's hand-off costs more)
 
 
 class _Parser:
-    """Parses a window's rows on a helper thread when the window is large (the C parse releases
-    the GIL, so the next window's reads and this parse overlap), inline when small. The helpers
-    are `PARSE_THREADS` long-lived threads per checking thread: starting a thread per window cost
-    ~20 ms each on the loaded machine (start waits until the new thread runs). Windows are rows
+    """Parses a batch's rows on a helper thread when the batch is large (the C parse releases
+    the GIL, so the next batch's reads and this parse overlap), inline when small. The helpers
+    are `PARSE_THREADS` long-lived threads per checking thread: starting a thread per batch cost
+    ~20 ms each on the loaded machine (start waits until the new thread runs). Batches are rows
     of their own, so two parses never write the same rows."""
 
     def __init__(self) -> None:
@@ -411,7 +411,7 @@ class _Parser:
         return done
 
     def make_room(self) -> None:
-        """Until fewer than `PARSE_THREADS` windows are being parsed (the oldest one's buffer is
+        """Until fewer than `PARSE_THREADS` batches are being parsed (the oldest one's buffer is
         free again)."""
         while len(self._pending) >= PARSE_THREADS:
             self._pending.popleft().wait()
@@ -424,7 +424,7 @@ class _Parser:
             raise self._error.pop()
 
     def wait(self) -> None:
-        """Until every window being parsed is done (an error stays for `join`)."""
+        """Until every batch being parsed is done (an error stays for `join`)."""
         while self._pending:
             self._pending.popleft().wait()
 
@@ -448,18 +448,18 @@ def _parse_jobs() -> queue.SimpleQueue[Callable[[], None]]:
     return jobs
 
 
-WINDOW_BYTES = 16 << 20  # read ahead and parsed at once: bounds the checker's read buffer
+BATCH_BYTES = 16 << 20  # read ahead and parsed at once: bounds the checker's read buffer
 WINDOW_RANGES = 4096
 
 
 def _batches(ranges: Iterator[tuple[int, int]], block_size: int) -> Iterator[list[tuple[int, int]]]:
-    window: list[tuple[int, int]] = []
+    batch: list[tuple[int, int]] = []
     size = 0
     for first, count in ranges:
-        if window and (size + count * block_size > WINDOW_BYTES or len(window) == WINDOW_RANGES):
-            yield window
-            window, size = [], 0
-        window.append((first, count))
+        if batch and (size + count * block_size > BATCH_BYTES or len(batch) == WINDOW_RANGES):
+            yield batch
+            batch, size = [], 0
+        batch.append((first, count))
         size += count * block_size
-    if window:
-        yield window
+    if batch:
+        yield batch

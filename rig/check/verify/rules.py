@@ -259,8 +259,8 @@ def atomic_tears(
 
 
 class WriteTally:
-    """What each write of this cycle shows, gathered window by window (`add`: the checked
-    blocks' entries of a window once their classes are final), for the rules about writes rather
+    """What each write of this cycle shows, gathered batch by batch (`add`: the checked
+    blocks' entries of a batch once their classes are final), for the rules about writes rather
     than blocks: whether a durable write was lost or a write survived (`unserializable`), and
     how many blocks of each write read back older though clean (`nondurable_outcomes`)."""
 

@@ -1,5 +1,5 @@
 """The checker applies its rules window by window while the next windows are read
-(docs/decisions.md, "Rules run per group of windows while later windows are read"):
+(docs/decisions.md, "Rules run per group of batches while later batches are read"):
 on random cycles (overlapping writes in any order, torn and dropped writes, flushes anywhere,
 bit flips, zeroed, reverted and misdirected blocks, failing reads, blocks of unknown content,
 atomic units of 1, 2 and 4 blocks, small windows parsed on the helper threads), it gives exactly
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from rig.check import verify
 from rig.check.verify import evidence as verify_evidence
-from rig.check.verify import read_spans as verify_windows
+from rig.check.verify import read_spans
 from rig.check.verify import reads as verify_reads
 from rig.check.verify.rules import (
     FINE,
@@ -221,7 +221,7 @@ def random_cycle(draw: st.DrawFn) -> RandomCycle:
 
 @settings(max_examples=300, deadline=None)
 @given(random_cycle(), st.integers(1, 8), st.integers(1, 4), st.integers(1, 2 * N))
-def test_rules_per_window_judge_like_one_pass_over_the_region(
+def test_rules_per_batch_judge_like_one_pass_over_the_region(
     c: RandomCycle, chunk: int, window: int, group: int
 ) -> None:
     s = c.scenario
@@ -232,9 +232,9 @@ def test_rules_per_window_judge_like_one_pass_over_the_region(
     committed_whole = s.state.committed[everything].copy()
     s.state.committed[everything] = before
     with (
-        patch.object(verify_reads, "WINDOW_BYTES", window * chunk * BS),
+        patch.object(verify_reads, "BATCH_BYTES", window * chunk * BS),
         patch.object(verify_reads, "PARSE_THREAD_BYTES", BS),
-        patch.object(verify_windows, "JUDGE_ROWS", group),
+        patch.object(read_spans, "JUDGE_ROWS", group),
     ):
         windowed = verify.check(
             CAMPAIGN, s.state, s.log, durability, c.extra, s.read, BS, chunk,
@@ -259,16 +259,16 @@ def test_a_check_stopped_by_a_vanished_drive_leaves_the_state_as_it_found_it() -
         return s.read(lba, count)
 
     judged = []
-    judge = verify_windows.Judging.take
+    judge = read_spans.Judging.take
 
-    def take(self: verify_windows.Judging, rows: slice, reads: verify_reads.Reads) -> None:
+    def take(self: read_spans.Judging, rows: slice, reads: verify_reads.Reads) -> None:
         judged.append(rows)
         judge(self, rows, reads)
 
     with (
-        patch.object(verify_reads, "WINDOW_BYTES", 8 * BS),
-        patch.object(verify_windows, "JUDGE_ROWS", 8),
-        patch.object(verify_windows.Judging, "take", take),
+        patch.object(verify_reads, "BATCH_BYTES", 8 * BS),
+        patch.object(read_spans, "JUDGE_ROWS", 8),
+        patch.object(read_spans.Judging, "take", take),
         pytest.raises(verify.DriveGone),
     ):
         verify.check(CAMPAIGN, s.state, s.log, s.log.durability(t + 10, 0), everything, read,
