@@ -65,7 +65,7 @@ class ModelSummary:
         return sum(n for s, n in self.failing_sets.items() if cls in s)
 
 
-def _drive_key(row: Any) -> str:  # as reports.load.dataset.DriveRun.key: the physical drive
+def _drive_key(row: Any) -> str:  # as reports.load.dataset.DriveData.key: the physical drive
     model = row["model"]
     return f"{model}|{row['serial']}" if row["serial"] else f"{model}|wwn:{row['wwn']}"
 
