@@ -23,9 +23,16 @@ TABLE = '[cut.maintenance]\noperation = "{op}"\nafter_ms = [{low}, {high}]\n{ext
 
 
 def maintenance_campaign(
-    profiles: list[str], cycles: int, op: str, low: float = 5, high: float = 150, extra: str = ""
+    profiles: list[str],
+    cycles: int,
+    op: str,
+    low: float = 5,
+    high: float = 150,
+    extra: str = "",
+    return_timeout_s: float = 30.0,
 ) -> str:
-    head, drives = campaign_text(profiles, cycles).split("[[drive]]", 1)
+    text = campaign_text(profiles, cycles, return_timeout_s=return_timeout_s)
+    head, drives = text.split("[[drive]]", 1)
     table = TABLE.format(op=op, low=low, high=high, extra=extra)
     return head + table + "[[drive]]" + drives
 
@@ -88,9 +95,9 @@ FIRMWARE = 'firmware_file = "/lib/firmware/RSIM0200.bin"\nfirmware_revision = "R
 
 
 def test_a_bricking_firmware_commit_is_a_dead_device(tmp_path: Path) -> None:
-    summaries, drives, store = run(
-        tmp_path / "s.sqlite", maintenance_campaign(["fw-brick"], 3, "firmware", extra=FIRMWARE)
-    )
+    # a bricked drive never comes back: 3 s of waiting say so as surely as the default 30
+    text = maintenance_campaign(["fw-brick"], 3, "firmware", extra=FIRMWARE, return_timeout_s=3)
+    summaries, drives, store = run(tmp_path / "s.sqlite", text)
     assert summaries[0].dead
     assert [e.kind for e in drives[0].core.truth if e.kind == statefaults.FIRMWARE_BRICKED]
     dead = store.query(
