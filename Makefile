@@ -87,9 +87,14 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(VENV)/bin/mypy
 
+# Tests run on $(WORKERS) pytest-xdist workers, a test file to a worker at a time (the guest tier's
+# files all on one: one QEMU guest at a time; tests/conftest.py): the tests share the machine as
+# they must share a lab's (docs/decisions.md, "Tests run on two workers"). WORKERS=0: one process.
+WORKERS ?= 2
+XDIST := -n $(WORKERS) --dist loadfile
 test: setup lint typecheck
 	@if [ -f firmware/Makefile ]; then $(MAKE) -s -C firmware test; fi
-	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q $(XDIST) $(PYTEST_ARGS)
 
 # The inner loop (under 5 minutes here): lint, type-check and the tests that need no QEMU guest,
 # PostgreSQL, KiCad or Chromium, less those of tests/heavy.txt (1.5 s or more each: whole
@@ -97,7 +102,7 @@ test: setup lint typecheck
 QUICK_IGNORE := --ignore=tests/guest --ignore=tests/fleet --ignore=tests/hardware \
 	--ignore=tests/test_install_split.py
 check: setup lint typecheck
-	$(VENV)/bin/pytest -q $(QUICK_IGNORE) -m "not heavy" -k "not chromium and not browser and not print" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q $(XDIST) $(QUICK_IGNORE) -m "not heavy" -k "not chromium and not browser and not print" $(PYTEST_ARGS)
 
 clean-sim: $(VENV)/.installed
 	$(VENV)/bin/rig clean-sim

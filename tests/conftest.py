@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -46,6 +47,40 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+GUEST_TIER = "tests/guest/"
+UDEVD_STARTED = pytest.StashKey[int | None]()
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """A test file to a worker at a time (as `--dist loadfile`), but the guest tier's files all
+    to one worker: each file boots its own QEMU guest, and two at once on a 2-core machine
+    starve the guests' drivers of their timeouts."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class ByFileGuestsTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:  # xdist's grouping hook (loadfile.py)
+            return GUEST_TIER if nodeid.startswith(GUEST_TIER) else super()._split_scope(nodeid)
+
+    return ByFileGuestsTogether(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With workers, the controlling process starts udevd (if none answers) before any of
+    them, and stops it after all: two workers would race to start one, and the first to end
+    would stop it under the other."""
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        return
+    if os.geteuid() == 0 and os.path.exists(UDEVD) and shutil.which("udevadm"):
+        config.stash[UDEVD_STARTED] = ensure_udevd()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    started = config.stash.get(UDEVD_STARTED, None)
+    if started and not runtime.others_running(None):
+        stop_udevd(started)
 
 
 @pytest.fixture(scope="session")

@@ -77,7 +77,7 @@ def _follow(station: LoopStation, copy: Path) -> None:
             _note(station, line)
 
 
-def _detach_ours(images: dict[int, Path]) -> None:
+def detach_ours(images: dict[int, Path]) -> None:
     """Detach every loop device still bound to one of our images (ours by backing file)."""
     for image in images.values():
         found = subprocess.run(
@@ -135,7 +135,7 @@ def loop_station(tmp: Path, channels: int, size_mib: int = 8) -> Iterator[LoopSt
                 proc.wait(5)
         errors.close()
         with contextlib.suppress(Exception):
-            _detach_ours(images)
+            detach_ours(images)
 
 
 def campaign_text(station: LoopStation, cycles: int, watchdog_ms: int = 500) -> str:

@@ -122,12 +122,10 @@ def campaign_text(
     full_scan_every: int = 1,
     discard_share: float = 0.0,
     delay_ms: tuple[float, float] = (0.3, 6),
-    return_timeout_s: float = 30.0,
 ) -> str:
     """A small region scanned in full at every cut (by default), so every injected fault is
     observable; `full_scan_every = 0` checks only the blocks at risk; `discard_share`: that
-    share of the operations discards; `delay_ms`: the range of the cut's delay after the arm;
-    `return_timeout_s`: how long a drive that does not come back is waited for."""
+    share of the operations discards; `delay_ms`: the range of the cut's delay after the arm."""
     drives = "".join(DRIVE.format(channel=i, profile=p) for i, p in enumerate(profiles))
     return f"""
 [campaign]
@@ -148,7 +146,6 @@ off_ms = 0
 sample_blocks = 0
 full_scan_every = {full_scan_every}
 read_timeout_s = 5
-return_timeout_s = {return_timeout_s}
 {drives}"""
 
 

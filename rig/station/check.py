@@ -31,6 +31,9 @@ SCHEMA = "rig.station-check/1"
 EDGE_TIMEOUT_S = 10.0  # the switch reports its off edge
 GRACE_S = 3.0  # after another disk left: how long the named one still may follow
 SETTLE_S = 1.0  # after the named drive left or came back: what else still moves
+# cuts another disk must leave in, every time, to count as powered by the channel: on a host
+# where other programs attach and detach disks all day one can leave by chance during a cut
+CONFIRM_CUTS = 3
 
 
 @runtime_checkable
@@ -224,18 +227,29 @@ def _check_channel(
     check: ChannelCheck,
     rail: RailSenseSpec | None,
 ) -> None:
-    """A cut; if other disks left during it, a second cut: a disk counts as powered by this
-    channel only when it leaves both times (another program's disk that happened to go is
-    reported as such, not as wiring)."""
+    """A cut; if other disks left during it, more: a disk counts as powered by this channel
+    only when it leaves in every one of `CONFIRM_CUTS` cuts and not while the channel stays on
+    for as long (another program's disk that happened to go is reported as such, not as
+    wiring)."""
+    started = time.monotonic()
     first = _cut_round(campaign, station, spec, rail)
+    seconds = time.monotonic() - started  # one cut, return and settle
     check.departure_s, check.return_s, check.rail = first.departure_s, first.return_s, first.rail
     others = first.others_left(spec.identity)
+    by_chance: list[BusDevice] = []
     if others:
-        again = {d.identity for d in _cut_round(campaign, station, spec, None).others_left(
-            spec.identity)}  # fmt: skip
-        wired = [d for d in others if d.identity in again]
-        check.coincidental = [d.label() for d in others if d.identity not in again]
-        others = wired
+        for _ in range(CONFIRM_CUTS - 1):
+            again = {d.identity for d in _cut_round(campaign, station, spec, None).others_left(
+                spec.identity)}  # fmt: skip
+            by_chance += [d for d in others if d.identity not in again]
+            others = [d for d in others if d.identity in again]
+            if not others:
+                break
+    if others:  # a disk that leaves as often with the power left on is busy on its own
+        anyway = _left_unprompted(max(seconds, 2 * SETTLE_S))
+        by_chance += [d for d in others if d.identity in anyway]
+        others = [d for d in others if d.identity not in anyway]
+    check.coincidental = [d.label() for d in by_chance]
     named_left = [
         c.device.label()
         for c in first.changes
@@ -282,6 +296,19 @@ def _cut_round(
         watch.close()
         recorder.close()
     return CutRound(changes, gone_ns, departure_s, return_s, rail_check)
+
+
+def _left_unprompted(seconds: float) -> set[DriveIdentity]:
+    """The disks that leave the bus within `seconds` while no channel is cut."""
+    recorder = BusRecorder()
+    left: set[DriveIdentity] = set()
+    deadline = time.monotonic() + seconds
+    try:
+        while (wait := deadline - time.monotonic()) > 0:
+            left |= {c.device.identity for c in recorder.changes(wait) if c.action == "left"}
+    finally:
+        recorder.close()
+    return left
 
 
 def _await_departure(

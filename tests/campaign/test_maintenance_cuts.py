@@ -31,7 +31,9 @@ def maintenance_campaign(
     extra: str = "",
     return_timeout_s: float = 30.0,
 ) -> str:
-    text = campaign_text(profiles, cycles, return_timeout_s=return_timeout_s)
+    text = campaign_text(profiles, cycles).replace(
+        "[cut]\n", f"[cut]\nreturn_timeout_s = {return_timeout_s}\n"
+    )
     head, drives = text.split("[[drive]]", 1)
     table = TABLE.format(op=op, low=low, high=high, extra=extra)
     return head + table + "[[drive]]" + drives

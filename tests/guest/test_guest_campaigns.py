@@ -4,7 +4,7 @@ and a SATA disk on AHCI, each served over NBD by the fault core, their power cut
 firmware in simavr, reached as a USB serial adapter (FTDI) found by its USB identity.
 
 Findings are scored against the fault core's ground truth per class and per LBA, as tests/sim
-scores the loop-device twin. CI runs a few cuts per drive (`RIG_GUEST_CUTS`, default 4); `-m slow`
+scores the loop-device twin. CI runs two cuts per drive (`RIG_GUEST_CUTS`); `-m slow`
 runs 100 per drive. Timings are printed per transport (docs/simulator.md quotes them).
 One guest serves the whole tier (tests/guest/conftest.py).
 """
@@ -34,7 +34,7 @@ from tests.guest.guest_helpers import (
     timings,
 )
 
-CUTS = int(os.environ.get("RIG_GUEST_CUTS", "3"))
+CUTS = int(os.environ.get("RIG_GUEST_CUTS", "2"))
 CHANNELS = [d.channel for d in STATION_DRIVES]
 PROFILES = {d.channel: d.profile for d in STATION_DRIVES}
 FIXED = {d.channel for d in STATION_DRIVES if d.slot.endswith("-fixed")}
