@@ -90,11 +90,14 @@ typecheck: $(VENV)/.installed
 # Tests run on $(WORKERS) pytest-xdist workers, a test file to a worker at a time (the guest tier's
 # files all on one: one QEMU guest at a time; tests/conftest.py): the tests share the machine as
 # they must share a lab's (docs/decisions.md, "Tests run on two workers"). WORKERS=0: one process.
+# The tests that start their own CPU hog (marker `alone`) run after, by themselves: their hog of
+# 4 busy processes per core would load whatever the other worker runs.
 WORKERS ?= 2
 XDIST := -n $(WORKERS) --dist loadfile
 test: setup lint typecheck
 	@if [ -f firmware/Makefile ]; then $(MAKE) -s -C firmware test; fi
-	$(VENV)/bin/pytest -q $(XDIST) $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q $(XDIST) -m "not alone" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q -m alone $(PYTEST_ARGS) || [ $$? -eq 5 ]  # (5: none selected)
 
 # The inner loop (under 5 minutes here): lint, type-check and the tests that need no QEMU guest,
 # PostgreSQL, KiCad or Chromium, less those of tests/heavy.txt (1.5 s or more each: whole
