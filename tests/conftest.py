@@ -57,7 +57,9 @@ UDEVD_STARTED = pytest.StashKey[int | None]()
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """A test file to a worker at a time (as `--dist loadfile`), but the guest tier's files all
     to one worker: each file boots its own QEMU guest, and two at once on a 2-core machine
-    starve the guests' drivers of their timeouts."""
+    starve the guests' drivers of their timeouts. Another `--dist` keeps xdist's own."""
+    if config.getvalue("dist") != "loadfile":
+        return None
     from xdist.scheduler import LoadFileScheduling
 
     class ByFileGuestsTogether(LoadFileScheduling):
