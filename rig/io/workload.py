@@ -101,6 +101,7 @@ class Writer:
         self.engine = ""
         self.live = Live()
         self.crash: BaseException | None = None  # a bug in a writer thread, not an I/O error
+        self._made: list[SlotPlanner] = []  # the planners the engine runs (`start`)
 
     def _planners(self) -> list[SlotPlanner]:
         """One planner per slot and stripe, or one for the whole region (stream layout)."""
@@ -157,7 +158,7 @@ class Writer:
         return points
 
     def start(self) -> None:
-        planners = self._planners()
+        self._made = planners = self._planners()
         for planner, at in zip(planners, self._start_at, strict=False):
             planner.cursor = at if 0 <= at < planner.stripe else 0
         target = self.context.target
@@ -221,6 +222,17 @@ class Writer:
             return NOT_DONE
         ctx.log.add_flush(TIMER_WORKER, issue_ns, done_ns, 0)
         return done_ns
+
+    def write_once(self) -> int:
+        """One write issued by the caller once the writers are quiet (a cut timed from its
+        acknowledgement: rig/campaign/cutcycle/cuts.py), the next of a slot's plan (the seed's
+        slot), logged as theirs are; its completion instant (host ns), or NOT_DONE when it
+        failed. Either engine's planners go on: their generations and op counts stay unique."""
+        assert self._made, "write_once before start"
+        planner = self._made[self._seed % len(self._made)]
+        plan = planner.next(1)
+        e = int(np.flatnonzero(plan.kind == WRITE)[-1])  # the fresh write (given-back first)
+        return SlotRun(self.workload, self.context, self.live).write_at(planner.slot, plan, e)
 
     def join(self, timeout_s: float, raise_crash: bool = True) -> bool:
         """Wait for every worker; False if some are still stuck in I/O after `timeout_s`.

@@ -54,6 +54,10 @@ class SlotRun:
                 break
 
     def write(self, slot: int, plan: WorkloadPlan, e: int) -> bool:
+        return self.write_at(slot, plan, e) != NOT_DONE
+
+    def write_at(self, slot: int, plan: WorkloadPlan, e: int) -> int:
+        """Entry `e` written and logged; its completion instant, or NOT_DONE on an I/O error."""
         ctx, load = self.context, self.workload
         lba, count = int(plan.lba[e]), int(plan.nblocks[e])
         gens = plan.gens[plan.gen_offset[e] : plan.gen_offset[e] + count]
@@ -78,7 +82,7 @@ class SlotRun:
         ctx.log.add_write(
             slot, op_seq, lba, gens, issue_ns, complete_ns, status, load.durable_writes
         )
-        return status == 0
+        return complete_ns
 
     def discard(self, slot: int, plan: WorkloadPlan, e: int) -> bool:
         """Discard the entry's range through the target (the station's transport: BLKDISCARD

@@ -31,9 +31,6 @@ class Live:
         # right after stamping it and before the write reaches the device (a uniform cut is
         # sent from there: campaign/cutcycle/cuts.py); the native engine does not call it
         self.on_first_issue: Callable[[int], None] | None = None
-        # called by the threads engine's writer thread with an acknowledgement's instant, once
-        # it is counted (an after_ack or window-after-the-ack cut is sent from there)
-        self.on_ack: Callable[[int], None] | None = None
         self._discards = 0  # discards in flight (the threads engine's alone: C only writes)
 
     @property
@@ -92,9 +89,6 @@ class Live:
         with self._lock:
             self.words[1] = at_ns
             self.words[0] += 1
-        hook = self.on_ack
-        if hook is not None:
-            hook(at_ns)
 
     def flush_started(self) -> None:
         with self._lock:

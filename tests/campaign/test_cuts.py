@@ -60,15 +60,21 @@ def test_during_flush_arms_on_a_flush_in_flight(tmp_path: Path) -> None:
 
 
 def test_after_ack_cuts_no_earlier_than_the_set_time_after_the_ack(tmp_path: Path) -> None:
+    """The acknowledgement the cut is timed from is the last one before the edge: the rig's own
+    write, issued once the writers are quiet, so the time since the last acknowledgement at the
+    edge is the realized delay (a write of the writers completing after the trigger would make
+    it shorter, and re-arm a write-back timer the rig does not count)."""
     for cycle in _events(tmp_path, "after_ack", "after_ms = [5, 30]\n"):
-        scheduled, edge = cycle["cut_scheduled"], cycle["power_off"]
+        scheduled, edge, context = cycle["cut_scheduled"], cycle["power_off"], cycle["cut_context"]
         assert scheduled["trigger"] == "ack"
         assert 5e6 <= scheduled["planned_delay_ns"] <= 30e6
         assert (
             edge["host_ns"] + edge["error_ns"]
             >= scheduled["trigger_ns"] + scheduled["planned_delay_ns"]
         )
-        assert cycle["cut_context"]["writes_issued_after"] == 0  # writers stopped at the ack
+        assert context["writes_issued_after"] == 0  # writers stopped at the ack
+        assert context["writes_in_flight"] == 0 and context["flushes_in_flight"] == 0
+        assert context["since_last_ack_ns"] == edge["host_ns"] - scheduled["trigger_ns"]
 
 
 def test_idle_cuts_find_nothing_in_flight(tmp_path: Path) -> None:

@@ -4,17 +4,18 @@
   delays included: the switch times the cut, the host never sleeps for it);
 - during_flush: after a write phase of `delay_ms`, the cut is sent the moment a flush is in
   flight;
-- after_ack: after a write phase of `delay_ms`, at the next acknowledgement the writers stop
-  issuing and the cut falls `after_ms` (uniform in [low, high], up to an hour) after that
-  acknowledgement: how long does a drive keep acknowledged data at risk?
+- after_ack: after a write phase of `delay_ms`, the writers stop, everything in flight
+  completes, the rig writes one more block range itself and the cut falls `after_ms` (uniform in
+  [low, high], up to an hour) after its acknowledgement: how long does a drive keep
+  acknowledged data at risk?
 - during_discard: after a write phase of `delay_ms`, the cut is sent the moment a discard is in
   flight (a workload with `discard_share`);
 - idle: after a write phase of `delay_ms`, the writers stop, everything in flight completes, and
   the cut falls `after_ms` later on an idle drive.
-- window: after a write phase of `delay_ms`, at the next acknowledgement or the next completed
-  flush ([cut.window].after) the writers stop issuing and the cut falls the delay the model's
-  sequential design chose (rig/window/) after it (after the flush: once the writers are quiet,
-  so no flush falls between it and the edge): where is the drive's window of vulnerability?
+- window: after a write phase of `delay_ms`, the writers stop, the rig issues one write or one
+  flush itself ([cut.window].after: ack | flush), and the cut falls the delay the model's
+  sequential design chose (rig/window/) after its completion, with no other write or flush
+  between it and the edge: where is the drive's window of vulnerability?
 
 Whether a cut hit its aim is measured afterwards from the ledger and the edge (`context`), since
 the switch has latency of its own: every cycle records it.
@@ -133,31 +134,22 @@ def _trigger_and_cut(
             trigger="discard_in_flight" if seen else "timeout", trigger_ns=time.monotonic_ns()
         )
         return power.cut(channel, 0.0), detail
-    if strategy == "window" and after == "flush":
-        # The rig issues the flush the cut is timed from itself, once the writers are quiet:
-        # no flush of theirs can fall between it and the edge (one the drive completes before
-        # the edge and a loaded host stamps after it would re-arm the drive's timer unseen), and
-        # the time the writers take to stop is not part of the delay: docs/decisions.md,
-        # "A window after the flush is timed from the rig's own flush".
+    if strategy in ("after_ack", "window"):
+        # The rig issues the write or flush the cut is timed from itself, from this thread,
+        # once the writers are quiet: no other acknowledgement or flush of theirs can fall
+        # between it and the edge (one the drive completes before the edge and a loaded host
+        # stamps after it would re-arm the drive's timer unseen), the time the writers take to
+        # stop is not part of the delay, and no writer thread has to be scheduled (nor take
+        # the GIL) before the switch is told: docs/decisions.md, "A cut after an event is
+        # timed from the rig's own event".
         stop.set()
         quiet = writer.join(timeout_s)
-        flush_ns = writer.flush_once() if quiet else NOT_DONE
-        why = "flush" if flush_ns != NOT_DONE else "timeout"
-        return _cut_from(power, channel, cut, flush_ns if flush_ns != NOT_DONE else 0, why, detail)
-    if strategy in ("after_ack", "window") and writer.engine == "threads":
-        # sent by the writer thread that counts the next acknowledgement (`EventCut`)
-        at_ack = EventCut(power, channel, cut, "ack", stop)
-        live.on_ack = at_ack
-        try:
-            return at_ack.result(stop, timeout_s, power, channel, detail)
-        finally:
-            live.on_ack = None
-    if strategy in ("after_ack", "window"):
-        before = live.acks
-        seen = _poll(lambda: live.acks > before, timeout_s)
-        stop.set()  # nothing new is issued after the acknowledgement the cut is timed from
-        ack_ns = live.last_ack_ns if seen else 0
-        return _cut_from(power, channel, cut, ack_ns, "ack" if seen else "timeout", detail)
+        event = "flush" if strategy == "window" and after == "flush" else "ack"
+        once = writer.flush_once if event == "flush" else writer.write_once
+        done_ns = once() if quiet else NOT_DONE
+        if done_ns == NOT_DONE:
+            return _cut_from(power, channel, cut, 0, "timeout", detail)
+        return _cut_from(power, channel, cut, done_ns, event, detail)
     if strategy == "idle":
         stop.set()
         quiet = writer.join(timeout_s)
@@ -166,22 +158,13 @@ def _trigger_and_cut(
 
 
 class EventCut:
-    """A cut sent by the writer thread that sees its trigger, the moment it has stamped it
-    (rig/io/writer_context.py `Live.on_first_issue` / `on_ack`; the threads engine): no other
-    thread has to be scheduled, nor take the GIL, before the switch is told. `stop`: set there
-    too (nothing new is issued after an acknowledgement a cut is timed from). A uniform cut's
-    is installed before the writer starts (`arm`)."""
+    """A uniform cut sent by the writer thread that issues the first write, the moment it has
+    stamped it (rig/io/writer_context.py `Live.on_first_issue`; the threads engine): no other
+    thread has to be scheduled, nor take the GIL, before the switch is told. Installed before
+    the writer starts (`arm`)."""
 
-    def __init__(
-        self,
-        power: Cutter,
-        channel: int,
-        cut: CutDraw,
-        why: str = "first_write",
-        stop: threading.Event | None = None,
-    ) -> None:
+    def __init__(self, power: Cutter, channel: int, cut: CutDraw) -> None:
         self._power, self._channel, self._cut = power, channel, cut
-        self._why, self._stop = why, stop
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._closed = False
@@ -192,8 +175,6 @@ class EventCut:
         with self._lock:
             if self._closed or self._sent is not None:
                 return
-            if self._stop is not None:
-                self._stop.set()
             try:
                 self._sent = _cut_from(self._power, self._channel, self._cut, issue_ns, "", {})
             except BaseException as error:  # raised again in the cycle's thread
@@ -217,7 +198,7 @@ class EventCut:
                 why = "stopped" if stop.is_set() else "timeout"
                 return _cut_from(power, channel, self._cut, 0, why, detail)
             pending, sent = self._sent
-        detail.update(sent, trigger=self._why)
+        detail.update(sent, trigger="first_write")
         return pending, detail
 
 
