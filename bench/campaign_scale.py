@@ -65,6 +65,7 @@ flush_every = 4
 delay_ms = [20, 20]
 off_ms = 1
 sample_blocks = 256
+baseline = false
 [[drive]]
 channel = 0
 model = "SIM scale"

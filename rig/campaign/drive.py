@@ -84,6 +84,8 @@ class DriveRun:
         self.claims.callback(lambda: self.target.close())  # whichever target is current
         try:
             self.state, self.drive_id = preparation.region(self, node, resume, attached.region)
+            if resume is None or self.next_seq == 1:  # a region no cycle has read yet
+                preparation.baseline(self, self.target, self.state)
             # LBAs written in the last few cycles: still at risk (a drive may destage them late)
             self.recent: deque[np.ndarray] = deque(maxlen=campaign.cut.recent_cycles or None)
             where = {"devnode": node.devnode, "diskseq": node.diskseq, "backing": node.backing}

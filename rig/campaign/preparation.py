@@ -3,12 +3,16 @@ its health baseline (docs/campaign.md, docs/health.md)."""
 
 from __future__ import annotations
 
+import time
 from contextlib import ExitStack
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from rig.campaign import recording
 from rig.campaign.model import ResumePoint
+from rig.check.baseline import foreign_blocks
 from rig.config.campaign import Campaign, DriveSpec
 from rig.drive.node import DriveNode
 from rig.errors import RigError, UserError
@@ -16,7 +20,7 @@ from rig.health import maintenance
 from rig.health.errors import HealthToolError, ToolMissing
 from rig.health.tracker import HealthTracker
 from rig.io.blockio import BlockTarget
-from rig.io.ledger import LbaState
+from rig.io.ledger import UNKNOWN, LbaState
 from rig.station.model import Station
 
 if TYPE_CHECKING:
@@ -115,6 +119,29 @@ def region(
         return resume.state, resume.drive_id
     ident = asdict(node.identity)
     return LbaState(first, count), recording.add_drive(drive, ident, node.size_bytes, first, count)
+
+
+def baseline(drive: CycleDrive, target: BlockTarget, state: LbaState) -> None:
+    """A fresh region read once before the first cycle ([cut] baseline): blocks holding bytes
+    that are no record start as unknown, so a used drive's old contents are not reported as
+    damage where a check reads a block the campaign never wrote, or a lost write of it shows
+    them again (rig/check/baseline.py)."""
+    if not drive.campaign.cut.baseline or drive.campaign.endurance:
+        return
+    started = time.monotonic()
+    foreign = foreign_blocks(target.read, state.first_lba, state.nblocks, target.block_size)
+    if len(foreign):
+        state.committed[foreign] = np.full(len(foreign), UNKNOWN, dtype=np.uint32)
+    detail: dict[str, Any] = {"blocks_read": state.nblocks, "foreign_blocks": len(foreign)}
+    if len(foreign):
+        detail["first_foreign_lba"] = int(foreign[0]) + state.first_lba
+    detail["seconds"] = round(time.monotonic() - started, 3)
+    recording.event(drive, "region_baseline", detail)
+    if len(foreign):
+        drive.progress(
+            f"ch{drive.spec.channel}: {len(foreign)} blocks of the test region hold old data"
+            " (no record): unknown until the campaign writes them"
+        )
 
 
 def _size(n: int) -> str:

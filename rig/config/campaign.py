@@ -73,6 +73,9 @@ class CutSpec:
     sample_blocks: int = 256  # older blocks read back per cut to catch collateral damage
     recent_cycles: int = 1  # blocks written in this many earlier cycles are still at risk
     full_scan_every: int = 0  # every Nth cycle checks the whole region (0 = never)
+    # read the region once before the first cycle: a used drive's old bytes start as unknown
+    # (rig/check/baseline.py); false for a region known to hold zeroes or records
+    baseline: bool = True
     read_timeout_s: float = 30.0  # a check read not answered by then is a hang
     read_budget: int = 2048  # extra reads a check may spend locating bad blocks (then unchecked)
     window: WindowSpec | None = None  # [cut.window]: the window strategy's keys (rig/window/)
@@ -258,6 +261,7 @@ def _cut(cut_t: Table, workload: Workload) -> CutSpec:
         sample_blocks=cut_t.whole("sample_blocks", 256, 0, 1 << 30),
         recent_cycles=cut_t.whole("recent_cycles", 1, 0, 1000),
         full_scan_every=cut_t.whole("full_scan_every", 0, 0, 10_000_000),
+        baseline=cut_t.get("baseline", bool, True),
         read_timeout_s=float(cut_t.number("read_timeout_s", 30.0, 0.001, 3600)),
         read_budget=int(cut_t.number("read_budget", 2048, 0, 1 << 24)),
         window=window,
