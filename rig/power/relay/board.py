@@ -123,7 +123,10 @@ class RelayBoard:
         self._reader = FrameReader(self._ser, link, state, self._maint.post)
         try:
             self._ser.reset_input_buffer()
-            self._ser.write(b"\n")  # ends whatever partial line the board's parser holds
+            # the first request begins with a lone newline, which ends whatever partial line
+            # the board's parser holds (written with it: a port slow to take a byte on a
+            # loaded host is a stall the link rides out, not a failure to open)
+            link.end_partial_line()
             self._reader.start()
             self._session.handshake(boot_timeout_s)
             # Only a board that answered has a link that can stall: a silent port at open

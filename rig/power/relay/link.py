@@ -154,6 +154,10 @@ class Link:
             self._stats.retries += 1
             log.info("relay board: resending %r (%s)", body, kind)
 
+    def end_partial_line(self) -> None:
+        """The next request goes out after a lone `\n` (see `_write_request`)."""
+        self._resync_parser = True
+
     def _write_request(self, wire: bytes) -> bool:
         """Write one request line; False if the port could not take it within the reply
         timeout (a stalled link: part of it may have gone, so the next write begins with a
