@@ -128,10 +128,9 @@ class RelayBoard:
             # loaded host is a stall the link rides out, not a failure to open)
             link.end_partial_line()
             self._reader.start()
-            self._session.handshake(boot_timeout_s)
-            # Only a board that answered has a link that can stall: a silent port at open
-            # is told within `boot_timeout_s`.
-            link.stall_timeout_s = stall_timeout_s
+            # Only a board that answered (ID) has a link that can stall: a silent port at
+            # open is told within `boot_timeout_s`; the rest of the handshake rides out stalls.
+            self._session.handshake(boot_timeout_s, stall_timeout_s)
         except BaseException:
             self._shutdown()
             raise

@@ -69,7 +69,9 @@ class Session:
 
     # ---- open ----
 
-    def handshake(self, boot_timeout_s: float) -> None:
+    def handshake(self, boot_timeout_s: float, stall_timeout_s: float) -> None:
+        """Identify the board (a silent port fails within `boot_timeout_s`), then configure
+        and sync it over a link that rides out stalls of up to `stall_timeout_s`."""
         try:
             identity = self.identify(boot_timeout_s)
         except PowerTimeoutError as e:
@@ -77,6 +79,7 @@ class Session:
                 f"no relay board answers on {self.port} (is it the board, at 115200 baud, "
                 f"with firmware v{FIRMWARE_VERSION}?): {e}"
             ) from e
+        self._link.stall_timeout_s = stall_timeout_s
         self._state.start(identity)
         if identity.watchdog_trips:
             log.warning(
