@@ -139,3 +139,21 @@ def test_four_channels_at_once_ride_out_stalls(stalling: Stalling) -> None:
     assert stalling.board.stats.timeouts >= 1  # the stalls did reach the driver
     completed = sum(o == "complete" for ch in outcomes for o in outcomes[ch])
     assert completed >= 20, outcomes  # stalls shorter than the budget cost no cycle
+
+
+def test_a_stall_right_after_the_board_answered_id_is_ridden_out(host_twin: Twin) -> None:
+    """The handshake's first SYNC held longer than 4 attempts of 0.5 s (a starved simulator
+    beside two busy loops did this): a board that answered ID opens once the link moves again;
+    only a port that never answers is refused within the boot timeout."""
+    proxy = Proxy(host_twin.pty)
+    try:
+        stall = StallOn(proxy, b" SYNC", 2.5)
+        proxy.to_board = stall
+        board = RelayBoard(proxy.path, watchdog_ms=5000)
+        try:
+            assert stall.hits == 1 and board.stats.timeouts >= 1
+            assert board.states().on == (True,) * 4
+        finally:
+            board.close()
+    finally:
+        proxy.close()
