@@ -189,8 +189,8 @@ class _CutClock:
 
 def test_a_window_after_the_flush_waits_for_the_flushes_in_flight() -> None:
     """The cut is timed once the writers are quiet, never from a flush that a later one, still
-    in flight or about to be issued, overtakes (docs/decisions.md, "A window after the flush is
-    timed from the rig's own flush")."""
+    in flight or about to be issued, overtakes (docs/decisions.md, "A cut after an event is
+    timed from the rig's own event")."""
     live = _FlushesLive()
     live.done_at = time.monotonic() + 0.02  # the first flush completes after the trigger waits
     flushed: list[int] = []
