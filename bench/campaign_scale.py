@@ -61,6 +61,7 @@ kind = "simulated"
 workers = 8
 write_blocks = [1, 2, 4]
 flush_every = 4
+discard_share = {discard_share}
 [cut]
 delay_ms = [20, 20]
 off_ms = 1
@@ -74,10 +75,11 @@ profile = "honest"
 """
 
 
-def run_one(size: str, cycles: int) -> dict[str, object]:
-    """One campaign in this process; the figures as a dict."""
+def run_one(size: str, cycles: int, discard_share: float = 0.0) -> dict[str, object]:
+    """One campaign in this process; the figures as a dict. `discard_share`: of the workload's
+    operations, discards (the checker's discard rules then run in every check)."""
     capacity = SIZES[size]
-    text = CAMPAIGN.format(cycles=cycles, region_mib=capacity >> 20)
+    text = CAMPAIGN.format(cycles=cycles, region_mib=capacity >> 20, discard_share=discard_share)
     camp = campaign_file.parse(text)
     spec = camp.drives[0]
     drive_profile = dataclasses.replace(
@@ -131,10 +133,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cycles", type=int, default=30)
     parser.add_argument("--sizes", default="1G,64G,4T")
+    parser.add_argument("--discard-share", type=float, default=0.0)
     parser.add_argument("--one", help=argparse.SUPPRESS)  # child process: run one size
     opts = parser.parse_args()
     if opts.one:
-        print(json.dumps(run_one(opts.one, opts.cycles)))
+        print(json.dumps(run_one(opts.one, opts.cycles, opts.discard_share)))
         return
     cpu = next(
         line.split(":", 1)[1].strip()
@@ -143,7 +146,10 @@ def main() -> None:
     )
     print(f"# machine: nproc {os.cpu_count()}, {cpu}, kernel {os.uname().release},"
           f" load avg {os.getloadavg()[0]:.1f}")  # fmt: skip
-    print(f"# {opts.cycles} cuts per size, 8 writers, writes of 1-4 blocks, cut 20 ms into writing")
+    print(
+        f"# {opts.cycles} cuts per size, 8 writers, writes of 1-4 blocks, cut 20 ms into writing,"
+        f" discard share {opts.discard_share:g}"
+    )
     print(
         "| drive = region | cuts (errors) | blocks checked/cut | check ms/cut (CPU ms) |"
         " per-LBA state | simulated drive data | peak RSS |"
@@ -151,7 +157,16 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for size in opts.sizes.split(","):
         out = subprocess.run(
-            [sys.executable, __file__, "--one", size, "--cycles", str(opts.cycles)],
+            [
+                sys.executable,
+                __file__,
+                "--one",
+                size,
+                "--cycles",
+                str(opts.cycles),
+                "--discard-share",
+                str(opts.discard_share),
+            ],
             capture_output=True,
             text=True,
             check=True,
