@@ -70,7 +70,9 @@ def test_a_forgotten_erase_is_found_block_by_block(tmp_path: Path, op: str) -> N
     for e in drives[0].core.truth:
         if e.kind == statefaults.ERASE_SURVIVED:
             truth.setdefault(e.cut, set()).add(e.lba)
-    assert len(truth) == 4 and all(truth.values())
+    # (a cut a loaded host made late can fall after the operation completed: that cycle's
+    # drive kept nothing old, and nothing is found there either)
+    assert len(truth) >= 2 and all(truth.values())
     assert _findings(store, failures.SURVIVED_ERASE) == truth
     others = store.query(
         "SELECT class FROM finding WHERE failure = 1 AND class != ?", (failures.SURVIVED_ERASE,)
