@@ -12,7 +12,7 @@ that held zeroes or a record is still found.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -22,16 +22,24 @@ from rig.io import media
 CHUNK_BLOCKS = 256  # blocks per read
 
 
+def region_chunks(
+    read: Callable[[int, int], npt.NDArray[np.uint8]], first: int, nblocks: int
+) -> Iterator[tuple[int, int, media.Sectors]]:
+    """The region read and parsed a chunk at a time: (first LBA, blocks, its sectors)."""
+    for start in range(first, first + nblocks, CHUNK_BLOCKS):
+        count = min(CHUNK_BLOCKS, first + nblocks - start)
+        yield start, count, media.parse(read(start, count))
+
+
 def foreign_blocks(
     read: Callable[[int, int], npt.NDArray[np.uint8]], first: int, nblocks: int, block_size: int
 ) -> npt.NDArray[np.int64]:
     """Offsets (from `first`) of the region's blocks with a sector that is neither zeroes nor a
     valid record."""
     per_block = block_size // media.SECTOR
-    found = []
-    for start in range(first, first + nblocks, CHUNK_BLOCKS):
-        count = min(CHUNK_BLOCKS, first + nblocks - start)
-        sectors = media.parse(read(start, count))
-        bad = (sectors.state == media.CORRUPT).reshape(count, per_block).any(axis=1)
-        found.append(np.flatnonzero(bad) + (start - first))
+    found = [
+        np.flatnonzero((sectors.state == media.CORRUPT).reshape(count, per_block).any(axis=1))
+        + (start - first)
+        for start, count, sectors in region_chunks(read, first, nblocks)
+    ]
     return np.concatenate(found).astype(np.int64) if found else np.zeros(0, dtype=np.int64)

@@ -106,16 +106,21 @@ profile = "honest"
 """
 
 
-def test_uniform_cuts_under_a_cpu_hog_fall_at_their_planned_delay(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    campaign = campaign_file.parse(UNIFORM)
+def _campaign_under_hog(tmp_path: Path, text: str) -> Store:
+    """The campaign on in-process drives beside the hog, with no rig error; its store."""
+    campaign = campaign_file.parse(text)
     station, _ = sim_station.build(campaign)
-    store = Store(str(tmp_path / "u.sqlite"))
+    store = Store(str(tmp_path / "c.sqlite"))
     with cpu_hog():
         summaries = run_campaign(campaign, station, store, Observer())
     assert all(s.errors == 0 for s in summaries)
-    placed = _placement(store)
+    return store
+
+
+def test_uniform_cuts_under_a_cpu_hog_fall_at_their_planned_delay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    placed = _placement(_campaign_under_hog(tmp_path, UNIFORM))
     assert len(placed) == 40 and all(t == "first_write" for _, _, t in placed), placed
     late = sorted(r - p for p, r, _ in placed)
     assert late[math.ceil(0.9 * len(late)) - 1] <= SLACK_MS, late
@@ -135,13 +140,7 @@ def test_after_ack_cuts_at_sixteen_drives_under_a_cpu_hog_fall_at_their_planned_
         f'[[drive]]\nchannel = {ch}\nmodel = "SIM {ch}"\nserial = "SN{ch}"\nprofile = "honest"\n'
         for ch in range(16)
     )
-    campaign = campaign_file.parse(head + drives)
-    station, _ = sim_station.build(campaign)
-    store = Store(str(tmp_path / "a.sqlite"))
-    with cpu_hog():
-        summaries = run_campaign(campaign, station, store, Observer())
-    assert all(s.errors == 0 for s in summaries)
-    placed = _placement(store)
+    placed = _placement(_campaign_under_hog(tmp_path, head + drives))
     assert len(placed) == 64 and all(t == "ack" for _, _, t in placed), placed
     late = sorted(r - p for p, r, _ in placed)
     assert late[len(late) // 2] <= 1.0, late

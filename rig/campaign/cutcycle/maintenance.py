@@ -26,6 +26,7 @@ from rig.campaign.cutcycle import phases
 from rig.campaign.model import Cycle, DeadDevice
 from rig.check import exposure
 from rig.check import verify as checker
+from rig.check.baseline import region_chunks
 from rig.check.failures import SURVIVED_ERASE
 from rig.errors import RigError
 from rig.health import maintenance as ops
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from rig.campaign.model import CycleDrive
     from rig.health.maintenance import MaintenanceSpec
 
-READ_CHUNK_BLOCKS = 256
 POLL_S = 0.05
 
 
@@ -153,9 +153,7 @@ def survivors(
     block's generation): data from before the erase."""
     per_block = block_size // media.SECTOR
     runs: list[tuple[int, int, int]] = []
-    for start in range(first, first + nblocks, READ_CHUNK_BLOCKS):
-        count = min(READ_CHUNK_BLOCKS, first + nblocks - start)
-        sectors = media.parse(read(start, count))
+    for start, count, sectors in region_chunks(read, first, nblocks):
         valid = (sectors.state == media.VALID).reshape(count, per_block).any(axis=1)
         gens = sectors.generation.reshape(count, per_block).max(axis=1)
         for i in np.flatnonzero(valid).tolist():
