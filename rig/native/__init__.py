@@ -73,6 +73,16 @@ def lib() -> ctypes.CDLL:
     for name in ("pfr_rqs_resume", "pfr_rqs_abandon"):
         getattr(handle, name).argtypes = [_p]
         getattr(handle, name).restype = None
+    handle.pfr_trigger_fire.argtypes = [_p, _i64]
+    handle.pfr_trigger_fire.restype = None
+    handle.pfr_trigger_at.argtypes = [_p]
+    handle.pfr_trigger_at.restype = _i64
+    handle.pfr_complete_at.argtypes = [_i64, _p]
+    handle.pfr_complete_at.restype = _i64
+    handle.pfr_arrive.argtypes = [_p, _i64, _p]
+    handle.pfr_arrive.restype = _i64
+    handle.pfr_arrive_join.argtypes = [_u64]
+    handle.pfr_arrive_join.restype = None
     return handle
 
 

@@ -99,4 +99,25 @@ void pfr_rqs_resume(struct pfr_rqs *s);
 void pfr_rqs_stats(struct pfr_rqs *s, int64_t *inflight_ns, int64_t *busy_ns);
 int64_t pfr_rqs_retire(struct pfr_rqs *s, uint64_t end);
 
+/* A cut timed from a request's completion (trigger.c): the rig sets `delay_ns`; the thread that
+ * completes the request fires it, fixing the edge's instant `at_ns` = the completion plus the
+ * delay, or the firing instant when that is later (0 until fired). */
+typedef struct pfr_trigger {
+    int64_t delay_ns;
+    int64_t event_ns; /* the completion the cut is timed from */
+    int64_t armed_ns; /* when the completion path fixed the instant */
+    int64_t at_ns;
+} pfr_trigger;
+
+void pfr_trigger_fire(pfr_trigger *t, int64_t event_ns);
+int64_t pfr_trigger_at(const pfr_trigger *t);
+/* A simulated request completing at `complete_ns`: sleep until then, then fire `t` (if not
+ * NULL) at once, in this thread; returns the instant it woke. */
+int64_t pfr_complete_at(int64_t complete_ns, pfr_trigger *t);
+/* A simulated request arriving now and completing `latency_ns` later: a thread of its own fires
+ * `t` at the completion, however late the caller gets there; returns the arrival instant
+ * (-errno if no thread could start), the thread in `*thread` (join it: pfr_arrive_join). */
+int64_t pfr_arrive(pfr_trigger *t, int64_t latency_ns, uint64_t *thread);
+void pfr_arrive_join(uint64_t thread);
+
 #endif
