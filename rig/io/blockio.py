@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from rig.errors import UserError
 from rig.io.media import aligned_buffer
+from rig.native.trigger import Trigger
 
 BLKDISCARD = 0x1277  # _IO(0x12, 119)
 
@@ -49,6 +50,19 @@ class BlockTarget(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class FiresTriggers(Protocol):
+    """A target whose completion path fires a cut's trigger itself, natively, the moment the
+    request completes (a simulated drive: rig/native/trigger.c `pfr_complete_at`). For any
+    other target the caller fires it once the call has returned."""
+
+    def write_fired(
+        self, lba: int, data: npt.NDArray[np.uint8], durable: bool, trigger: Trigger
+    ) -> int | None: ...
+
+    def flush_fired(self, trigger: Trigger) -> int | None: ...
 
 
 @runtime_checkable

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from rig.errors import RigError
-from rig.io.blockio import Discards
+from rig.io.blockio import Discards, FiresTriggers
 from rig.io.ledger import NOT_DONE
 from rig.io.workload_native import NativeRun
 from rig.io.workload_plan import (
@@ -54,6 +54,7 @@ from rig.io.workload_plan import (
 )
 from rig.io.workload_threads import SlotRun, Stream, TimerFlush
 from rig.io.writer_context import DescriptorTarget, Live, WriterContext
+from rig.native.trigger import Trigger
 
 __all__ = [
     "DISCARD",
@@ -209,30 +210,38 @@ class Writer:
             self.crash = self.crash or error
             self.context.stop.set()  # the other writers stop too: the cycle is a rig error
 
-    def flush_once(self) -> int:
+    def flush_once(self, trigger: Trigger | None = None) -> int:
         """One flush issued by the caller once the writers are quiet (a cut timed from its
         completion: rig/campaign/cutcycle/cuts.py), logged as the timed flushes are; its
-        completion instant (host ns), or NOT_DONE when it failed."""
-        ctx = self.context
+        completion instant (host ns), or NOT_DONE when it failed. `trigger`: fired by its
+        completion (rig/io/blockio.py `FiresTriggers`), else here once it returned."""
+        ctx, target = self.context, self.context.target
         issue_ns = time.monotonic_ns()
         try:
-            done_ns = ctx.target.flush() or time.monotonic_ns()
+            if trigger is not None and isinstance(target, FiresTriggers):
+                done_ns = target.flush_fired(trigger) or time.monotonic_ns()
+            else:
+                done_ns = target.flush() or time.monotonic_ns()
+                if trigger is not None:
+                    trigger.fire(done_ns)
         except OSError as error:
             ctx.log.add_flush(TIMER_WORKER, issue_ns, NOT_DONE, error.errno or 5)
             return NOT_DONE
         ctx.log.add_flush(TIMER_WORKER, issue_ns, done_ns, 0)
         return done_ns
 
-    def write_once(self) -> int:
+    def write_once(self, trigger: Trigger | None = None) -> int:
         """One write issued by the caller once the writers are quiet (a cut timed from its
         acknowledgement: rig/campaign/cutcycle/cuts.py), the next of a slot's plan (the seed's
         slot), logged as theirs are; its completion instant (host ns), or NOT_DONE when it
-        failed. Either engine's planners go on: their generations and op counts stay unique."""
+        failed. Either engine's planners go on: their generations and op counts stay unique.
+        `trigger`: as `flush_once`'s."""
         assert self._made, "write_once before start"
         planner = self._made[self._seed % len(self._made)]
         plan = planner.next(1)
         e = int(np.flatnonzero(plan.kind == WRITE)[-1])  # the fresh write (given-back first)
-        return SlotRun(self.workload, self.context, self.live).write_at(planner.slot, plan, e)
+        run = SlotRun(self.workload, self.context, self.live)
+        return run.write_at(planner.slot, plan, e, trigger)
 
     def join(self, timeout_s: float, raise_crash: bool = True) -> bool:
         """Wait for every worker; False if some are still stuck in I/O after `timeout_s`.

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rig.io import media
-from rig.io.blockio import Discards
+from rig.io.blockio import Discards, FiresTriggers
 from rig.io.ledger import NOT_DONE
 from rig.io.workload_plan import (
     DISCARD,
@@ -25,6 +25,7 @@ from rig.io.workload_plan import (
 
 if TYPE_CHECKING:
     from rig.io.writer_context import Live, WriterContext
+    from rig.native.trigger import Trigger
 
 
 class SlotRun:
@@ -56,8 +57,11 @@ class SlotRun:
     def write(self, slot: int, plan: WorkloadPlan, e: int) -> bool:
         return self.write_at(slot, plan, e) != NOT_DONE
 
-    def write_at(self, slot: int, plan: WorkloadPlan, e: int) -> int:
-        """Entry `e` written and logged; its completion instant, or NOT_DONE on an I/O error."""
+    def write_at(
+        self, slot: int, plan: WorkloadPlan, e: int, trigger: Trigger | None = None
+    ) -> int:
+        """Entry `e` written and logged; its completion instant, or NOT_DONE on an I/O error.
+        `trigger`: fired by the completion (rig/io/workload.py `Writer.write_once`)."""
         ctx, load = self.context, self.workload
         lba, count = int(plan.lba[e]), int(plan.nblocks[e])
         gens = plan.gens[plan.gen_offset[e] : plan.gen_offset[e] + count]
@@ -73,9 +77,14 @@ class SlotRun:
         try:
             # a target that knows its completion instant (a simulated drive) gives it, else it is
             # stamped here, once the call returned (rig/io/blockio.py `BlockTarget`)
-            complete_ns = (
-                ctx.target.write(lba, data, durable=load.durable_writes) or time.monotonic_ns()
-            )
+            target, durable = ctx.target, load.durable_writes
+            if trigger is not None and isinstance(target, FiresTriggers):
+                complete_ns = target.write_fired(lba, data, durable, trigger)
+            else:
+                complete_ns = target.write(lba, data, durable=durable)
+            complete_ns = complete_ns or time.monotonic_ns()
+            if trigger is not None and not trigger.edge_ns:
+                trigger.fire(complete_ns)
             self.live.acked(complete_ns)
         except OSError as error:
             complete_ns, status = NOT_DONE, error.errno or 5

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from rig.native.trigger import Trigger
+
 
 @dataclass(frozen=True)
 class Edge:
@@ -93,4 +95,29 @@ class RailSensedCut(Protocol):
     def rail(self, timeout_s: float) -> RailResult | None:
         """The rail-sense result of this cut's off edge, waiting at most `timeout_s` beyond the
         capture window; `None` when rail sense was not configured for the channel."""
+        ...
+
+
+class ArmedCut(Protocol):
+    """A cut armed to fall a delay after a completion the rig has yet to issue: `trigger`
+    (rig/native/trigger.py) goes with the request, whose completion path fixes the edge's
+    instant; `settle` afterwards returns the pending cut (at once when the trigger never fired:
+    the request failed)."""
+
+    @property
+    def trigger(self) -> Trigger: ...
+
+    def settle(self) -> PendingCut: ...
+
+
+@runtime_checkable
+class ArmsAfterCompletion(Protocol):
+    """A switch that takes its edge's instant from a completion path's trigger (the in-process
+    software relay: its drives read the trigger at every request), besides `PowerSwitch`."""
+
+    def arm_after_completion(
+        self, channel: int, delay_s: float, off_s: float | None = None
+    ) -> ArmedCut | None:
+        """The cut `delay_s` after the trigger's event; None when the channel cannot take one
+        (the caller cuts as before)."""
         ...

@@ -22,7 +22,7 @@ from typing import Protocol, runtime_checkable
 
 from rig.config.tables import Table
 from rig.errors import UserError
-from rig.power.base import PendingCut, PowerSwitch
+from rig.power.base import ArmedCut, ArmsAfterCompletion, PendingCut, PowerSwitch
 
 CUT_KINDS = ("off", "sag", "ramp", "glitch")
 RANGE_KEYS = ("depth_v", "depth_pct", "duration_ms", "slew_v_per_ms")
@@ -169,6 +169,15 @@ class ShapedCuts:
         if not isinstance(self.power, ShapedSwitch):  # refused at start; never reached
             raise UserError(f"this station's switch cannot make a {shape.kind}")
         return self.power.shaped_cut(channel, delay_s, shape)
+
+    def arm_after_completion(self, channel: int, delay_s: float) -> ArmedCut | None:
+        """The cut `delay_s` after a completion the rig's request will fire (its trigger), where
+        the switch takes one (rig/power/base.py `ArmsAfterCompletion`); None: cut as before."""
+        shape, power = self.shape, self.power
+        if shape.kind not in ("off", "glitch") or not isinstance(power, ArmsAfterCompletion):
+            return None
+        off_s = shape.duration_s if shape.kind == "glitch" else None
+        return power.arm_after_completion(channel, delay_s, off_s)
 
 
 @runtime_checkable

@@ -132,8 +132,10 @@ def test_after_ack_cuts_at_sixteen_drives_under_a_cpu_hog_fall_at_their_planned_
 ) -> None:
     """Sixteen drives' threads share one interpreter: a cut sent by the writer thread the
     acknowledgement woke waited for the GIL behind them (median 4.5-6.7 ms late here beside the
-    hog); timed from the rig's own write by the real-time cut thread it is on time at the
-    median (bench/cut_timing.py has the tail against the goal)."""
+    hog); sent by the real-time cut thread once its own write returned, 25-35 % of cuts still
+    fell outside the goal's 0.5 ms + 5 % (that thread waited for the GIL after the
+    completion). Armed in the completion path, 99 % fall inside it (bench/cut_timing.py); this
+    bound allows 3 of 64."""
     head = UNIFORM.split("[[drive]]", 1)[0].replace("cycles = 20", "cycles = 4")
     head = head.replace('strategy = "uniform"\ndelay_ms = [0.5, 5]', AFTER_ACK)
     drives = "".join(
@@ -142,8 +144,8 @@ def test_after_ack_cuts_at_sixteen_drives_under_a_cpu_hog_fall_at_their_planned_
     )
     placed = _placement(_campaign_under_hog(tmp_path, head + drives))
     assert len(placed) == 64 and all(t == "ack" for _, _, t in placed), placed
-    late = sorted(r - p for p, r, _ in placed)
-    assert late[len(late) // 2] <= 1.0, late
+    outside = [x for x in placed if abs(x[1] - x[0]) > 0.5 + 0.05 * x[0]]
+    assert len(outside) <= 3, outside
     assert all(r >= p - 0.01 for p, r, _ in placed), placed  # never before its plan
 
 

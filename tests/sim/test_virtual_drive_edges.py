@@ -15,6 +15,7 @@ from fixtures.fake_power import FakePowerSwitch
 from fixtures.profiles import profile
 from fixtures.virtual_drive import VirtualDrive
 from rig.drive.identity import DriveIdentity
+from rig.native.trigger import Arrival, Trigger
 
 
 def drive() -> VirtualDrive:
@@ -43,3 +44,39 @@ def test_the_relays_edge_is_the_instant_the_drive_lost_power() -> None:
     served = d.write(d.epoch, 0, block(d), False)
     edge = switch.cut(0, 0.0).wait(5)
     assert edge.host_ns >= served and d.gone_ns == edge.host_ns
+
+
+def _hold_the_interpreter(seconds: float) -> None:
+    """Busy Python in this thread for `seconds`: what a loaded host's interpreter does to the
+    thread a completion returns to."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+def test_a_cut_armed_on_a_completion_falls_at_its_delay_however_late_the_thread_returns() -> None:
+    d = drive()
+    switch = FakePowerSwitch({0: d})
+    armed = switch.arm_after_completion(0, 0.002)
+    assert armed is not None
+    target = d.open_target()
+    done = target.write_fired(0, block(d), False, armed.trigger)
+    assert armed.trigger.event_ns == done and armed.trigger.edge_ns == done + 2_000_000
+    _hold_the_interpreter(0.01)  # the rig's thread is late: the relay has not been told
+    with pytest.raises(OSError):  # the drive took the edge at the trigger's instant
+        target.write(1, block(d), False)
+    edge = armed.settle().wait(5)
+    assert edge.host_ns == done + 2_000_000 == d.gone_ns
+
+
+def test_the_completion_fires_its_trigger_while_the_requests_thread_is_held() -> None:
+    """The completion path is a native thread of its own (rig/native/trigger.c `pfr_arrive`):
+    a request whose thread is kept from the interpreter past its completion still fires the
+    cut's trigger at the completion, not when the thread gets back."""
+    trigger = Trigger.after(0.001)
+    arrival = Arrival(trigger, latency_ns=200_000)
+    _hold_the_interpreter(0.02)
+    arrival.join()
+    assert trigger.event_ns == arrival.complete_ns
+    assert trigger.armed_ns - arrival.complete_ns < 5_000_000  # woke at it, not 20 ms later
+    assert trigger.edge_ns == arrival.complete_ns + 1_000_000

@@ -27,7 +27,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -35,7 +35,7 @@ from rig.campaign.cutcycle.realtime import realtime
 from rig.config.campaign import CutSpec
 from rig.io.ledger import NOT_DONE, CycleLog
 from rig.io.workload import Writer
-from rig.power.base import Edge, PendingCut
+from rig.power.base import ArmedCut, Edge, PendingCut
 
 POLL_S = 0.0001  # how often a trigger looks at the writer's live signals
 
@@ -45,6 +45,13 @@ class Cutter(Protocol):
     (rig/power/shapes.py `ShapedCuts`)."""
 
     def cut(self, channel: int, delay_s: float) -> PendingCut: ...
+
+
+@runtime_checkable
+class ArmingCutter(Cutter, Protocol):
+    """A cutter that can arm a cut on a completion the rig's request will fire."""
+
+    def arm_after_completion(self, channel: int, delay_s: float) -> ArmedCut | None: ...
 
 
 @dataclass(frozen=True)
@@ -146,10 +153,25 @@ def _trigger_and_cut(
         quiet = writer.join(timeout_s)
         event = "flush" if strategy == "window" and after == "flush" else "ack"
         once = writer.flush_once if event == "flush" else writer.write_once
-        done_ns = once() if quiet else NOT_DONE
-        if done_ns == NOT_DONE:
+        if not quiet:
             return _cut_from(power, channel, cut, 0, "timeout", detail)
-        return _cut_from(power, channel, cut, done_ns, event, detail)
+        armed = None
+        if isinstance(power, ArmingCutter):
+            armed = power.arm_after_completion(channel, cut.delay_s)
+        if armed is None:
+            done_ns = once()
+            why = event if done_ns != NOT_DONE else "timeout"
+            return _cut_from(power, channel, cut, 0 if why == "timeout" else done_ns, why, detail)
+        # the instant is fixed by the completion path (rig/native/trigger.c), not by this
+        # thread once it holds the interpreter again: docs/decisions.md, "A cut after an
+        # event is armed in the completion path"
+        done_ns = once(armed.trigger)
+        pending = armed.settle()
+        if done_ns == NOT_DONE:
+            detail.update(trigger="timeout", trigger_ns=time.monotonic_ns())
+        else:
+            detail.update(trigger=event, trigger_ns=done_ns, armed_in="completion")
+        return pending, detail
     if strategy == "idle":
         stop.set()
         quiet = writer.join(timeout_s)
