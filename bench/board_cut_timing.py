@@ -2,7 +2,10 @@
 path (rig/power/relay, a pty) to the firmware's host build (firmware/build/powerboard-host: the
 real core, real time, no simulator), idle and beside a CPU hog of 4 busy processes per core.
 
-Each cut is `RelayBoard.cut(ch, delay)` with a delay drawn uniformly from `--delay-ms`; its
+Each cut is `RelayBoard.cut(ch, delay)`, called at the priority the campaign's cut thread has
+(rig/power/realtime.py: SCHED_FIFO where allowed), with a delay drawn uniformly from
+`--delay-ms`; the host build runs SCHED_FIFO where allowed, as an MCU is not loaded by the host
+(firmware/host/board_host.c `MCU_PRIORITY`). Its
 lateness is the pin's own instant (the host build logs each pin change with its
 CLOCK_MONOTONIC time, the clock the rig stamps with) minus (the call's instant + the delay).
 The pin is the truth; the rig's own mapping of the edge is printed beside it (its median bound).
@@ -31,7 +34,8 @@ import numpy as np
 
 sys.path.insert(0, os.getcwd())
 
-from fixtures.board_station import HostBoard
+from fixtures.board_station import HostBoard, PinEdge
+from rig.power.realtime import realtime
 from rig.power.relay import RelayBoard
 
 HOST_BUILD = Path(os.getcwd()) / "firmware" / "build" / "powerboard-host"
@@ -53,6 +57,10 @@ def hog(per_core: int) -> Iterator[None]:
             p.wait()
 
 
+def _off_pins(host: HostBoard, channel: int, since: int) -> list[PinEdge]:
+    return [p for p in host.pins_of(channel)[since:] if not p.on]
+
+
 def measure(cuts: int, delay_ms: tuple[float, float], seed: int) -> dict[str, object]:
     rng = random.Random(seed)
     host = HostBoard("bench", HOST_BUILD)
@@ -66,12 +74,15 @@ def measure(cuts: int, delay_ms: tuple[float, float], seed: int) -> dict[str, ob
                 delay_s = rng.uniform(*delay_ms) / 1000
                 delays_ms.append(delay_s * 1000)
                 before = len(host.pins_of(ch))
-                asked_ns = time.monotonic_ns()
-                edge = board.cut(ch, delay_s).wait(10)
+                with realtime():
+                    asked_ns = time.monotonic_ns()
+                    pending = board.cut(ch, delay_s)
+                edge = pending.wait(10)
+                # the off pin: an on edge logged late (the board's power-on) is not the cut's
                 deadline = time.monotonic() + 5
-                while len(host.pins_of(ch)) <= before and time.monotonic() < deadline:
+                while not _off_pins(host, ch, before) and time.monotonic() < deadline:
                     time.sleep(0.001)
-                pin = host.pins_of(ch)[before]
+                pin = _off_pins(host, ch, before)[0]
                 late_ms.append((pin.mono_ns - asked_ns - round(delay_s * 1e9)) / 1e6)
                 bounds_ms.append(edge.error_ns / 1e6)
                 board.on(ch)

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <poll.h>
 #include <pty.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <stdio.h>
@@ -31,6 +32,11 @@
 
 /* The core spins up to SPIN_US for an edge; waking this much early leaves poll() jitter to it. */
 #define TIMER_LEAD_US 80
+/* A board's MCU is not loaded by the host it talks to: the host build runs SCHED_FIFO where the
+ * host allows it (root or CAP_SYS_NICE), above the rig's cut thread (rig/power/realtime.py:
+ * 10), else as an ordinary process. Its loop sleeps in ppoll and spins only TIMER_LEAD_US
+ * before an edge, so it cannot starve the host. */
+#define MCU_PRIORITY 20
 #define ADC_PERIOD_US 104 /* as the AVR: prescaler 128, 13 ADC clocks */
 #define RAIL_FULL_COUNTS 819.0
 #define RAIL_FALL_TAU_US 2000.0
@@ -202,6 +208,9 @@ static void wait_for_first_open(void)
 			break;
 		if (stop_requested)
 			return;
+		/* no slave open: poll() reports the hang-up at once, without its timeout */
+		struct timespec idle = {.tv_sec = 0, .tv_nsec = 1000000};
+		nanosleep(&idle, NULL);
 	}
 	struct timespec start, now;
 	clock_gettime(CLOCK_MONOTONIC, &start);
@@ -255,6 +264,8 @@ int main(void)
 	if (open_pty() < 0)
 		return 1;
 	wait_for_first_open();
+	struct sched_param rt = {.sched_priority = MCU_PRIORITY};
+	(void)sched_setscheduler(0, SCHED_FIFO, &rt); /* refused: runs at normal priority */
 	start_ns = mono_ns();
 	board_reset("power");
 
@@ -304,6 +315,8 @@ int main(void)
 		int ready = ppoll(&p, 1, &ts, NULL);
 		if (ready > 0 && (p.revents & POLLIN))
 			receive_pending();
+		else if (ready > 0 && (p.revents & POLLHUP)) /* no slave: never spin at SCHED_FIFO */
+			nanosleep(&ts, NULL);
 	}
 	flush_pin_log(); /* a stop between a switch and its loop's print still logs the switch */
 	return 0;

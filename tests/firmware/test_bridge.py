@@ -60,3 +60,37 @@ def test_the_boot_line_outlives_a_late_input_flush(twin: Twin) -> None:
         assert any(line.startswith(b"1 OK proto=") for line in lines[1:]), lines
     finally:
         os.close(fd)
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (/proc/PID/stat fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_the_host_build_never_spins_at_real_time_priority(firmware_built: str) -> None:
+    """The host build runs SCHED_FIFO where allowed (an MCU is not loaded by the host): a loop
+    that spun there, as one did while no host had the port open (poll() reports the hang-up
+    at once), would take a whole core from a 2-core machine. Waiting for a host, running
+    between requests, and after the host closed its port it stays below 10 % of a core."""
+    _require("host", firmware_built)
+    twin = Twin("host")
+    try:
+        spent = _cpu_s(twin.proc.pid)
+        time.sleep(1.0)  # no host yet
+        waiting = _cpu_s(twin.proc.pid) - spent
+        with RelayBoard(twin.pty) as board:
+            assert board.identity.board
+            policy = os.sched_getscheduler(twin.proc.pid)
+            spent = _cpu_s(twin.proc.pid)
+            time.sleep(1.0)
+            running = _cpu_s(twin.proc.pid) - spent
+        spent = _cpu_s(twin.proc.pid)
+        time.sleep(1.0)  # the host has closed the port
+        closed = _cpu_s(twin.proc.pid) - spent
+    finally:
+        twin.stop()
+    if os.geteuid() == 0:
+        assert policy == os.SCHED_FIFO
+    assert max(waiting, running, closed) < 0.1, (waiting, running, closed)

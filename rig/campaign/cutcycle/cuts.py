@@ -31,11 +31,11 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from rig.campaign.cutcycle.realtime import realtime
 from rig.config.campaign import CutSpec
 from rig.io.ledger import NOT_DONE, CycleLog
 from rig.io.workload import Writer
 from rig.power.base import ArmedCut, Edge, PendingCut
+from rig.power.realtime import realtime
 
 POLL_S = 0.0001  # how often a trigger looks at the writer's live signals
 
@@ -198,7 +198,11 @@ class EventCut:
             if self._closed or self._sent is not None:
                 return
             try:
-                self._sent = _cut_from(self._power, self._channel, self._cut, issue_ns, "", {})
+                # the writer thread sends it at the cut thread's priority: a relay board's
+                # SYNC and CUTAT must not wait behind the host's load
+                with realtime():
+                    sent = _cut_from(self._power, self._channel, self._cut, issue_ns, "", {})
+                self._sent = sent
             except BaseException as error:  # raised again in the cycle's thread
                 self._error = error
             self._done.set()

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import serial
 
 from rig.power.clocksync import ClockMap
+from rig.power.realtime import realtime
 from rig.power.relay.link import Link
 from rig.power.relay.state import BoardState
 from rig.power.relay.wire import BadLine, Line, LineSplitter, parse_line
@@ -59,6 +60,12 @@ class FrameReader:
         self._listener = listener
 
     def _run(self) -> None:
+        # a cut's request waits for its reply here (the SYNC before a CUTAT): read at the cut
+        # thread's priority; it blocks in the port's read (0.1 s timeout), it never spins
+        with realtime():
+            self._read_lines()
+
+    def _read_lines(self) -> None:
         splitter = LineSplitter()
         while not self._stop.is_set():
             try:

@@ -1,11 +1,13 @@
-"""The thread that times a cut, at real-time priority while it does.
+"""The threads that time a cut, at real-time priority while they do.
 
 A cut timed from an event (the first write, an acknowledgement, a flush's completion) is sent
 by the thread that saw the event; on a loaded host a thread at normal priority waits behind
 every busy process for its turn, and the edge falls that much late. While it waits for its
 trigger and sends the cut, the thread runs SCHED_FIFO where the host allows it (root, or
-CAP_SYS_NICE / an rtprio limit), with one warning line where it does not. It never spins at
-that priority: it sleeps between looks at the writer's live signals (cuts.POLL_S), so a busy
+CAP_SYS_NICE / an rtprio limit), with one warning line where it does not; so does the relay
+board's reader thread, which the cut's SYNC waits for (rig/power/relay/reader.py). None spins
+at that priority: the cut thread sleeps between looks at the writer's live signals
+(rig/campaign/cutcycle/cuts.py `POLL_S`) and the reader blocks in the port's read, so a busy
 real-time thread cannot starve a 2-core host: docs/decisions.md, "A cut is timed from its
 trigger's own instant".
 """
