@@ -14,9 +14,9 @@ import pytest
 from fixtures.fake_power import FakePowerSwitch
 from fixtures.profiles import profile
 from fixtures.virtual_drive import VirtualDrive
-from rig.power.realtime import realtime
 from rig.drive.identity import DriveIdentity
 from rig.native.trigger import Arrival, Trigger
+from rig.power.realtime import realtime
 
 
 def drive() -> VirtualDrive:
