@@ -2,8 +2,11 @@
 drives on the in-process twin, idle and beside a CPU hog (4 busy processes per core).
 
 Each configuration is a real campaign through `rig.campaign.run_campaign` on the in-process
-simulated station (one software relay, `cycles` cuts per drive). Lateness is the realized delay
-minus the planned one, both from the store, measured the same way on any rig version:
+simulated station (one software relay, `cycles` cuts per drive), or with `--station board` on
+the firmware's host build, four drives per board, through the production relay-board driver
+(fixtures/board_station.py; uniform and after_ack: its drives are honest PLP drives).
+Lateness is the realized delay minus the planned one, both from the store, measured the same
+way on any rig version:
 - uniform (`delay_ms` [0.5, 5]): the edge minus the first write's issue (the cycle's ledger);
 - after_ack (`after_ms` [0.5, 5]): the edge minus the acknowledgement the cut was timed from
   (event `cut_scheduled`, `trigger_ns`);
@@ -13,6 +16,7 @@ The goal: uniform p99 <= 1 ms; after_ack and window within 0.5 ms + 5 % of the p
 for 99 % of cuts. CPU per cut: this process's user + system time over the run / cuts.
 
 Run: .venv/bin/python bench/cut_timing.py [--cycles 6] [--drives 4,8,16] [--loads idle,hog]
+     [--strategies uniform,after_ack,window] [--station inprocess|board]
 Run it from another checkout (`cd OTHER && python /path/bench/cut_timing.py`) to measure that
 checkout's scheduler: the script imports the rig of the working directory.
 """
@@ -37,9 +41,12 @@ import numpy as np
 sys.path.insert(0, os.getcwd())
 
 from fixtures import sim_station
+from fixtures.board_station import BoardStation, drive_toml
 from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.config import campaign_file
+from rig.config.campaign import Campaign
+from rig.station.model import Station
 from rig.store import Store
 
 STRATEGIES = {
@@ -111,9 +118,48 @@ def lateness_ms(store: Store, strategy: str) -> list[tuple[float, float]]:
     return out
 
 
-def run_one(strategy: str, drives: int, cycles: int, loaded: bool) -> dict[str, object]:
-    campaign = campaign_file.parse(campaign_text(strategy, drives, cycles))
-    station, _ = sim_station.build(campaign)
+def board_campaign_text(strategy: str, drives: int, cycles: int, rig: BoardStation) -> str:
+    """The campaign on the board station: four channels per board, honest PLP drives."""
+    head = campaign_text(strategy, 0, cycles).replace('[station]\nkind = "simulated"\n', "")
+    names = list(rig.boards)
+    return (
+        head
+        + rig.station_toml()
+        + "".join(drive_toml(names[d // 4], d % 4, f"SNB{d:04d}") for d in range(drives))
+    )
+
+
+@contextlib.contextmanager
+def station_for(
+    kind: str, strategy: str, drives: int, cycles: int
+) -> Iterator[tuple[Campaign, Station]]:
+    """The in-process twin, or the firmware's host build on ceil(drives / 4) boards."""
+    if kind == "inprocess":
+        campaign = campaign_file.parse(campaign_text(strategy, drives, cycles))
+        yield campaign, sim_station.build(campaign)[0]
+        return
+    rig = BoardStation([f"b{n}" for n in range((drives + 3) // 4)])
+    try:
+        campaign = campaign_file.parse(board_campaign_text(strategy, drives, cycles, rig))
+        station = rig.station(campaign, None)
+        try:
+            yield campaign, station
+        finally:
+            station.power.close()
+    finally:
+        rig.close()
+
+
+def run_one(
+    strategy: str, drives: int, cycles: int, loaded: bool, kind: str = "inprocess"
+) -> dict[str, object]:
+    with station_for(kind, strategy, drives, cycles) as (campaign, station):
+        return _run(campaign, station, strategy, drives, loaded, kind)
+
+
+def _run(
+    campaign: Campaign, station: Station, strategy: str, drives: int, loaded: bool, kind: str
+) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as where:
         store = Store(str(Path(where) / "t.sqlite"))
         before = resource.getrusage(resource.RUSAGE_SELF)
@@ -133,6 +179,7 @@ def run_one(strategy: str, drives: int, cycles: int, loaded: bool) -> dict[str, 
 
     within = sum(abs(x) <= 0.5 + 0.05 * plan for x, plan in pairs)
     return {
+        "station": kind,
         "strategy": strategy,
         "drives": drives,
         "load": "hog" if loaded else "idle",
@@ -153,11 +200,12 @@ def main() -> None:
     parser.add_argument("--drives", default="4,8,16")
     parser.add_argument("--loads", default="idle,hog")
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument("--station", choices=("inprocess", "board"), default="inprocess")
     args = parser.parse_args()
     for load in args.loads.split(","):
         for drives in map(int, args.drives.split(",")):
             for strategy in args.strategies.split(","):
-                row = run_one(strategy, drives, args.cycles, load == "hog")
+                row = run_one(strategy, drives, args.cycles, load == "hog", args.station)
                 print(json.dumps(row), flush=True)
 
 
