@@ -13,6 +13,7 @@ import fcntl
 import os
 import stat
 import struct
+import time
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -63,6 +64,27 @@ class FiresTriggers(Protocol):
     ) -> int | None: ...
 
     def flush_fired(self, trigger: Trigger) -> int | None: ...
+
+
+def write_firing(
+    target: BlockTarget, lba: int, data: npt.NDArray[np.uint8], durable: bool, trigger: Trigger
+) -> int:
+    """`target.write` whose completion fires `trigger`: natively where the target can
+    (`FiresTriggers`), else once the call returned. Its completion instant (host ns)."""
+    if isinstance(target, FiresTriggers):
+        return target.write_fired(lba, data, durable, trigger) or time.monotonic_ns()
+    done_ns = target.write(lba, data, durable=durable) or time.monotonic_ns()
+    trigger.fire(done_ns)
+    return done_ns
+
+
+def flush_firing(target: BlockTarget, trigger: Trigger) -> int:
+    """`target.flush` whose completion fires `trigger`, as `write_firing`."""
+    if isinstance(target, FiresTriggers):
+        return target.flush_fired(trigger) or time.monotonic_ns()
+    done_ns = target.flush() or time.monotonic_ns()
+    trigger.fire(done_ns)
+    return done_ns
 
 
 @runtime_checkable

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from rig.errors import RigError
-from rig.io.blockio import Discards, FiresTriggers
+from rig.io.blockio import Discards, flush_firing
 from rig.io.ledger import NOT_DONE
 from rig.io.workload_native import NativeRun
 from rig.io.workload_plan import (
@@ -218,12 +218,10 @@ class Writer:
         ctx, target = self.context, self.context.target
         issue_ns = time.monotonic_ns()
         try:
-            if trigger is not None and isinstance(target, FiresTriggers):
-                done_ns = target.flush_fired(trigger) or time.monotonic_ns()
+            if trigger is not None:
+                done_ns = flush_firing(target, trigger)
             else:
                 done_ns = target.flush() or time.monotonic_ns()
-                if trigger is not None:
-                    trigger.fire(done_ns)
         except OSError as error:
             ctx.log.add_flush(TIMER_WORKER, issue_ns, NOT_DONE, error.errno or 5)
             return NOT_DONE

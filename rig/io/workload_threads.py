@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rig.io import media
-from rig.io.blockio import Discards, FiresTriggers
+from rig.io.blockio import Discards, write_firing
 from rig.io.ledger import NOT_DONE
 from rig.io.workload_plan import (
     DISCARD,
@@ -77,14 +77,12 @@ class SlotRun:
         try:
             # a target that knows its completion instant (a simulated drive) gives it, else it is
             # stamped here, once the call returned (rig/io/blockio.py `BlockTarget`)
-            target, durable = ctx.target, load.durable_writes
-            if trigger is not None and isinstance(target, FiresTriggers):
-                complete_ns = target.write_fired(lba, data, durable, trigger)
+            if trigger is not None:
+                complete_ns = write_firing(ctx.target, lba, data, load.durable_writes, trigger)
             else:
-                complete_ns = target.write(lba, data, durable=durable)
-            complete_ns = complete_ns or time.monotonic_ns()
-            if trigger is not None and not trigger.edge_ns:
-                trigger.fire(complete_ns)
+                complete_ns = (
+                    ctx.target.write(lba, data, durable=load.durable_writes) or time.monotonic_ns()
+                )
             self.live.acked(complete_ns)
         except OSError as error:
             complete_ns, status = NOT_DONE, error.errno or 5

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -10,9 +11,10 @@ import pytest
 
 from rig.check import verify
 from rig.io import media
-from rig.io.blockio import DirectTarget
+from rig.io.blockio import DirectTarget, flush_firing, write_firing
 from rig.io.ledger import CycleLog, LbaState
 from rig.io.workload import Workload, Writer, WriterContext
+from rig.native.trigger import Trigger
 from tests.loopdev import attached, loop_available
 
 
@@ -32,6 +34,26 @@ def test_direct_target_round_trips_blocks_in_a_regular_file(tmp_path: Path) -> N
         target.flush()
         assert np.array_equal(target.read(10, 2), data)
         assert target.nblocks == (8 << 20) // 4096
+    finally:
+        target.close()
+
+
+def test_a_target_without_a_native_completion_fires_the_trigger_once_the_call_returned(
+    tmp_path: Path,
+) -> None:
+    """A real device's write returns through the kernel: the trigger fires after it, timed
+    from the completion instant stamped then (rig/io/blockio.py `write_firing`)."""
+    target = DirectTarget(str(_image(tmp_path)))
+    try:
+        record = media.WriteRecord(3, 10, np.array([1], dtype=np.uint64), 0, 1, 5)
+        data = media.build(record, target.block_size)
+        trigger = Trigger.after(0.002)
+        before = time.monotonic_ns()
+        done = write_firing(target, 10, data, True, trigger)
+        assert before <= trigger.event_ns == done <= trigger.armed_ns
+        assert trigger.edge_ns == max(done + 2_000_000, trigger.armed_ns)
+        flushed = Trigger.after(0.0)
+        assert flush_firing(target, flushed) == flushed.event_ns > done
     finally:
         target.close()
 
