@@ -326,15 +326,18 @@ class ScpiSupply:
         if slew_v_per_s > 0:
             steps = max(1, min(MAX_STEPS, int(abs(end - start) / slew_v_per_s / STEP_S)))
         period = abs(end - start) / slew_v_per_s / steps if slew_v_per_s > 0 else 0.0
-        sent, answered = 0, 0
-        begin = time.monotonic()
+        sent, answered, first = 0, 0, 0
         for i in range(1, steps + 1):
             if i > 1:
-                time.sleep(max(0.0, begin + (i - 1) * period - time.monotonic()))
+                # timed from the first step's answer (it had acted by then), not from before
+                # its send: a first step sent late would have the rest catch up, faster
+                # than the slew
+                time.sleep(max(0.0, (first + (i - 1) * period * 1e9 - time.monotonic_ns()) / 1e9))
                 if cancel.is_set():
                     break
             at = self._timed("set_volts", ch, start + (end - start) * i / steps)
             sent, answered = sent or at[0], at[1]
+            first = first or answered
         return sent, answered, abs(end - start) / steps
 
     def _later(

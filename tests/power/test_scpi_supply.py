@@ -277,3 +277,25 @@ def test_a_sag_of_whole_timer_steps_is_timed_by_the_rigol_itself() -> None:
 
 def test_a_keysight_has_no_sequence_and_times_every_sag_itself() -> None:
     assert not FAMILIES["keysight-e36"].sequence_step_s
+
+
+def test_a_ramp_whose_first_step_acts_late_keeps_its_slew(
+    served: tuple[SupplyServer, Rails],
+) -> None:
+    """The steps are timed from the first step's effect: a first step acted on late (a busy
+    instrument, a preempted host) does not make the rest catch up faster than the slew."""
+    server, rails = served
+    supply = connect(server)
+    try:
+        supply.on(0)
+        start = len(rails.seen)
+        server.supply.stall_next(0.03)  # the ramp's first voltage step
+        supply.shaped_cut(0, 0.0, Shape("ramp", 0.0, "V", 0.0, 200.0)).wait(2.0)  # 0.2 V/ms
+        time.sleep(0.15)
+        supply.on(0)
+        ramp = [(v, ns) for ch, v, ns in rails.seen[start:] if ch == 0 and v < 12.0]
+    finally:
+        supply.close()
+    assert len(ramp) > 10 and ramp[-1][0] == 0.0
+    took_ms = (ramp[-1][1] - ramp[0][1]) / 1e6
+    assert took_ms >= 12 / 0.2 * (1 - 1 / len(ramp)) - 1  # not faster than its slew
