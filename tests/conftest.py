@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, settings
 
 from fixtures.simssd import runtime
 from fixtures.simssd.twin import ensure_udevd, stop_udevd
+from tests.rt_watch import SELF_TEST_MARK, RealtimeWatch
 
 UDEVD = "/lib/systemd/systemd-udevd"
 
@@ -69,14 +70,55 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return ByFileGuestsTogether(config, log)
 
 
+RT_WATCH = pytest.StashKey[RealtimeWatch]()
+_WATCHES: list[RealtimeWatch] = []  # the controlling process's one
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """With workers, the controlling process starts udevd (if none answers) before any of
     them, and stops it after all: two workers would race to start one, and the first to end
-    would stop it under the other."""
-    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+    would stop it under the other. The controlling process watches for a task spinning at
+    real-time priority the whole run (tests/rt_watch.py)."""
+    if hasattr(config, "workerinput"):
+        return
+    watch = RealtimeWatch(ignore=SELF_TEST_MARK)
+    config.stash[RT_WATCH] = watch
+    _WATCHES.append(watch)
+    watch.start()
+    if not config.getoption("numprocesses", None):
         return
     if os.geteuid() == 0 and os.path.exists(UDEVD) and shutil.which("udevadm"):
         config.stash[UDEVD_STARTED] = ensure_udevd()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """The tests in progress, for the watch (xdist forwards every worker's reports)."""
+    if not _WATCHES:
+        return
+    running = _WATCHES[0].running
+    worker = getattr(getattr(report, "node", None), "gateway", None)
+    key = getattr(worker, "id", "main")
+    if report.when == "setup":
+        running[key] = report.nodeid
+    elif report.when == "teardown" and running.get(key) == report.nodeid:
+        del running[key]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    watch = session.config.stash.get(RT_WATCH, None)
+    if watch is None:
+        return
+    watch.stop()
+    if watch.spins and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    watch = config.stash.get(RT_WATCH, None)
+    if watch is not None and watch.spins:
+        terminalreporter.section("a task spun at real-time priority (tests/rt_watch.py)")
+        for line in watch.report():
+            terminalreporter.write_line(line)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
