@@ -158,6 +158,15 @@ class Writer:
                 points[p] = int(first[last] + nblocks[last] - state.first_lba - p * size)
         return points
 
+    def engine_to_run(self) -> str:
+        """The engine `start` runs on this target: "native" or "threads"."""
+        native = (
+            isinstance(self.context.target, DescriptorTarget)
+            and self.workload.engine != "threads"
+            and self.workload.discard_share == 0  # (the native engine only writes)
+        )
+        return "native" if native else "threads"
+
     def start(self) -> None:
         self._made = planners = self._planners()
         for planner, at in zip(planners, self._start_at, strict=False):
@@ -166,11 +175,7 @@ class Writer:
         discards = self.workload.discard_share > 0
         if discards and not isinstance(target, Discards):
             raise ValueError("the workload discards: its target takes no discard")
-        native = (
-            isinstance(target, DescriptorTarget)
-            and self.workload.engine != "threads"
-            and not discards  # (the native engine only writes)
-        )
+        native = self.engine_to_run() == "native"
         if self.workload.engine == "native" and not native:
             raise ValueError("the native engine needs a target with a file descriptor")
         self.engine = "native" if native else "threads"

@@ -121,3 +121,27 @@ class ArmsAfterCompletion(Protocol):
         """The cut `delay_s` after the trigger's event; None when the channel cannot take one
         (the caller cuts as before)."""
         ...
+
+
+class PreparedCut(Protocol):
+    """A cut made ready to be sent the moment its event happens (a relay board's CUTAT with
+    its SYNC done and its wire held): `fire(event_ns)` sends it for `delay` after that host
+    instant, `settle` then returns the pending cut; `cancel` when the event never came (once
+    fired, it does nothing)."""
+
+    def fire(self, event_ns: int) -> None: ...
+
+    def settle(self) -> PendingCut: ...
+
+    def cancel(self) -> None: ...
+
+
+@runtime_checkable
+class PreparesCuts(Protocol):
+    """A switch whose cut request can be made ready ahead of its event, besides `PowerSwitch`."""
+
+    def prepare_cut(
+        self, channel: int, delay_s: float, off_s: float | None = None
+    ) -> PreparedCut | None:
+        """None: this channel or delay cannot be prepared (the caller cuts as before)."""
+        ...

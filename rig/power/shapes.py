@@ -22,7 +22,14 @@ from typing import Protocol, runtime_checkable
 
 from rig.config.tables import Table
 from rig.errors import UserError
-from rig.power.base import ArmedCut, ArmsAfterCompletion, PendingCut, PowerSwitch
+from rig.power.base import (
+    ArmedCut,
+    ArmsAfterCompletion,
+    PendingCut,
+    PowerSwitch,
+    PreparedCut,
+    PreparesCuts,
+)
 
 CUT_KINDS = ("off", "sag", "ramp", "glitch")
 RANGE_KEYS = ("depth_v", "depth_pct", "duration_ms", "slew_v_per_ms")
@@ -178,6 +185,15 @@ class ShapedCuts:
             return None
         off_s = shape.duration_s if shape.kind == "glitch" else None
         return power.arm_after_completion(channel, delay_s, off_s)
+
+    def prepare_cut(self, channel: int, delay_s: float) -> PreparedCut | None:
+        """The cut `delay_s` after an event yet to come, made ready on the switch where it
+        takes one (rig/power/base.py `PreparesCuts`); None: cut as before."""
+        shape, power = self.shape, self.power
+        if shape.kind not in ("off", "glitch") or not isinstance(power, PreparesCuts):
+            return None
+        off_s = shape.duration_s if shape.kind == "glitch" else None
+        return power.prepare_cut(channel, delay_s, off_s)
 
 
 @runtime_checkable

@@ -154,6 +154,16 @@ def _check_records(tmp_path: Path, lost: set[int], posts: list[dict], shown: str
         for channel in lost:
             assert "relay board c lost" in last_error[channel], last_error
         assert all(r["failures"] == 0 for r in cycles if r["status"] == "error")
+        # each board's cut was made ready before its first write (its SYNC then), and sent
+        # by the writer thread the moment it stamped that write
+        scheduled = db.execute(
+            "SELECT d.channel, e.detail FROM event e JOIN cycle c ON c.id = e.cycle_id"
+            " JOIN drive d ON d.id = c.drive_id WHERE e.kind = 'cut_scheduled'"
+            " AND c.status != 'error'"
+        ).fetchall()
+        assert scheduled and all(
+            json.loads(r["detail"]).get("armed_in") == "prepared" for r in scheduled
+        ), [tuple(r) for r in scheduled[:4]]
     finally:
         db.close()
     log = [json.loads(line) for line in (tmp_path / "sixteen.log.jsonl").read_text().splitlines()]

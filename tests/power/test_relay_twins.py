@@ -302,3 +302,41 @@ def test_a_reset_while_standing_aside_is_resynchronised_once(twin: Twin) -> None
         assert board.states().on == (True,) * 4
     finally:
         board.close()
+
+
+@pytest.mark.parametrize("delay_s", [0.0005, 0.005])
+def test_a_prepared_cut_falls_its_delay_after_the_event_it_is_fired_with(
+    twin: Twin, board: RelayBoard, delay_s: float
+) -> None:
+    """The SYNC goes at `prepare_cut`; the wire stays free until the event (other requests
+    go on); `fire` maps the event's instant plus the delay to the board's clock."""
+    since = time.monotonic_ns()
+    prepared = board.prepare_cut(0, delay_s)
+    assert prepared is not None
+    assert board.states().on[0]  # the wire is not held while the event is awaited
+    time.sleep(0.05)
+    event_ns = time.monotonic_ns()
+    prepared.fire(event_ns)
+    edge = prepared.settle().wait(delay_s + 5)
+    pins = twin.wait_pins(1, since)
+    _check_edge(twin, board, edge, pins[0])
+    planned = event_ns + delay_s * 1e9
+    slack = _slack_ns(twin, pins[0].mono_ns)
+    assert planned - slack <= pins[0].mono_ns <= planned + slack + LATE_NS[twin.kind], (
+        pins[0],
+        planned,
+    )
+    board.on(0)
+
+
+def test_a_prepared_cut_never_fired_cuts_nothing(twin: Twin, board: RelayBoard) -> None:
+    since = time.monotonic_ns()
+    prepared = board.prepare_cut(1, 0.001)
+    assert prepared is not None
+    prepared.cancel()
+    time.sleep(0.05)
+    assert board.states().on[1] and board.states().pending[1] == 0
+    assert twin.pins_since(since) == []
+    edge = board.cut(1, 0.001).wait(5)  # the channel and the wire are as before
+    assert not edge.powered
+    board.on(1)

@@ -34,7 +34,7 @@ import numpy as np
 from rig.config.campaign import CutSpec
 from rig.io.ledger import NOT_DONE, CycleLog
 from rig.io.workload import Writer
-from rig.power.base import ArmedCut, Edge, PendingCut
+from rig.power.base import ArmedCut, Edge, PendingCut, PreparedCut
 from rig.power.realtime import realtime
 
 POLL_S = 0.0001  # how often a trigger looks at the writer's live signals
@@ -52,6 +52,18 @@ class ArmingCutter(Cutter, Protocol):
     """A cutter that can arm a cut on a completion the rig's request will fire."""
 
     def arm_after_completion(self, channel: int, delay_s: float) -> ArmedCut | None: ...
+
+
+@runtime_checkable
+class PreparingCutter(Cutter, Protocol):
+    """A cutter that can make a cut ready ahead of its event (rig/power/base.py
+    `PreparesCuts`: a relay board's CUTAT, its SYNC done before the event)."""
+
+    def prepare_cut(self, channel: int, delay_s: float) -> PreparedCut | None: ...
+
+
+def prepare(power: Cutter, channel: int, delay_s: float) -> PreparedCut | None:
+    return power.prepare_cut(channel, delay_s) if isinstance(power, PreparingCutter) else None
 
 
 @dataclass(frozen=True)
@@ -124,6 +136,8 @@ def _trigger_and_cut(
         hook = live.on_first_issue
         if isinstance(hook, EventCut) and writer.engine == "threads":
             return hook.result(stop, timeout_s, power, channel, detail)
+        if isinstance(hook, EventCut):
+            hook.cancel()
         # timed from the first write the device got, not from the writer's start: a writer
         # slow to start (a loaded host) would otherwise be cut before it wrote anything
         _poll(lambda: live.writes_issued > 0 or stop.is_set(), timeout_s)
@@ -158,6 +172,10 @@ def _trigger_and_cut(
         armed = None
         if isinstance(power, ArmingCutter):
             armed = power.arm_after_completion(channel, cut.delay_s)
+        prepared = prepare(power, channel, cut.delay_s) if armed is None else None
+        if prepared is not None:
+            sent = _prepared_after(prepared, once, event, detail)
+            return sent or _cut_from(power, channel, cut, 0, "timeout", detail)
         if armed is None:
             done_ns = once()
             why = event if done_ns != NOT_DONE else "timeout"
@@ -179,14 +197,35 @@ def _trigger_and_cut(
     raise ValueError(f"unknown cut strategy {strategy!r}")
 
 
+def _prepared_after(
+    prepared: PreparedCut, once: Any, event: str, detail: dict[str, Any]
+) -> tuple[PendingCut, dict[str, Any]] | None:
+    """The rig's own write or flush, then the prepared cut sent the moment it returned: the
+    instant is its completion's plus the delay, and only one line is left to write. None:
+    the request never completed (nothing was sent)."""
+    try:
+        done_ns = once()
+        if done_ns == NOT_DONE:
+            return None
+        prepared.fire(done_ns)
+    finally:
+        prepared.cancel()  # (nothing once fired)
+    detail.update(trigger=event, trigger_ns=done_ns, armed_in="prepared")
+    return prepared.settle(), detail
+
+
 class EventCut:
     """A uniform cut sent by the writer thread that issues the first write, the moment it has
     stamped it (rig/io/writer_context.py `Live.on_first_issue`; the threads engine): no other
     thread has to be scheduled, nor take the GIL, before the switch is told. Installed before
-    the writer starts (`arm`)."""
+    the writer starts (`arm`), with the cut `prepared` where the switch makes one ready
+    (a relay board: its SYNC done then, so the writer thread only writes the CUTAT line)."""
 
-    def __init__(self, power: Cutter, channel: int, cut: CutDraw) -> None:
+    def __init__(
+        self, power: Cutter, channel: int, cut: CutDraw, prepared: PreparedCut | None = None
+    ) -> None:
         self._power, self._channel, self._cut = power, channel, cut
+        self._prepared = prepared
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._closed = False
@@ -201,8 +240,14 @@ class EventCut:
                 # the writer thread sends it at the cut thread's priority: a relay board's
                 # SYNC and CUTAT must not wait behind the host's load
                 with realtime():
-                    sent = _cut_from(self._power, self._channel, self._cut, issue_ns, "", {})
-                self._sent = sent
+                    if self._prepared is not None:  # its reply at once: the wire is free
+                        self._prepared.fire(issue_ns)  # again for the board's other channels
+                        detail = {"trigger_ns": issue_ns, "armed_in": "prepared"}
+                        self._sent = self._prepared.settle(), detail
+                    else:
+                        self._sent = _cut_from(
+                            self._power, self._channel, self._cut, issue_ns, "", {}
+                        )
             except BaseException as error:  # raised again in the cycle's thread
                 self._error = error
             self._done.set()
@@ -218,6 +263,7 @@ class EventCut:
         _poll(lambda: self._done.is_set() or stop.is_set(), timeout_s)
         with self._lock:
             self._closed = True  # a first write later than this sends nothing
+            self.cancel()
             if self._error is not None:
                 raise self._error
             if self._sent is None:
@@ -227,11 +273,19 @@ class EventCut:
         detail.update(sent, trigger="first_write")
         return pending, detail
 
+    def cancel(self) -> None:
+        """A prepared cut never fired is given up (its board's wire freed)."""
+        if self._prepared is not None:
+            self._prepared.cancel()
+
 
 def arm(strategy: str, cut: CutDraw, writer: Writer, power: Cutter, channel: int) -> None:
-    """Before the writer starts: a uniform cut is sent by its first write (`EventCut`)."""
+    """Before the writer starts: a uniform cut is sent by its first write (`EventCut`), made
+    ready now where the switch can (the threads engine's writers call the hook)."""
     if strategy == "uniform":
-        writer.live.on_first_issue = EventCut(power, channel, cut)
+        threads = writer.engine_to_run() == "threads"
+        prepared = prepare(power, channel, cut.delay_s) if threads else None
+        writer.live.on_first_issue = EventCut(power, channel, cut, prepared)
 
 
 def _cut_from(

@@ -24,7 +24,7 @@ from rig.errors import PowerError
 from rig.power.base import Edge, RailResult
 from rig.power.clocksync import Mapping
 from rig.power.relay.events import EventDelivery, Sinks
-from rig.power.relay.link import Link
+from rig.power.relay.link import Link, Prepared
 from rig.power.relay.maintenance import BoardMaintenance
 from rig.power.relay.model import (
     BoardEdge,
@@ -79,6 +79,55 @@ class SerialPendingCut:
         if self.rail_config is None:
             return None
         return self.wait_rail(timeout_s + self.rail_config[2] / 1000)
+
+
+class PreparedBoardCut:
+    """A CUTAT ready to go (`RelayBoard.prepare_cut`): `fire` once the event happened, then
+    `settle`; or `cancel` when it never did. Either ends it and frees the board's wire."""
+
+    def __init__(
+        self,
+        state: BoardState,
+        prepared: Prepared,
+        ticket: tuple[int, int, RailConfig | None],
+        delay_ns: int,
+        off_us: int,
+    ) -> None:
+        self._state, self._prepared = state, prepared
+        (self.channel, self._gen, self._rail_config) = ticket
+        self._delay_ns, self._off_us = delay_ns, off_us
+        self.fired = False
+
+    def fire(self, event_ns: int) -> None:
+        """The edge `delay` after `event_ns` (host clock), on the board's clock: one line out."""
+        try:
+            at_us = self._state.to_mcu(event_ns + self._delay_ns)
+            assert at_us is not None  # (the SYNC of `prepare` gave a sample)
+            self._prepared.send(self.channel, at_us & 0xFFFF_FFFF, self._off_us)
+        except BaseException:
+            self.cancel()
+            raise
+        self.fired = True
+
+    def settle(self) -> SerialPendingCut:
+        """The cut as the board took it (its reply); raises as `RelayBoard.cut` does."""
+        assert self.fired
+        try:
+            reply = self._prepared.finish()
+        except BoardRefusedError:
+            self._state.set_cut_inflight(self.channel, False)
+            raise
+        except BoardResetError as e:
+            if not e.sent:
+                self._state.set_cut_inflight(self.channel, False)
+            raise
+        ticket = CutTicket(self.channel, reply.epoch, reply.line.num("t"), self._gen)
+        return SerialPendingCut(self._state, ticket, reply.line.num("at"), self._rail_config)
+
+    def cancel(self) -> None:
+        if not self.fired:
+            self._prepared.cancel()
+            self._state.set_cut_inflight(self.channel, False)
 
 
 class RelayBoard:
@@ -220,6 +269,30 @@ class RelayBoard:
             raise
         ticket = CutTicket(channel, reply.epoch, reply.line.num("t"), gen)
         return SerialPendingCut(self._state, ticket, reply.line.num("at"), rail_config)
+
+    def prepare_cut(
+        self, channel: int, delay_s: float, off_s: float | None = None
+    ) -> PreparedBoardCut | None:
+        """A cut `delay_s` after an event yet to come, its CUTAT made ready (the SYNC done, the
+        wire held) so that `fire(event_ns)` only maps the instant and writes one line: no round
+        trip nor lock between the event and the line (docs/decisions.md, "A board's cut is
+        prepared before its event"). None: a delay too long for CUTAT (cut as before)."""
+        self._check_channel(channel)
+        delay_us = round(delay_s * 1e6)
+        off_us = 0 if off_s is None else max(1, round(off_s * 1e6))
+        if not 0 <= delay_us <= DURATION_MAX_US or not 0 <= off_us <= DURATION_MAX_US:
+            raise ValueError(f"cut delay {delay_s} s / off {off_s} s out of range")
+        if delay_us > CUTAT_AHEAD_MAX_US:
+            return None
+        epoch = self._session.begin()
+        prepared = self._link.prepare("CUTAT", epoch)
+        try:
+            gen, rail_config = self._state.cut_begins(channel, epoch)
+        except BaseException:
+            prepared.cancel()
+            raise
+        ticket = (channel, gen, rail_config)
+        return PreparedBoardCut(self._state, prepared, ticket, round(delay_s * 1e9), off_us)
 
     def glitch(self, channel: int, width_s: float, delay_s: float = 0.0) -> SerialPendingCut:
         """Power off for `width_s` (from about 10 µs), timed by the board, then on again."""

@@ -20,7 +20,14 @@ from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
 from rig.errors import ChannelLostError, PowerError, PowerTimeoutError
-from rig.power.base import Edge, PendingCut, RailResult, RailSensedCut
+from rig.power.base import (
+    Edge,
+    PendingCut,
+    PreparedCut,
+    PreparesCuts,
+    RailResult,
+    RailSensedCut,
+)
 from rig.power.relay.model import BoardEdge, BoardIdentity, BoardResetError, ResetInfo
 
 log = logging.getLogger(__name__)
@@ -84,6 +91,24 @@ class _Pending:
             return None
         channel = self._boards.station_channel(self._index, result.channel)
         return dataclasses.replace(result, channel=channel)
+
+
+class _Prepared:
+    """A board's prepared cut, told in station channels; a board lost meanwhile is a
+    `ChannelLostError`."""
+
+    def __init__(self, boards: BoardSet, index: int, prepared: PreparedCut) -> None:
+        self._boards, self._index, self._prepared = boards, index, prepared
+
+    def fire(self, event_ns: int) -> None:
+        self._boards.guarded(self._index, lambda: self._prepared.fire(event_ns))
+
+    def settle(self) -> _Pending:
+        pending = self._boards.guarded(self._index, self._prepared.settle)
+        return _Pending(self._boards, self._index, pending)
+
+    def cancel(self) -> None:
+        self._prepared.cancel()
 
 
 class BoardSet:
@@ -153,6 +178,18 @@ class BoardSet:
         index, local = self.board_of(channel)
         pending = self.guarded(index, lambda: self._boards[index].cut(local, delay_s, off_s))
         return _Pending(self, index, pending)
+
+    def prepare_cut(
+        self, channel: int, delay_s: float, off_s: float | None = None
+    ) -> _Prepared | None:
+        """The board's prepared cut (`RelayBoard.prepare_cut`), its edges in station channels;
+        None where the board cannot prepare one."""
+        index, local = self.board_of(channel)
+        board = self._boards[index]
+        if not isinstance(board, PreparesCuts):
+            return None
+        prepared = self.guarded(index, lambda: board.prepare_cut(local, delay_s, off_s))
+        return None if prepared is None else _Prepared(self, index, prepared)
 
     def state(self, channel: int) -> bool:
         index, local = self.board_of(channel)

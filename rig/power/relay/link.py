@@ -89,42 +89,77 @@ class Link:
         epoch a public call began in), a request the board reset before is not sent at all
         (`BoardResetError`): it belongs to a board the driver has not resynchronised with."""
         self._state.check_usable()
-        timeout_s = self._reply_timeout_s if timeout_s is None else timeout_s
         with self._io_lock:
-            self._seq = (self._seq + 1) % 65536
-            body, wire = request_line(self._seq, command, args)
-            slot = Slot(self._seq)
-            if epoch is not None and self._state.epoch != epoch:
-                raise BoardResetError(f"relay board reset before {body!r} was sent", sent=False)
-            epoch = self._state.epoch
-            self._slot = slot
-            try:
-                line, first_ns, line_epoch = self._exchange(slot, body, wire, epoch, timeout_s)
-            finally:
-                self._slot = None
-            if line_epoch != epoch:
-                raise BoardResetError(f"relay board reset during {body!r}")
-            if line.word != "OK":
-                raise BoardRefusedError(body, line.args[0] if line.args else line.word)
-            if "t" in line.fields:
-                self._state.add_sample(SyncSample(line.num("t"), first_ns, line.rx_ns), line_epoch)
-            return Reply(line, first_ns, line_epoch)
+            return self._request_held(command, args, timeout_s, epoch)
+
+    def prepare(self, command: str, epoch: int) -> Prepared:
+        """One request whose arguments are known only later (a cut's instant, once its event
+        happened), with a SYNC sent now: a fresh sample to build it on, and a reset seen
+        before. `Prepared.send` then takes the wire and writes the line, no round trip left
+        to wait for; the wire is not held in between (a trigger that never comes must not
+        silence the board's heartbeats)."""
+        self.request("SYNC", epoch=epoch)
+        return Prepared(self, command, epoch)
+
+    def _request_held(
+        self, command: str, args: tuple[int, ...], timeout_s: float | None, epoch: int | None
+    ) -> Reply:
+        self._seq = (self._seq + 1) % 65536
+        body, wire = request_line(self._seq, command, args)
+        if epoch is not None and self._state.epoch != epoch:
+            raise BoardResetError(f"relay board reset before {body!r} was sent", sent=False)
+        return self._exchange_held(Slot(self._seq), body, wire, self._state.epoch, timeout_s)
+
+    def _exchange_held(
+        self,
+        slot: Slot,
+        body: str,
+        wire: bytes,
+        epoch: int,
+        timeout_s: float | None,
+        first: tuple[int, bool] | None = None,
+    ) -> Reply:
+        """The whole exchange of one request (`first`: its first send already went out then,
+        and whether the port took it)."""
+        timeout_s = self._reply_timeout_s if timeout_s is None else timeout_s
+        self._slot = slot
+        try:
+            line, first_ns, line_epoch = self._exchange(slot, body, wire, epoch, timeout_s, first)
+        finally:
+            self._slot = None
+        if line_epoch != epoch:
+            raise BoardResetError(f"relay board reset during {body!r}")
+        if line.word != "OK":
+            raise BoardRefusedError(body, line.args[0] if line.args else line.word)
+        if "t" in line.fields:
+            self._state.add_sample(SyncSample(line.num("t"), first_ns, line.rx_ns), line_epoch)
+        return Reply(line, first_ns, line_epoch)
 
     def _exchange(
-        self, slot: Slot, body: str, wire: bytes, epoch: int, timeout_s: float
+        self,
+        slot: Slot,
+        body: str,
+        wire: bytes,
+        epoch: int,
+        timeout_s: float,
+        first: tuple[int, bool] | None = None,
     ) -> tuple[Line, int, int]:
-        """Send `wire` until a reply comes: (reply, host time of the first send, its epoch)."""
+        """Send `wire` until a reply comes: (reply, host time of the first send, its epoch).
+        `first`: the first send already went out (`Prepared.send`)."""
         first_ns: int | None = None
         resends = timeouts = bad = 0
         while True:
             if self._state.epoch != epoch:
                 raise BoardResetError(f"relay board reset during {body!r}")
-            sent_ns = time.monotonic_ns()
-            written = self._write_request(wire)
-            self.last_tx_ns = sent_ns
-            if first_ns is None:
-                first_ns = sent_ns
-            self._stats.requests += 1
+            if first is not None:  # (only the first time round)
+                (first_ns, written), first = first, None
+            else:
+                sent_ns = time.monotonic_ns()
+                written = self._write_request(wire)
+                self.last_tx_ns = sent_ns
+                if first_ns is None:
+                    first_ns = sent_ns
+                self._stats.requests += 1
             if written:
                 kind, line, line_epoch = self._await_outcome(slot, timeout_s)
             else:  # the write itself waited out the timeout
@@ -249,3 +284,60 @@ class Link:
         slot = self._slot
         if slot is not None:
             slot.outcomes.put(("bad", None, self._state.epoch))
+
+
+class Prepared:
+    """One request made ready (`Link.prepare`): `send` writes it once with its arguments and
+    holds the wire until `finish` (its reply, resent as any request's) or `cancel`."""
+
+    def __init__(self, link: Link, command: str, epoch: int) -> None:
+        self._link, self.command, self.epoch = link, command, epoch
+        self._sent: tuple[Slot, str, bytes, int, bool] | None = None
+        self._held = False
+
+    def send(self, *args: int) -> int:
+        """Write the request now (after any exchange in progress); the host time just before
+        the write. `BoardResetError` (not sent) when the board reset since `prepare`."""
+        assert self._sent is None and not self._held
+        link = self._link
+        link._io_lock.acquire()
+        self._held = True
+        try:
+            if link._state.epoch != self.epoch:
+                raise BoardResetError(
+                    f"relay board reset before {self.command} was sent", sent=False
+                )
+            link._seq = (link._seq + 1) % 65536
+            body, wire = request_line(link._seq, self.command, args)
+            slot = Slot(link._seq)
+            link._slot = slot  # (a reply can come before the write returns)
+            sent_ns = time.monotonic_ns()
+            written = link._write_request(wire)
+        except BaseException:
+            self._release()
+            raise
+        link.last_tx_ns = sent_ns
+        link._stats.requests += 1
+        self._sent = (slot, body, wire, sent_ns, written)
+        return sent_ns
+
+    def finish(self, timeout_s: float | None = None) -> Reply:
+        """The reply of the request sent (resent until one comes, as `Link.request`)."""
+        assert self._sent is not None
+        slot, body, wire, sent_ns, written = self._sent
+        try:
+            return self._link._exchange_held(
+                slot, body, wire, self.epoch, timeout_s, (sent_ns, written)
+            )
+        finally:
+            self._release()
+
+    def cancel(self) -> None:
+        """Never sent, or given up on: the wire is free again."""
+        self._release()
+
+    def _release(self) -> None:
+        if self._held:
+            self._held = False
+            self._link._slot = None
+            self._link._io_lock.release()
