@@ -91,7 +91,8 @@ typecheck: $(VENV)/.installed
 # files all on one: one QEMU guest at a time; tests/conftest.py): the tests share the machine as
 # they must share a lab's (docs/decisions.md, "Tests run on two workers"). WORKERS=0: one process.
 # The tests that start their own CPU hog (marker `alone`) run after, by themselves: their hog of
-# 4 busy processes per core would load whatever the other worker runs.
+# 4 busy processes per core would load whatever the other worker runs. So do the guest tier's
+# (marked `alone` in tests/conftest.py): their QEMU runs at nice -10 and starved the other worker.
 # A failure is reported as a native traceback (pyproject.toml) without column ranges: neither then
 # parses source with `ast`, whose spurious SystemError on CPython 3.11 (gh-106905) turned one
 # failing test into an internal error that ended the whole run (docs/decisions.md).

@@ -28,6 +28,7 @@ settings.load_profile("shared-machine")
 
 
 HEAVY_LIST = Path(__file__).with_name("heavy.txt")
+GUEST_TIER = "tests/guest/"
 
 
 def heavy_tests(text: str) -> set[str]:
@@ -36,12 +37,16 @@ def heavy_tests(text: str) -> set[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests of tests/heavy.txt are marked `heavy` (`make check` deselects them); long targets
-    (`@pytest.mark.slow`) run only when asked for with `-m slow`."""
+    """Tests of tests/heavy.txt are marked `heavy` (`make check` deselects them); the guest
+    tier's are marked `alone` (its QEMU runs at nice -10 and would starve the other worker's
+    tests: docs/decisions.md, "Tests run on two workers"); long targets (`@pytest.mark.slow`)
+    run only when asked for with `-m slow`."""
     heavy = heavy_tests(HEAVY_LIST.read_text())
     for item in items:
         if item.nodeid.split("[", 1)[0] in heavy:
             item.add_marker(pytest.mark.heavy)
+        if item.nodeid.startswith(GUEST_TIER):
+            item.add_marker(pytest.mark.alone)
     if "slow" in (config.getoption("markexpr") or ""):
         return
     skip = pytest.mark.skip(reason="long target: run with -m slow")
@@ -50,7 +55,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-GUEST_TIER = "tests/guest/"
 UDEVD_STARTED = pytest.StashKey[int | None]()
 
 
