@@ -195,8 +195,15 @@ def test_a_window_after_the_flush_waits_for_the_flushes_in_flight() -> None:
     live.done_at = time.monotonic() + 0.02  # the first flush completes after the trigger waits
     flushed: list[int] = []
 
+    wrote: list[int] = []
+
+    def write_once() -> int:  # the rig's own write the flush covers (fresh data at risk)
+        assert live.release.is_set() and not flushed
+        wrote.append(time.monotonic_ns())
+        return wrote[-1]
+
     def flush_once(_: object) -> int:  # the rig's own flush, once the writers are quiet
-        assert live.release.is_set()
+        assert live.release.is_set() and wrote
         flushed.append(time.monotonic_ns() - 3_000_000)  # completed 3 ms ago (a slow return)
         return flushed[-1]
 
@@ -207,6 +214,7 @@ def test_a_window_after_the_flush_waits_for_the_flushes_in_flight() -> None:
             "live": live,
             "join": lambda _, timeout_s: live.release.wait(timeout_s),
             "flush_once": flush_once,
+            "write_once": lambda _: write_once(),
         },
     )()
     clock, stop = _CutClock(), threading.Event()
@@ -215,7 +223,7 @@ def test_a_window_after_the_flush_waits_for_the_flushes_in_flight() -> None:
     _, detail = cuts.schedule(
         "window", cuts.CutDraw(0.0, 0.010), writer, stop, clock, 0, 2.0, after="flush"
     )
-    assert detail["trigger"] == "flush" and stop.is_set()
+    assert detail["trigger"] == "flush" and stop.is_set() and len(wrote) == 1
     assert clock.called_at is not None and clock.called_at >= released
     # timed from that flush's completion: the join's time is not added to the delay, and the
     # switch is asked for what is left of it (10 ms planned, 3+ ms of it gone)

@@ -17,6 +17,7 @@ from rig.campaign.observer import Observer
 from rig.campaign.parallel import run_campaign
 from rig.config import campaign_file
 from rig.store import Store
+from rig.window import fit
 from tests.hog import cpu_hog
 from tests.window.test_window_campaign import PROFILES, campaign_text, run, window_of
 
@@ -24,6 +25,7 @@ from tests.window.test_window_campaign import PROFILES, campaign_text, run, wind
 pytestmark = pytest.mark.alone
 
 LOAD_PROFILES = ["window-2ms-jitter", "window-20ms-jitter", "ack-window-20ms-jitter"]
+COVERAGE_PROFILES = ["window-2ms", "window-20ms-jitter", "ack-window-20ms-jitter"]
 RARE = 1e-4  # a loss (or a survival) the profile's curve gives less often than this per cut
 SLACK_MS, SLACK_SHARE = 2.0, 0.10  # placement bound of these tests (the goal: 0.5 ms + 5 %)
 
@@ -150,3 +152,37 @@ def test_after_ack_cuts_at_sixteen_drives_under_a_cpu_hog_fall_at_their_planned_
 
 
 AFTER_ACK = 'strategy = "after_ack"\ndelay_ms = [0.5, 2]\nafter_ms = [0.5, 5]'
+
+
+def _coverage_under_hog(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, seeds: range
+) -> list[str]:
+    """The t99 interval of one real 60-cut campaign per seed, all beside one hog; the ones
+    that miss the profile's true t99 (an open interval covers nothing)."""
+    truth = PROFILES[name].true_quantile_ms(0.99)
+    flush_every = 0 if PROFILES[name].destage_after == "write" else 4
+    missed = []
+    with cpu_hog():
+        for seed in seeds:
+            where = tmp_path / str(seed)
+            where.mkdir()
+            text = campaign_text([name], 60, window_of(name), seed=seed, flush_every=flush_every)
+            planner, _, _ = run(where, text, monkeypatch)
+            design = planner.design(f"SIM {name}")
+            q = fit.fit(design.delays_ms, design.lost).quantile(0.99)
+            if q is None or not q.covers(truth):
+                missed.append(f"seed {seed}: {q}")
+    return missed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", COVERAGE_PROFILES)
+def test_under_a_cpu_hog_the_t99_interval_covers_the_truth_in_90_percent_of_50(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """The goal's coverage beside the hog. Not met yet on window-2ms (12 of 15 seeds, 2026-12-04;
+    quiet: 12 of 12): a destage timer the writers' last flush started can run out between the
+    rig's own write and its timed flush, and the cut then has nothing at risk however short its
+    delay (docs/known-issues.md)."""
+    missed = _coverage_under_hog(tmp_path, monkeypatch, name, range(50))
+    assert len(missed) <= 5, missed

@@ -169,6 +169,12 @@ def _trigger_and_cut(
         once = writer.flush_once if event == "flush" else writer.write_once
         if not quiet:
             return _cut_from(power, channel, cut, 0, "timeout", detail)
+        # A flush the cut is timed from covers one fresh write of the rig's own: data the
+        # writers left may have been destaged while they stopped (a loaded host's join takes
+        # longer than a short window), and a cut after a flush with nothing at risk shows
+        # nothing of the window however short its delay
+        if event == "flush" and writer.write_once() == NOT_DONE:
+            return _cut_from(power, channel, cut, 0, "timeout", detail)
         armed = None
         if isinstance(power, ArmingCutter):
             armed = power.arm_after_completion(channel, cut.delay_s)
