@@ -156,51 +156,64 @@ def _trigger_and_cut(
         )
         return power.cut(channel, 0.0), detail
     if strategy in ("after_ack", "window"):
-        # The rig issues the write or flush the cut is timed from itself, from this thread,
-        # once the writers are quiet: no other acknowledgement or flush of theirs can fall
-        # between it and the edge (one the drive completes before the edge and a loaded host
-        # stamps after it would re-arm the drive's timer unseen), the time the writers take to
-        # stop is not part of the delay, and no writer thread has to be scheduled (nor take
-        # the GIL) before the switch is told: docs/decisions.md, "A cut after an event is
-        # timed from the rig's own event".
-        stop.set()
-        quiet = writer.join(timeout_s)
         event = "flush" if strategy == "window" and after == "flush" else "ack"
-        once = writer.flush_once if event == "flush" else writer.write_once
-        if not quiet:
-            return _cut_from(power, channel, cut, 0, "timeout", detail)
-        # A flush the cut is timed from covers one fresh write of the rig's own: data the
-        # writers left may have been destaged while they stopped (a loaded host's join takes
-        # longer than a short window), and a cut after a flush with nothing at risk shows
-        # nothing of the window however short its delay
-        if event == "flush" and writer.write_once() == NOT_DONE:
-            return _cut_from(power, channel, cut, 0, "timeout", detail)
-        armed = None
-        if isinstance(power, ArmingCutter):
-            armed = power.arm_after_completion(channel, cut.delay_s)
-        prepared = prepare(power, channel, cut.delay_s) if armed is None else None
-        if prepared is not None:
-            sent = _prepared_after(prepared, once, event, detail)
-            return sent or _cut_from(power, channel, cut, 0, "timeout", detail)
-        if armed is None:
-            done_ns = once()
-            why = event if done_ns != NOT_DONE else "timeout"
-            return _cut_from(power, channel, cut, 0 if why == "timeout" else done_ns, why, detail)
-        # the instant is fixed by the completion path (rig/native/trigger.c), not by this
-        # thread once it holds the interpreter again: docs/decisions.md, "A cut after an
-        # event is armed in the completion path"
-        done_ns = once(armed.trigger)
-        pending = armed.settle()
-        if done_ns == NOT_DONE:
-            detail.update(trigger="timeout", trigger_ns=time.monotonic_ns())
-        else:
-            detail.update(trigger=event, trigger_ns=done_ns, armed_in="completion")
-        return pending, detail
+        return _after_event(event, cut, writer, stop, power, channel, timeout_s, detail)
     if strategy == "idle":
         stop.set()
         quiet = writer.join(timeout_s)
         return _cut_from(power, channel, cut, 0, "idle" if quiet else "timeout", detail)
     raise ValueError(f"unknown cut strategy {strategy!r}")
+
+
+def _after_event(
+    event: str,
+    cut: CutDraw,
+    writer: Writer,
+    stop: threading.Event,
+    power: Cutter,
+    channel: int,
+    timeout_s: float,
+    detail: dict[str, Any],
+) -> tuple[PendingCut, dict[str, Any]]:
+    # The rig issues the write or flush the cut is timed from itself, from this thread,
+    # once the writers are quiet: no other acknowledgement or flush of theirs can fall
+    # between it and the edge (one the drive completes before the edge and a loaded host
+    # stamps after it would re-arm the drive's timer unseen), the time the writers take to
+    # stop is not part of the delay, and no writer thread has to be scheduled (nor take
+    # the GIL) before the switch is told: docs/decisions.md, "A cut after an event is
+    # timed from the rig's own event".
+    stop.set()
+    quiet = writer.join(timeout_s)
+    once = writer.flush_once if event == "flush" else writer.write_once
+    if not quiet:
+        return _cut_from(power, channel, cut, 0, "timeout", detail)
+    # A flush the cut is timed from covers one fresh write of the rig's own: data the
+    # writers left may have been destaged while they stopped (a loaded host's join takes
+    # longer than a short window), and a cut after a flush with nothing at risk shows
+    # nothing of the window however short its delay
+    if event == "flush" and writer.write_once() == NOT_DONE:
+        return _cut_from(power, channel, cut, 0, "timeout", detail)
+    armed = None
+    if isinstance(power, ArmingCutter):
+        armed = power.arm_after_completion(channel, cut.delay_s)
+    prepared = prepare(power, channel, cut.delay_s) if armed is None else None
+    if prepared is not None:
+        sent = _prepared_after(prepared, once, event, detail)
+        return sent or _cut_from(power, channel, cut, 0, "timeout", detail)
+    if armed is None:
+        done_ns = once()
+        why = event if done_ns != NOT_DONE else "timeout"
+        return _cut_from(power, channel, cut, 0 if why == "timeout" else done_ns, why, detail)
+    # the instant is fixed by the completion path (rig/native/trigger.c), not by this
+    # thread once it holds the interpreter again: docs/decisions.md, "A cut after an
+    # event is armed in the completion path"
+    done_ns = once(armed.trigger)
+    pending = armed.settle()
+    if done_ns == NOT_DONE:
+        detail.update(trigger="timeout", trigger_ns=time.monotonic_ns())
+    else:
+        detail.update(trigger=event, trigger_ns=done_ns, armed_in="completion")
+    return pending, detail
 
 
 def _prepared_after(
