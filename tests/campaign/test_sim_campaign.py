@@ -93,8 +93,16 @@ def test_demo_profiles_find_what_the_fault_model_did(tmp_path: Path) -> None:
     assert plp.failures == {}
     # every reported lost durable block was really lost after a flush was acknowledged
     lost = findings(store, 1, verify.LOST_DURABLE)
-    assert lost and lost <= truth(drives[1], "lost_flushed")
-    assert len(lost) >= 0.5 * len(truth(drives[1], "lost_flushed"))
+    flushed = truth(drives[1], "lost_flushed")
+    assert lost and lost <= flushed
+    # and every block the fault model lost under a flush is reported: as a durable loss where
+    # the rig saw that flush complete before the edge, else as an allowed loss (a flush still
+    # in flight at the cut covers it in the model, not in the contract). The share in flight
+    # grows with host load (about a third quiet, half beside busy test workers), so the floor
+    # on the durable share is loose and the exact accounting is the set identity.
+    allowed = findings(store, 1, verify.ALLOWED_LOSS)
+    assert flushed <= lost | allowed
+    assert len(lost) >= 0.25 * len(flushed)
     # every torn block is found as a shorn write, and nothing else is
     assert findings(store, 2, verify.SHORN) == truth(drives[2], "torn")
     assert set(torn.failures) == {verify.SHORN}
