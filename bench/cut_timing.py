@@ -58,7 +58,9 @@ STRATEGIES = {
     "window": (
         "window-20ms",
         '[cut]\nstrategy = "window"\ndelay_ms = [0.5, 2]\n'
-        '[cut.window]\nafter = "flush"\nmin_ms = 1\nmax_ms = 400\n',
+        # quiet_ms = 0: placement is measured here, and the wait for the writers' flush
+        # timers (docs/decisions.md) only delays the rig's write, never the edge after its flush
+        '[cut.window]\nafter = "flush"\nmin_ms = 1\nmax_ms = 400\nquiet_ms = 0\n',
     ),
 }
 

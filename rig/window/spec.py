@@ -28,6 +28,9 @@ class WindowSpec:
     max_ms: float = 60_000.0
     cls: str = LOST_DURABLE  # the class whose loss is the response
     quantile: float = 0.99  # the t_q the design aims at
+    # after a flush: how long since the writers' last flush before the rig's own write (their
+    # flushes' destage timers have run out by then; default max_ms): see `quiet_s`
+    quiet_ms: float | None = None
 
 
 def parse(table: Table) -> WindowSpec:
@@ -54,8 +57,27 @@ def parse(table: Table) -> WindowSpec:
             f"not after the {after}"
         )
     quantile = float(table.number("quantile", 0.99, 0.5, 0.999))
+    quiet = None
+    if "quiet_ms" in table.data:
+        if after != "flush":
+            raise UserError("campaign: [cut.window].quiet_ms is for a window after the flush")
+        quiet = float(table.number("quiet_ms", 0, 0, 3_600_000))
     table.done()
-    return WindowSpec(after, low, high, cls, quantile)
+    return WindowSpec(after, low, high, cls, quantile, quiet)
+
+
+def quiet_s(spec: WindowSpec | None) -> float:
+    """How long the rig waits, after the writers stopped, since their last completed flush
+    before it writes and flushes once to time a cut from (rig/campaign/cutcycle/cuts.py). A
+    drive whose destage timer each flush (re)arms may still hold an earlier flush's timer:
+    should that run out between the rig's write and its flush, the cache is empty at the flush
+    and the cut survives whatever its delay, a survival the fit would read as a short window.
+    Waiting the longest window the campaign allows for (max_ms, unless quiet_ms says less)
+    leaves only the rig's flush's timer running. 0 for a window after the ack: a write's timer
+    is (re)armed as it arrives, before its data is cached."""
+    if spec is None or spec.after != "flush":
+        return 0.0
+    return (spec.max_ms if spec.quiet_ms is None else spec.quiet_ms) / 1000
 
 
 def pool_of(identity: DriveIdentity) -> str:

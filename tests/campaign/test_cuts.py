@@ -229,3 +229,41 @@ def test_a_window_after_the_flush_waits_for_the_flushes_in_flight() -> None:
     # switch is asked for what is left of it (10 ms planned, 3+ ms of it gone)
     assert detail["trigger_ns"] == flushed[0]
     assert abs(clock.called_ns + clock.delay_s * 1e9 - (flushed[0] + 10_000_000)) < 100_000
+
+
+def test_a_window_after_the_flush_writes_only_once_the_writers_flush_timers_ran_out() -> None:
+    """An earlier flush's destage timer that ran out between the rig's write and its timed
+    flush would empty the cache, and the cut would survive at any delay: the rig writes no
+    sooner than quiet_s after the writers' last completed flush (rig/window/spec.py
+    `quiet_s`), then flushes, and times the cut from that flush."""
+    log = CycleLog()
+    last_done = time.monotonic_ns()
+    log.add_flush(0, last_done - 2_000_000, last_done, 0)  # the writers' last flush, just now
+    events: list[tuple[str, int]] = []
+
+    def once(kind: str) -> Any:
+        def run(_: object = None) -> int:
+            events.append((kind, time.monotonic_ns()))
+            return events[-1][1]
+
+        return run
+
+    writer: Any = type(
+        "W",
+        (),
+        {
+            "live": _FlushesLive(),
+            "context": type("C", (), {"log": log})(),
+            "join": lambda _, timeout_s: True,
+            "flush_once": lambda _, trigger=None: once("flush")(),
+            "write_once": lambda _, trigger=None: once("write")(),
+        },
+    )()
+    clock, stop = _CutClock(), threading.Event()
+    _, detail = cuts.schedule(
+        "window", cuts.CutDraw(0.0, 0.005), writer, stop, clock, 0, 2.0, after="flush",
+        quiet_s=0.15,
+    )  # fmt: skip
+    assert [k for k, _ in events] == ["write", "flush"], events
+    assert events[0][1] >= last_done + 150_000_000  # the writers' timer had run out
+    assert detail["trigger"] == "flush" and detail["trigger_ns"] == events[1][1]

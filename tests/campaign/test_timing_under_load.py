@@ -180,9 +180,10 @@ def _coverage_under_hog(
 def test_under_a_cpu_hog_the_t99_interval_covers_the_truth_in_90_percent_of_50(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
-    """The goal's coverage beside the hog. Not met yet on window-2ms (12 of 15 seeds, 2026-12-04;
-    quiet: 12 of 12): a destage timer the writers' last flush started can run out between the
-    rig's own write and its timed flush, and the cut then has nothing at risk however short its
-    delay (docs/known-issues.md)."""
+    """The goal's coverage beside the hog. window-2ms covered 12 of 15 seeds while a destage
+    timer the writers' last flush started could run out between the rig's own write and its
+    timed flush (the cut then had nothing at risk however short its delay); the rig now waits
+    out the writers' timers first (docs/decisions.md, "A cut after a flush waits out the
+    writers' flush timers")."""
     missed = _coverage_under_hog(tmp_path, monkeypatch, name, range(50))
     assert len(missed) <= 5, missed

@@ -193,6 +193,8 @@ BASE = (
         ("[cut.window]\nclass = 'shorn_write'\n", ("shorn_write has no time axis",)),
         ("[cut.window]\nclass = 'lost_write'\n", ("timed after the ack, not after the flush",)),
         ("[cut.window]\nafter = 'boot'\n", ("after must be one of",)),
+        ("[cut.window]\nafter = 'ack'\nquiet_ms = 5\n", ("quiet_ms is for a window after",)),
+        ("[cut.window]\nquiet_ms = -1\n", ("quiet_ms = -1 is outside",)),
     ],
 )
 def test_bad_window_input_is_refused_before_any_write(

@@ -34,6 +34,7 @@ import numpy as np
 from rig.config.campaign import CutSpec
 from rig.io.ledger import NOT_DONE, CycleLog
 from rig.io.workload import Writer
+from rig.native.trigger import Trigger
 from rig.power.base import ArmedCut, Edge, PendingCut, PreparedCut
 from rig.power.realtime import realtime
 
@@ -101,9 +102,11 @@ def schedule(
     channel: int,
     trigger_timeout_s: float = 5.0,
     after: str = "ack",
+    quiet_s: float = 0.0,
 ) -> tuple[PendingCut, dict[str, Any]]:
     """Wait for the strategy's trigger (the writer runs meanwhile), then schedule the cut.
-    `after`: the window strategy's event (ack | flush).
+    `after`: the window strategy's event (ack | flush); `quiet_s`: after a flush, the time
+    since the writers' last flush before the rig's own write (rig/window/spec.py `quiet_s`).
 
     The edge is planned at the trigger's own instant (`trigger_ns`, as the ledger stamped it)
     plus the delay, not at the instant this thread saw the trigger: the switch is asked for
@@ -116,7 +119,7 @@ def schedule(
     with realtime() as fifo:
         detail["realtime"] = fifo
         return _trigger_and_cut(
-            strategy, cut, writer, stop, power, channel, trigger_timeout_s, after, detail
+            strategy, cut, writer, stop, power, channel, trigger_timeout_s, (after, quiet_s), detail
         )
 
 
@@ -128,10 +131,12 @@ def _trigger_and_cut(
     power: Cutter,
     channel: int,
     timeout_s: float,
-    after: str,
+    window: tuple[str, float],
     detail: dict[str, Any],
 ) -> tuple[PendingCut, dict[str, Any]]:
+    """`window`: the window strategy's event and quiet time (`schedule`'s after, quiet_s)."""
     live = writer.live
+    after, quiet_s = window
     if strategy == "uniform":
         hook = live.on_first_issue
         if isinstance(hook, EventCut) and writer.engine == "threads":
@@ -157,7 +162,8 @@ def _trigger_and_cut(
         return power.cut(channel, 0.0), detail
     if strategy in ("after_ack", "window"):
         event = "flush" if strategy == "window" and after == "flush" else "ack"
-        return _after_event(event, cut, writer, stop, power, channel, timeout_s, detail)
+        waits = (timeout_s, quiet_s)
+        return _after_event(event, cut, writer, stop, power, channel, waits, detail)
     if strategy == "idle":
         stop.set()
         quiet = writer.join(timeout_s)
@@ -172,9 +178,11 @@ def _after_event(
     stop: threading.Event,
     power: Cutter,
     channel: int,
-    timeout_s: float,
+    waits: tuple[float, float],
     detail: dict[str, Any],
 ) -> tuple[PendingCut, dict[str, Any]]:
+    """`waits`: the writers' join timeout, and the quiet time after their last flush."""
+    timeout_s, quiet_s = waits
     # The rig issues the write or flush the cut is timed from itself, from this thread,
     # once the writers are quiet: no other acknowledgement or flush of theirs can fall
     # between it and the edge (one the drive completes before the edge and a loaded host
@@ -184,19 +192,20 @@ def _after_event(
     # timed from the rig's own event".
     stop.set()
     quiet = writer.join(timeout_s)
-    once = writer.flush_once if event == "flush" else writer.write_once
     if not quiet:
         return _cut_from(power, channel, cut, 0, "timeout", detail)
-    # A flush the cut is timed from covers one fresh write of the rig's own: data the
-    # writers left may have been destaged while they stopped (a loaded host's join takes
-    # longer than a short window), and a cut after a flush with nothing at risk shows
-    # nothing of the window however short its delay
-    if event == "flush" and writer.write_once() == NOT_DONE:
-        return _cut_from(power, channel, cut, 0, "timeout", detail)
+    if event == "flush" and quiet_s > 0:  # no earlier flush's destage timer left running
+        _quiet_after_last_flush(writer.context.log, quiet_s)  # (rig/window/spec.py `quiet_s`)
     armed = None
     if isinstance(power, ArmingCutter):
         armed = power.arm_after_completion(channel, cut.delay_s)
     prepared = prepare(power, channel, cut.delay_s) if armed is None else None
+    once = writer.flush_once if event == "flush" else writer.write_once
+    # A flush the cut is timed from covers one fresh write of the rig's own: data the writers
+    # left may have been destaged while they stopped, and a cut after a flush with nothing at
+    # risk shows nothing of the window however short its delay
+    if event == "flush" and writer.write_once() == NOT_DONE:
+        once = _not_done
     if prepared is not None:
         sent = _prepared_after(prepared, once, event, detail)
         return sent or _cut_from(power, channel, cut, 0, "timeout", detail)
@@ -214,6 +223,23 @@ def _after_event(
     else:
         detail.update(trigger=event, trigger_ns=done_ns, armed_in="completion")
     return pending, detail
+
+
+def _quiet_after_last_flush(log: CycleLog, quiet_s: float) -> None:
+    """Sleep until `quiet_s` after the last flush the log saw complete (at once if none did,
+    or that is past): this thread sleeps, it never spins at real-time priority."""
+    done = log.column("flush_complete_ns")
+    done = done[done != NOT_DONE]
+    if len(done):
+        left_s = (int(done.max()) + round(quiet_s * 1e9) - time.monotonic_ns()) / 1e9
+        if left_s > 0:
+            time.sleep(left_s)
+
+
+def _not_done(trigger: Trigger | None = None) -> int:
+    """The event a cut was to be timed from, when the requests before it failed: never done
+    (`trigger` never fired)."""
+    return NOT_DONE
 
 
 def _prepared_after(

@@ -35,6 +35,7 @@ from rig.health.snapshot import HealthSnapshot
 from rig.health.tracker import anomaly_details
 from rig.io.workload import Writer, WriterContext
 from rig.power.shapes import ShapedCuts
+from rig.window import spec as window_spec
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -71,7 +72,14 @@ def write(drive: CycleDrive, c: Cycle) -> None:
     c.writer.start()
     after = spec.window.after if spec.window else "ack"
     c.pending, detail = cuts.schedule(
-        spec.strategy, draw, c.writer, c.stop, power, channel, after=after
+        spec.strategy,
+        draw,
+        c.writer,
+        c.stop,
+        power,
+        channel,
+        after=after,
+        quiet_s=window_spec.quiet_s(spec.window),
     )
     c.events.append((time.monotonic_ns(), "cut_scheduled", detail))
     if c.shape.kind != "off":
